@@ -1,0 +1,324 @@
+// Package cluster starts and stops the Redis deployments a run needs (process,
+// docker, embedded or external backends; single, sentinel, independent and
+// cluster topologies), hands out client connections, observes what the
+// servers do, and offers the node-level fault primitives (pause, kill,
+// restart). It knows nothing of locks or checking.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Backends.
+const (
+	Auto     = "auto"
+	Process  = "process"
+	Docker   = "docker"
+	Embedded = "embedded"
+	External = "external"
+)
+
+// Topologies.
+const (
+	Single       = "single"
+	Sentinel     = "sentinel"
+	Independent  = "independent"
+	RedisCluster = "cluster"
+)
+
+// Spec says what to start.
+type Spec struct {
+	Topology string // single | sentinel | independent | cluster
+	Backend  string // auto | process | docker | embedded | external
+	// Nodes is the number of independent masters (independent topology).
+	// Default 5.
+	Nodes int
+	// RedisServer / RedisSentinel are binary paths; default: looked up on PATH.
+	RedisServer   string
+	RedisSentinel string
+	// Image is the docker image (docker backend).
+	Image string
+	// Addrs are the user's servers (external backend): host:port or redis:// URLs.
+	Addrs []string
+	// AllowRemote permits non-loopback external addresses.
+	AllowRemote bool
+	// Dir is where node directories and logs go (the run directory).
+	Dir string
+	// AOF turns on appendonly persistence (appendfsync always) on every node.
+	AOF bool
+	// Proxy routes every client↔node link through an in-process fault proxy.
+	Proxy bool
+}
+
+// ErrInfra marks failures of the infrastructure (could not start Redis, ...)
+// as opposed to bad input.
+var ErrInfra = errors.New("infrastructure failure")
+
+// ErrBadSpec marks a Spec that cannot be satisfied as given.
+var ErrBadSpec = errors.New("bad cluster spec")
+
+// Cluster is a started deployment.
+type Cluster struct {
+	Spec    Spec
+	Backend string // resolved backend
+	Why     string // why auto chose it
+	// Nodes are the data nodes, masters first. For sentinel: the initial
+	// master then its replicas. For independent: the N masters.
+	Nodes []*Node
+	// Sentinels are the sentinel processes (sentinel topology).
+	Sentinels  []*Node
+	MasterName string
+
+	mu      sync.Mutex
+	clients []redis.UniversalClient
+	stops   []func() error
+	stopped bool
+}
+
+// Node is one Redis server (or sentinel).
+type Node struct {
+	Name string
+	// Addr is where clients connect (the proxy's address when proxied).
+	Addr string
+	// ServerAddr is the server's own address.
+	ServerAddr string
+	Role       string // master | replica | sentinel
+	Ctl        NodeControl
+}
+
+// NodeControl is the node-level fault primitive set a backend offers.
+type NodeControl interface {
+	// Pause freezes the server (SIGSTOP / docker pause); Resume undoes it.
+	Pause() error
+	Resume() error
+	// Kill stops the server abruptly (SIGKILL).
+	Kill() error
+	// Restart starts a killed server again on the same address; empty=true
+	// discards its data directory first.
+	Restart(ctx context.Context, empty bool) error
+	// State describes the process state as the OS sees it: "R", "S", "T"
+	// (stopped), "Z", "gone", or the container state.
+	State() string
+	// Pid is the process id (0 when not a local process).
+	Pid() int
+}
+
+// ErrUnsupported is returned by a NodeControl that cannot do what was asked
+// (an external or embedded node).
+var ErrUnsupported = errors.New("not supported by this backend")
+
+// Start brings up the deployment. On error everything already started is
+// stopped. Call Stop when done (also after a failed run or a signal).
+func Start(ctx context.Context, spec Spec) (*Cluster, error) {
+	if spec.Topology == "" {
+		spec.Topology = Single
+	}
+	if spec.Nodes == 0 {
+		spec.Nodes = 5
+	}
+	c := &Cluster{Spec: spec}
+	backend, why, err := resolveBackend(spec)
+	if err != nil {
+		return nil, err
+	}
+	c.Backend, c.Why = backend, why
+	switch backend {
+	case Process:
+		err = startProcess(ctx, c)
+	case Embedded:
+		err = startEmbedded(ctx, c)
+	default:
+		starter, ok := backends[backend]
+		if !ok {
+			return nil, fmt.Errorf("%w: backend %q is not built in (known: auto, process, embedded%s)", ErrBadSpec, backend, extraBackends())
+		}
+		err = starter(ctx, c)
+	}
+	if err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// backends holds the starters registered by other files (docker, external).
+var backends = map[string]func(context.Context, *Cluster) error{}
+
+func extraBackends() string {
+	s := ""
+	for name := range backends {
+		s += ", " + name
+	}
+	return s
+}
+
+func resolveBackend(spec Spec) (backend, why string, err error) {
+	switch spec.Backend {
+	case "", Auto:
+		if p, lerr := lookRedisServer(spec.RedisServer); lerr == nil {
+			return Process, "auto: redis-server found at " + p, nil
+		}
+		if spec.Topology != Single {
+			return "", "", fmt.Errorf("%w: backend auto: topology %s needs redis-server (not found on PATH; install it or pass --redis-server)", ErrInfra, spec.Topology)
+		}
+		return Embedded, "auto: redis-server not found on PATH, using the in-process embedded Redis (no server-side faults)", nil
+	case Process, Embedded, Docker, External:
+		return spec.Backend, "", nil
+	}
+	return "", "", fmt.Errorf("%w: backend %q is not one of auto, process, docker, embedded, external", ErrBadSpec, spec.Backend)
+}
+
+func lookRedisServer(path string) (string, error) {
+	if path == "" {
+		path = "redis-server"
+	}
+	return exec.LookPath(path)
+}
+
+// onStop registers cleanup, run in reverse order by Stop.
+func (c *Cluster) onStop(f func() error) {
+	c.mu.Lock()
+	c.stops = append(c.stops, f)
+	c.mu.Unlock()
+}
+
+// Stop closes every client and stops everything started, in reverse order.
+// It is idempotent and safe to call from a signal handler's goroutine.
+func (c *Cluster) Stop() error {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return nil
+	}
+	c.stopped = true
+	clients, stops := c.clients, c.stops
+	c.clients, c.stops = nil, nil
+	c.mu.Unlock()
+	var errs []error
+	for _, cl := range clients {
+		_ = cl.Close()
+	}
+	for i := len(stops) - 1; i >= 0; i-- {
+		if err := stops[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Endpoint is one place a lock client connects to: a master, or a master
+// behind Sentinel.
+type Endpoint struct {
+	Addr          string
+	MasterName    string
+	SentinelAddrs []string
+	Password      string
+}
+
+// Endpoints are what lock clients use: the one master for single, the
+// sentinel-managed master for sentinel, every master for independent.
+func (c *Cluster) Endpoints() []Endpoint {
+	switch c.Spec.Topology {
+	case Sentinel:
+		var sa []string
+		for _, s := range c.Sentinels {
+			sa = append(sa, s.Addr)
+		}
+		return []Endpoint{{Addr: c.Nodes[0].Addr, MasterName: c.MasterName, SentinelAddrs: sa}}
+	case Independent:
+		out := make([]Endpoint, len(c.Nodes))
+		for i, n := range c.Nodes {
+			out[i] = Endpoint{Addr: n.Addr}
+		}
+		return out
+	}
+	return []Endpoint{{Addr: c.Nodes[0].Addr}}
+}
+
+// ClientOptions tune a client connection.
+type ClientOptions struct {
+	// PoolSize per endpoint; default 4.
+	PoolSize int
+	// Timeout for dial/read/write; default 1s.
+	Timeout time.Duration
+	// Hooks are installed on the client (client faults, recording).
+	Hooks []redis.Hook
+}
+
+// NewClient returns a client for endpoint i. It never retries a command
+// (MaxRetries -1: a retried SET NX that had succeeded would look like a
+// failure) and honours context deadlines. The cluster closes it on Stop.
+func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient {
+	if o.PoolSize == 0 {
+		o.PoolSize = 4
+	}
+	if o.Timeout == 0 {
+		o.Timeout = time.Second
+	}
+	var cl redis.UniversalClient
+	if ep.MasterName != "" {
+		cl = redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password,
+			MaxRetries: -1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
+		})
+	} else {
+		cl = redis.NewClient(&redis.Options{
+			Addr: ep.Addr, Password: ep.Password,
+			MaxRetries: -1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
+		})
+	}
+	for _, h := range o.Hooks {
+		cl.AddHook(h)
+	}
+	c.mu.Lock()
+	c.clients = append(c.clients, cl)
+	c.mu.Unlock()
+	return cl
+}
+
+// AdminClient returns a plain client to one node (for the observer, faults
+// and checks), closed on Stop.
+func (c *Cluster) AdminClient(n *Node) *redis.Client {
+	cl := redis.NewClient(&redis.Options{
+		Addr: n.ServerAddr, MaxRetries: -1, DialTimeout: time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true,
+		PoolSize: 2, DisableIdentity: true,
+	})
+	c.mu.Lock()
+	c.clients = append(c.clients, cl)
+	c.mu.Unlock()
+	return cl
+}
+
+// waitReady pings addr until it answers or the timeout passes.
+func waitReady(ctx context.Context, addr string, timeout time.Duration, alive func() error) error {
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, DisableIdentity: true})
+	defer cl.Close()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		if alive != nil {
+			if err := alive(); err != nil {
+				return err
+			}
+		}
+		if last = cl.Ping(ctx).Err(); last == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not answer PING within %v: %v", addr, timeout, last)
+}

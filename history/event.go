@@ -1,0 +1,105 @@
+// Package history defines the event schema of a run and its crash-tolerant JSONL
+// writer and reader. A history is the only thing the checker and the report read.
+//
+// Every time is nanoseconds since the run's start on one monotonic clock (the
+// harness's), whatever clock an implementation under test was given.
+package history
+
+// Op names what an event records.
+type Op string
+
+const (
+	// OpRun is the first line of every history: what ran, with which settings.
+	OpRun Op = "run"
+	// OpAcquire is one Acquire/TryAcquire call: T invoke, End ack.
+	// Result ok = the client now believes it holds Key (Token, Fence, Depth,
+	// Deadline are set); fail = it knows it does not; unknown = the call timed
+	// out or the connection broke, the server may have set the key. A client
+	// never acts on an unknown acquire.
+	OpAcquire Op = "acquire"
+	// OpRelease is one Release call: T invoke, End ack. Depth is the hold
+	// count the client expects to remain after it (0 = key should be freed).
+	OpRelease Op = "release"
+	// OpLost records that the client learned its lease is gone (Lost() closed
+	// or the Deadline passed) and stopped acting on it. T = when it noticed.
+	OpLost Op = "lost"
+	// OpRenew is one background renewal (watchdog). Result fail = the server
+	// refused it (not the owner), unknown = no answer.
+	OpRenew Op = "renew"
+	// OpRead is a read of the protected resource: T invoke, End when applied;
+	// Value is what was read.
+	OpRead Op = "read"
+	// OpWrite is a write to the protected resource: T invoke, End when the
+	// resource applied (or rejected) it. Value is the value written, Fence
+	// the fencing token presented (if any). Result fail = rejected (stale
+	// fence, or out of stock for an inventory).
+	OpWrite Op = "write"
+	// OpPause is a client being frozen: T start, End resume.
+	OpPause Op = "pause"
+	// OpFault is a fault starting (T) with its request and measured effect.
+	OpFault Op = "fault"
+	// OpHeal is a fault ending (T) with its measured effect.
+	OpHeal Op = "heal"
+	// OpServer is what a Redis node reported through keyspace notifications
+	// (observer): Detail is the event (set, del, expired, hset, pexpire, ...).
+	OpServer Op = "server"
+	// OpPhase marks run phases: Detail = workload | heal | recovery | done.
+	OpPhase Op = "phase"
+)
+
+// Result of an operation.
+type Result string
+
+const (
+	OK      Result = "ok"
+	Fail    Result = "fail"
+	Unknown Result = "unknown"
+)
+
+// Event is one line of history.jsonl. Fields that do not apply are omitted.
+type Event struct {
+	T        int64  `json:"t"`                  // ns since run start: invoke / start
+	End      int64  `json:"end,omitempty"`      // ns since run start: ack / applied / end
+	Client   int    `json:"client"`             // client id; -1 for the harness (faults, observer)
+	Key      string `json:"key,omitempty"`      // lock key (resource ops: the lock key guarding it)
+	Op       Op     `json:"op"`                 // what happened
+	Result   Result `json:"result,omitempty"`   // ok | fail | unknown
+	Token    string `json:"token,omitempty"`    // owner value stored in Redis
+	Fence    uint64 `json:"fence,omitempty"`    // fencing token, when the lock has one
+	Depth    int    `json:"depth,omitempty"`    // reentrant hold count after the op
+	Deadline int64  `json:"deadline,omitempty"` // lease validity end (ns since run start), 0 = none promised
+	Value    int64  `json:"value,omitempty"`    // resource value read / written
+	Node     string `json:"node,omitempty"`     // Redis node name (observer, faults)
+	Err      string `json:"err,omitempty"`      // error text of a failed/unknown op
+	Detail   string `json:"detail,omitempty"`   // op-specific detail (observer event, pause point, phase)
+
+	Fault *Fault         `json:"fault,omitempty"` // OpFault / OpHeal
+	Meta  map[string]any `json:"meta,omitempty"`  // OpRun: scenario, lock, seed, ttl_ms, ...
+}
+
+// Fault describes one fault event: what was asked for and what it measurably did.
+type Fault struct {
+	ID      int               `json:"id"`                // schedule index; pairs OpFault with OpHeal
+	Kind    string            `json:"kind"`              // pause-client, kill-node, failover, ...
+	Target  string            `json:"target"`            // resolved target (client 3, node n2, ...)
+	Request map[string]string `json:"request,omitempty"` // the parameters asked for
+	Effect  map[string]string `json:"effect,omitempty"`  // what was measured (state T, new master, pttl before/after, ...)
+	Applied bool              `json:"applied"`           // false: the fault did not take effect (verdict becomes unknown)
+}
+
+// Meta keys written in the OpRun event, read by checker and report.
+const (
+	MetaScenario = "scenario"
+	MetaLock     = "lock"
+	MetaBackend  = "backend"
+	MetaTopology = "topology"
+	MetaSeed     = "seed"
+	MetaTTLms    = "ttl_ms"
+	MetaResource = "resource" // counter | inventory | register
+	MetaStock    = "stock"    // inventory initial stock per key
+	MetaClients  = "clients"
+	MetaKeys     = "keys"
+	MetaFenced   = "fenced"  // true when the resource rejects stale fences
+	MetaHonours  = "honours" // true when clients honour Lost/Deadline before acting
+	MetaStartNS  = "start_unix_ns"
+)

@@ -1,0 +1,120 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// ScanInfo says what a scan read.
+type ScanInfo struct {
+	Events int  // events decoded
+	Torn   bool // the last line was incomplete (a killed run) and was skipped
+}
+
+// ErrStop, returned by a scan callback, ends the scan without error.
+var ErrStop = errors.New("stop scan")
+
+// ScanFile streams the events of a history file to fn, one at a time, without
+// holding the history in memory. The *Event passed to fn is reused: copy it to
+// keep it. A torn last line (a run killed mid-write) is skipped and reported in
+// ScanInfo; a malformed line elsewhere is an error naming the line.
+func ScanFile(path string, fn func(*Event) error) (ScanInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ScanInfo{}, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	info, err := Scan(f, fn)
+	if err != nil {
+		return info, fmt.Errorf("%s: %w", path, err)
+	}
+	return info, nil
+}
+
+// Scan is ScanFile over any reader.
+func Scan(r io.Reader, fn func(*Event) error) (ScanInfo, error) {
+	var info ScanInfo
+	br := bufio.NewReaderSize(r, 1<<20)
+	var ev Event
+	line := 0
+	for {
+		raw, err := br.ReadSlice('\n')
+		var long []byte
+		for errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, raw...)
+			raw, err = br.ReadSlice('\n')
+		}
+		if long != nil {
+			raw = append(long, raw...)
+		}
+		if len(raw) == 0 && err == io.EOF {
+			return info, nil
+		}
+		if err != nil && err != io.EOF {
+			return info, fmt.Errorf("read line %d: %w", line+1, err)
+		}
+		line++
+		complete := err == nil // ended with '\n'
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 {
+			if !complete {
+				return info, nil
+			}
+			continue
+		}
+		ev = Event{}
+		if uerr := json.Unmarshal(raw, &ev); uerr != nil {
+			if !complete {
+				info.Torn = true
+				return info, nil
+			}
+			return info, fmt.Errorf("line %d: not a history event: %w", line, uerr)
+		}
+		if ev.Op == "" {
+			return info, fmt.Errorf("line %d: event has no \"op\"", line)
+		}
+		info.Events++
+		if ferr := fn(&ev); ferr != nil {
+			if errors.Is(ferr, ErrStop) {
+				return info, nil
+			}
+			return info, ferr
+		}
+		if !complete {
+			return info, nil
+		}
+	}
+}
+
+// ReadFile loads a whole history into memory (for small histories and tests).
+func ReadFile(path string) ([]Event, ScanInfo, error) {
+	var evs []Event
+	info, err := ScanFile(path, func(e *Event) error {
+		evs = append(evs, *e)
+		return nil
+	})
+	return evs, info, err
+}
+
+// RunMeta returns the meta of the history's first OpRun event.
+func RunMeta(path string) (map[string]any, error) {
+	var meta map[string]any
+	_, err := ScanFile(path, func(e *Event) error {
+		if e.Op == OpRun {
+			meta = e.Meta
+		}
+		return ErrStop
+	})
+	if err != nil {
+		return nil, err
+	}
+	if meta == nil {
+		return nil, fmt.Errorf("%s: first event is not a %q event", path, OpRun)
+	}
+	return meta, nil
+}

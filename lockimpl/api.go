@@ -1,0 +1,147 @@
+// Package lockimpl is lockchaos's public lock API: the Locker/Lease interfaces
+// every lock under test implements, the registry that names them, and the
+// built-in implementations (correct locks, broken controls, library adapters).
+//
+// A user's own lock plugs in by implementing Locker and calling Register from
+// any Go package; see examples/ in the repository.
+package lockimpl
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A Locker is one client's handle: one owner identity, one set of connections.
+// Lockers are used by one goroutine at a time (the client's), but their leases
+// may run background goroutines (renewals).
+type Locker interface {
+	// Acquire waits until key is held, ctx is done, or Options.AcquireTimeout
+	// passes. It returns ErrNotAcquired when the wait ended without the lock,
+	// and an error wrapping ErrIndeterminate when it cannot know whether the
+	// server set the key (a timeout mid-command).
+	Acquire(ctx context.Context, key string) (Lease, error)
+	// TryAcquire makes one attempt. Same errors as Acquire.
+	TryAcquire(ctx context.Context, key string) (Lease, error)
+	// Close releases the handle's connections and background work.
+	Close() error
+}
+
+// A Lease is one held lock.
+type Lease interface {
+	Key() string
+	// Token is the owner value stored in Redis.
+	Token() string
+	// Fence returns the fencing token, when the implementation issues one.
+	Fence() (uint64, bool)
+	// Deadline is the validity the implementation promises, by the client's
+	// clock (Env.Clock). Zero means it promises none.
+	Deadline() time.Time
+	// Lost is closed when the implementation learns the lease is gone. A nil
+	// channel means the implementation cannot know.
+	Lost() <-chan struct{}
+	// Depth is the hold count for reentrant locks after the acquire that
+	// returned this lease (1 for non-reentrant locks).
+	Depth() int
+	// Release gives the lock up. ErrNotOwner means the server refused because
+	// the caller no longer owns the key (it expired or someone else holds it).
+	Release(ctx context.Context) error
+}
+
+// Reentrant is implemented by lockers whose owner can acquire a key it holds
+// again; Acquire on a held key then returns a lease with Depth()+1 and each
+// Release undoes one level.
+type Reentrant interface {
+	Locker
+	Reentrant() bool
+}
+
+var (
+	// ErrNotAcquired: the lock was held by someone else for the whole wait.
+	ErrNotAcquired = errors.New("lock not acquired")
+	// ErrNotOwner: a release or renewal was refused because the caller does
+	// not own the key.
+	ErrNotOwner = errors.New("not the lock owner")
+	// ErrIndeterminate: the outcome at the server is unknown (timeout,
+	// connection broken mid-command). Callers must not act as if they hold.
+	ErrIndeterminate = errors.New("outcome unknown")
+	// ErrLeaseLost: an operation found the lease already lost.
+	ErrLeaseLost = errors.New("lease lost")
+)
+
+// IsIndeterminate reports whether err means the server may have applied the
+// command: a timeout, a cancelled context mid-command, or a broken connection.
+func IsIndeterminate(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrIndeterminate) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	if errors.Is(err, redis.ErrClosed) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var opErr *net.OpError
+	return errors.As(err, &opErr)
+}
+
+// Endpoint says how to reach one Redis deployment an implementation may use,
+// for adapters that bring their own client library.
+type Endpoint struct {
+	Addr          string   // host:port of the node (or of the current master)
+	MasterName    string   // Sentinel master name, when behind Sentinel
+	SentinelAddrs []string // Sentinel addresses, when behind Sentinel
+	Password      string   // AUTH password, empty for none
+}
+
+// Env is what a factory gets to build one client's Locker.
+type Env struct {
+	// ClientID is the owner identity of this handle in the history.
+	ClientID int
+	// Conns are go-redis clients, one per independent master (one entry
+	// except for the "independent" topology). They are created by the harness
+	// with MaxRetries -1 and the client's fault hooks installed: use them for
+	// every command so that client faults reach the lock.
+	Conns []redis.UniversalClient
+	// Endpoints parallel Conns, for adapters that must build their own client.
+	Endpoints []Endpoint
+	// Clock is the client's clock: skew faults act through it. Implementations
+	// must read time and set timers through it, never through package time.
+	Clock Clock
+	// Options are the lock options of the scenario.
+	Options Options
+	// Note, when set, receives background events (renewals, loss) for the
+	// history. It may be called from any goroutine.
+	Note func(Note)
+}
+
+// NoteKind names a background event.
+type NoteKind string
+
+const (
+	NoteRenew NoteKind = "renew" // one renewal attempt finished
+	NoteLost  NoteKind = "lost"  // the lease was declared lost
+)
+
+// Note is a background event reported by an implementation.
+type Note struct {
+	Kind       NoteKind
+	Key, Token string
+	Start, End time.Time // by the client's clock
+	Err        error     // nil: success; ErrNotOwner: refused; indeterminate: no answer
+}
+
+func (e *Env) note(n Note) {
+	if e.Note != nil {
+		e.Note(n)
+	}
+}

@@ -1,0 +1,131 @@
+package lockimpl
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Kind classifies a registered lock.
+type Kind string
+
+const (
+	Correct Kind = "correct" // correct as far as its design goes
+	Broken  Kind = "broken"  // a classic mistake, kept as a control the checker must catch
+	Control Kind = "control" // an unusual but correct variant the checker must not flag
+	Adapter Kind = "adapter" // a third-party library behind the Locker API
+	User    Kind = "user"    // registered by a user's program
+)
+
+// Info describes a registered lock.
+type Info struct {
+	Name        string
+	Kind        Kind
+	Description string // one line
+	// Mistake, for broken controls, says what goes wrong and when.
+	Mistake string
+	// Reentrant: the same owner may acquire a held key again.
+	Reentrant bool
+	// Fenced: leases carry fencing tokens.
+	Fenced bool
+	// MinNodes is how many independent masters it needs (redlock: 1 or more;
+	// 0 means it uses the first connection only).
+	MinNodes int
+}
+
+// Factory builds one client's Locker.
+type Factory func(env Env) (Locker, error)
+
+type entry struct {
+	info    Info
+	factory Factory
+}
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]entry{}
+)
+
+// Register makes a lock available by name. It panics on a duplicate or empty
+// name, since that is a programming error at init time.
+func Register(info Info, f Factory) {
+	if info.Name == "" || f == nil {
+		panic("lockimpl.Register: empty name or nil factory")
+	}
+	if info.Kind == "" {
+		info.Kind = User
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[info.Name]; dup {
+		panic("lockimpl.Register: duplicate lock " + info.Name)
+	}
+	registry[info.Name] = entry{info, f}
+}
+
+// Lookup returns the lock registered under name.
+func Lookup(name string) (Info, Factory, error) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	e, ok := registry[name]
+	if !ok {
+		return Info{}, nil, fmt.Errorf("unknown lock %q (known: %v)", name, namesLocked())
+	}
+	return e.info, e.factory, nil
+}
+
+// List returns every registered lock, sorted by kind then name.
+func List() []Info {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]Info, 0, len(registry))
+	for _, e := range registry {
+		out = append(out, e.info)
+	}
+	order := map[Kind]int{Correct: 0, Control: 1, Broken: 2, Adapter: 3, User: 4}
+	sort.Slice(out, func(i, j int) bool {
+		if order[out[i].Kind] != order[out[j].Kind] {
+			return order[out[i].Kind] < order[out[j].Kind]
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Names returns the registered names, sorted.
+func Names() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return namesLocked()
+}
+
+func namesLocked() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New builds a Locker by name, filling option defaults and validating them.
+func New(name string, env Env) (Locker, error) {
+	info, f, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := env.Options.Validate(); err != nil {
+		return nil, err
+	}
+	env.Options = env.Options.WithDefaults()
+	if env.Clock == nil {
+		env.Clock = RealClock{}
+	}
+	if len(env.Conns) == 0 {
+		return nil, fmt.Errorf("lock %s: no Redis connection in Env", name)
+	}
+	if info.MinNodes > len(env.Conns) {
+		return nil, fmt.Errorf("lock %s: needs %d nodes, topology has %d", name, info.MinNodes, len(env.Conns))
+	}
+	return f(env)
+}
