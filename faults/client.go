@@ -1,0 +1,208 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client-side faults: they act through the workload's ClientControl.
+
+var clientPoints = map[string]bool{"now": true, "after-acquire": true, "before-write": true, "before-release": true, "in-acquire": true, "in-release": true}
+
+func validPoint(p string) error {
+	if p == "" || clientPoints[p] {
+		return nil
+	}
+	return fmt.Errorf("point: %q is not one of now, after-acquire, before-write, before-release, in-acquire, in-release", p)
+}
+
+func init() {
+	Register(Kind{
+		Name:        "pause-client",
+		Description: "freeze one client and its lock's background work for duration (a stop-the-world GC pause), at a point of its cycle",
+		Validate: func(s Spec) error {
+			if s.Duration <= 0 {
+				return fmt.Errorf("duration: must be > 0, got %v", s.Duration)
+			}
+			if err := validClientTarget(s.Target); err != nil {
+				return err
+			}
+			return validPoint(s.Point)
+		},
+		New: func(s Scheduled) Injector { return &pauseClient{s: s} },
+	})
+	Register(Kind{
+		Name:        "crash-client",
+		Description: "a client dies at a point of its cycle without releasing what it holds",
+		Validate: func(s Spec) error {
+			if err := validClientTarget(s.Target); err != nil {
+				return err
+			}
+			return validPoint(s.Point)
+		},
+		New: func(s Scheduled) Injector { return &crashClient{s: s} },
+	})
+	Register(Kind{
+		Name:        "clock-skew",
+		Description: "a client's clock runs with an offset (params.offset) and/or at a rate (params.rate, 1.1 = 10% fast) until healed",
+		Validate: func(s Spec) error {
+			if err := validClientTarget(s.Target); err != nil {
+				return err
+			}
+			_, _, err := skewParams(s.Params)
+			return err
+		},
+		New: func(s Scheduled) Injector { return &clockSkew{s: s} },
+	})
+	Register(Kind{
+		Name:        "stall-commands",
+		Description: "delay chosen commands (params.commands, comma-separated; empty = all) of one client by params.delay, through a go-redis hook",
+		Validate: func(s Spec) error {
+			if err := validClientTarget(s.Target); err != nil {
+				return err
+			}
+			d, err := time.ParseDuration(s.Params["delay"])
+			if err != nil || d <= 0 {
+				return fmt.Errorf("params.delay: %q is not a positive duration", s.Params["delay"])
+			}
+			return nil
+		},
+		New: func(s Scheduled) Injector { return &stall{s: s} },
+	})
+}
+
+type pauseClient struct{ s Scheduled }
+
+// Start arms the pause and waits (bounded by the fault's duration plus the
+// TTL) until the client actually froze and resumed, so the effect recorded is
+// the measured pause window.
+func (p *pauseClient) Start(ctx context.Context, env *Env) (Outcome, error) {
+	c, err := clientTarget(env, p.s.Spec.Target)
+	if err != nil {
+		return Outcome{Target: p.s.Spec.Target, Effect: map[string]string{"reason": err.Error()}}, nil
+	}
+	point := p.s.Spec.Point
+	if point == "" {
+		point = "now"
+	}
+	wctx, cancel := context.WithTimeout(ctx, p.s.Duration+4*env.TTL+time.Second)
+	defer cancel()
+	w, ok := <-env.Clients.Pause(wctx, c, point, p.s.Duration)
+	out := Outcome{Target: fmt.Sprintf("client %d", c), Effect: map[string]string{"point": point}}
+	if !ok {
+		out.Effect["reason"] = "client did not reach point " + point + " in time"
+		return out, nil
+	}
+	out.Applied = true
+	out.Effect["paused_at_ms"] = ms(w[0])
+	out.Effect["resumed_at_ms"] = ms(w[1])
+	out.Effect["paused_ms"] = ms(w[1] - w[0])
+	return out, nil
+}
+
+func (p *pauseClient) Heal(context.Context, *Env) (map[string]string, error) { return nil, nil }
+
+func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) }
+
+type crashClient struct{ s Scheduled }
+
+func (p *crashClient) Start(ctx context.Context, env *Env) (Outcome, error) {
+	c, err := clientTarget(env, p.s.Spec.Target)
+	if err != nil {
+		return Outcome{Target: p.s.Spec.Target, Effect: map[string]string{"reason": err.Error()}}, nil
+	}
+	point := p.s.Spec.Point
+	if point == "" {
+		point = "now"
+	}
+	wctx, cancel := context.WithTimeout(ctx, 4*env.TTL+time.Second)
+	defer cancel()
+	w, ok := <-env.Clients.Crash(wctx, c, point)
+	out := Outcome{Target: fmt.Sprintf("client %d", c), Effect: map[string]string{"point": point}}
+	if !ok {
+		out.Effect["reason"] = "client did not reach point " + point + " in time"
+		return out, nil
+	}
+	out.Applied = true
+	out.Effect["crashed_at_ms"] = ms(w[0])
+	return out, nil
+}
+
+func (p *crashClient) Heal(context.Context, *Env) (map[string]string, error) { return nil, nil }
+
+func skewParams(p map[string]string) (time.Duration, float64, error) {
+	var off time.Duration
+	rate := 1.0
+	if v, ok := p["offset"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return 0, 0, fmt.Errorf("params.offset: %q is not a duration", v)
+		}
+		off = d
+	}
+	if v, ok := p["rate"]; ok {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r <= 0 {
+			return 0, 0, fmt.Errorf("params.rate: %q is not a positive number", v)
+		}
+		rate = r
+	}
+	if off == 0 && rate == 1 {
+		return 0, 0, fmt.Errorf("params: give offset (e.g. 300ms) or rate (e.g. 1.5)")
+	}
+	return off, rate, nil
+}
+
+type clockSkew struct {
+	s Scheduled
+	c int
+}
+
+func (k *clockSkew) Start(_ context.Context, env *Env) (Outcome, error) {
+	c, err := clientTarget(env, k.s.Spec.Target)
+	if err != nil {
+		return Outcome{Target: k.s.Spec.Target, Effect: map[string]string{"reason": err.Error()}}, nil
+	}
+	k.c = c
+	off, rate, _ := skewParams(k.s.Spec.Params)
+	env.Clients.SetClock(c, off, rate)
+	return Outcome{Target: fmt.Sprintf("client %d", c), Applied: true,
+		Effect: map[string]string{"offset": off.String(), "rate": strconv.FormatFloat(rate, 'f', -1, 64)}}, nil
+}
+
+func (k *clockSkew) Heal(_ context.Context, env *Env) (map[string]string, error) {
+	env.Clients.SetClock(k.c, 0, 1)
+	return map[string]string{"offset": "0s", "rate": "1"}, nil
+}
+
+type stall struct {
+	s    Scheduled
+	undo func()
+}
+
+func (k *stall) Start(_ context.Context, env *Env) (Outcome, error) {
+	c, err := clientTarget(env, k.s.Spec.Target)
+	if err != nil {
+		return Outcome{Target: k.s.Spec.Target, Effect: map[string]string{"reason": err.Error()}}, nil
+	}
+	d, _ := time.ParseDuration(k.s.Spec.Params["delay"])
+	var cmds []string
+	if v := strings.TrimSpace(k.s.Spec.Params["commands"]); v != "" {
+		for _, c := range strings.Split(v, ",") {
+			cmds = append(cmds, strings.ToLower(strings.TrimSpace(c)))
+		}
+	}
+	k.undo = env.Clients.Stall(c, cmds, d)
+	return Outcome{Target: fmt.Sprintf("client %d", c), Applied: true,
+		Effect: map[string]string{"delay": d.String(), "commands": strings.Join(cmds, ",")}}, nil
+}
+
+func (k *stall) Heal(context.Context, *Env) (map[string]string, error) {
+	if k.undo != nil {
+		k.undo()
+	}
+	return nil, nil
+}

@@ -1,0 +1,338 @@
+// Package faults holds the fault kinds, the seeded scheduler that fires them,
+// and the recording of each fault's request and measured effect. It drives
+// the cluster's node primitives and the workload's client controls; it knows
+// nothing of lock internals.
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"lockchaos/cluster"
+	"lockchaos/history"
+)
+
+// Spec is one fault as a scenario asks for it. Times are offsets from the
+// start of the workload phase.
+type Spec struct {
+	Kind string `yaml:"kind" json:"kind"`
+	// At is when it first fires.
+	At time.Duration `yaml:"at" json:"at,omitempty"`
+	// Every repeats it at this interval (Count times, or until the workload
+	// phase ends when Count is 0).
+	Every time.Duration `yaml:"every" json:"every,omitempty"`
+	// Count is how many times it fires (with Every or Random). Default 1.
+	Count int `yaml:"count" json:"count,omitempty"`
+	// Random, when set, fires it Count times at seeded random offsets in
+	// [Random[0], Random[1]).
+	Random []time.Duration `yaml:"random" json:"random,omitempty"`
+	// Duration is how long the fault lasts before it heals (0: instantaneous
+	// or until the heal phase, per kind).
+	Duration time.Duration `yaml:"duration" json:"duration,omitempty"`
+	// Target: holder | random-client | client:N | master | replica | node:N |
+	// random-node | minority | majority | all. Default per kind.
+	Target string `yaml:"target" json:"target,omitempty"`
+	// Point, for client faults: where the client is frozen or crashed
+	// (now | after-acquire | before-write | before-release | in-acquire |
+	// in-release).
+	Point string `yaml:"point" json:"point,omitempty"`
+	// Params are kind-specific (delta, rate, latency, jitter, commands,
+	// mode, empty, delay, nodes, ...).
+	Params map[string]string `yaml:"params" json:"params,omitempty"`
+}
+
+// Scheduled is one firing of a fault, resolved from a Spec and the seed.
+type Scheduled struct {
+	ID       int           `json:"id"`
+	Spec     Spec          `json:"spec"`
+	At       time.Duration `json:"at"`
+	Duration time.Duration `json:"duration"`
+}
+
+// ClientControl is what the workload lets faults do to its clients.
+type ClientControl interface {
+	NumClients() int
+	// Holders returns the clients that currently hold a lock (believe so).
+	Holders() []int
+	// Pause arms a freeze of client c for d at point ("now" freezes at its
+	// next step). It returns a channel that yields the actual pause window
+	// (run ns) once the client resumed, or is closed without a value if the
+	// client never reached the point before ctx ended.
+	Pause(ctx context.Context, c int, point string, d time.Duration) <-chan [2]int64
+	// Crash makes client c stop for good at point (its process "dies"): it
+	// does not release what it holds. Same channel contract as Pause, with
+	// the crash time in [0].
+	Crash(ctx context.Context, c int, point string) <-chan [2]int64
+	// SetClock skews client c's clock (offset, rate; 0,1 = real).
+	SetClock(c int, offset time.Duration, rate float64)
+	// Stall delays the listed commands (lower-case names; empty = all) of
+	// client c by d each until undo is called.
+	Stall(c int, commands []string, d time.Duration) (undo func())
+	// Cut makes client c's connections to the given nodes fail (reset) or
+	// hang (drop) until undo is called.
+	Cut(c int, nodes []int, mode string) (undo func(), err error)
+}
+
+// Env is what an injector acts on.
+type Env struct {
+	Cluster *cluster.Cluster
+	Clients ClientControl
+	Rand    *rand.Rand
+	TTL     time.Duration
+	// Now is the run clock (ns since run start).
+	Now func() int64
+	// Record appends to the history.
+	Record func(*history.Event)
+}
+
+// Injector is one fault instance: Start applies it and measures its effect;
+// Heal undoes it (a no-op for instantaneous faults).
+type Injector interface {
+	Start(ctx context.Context, env *Env) (Outcome, error)
+	Heal(ctx context.Context, env *Env) (map[string]string, error)
+}
+
+// Outcome is what Start measured.
+type Outcome struct {
+	Target  string
+	Effect  map[string]string
+	Applied bool
+}
+
+// Kind describes a registered fault kind.
+type Kind struct {
+	Name        string
+	Description string
+	// Validate checks a Spec's target and params, naming the bad field.
+	Validate func(s Spec) error
+	// New builds the injector for one firing.
+	New func(s Scheduled) Injector
+}
+
+var kinds = map[string]Kind{}
+
+// Register adds a fault kind (called from init).
+func Register(k Kind) {
+	if _, dup := kinds[k.Name]; dup {
+		panic("faults.Register: duplicate kind " + k.Name)
+	}
+	kinds[k.Name] = k
+}
+
+// Kinds lists the registered kinds, sorted by name.
+func Kinds() []Kind {
+	out := make([]Kind, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Validate checks a spec: known kind, sane timing, kind-specific fields.
+// Errors name the field and the value.
+func Validate(s Spec, i int) error {
+	k, ok := kinds[s.Kind]
+	if !ok {
+		names := make([]string, 0, len(kinds))
+		for n := range kinds {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return fmt.Errorf("faults[%d].kind: %q is not a fault kind (known: %s)", i, s.Kind, strings.Join(names, ", "))
+	}
+	switch {
+	case s.At < 0:
+		return fmt.Errorf("faults[%d].at: %v is negative", i, s.At)
+	case s.Every < 0:
+		return fmt.Errorf("faults[%d].every: %v is negative", i, s.Every)
+	case s.Count < 0:
+		return fmt.Errorf("faults[%d].count: %d is negative", i, s.Count)
+	case s.Duration < 0:
+		return fmt.Errorf("faults[%d].duration: %v is negative", i, s.Duration)
+	case len(s.Random) != 0 && (len(s.Random) != 2 || s.Random[1] <= s.Random[0] || s.Random[0] < 0):
+		return fmt.Errorf("faults[%d].random: %v is not [from, to) with 0 <= from < to", i, s.Random)
+	}
+	if k.Validate != nil {
+		if err := k.Validate(s); err != nil {
+			return fmt.Errorf("faults[%d] (%s): %w", i, s.Kind, err)
+		}
+	}
+	return nil
+}
+
+// Resolve turns specs into a seeded, sorted schedule of firings within the
+// workload phase of length span.
+func Resolve(specs []Spec, seed uint64, span time.Duration) []Scheduled {
+	r := rand.New(rand.NewPCG(seed, 0x6c6f636b6368616f))
+	var out []Scheduled
+	for _, s := range specs {
+		count := s.Count
+		if count == 0 {
+			count = 1
+			if s.Every > 0 {
+				count = int((span-s.At)/s.Every) + 1
+			}
+		}
+		for i := 0; i < count; i++ {
+			at := s.At + time.Duration(i)*s.Every
+			if len(s.Random) == 2 {
+				at = s.Random[0] + time.Duration(r.Int64N(int64(s.Random[1]-s.Random[0])))
+			}
+			if at >= span {
+				break
+			}
+			out = append(out, Scheduled{Spec: s, At: at, Duration: s.Duration})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	for i := range out {
+		out[i].ID = i + 1
+	}
+	return out
+}
+
+// Runner fires a schedule and heals what is still active at the end.
+type Runner struct {
+	env     *Env
+	mu      sync.Mutex
+	active  map[int]activeFault
+	wg      sync.WaitGroup
+	applied int
+	failed  int
+}
+
+type activeFault struct {
+	s   Scheduled
+	inj Injector
+}
+
+// NewRunner prepares a runner over env.
+func NewRunner(env *Env) *Runner { return &Runner{env: env, active: map[int]activeFault{}} }
+
+// Start fires every scheduled fault at its offset from start (run ns) in the
+// background. Faults past ctx's end do not fire.
+func (r *Runner) Start(ctx context.Context, start int64, sched []Scheduled) {
+	for _, s := range sched {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			wait := time.Duration(start+int64(s.At)-r.env.Now())
+			if wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
+			r.fire(ctx, s)
+		}()
+	}
+}
+
+func (r *Runner) fire(ctx context.Context, s Scheduled) {
+	k := kinds[s.Spec.Kind]
+	inj := k.New(s)
+	t := r.env.Now()
+	out, err := inj.Start(ctx, r.env)
+	f := &history.Fault{ID: s.ID, Kind: s.Spec.Kind, Target: out.Target, Request: request(s), Effect: out.Effect, Applied: out.Applied && err == nil}
+	if err != nil {
+		if f.Effect == nil {
+			f.Effect = map[string]string{}
+		}
+		f.Effect["error"] = err.Error()
+	}
+	r.env.Record(&history.Event{T: t, End: r.env.Now(), Client: -1, Op: history.OpFault, Fault: f, Node: nodeOf(out.Target)})
+	r.mu.Lock()
+	if f.Applied {
+		r.applied++
+	} else {
+		r.failed++
+	}
+	r.active[s.ID] = activeFault{s, inj}
+	r.mu.Unlock()
+	if s.Duration > 0 {
+		t := time.NewTimer(s.Duration)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return // healed by HealAll
+		case <-t.C:
+		}
+		r.heal(context.WithoutCancel(ctx), s.ID)
+	}
+}
+
+func nodeOf(target string) string {
+	if n, ok := strings.CutPrefix(target, "node "); ok {
+		return n
+	}
+	return ""
+}
+
+func request(s Scheduled) map[string]string {
+	m := map[string]string{"at": s.At.String()}
+	if s.Duration > 0 {
+		m["duration"] = s.Duration.String()
+	}
+	if s.Spec.Target != "" {
+		m["target"] = s.Spec.Target
+	}
+	if s.Spec.Point != "" {
+		m["point"] = s.Spec.Point
+	}
+	for k, v := range s.Spec.Params {
+		m[k] = v
+	}
+	return m
+}
+
+func (r *Runner) heal(ctx context.Context, id int) {
+	r.mu.Lock()
+	a, ok := r.active[id]
+	delete(r.active, id)
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	t := r.env.Now()
+	eff, err := a.inj.Heal(ctx, r.env)
+	if err != nil {
+		if eff == nil {
+			eff = map[string]string{}
+		}
+		eff["error"] = err.Error()
+	}
+	r.env.Record(&history.Event{T: t, End: r.env.Now(), Client: -1, Op: history.OpHeal,
+		Fault: &history.Fault{ID: id, Kind: a.s.Spec.Kind, Effect: eff, Applied: err == nil}})
+}
+
+// HealAll waits for firing goroutines (their ctx must be done) and heals every
+// fault still active, in reverse order of firing.
+func (r *Runner) HealAll(ctx context.Context) {
+	r.wg.Wait()
+	r.mu.Lock()
+	ids := make([]int, 0, len(r.active))
+	for id := range r.active {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	sort.Sort(sort.Reverse(sort.IntSlice(ids)))
+	for _, id := range ids {
+		r.heal(ctx, id)
+	}
+}
+
+// Counts reports how many faults took effect and how many did not.
+func (r *Runner) Counts() (applied, failed int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied, r.failed
+}

@@ -1,0 +1,147 @@
+package faults
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"lockchaos/cluster"
+)
+
+// clientTarget resolves a client target: holder | random-client | client:N.
+// "holder" picks a current holder at random, or fails if nobody holds.
+func clientTarget(env *Env, target string) (int, error) {
+	switch {
+	case target == "" || target == "holder":
+		h := env.Clients.Holders()
+		if len(h) == 0 {
+			return -1, fmt.Errorf("target holder: no client holds a lock now")
+		}
+		return h[env.Rand.IntN(len(h))], nil
+	case target == "random-client":
+		return env.Rand.IntN(env.Clients.NumClients()), nil
+	case strings.HasPrefix(target, "client:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(target, "client:"))
+		if err != nil || n < 0 || n >= env.Clients.NumClients() {
+			return -1, fmt.Errorf("target %q: no such client (0..%d)", target, env.Clients.NumClients()-1)
+		}
+		return n, nil
+	}
+	return -1, fmt.Errorf("target %q is not a client target (holder, random-client, client:N)", target)
+}
+
+func validClientTarget(t string) error {
+	switch {
+	case t == "" || t == "holder" || t == "random-client":
+		return nil
+	case strings.HasPrefix(t, "client:"):
+		if _, err := strconv.Atoi(strings.TrimPrefix(t, "client:")); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("target: %q is not one of holder, random-client, client:N", t)
+}
+
+// nodeTargets resolves node targets: master | replica | node:N (1-based, as
+// the node names n1..nN) | random-node | minority | majority | all | nodes:1,2.
+func nodeTargets(env *Env, target string) ([]*cluster.Node, error) {
+	nodes := env.Cluster.Nodes
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("target %q: the cluster has no nodes", target)
+	}
+	pick := func(idx []int) []*cluster.Node {
+		out := make([]*cluster.Node, 0, len(idx))
+		for _, i := range idx {
+			out = append(out, nodes[i])
+		}
+		return out
+	}
+	switch {
+	case target == "" || target == "master":
+		m := CurrentMaster(env)
+		if m == nil {
+			return nil, fmt.Errorf("target master: no node is master now")
+		}
+		return []*cluster.Node{m}, nil
+	case target == "replica":
+		var reps []*cluster.Node
+		for _, n := range nodes {
+			if n.Role == "replica" {
+				reps = append(reps, n)
+			}
+		}
+		if len(reps) == 0 {
+			return nil, fmt.Errorf("target replica: the topology has no replica")
+		}
+		return []*cluster.Node{reps[env.Rand.IntN(len(reps))]}, nil
+	case target == "random-node":
+		return []*cluster.Node{nodes[env.Rand.IntN(len(nodes))]}, nil
+	case target == "all":
+		return nodes, nil
+	case target == "minority", target == "majority":
+		k := (len(nodes) - 1) / 2
+		if target == "majority" {
+			k = len(nodes)/2 + 1
+		}
+		return pick(env.Rand.Perm(len(nodes))[:k]), nil
+	case strings.HasPrefix(target, "node:"), strings.HasPrefix(target, "nodes:"):
+		idx, err := nodeIndexes(strings.SplitN(target, ":", 2)[1], len(nodes))
+		if err != nil {
+			return nil, fmt.Errorf("target %q: %w", target, err)
+		}
+		return pick(idx), nil
+	}
+	return nil, fmt.Errorf("target %q is not a node target", target)
+}
+
+// nodeIndexes parses "1,3" (1-based node numbers) into 0-based indexes.
+func nodeIndexes(s string, n int) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || v < 1 || (n > 0 && v > n) {
+			return nil, fmt.Errorf("%q is not a node number 1..%d", part, n)
+		}
+		out = append(out, v-1)
+	}
+	return out, nil
+}
+
+func validNodeTarget(t string) error {
+	switch {
+	case t == "" || t == "master" || t == "replica" || t == "random-node" || t == "all" || t == "minority" || t == "majority":
+		return nil
+	case strings.HasPrefix(t, "node:"), strings.HasPrefix(t, "nodes:"):
+		if _, err := nodeIndexes(strings.SplitN(t, ":", 2)[1], 0); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("target: %q is not one of master, replica, node:N, nodes:N,M, random-node, minority, majority, all", t)
+}
+
+// CurrentMaster returns the node that is master now: for sentinel topologies
+// the one the sentinels name (falling back to roles), else the first node.
+// Other files may replace masterLookup for topologies they know.
+func CurrentMaster(env *Env) *cluster.Node {
+	if masterLookup != nil {
+		if n := masterLookup(env); n != nil {
+			return n
+		}
+	}
+	for _, n := range env.Cluster.Nodes {
+		if n.Role == "master" {
+			return n
+		}
+	}
+	return env.Cluster.Nodes[0]
+}
+
+var masterLookup func(env *Env) *cluster.Node
+
+func names(nodes []*cluster.Node) string {
+	s := make([]string, len(nodes))
+	for i, n := range nodes {
+		s[i] = n.Name
+	}
+	return strings.Join(s, ",")
+}
