@@ -1,0 +1,156 @@
+// Package report turns a run's history and checker result into what people
+// and CI read: results.json, summary.md, report.html, HdrHistogram latency
+// distributions (.hgrm), plots (PNG and SVG), thresholds and baseline
+// comparison. It reads files and never talks to Redis.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Results is results.json. The schema is documented in docs/results.md;
+// add fields, do not rename them (baselines in users' CI depend on them).
+type Results struct {
+	Scenario string `json:"scenario"`
+	Lock     string `json:"lock"`
+	Backend  string `json:"backend"`
+	Topology string `json:"topology"`
+	Seed     uint64 `json:"seed"`
+	// Verdict is the checker's overall verdict: valid | invalid | unknown.
+	Verdict string `json:"verdict"`
+	// Expected is the scenario's expectation for this lock (check → verdict),
+	// empty when the scenario states none (then every check must be valid).
+	Expected map[string]string `json:"expected,omitempty"`
+	// Outcome compares Verdict/Checks with Expected: as-expected |
+	// unexpected | unknown.
+	Outcome string `json:"outcome"`
+	// ExitCode is what the command exited with (0..4, see README).
+	ExitCode int `json:"exit_code"`
+
+	Checks     map[string]CheckSummary `json:"checks"`
+	Violations []ViolationSummary      `json:"violations"`
+	Stats      Stats                   `json:"stats"`
+	Faults     []FaultSummary          `json:"faults,omitempty"`
+	Thresholds []ThresholdResult       `json:"thresholds,omitempty"`
+	// LockConfig records the lock's effective options (adapters included).
+	LockConfig map[string]any `json:"lock_config,omitempty"`
+
+	StartedAt  time.Time `json:"started_at"`
+	DurationMS float64   `json:"duration_ms"`
+	Events     int       `json:"events"`
+	// Notes are run-level remarks (auto backend choice, torn history, ...).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// CheckSummary is one check's verdict (checker.CheckResult, flattened so
+// report does not depend on checker's types).
+type CheckSummary struct {
+	Verdict    string         `json:"verdict"`
+	Violations int            `json:"violations"`
+	Notes      []string       `json:"notes,omitempty"`
+	Stats      map[string]any `json:"stats,omitempty"`
+}
+
+// ViolationSummary is one violation with its evidence and likely cause.
+type ViolationSummary struct {
+	Check       string   `json:"check"`
+	Key         string   `json:"key"`
+	Clients     []int    `json:"clients"`
+	AtMS        float64  `json:"at_ms"`
+	Detail      string   `json:"detail"`
+	Cause       string   `json:"cause"`
+	Explanation string   `json:"explanation"`
+	WindowNS    [2]int64 `json:"window_ns"`
+}
+
+// FaultSummary is one fault firing as recorded in the history.
+type FaultSummary struct {
+	ID       int               `json:"id"`
+	Kind     string            `json:"kind"`
+	Target   string            `json:"target"`
+	AtMS     float64           `json:"at_ms"`
+	HealedMS float64           `json:"healed_ms,omitempty"`
+	Applied  bool              `json:"applied"`
+	Request  map[string]string `json:"request,omitempty"`
+	Effect   map[string]string `json:"effect,omitempty"`
+}
+
+// Stats are the run's numbers, all computed from the history.
+type Stats struct {
+	// Throughput is completed acquire→release cycles per second of workload.
+	Throughput float64 `json:"throughput"`
+	Cycles     int64   `json:"cycles"`
+	Acquires   Counts  `json:"acquires"`
+	Releases   Counts  `json:"releases"`
+	// LatencyUS per operation: acquire, release, cycle, handoff.
+	LatencyUS map[string]Latency `json:"latency_us"`
+	// Fairness is Jain's index over ok acquires per client (1 = even).
+	Fairness float64 `json:"fairness"`
+	// PerClient ok acquires.
+	PerClient []int64 `json:"per_client,omitempty"`
+	// Server is the Redis-side cost per cycle (bench), when measured.
+	Server *ServerCost `json:"server,omitempty"`
+}
+
+// Counts by result.
+type Counts struct {
+	OK      int64 `json:"ok"`
+	Fail    int64 `json:"fail"`
+	Unknown int64 `json:"unknown"`
+}
+
+// Latency summary in microseconds.
+type Latency struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	Max   float64 `json:"max"`
+}
+
+// ServerCost is what Redis spent per cycle (INFO commandstats deltas).
+type ServerCost struct {
+	CommandsPerCycle float64            `json:"commands_per_cycle"`
+	UsecPerCycle     float64            `json:"usec_per_cycle"`
+	ByCommand        map[string]float64 `json:"by_command,omitempty"` // calls per cycle
+}
+
+// ThresholdResult is one evaluated threshold.
+type ThresholdResult struct {
+	Expr   string  `json:"expr"`
+	Value  float64 `json:"value"`
+	Passed bool    `json:"passed"`
+	Error  string  `json:"error,omitempty"`
+}
+
+// WriteJSON writes v as indented JSON to path (atomically: temp + rename, so
+// a reader never sees half a file).
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// ReadResults loads a results.json.
+func ReadResults(path string) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read results: %w", err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a results.json: %w", path, err)
+	}
+	return &r, nil
+}
