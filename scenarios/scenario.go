@@ -1,0 +1,221 @@
+// Package scenarios holds the scenario schema, its validation and the
+// built-in catalog (embedded YAML files, each with its expected verdict per
+// lock, next to the scenario rather than in test code).
+package scenarios
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"lockchaos/faults"
+	"lockchaos/lockimpl"
+	"lockchaos/workloads"
+)
+
+// Scenario is one scenario file. YAML names are the snake_case of the Go
+// field names; every zero value means the default given in its comment.
+type Scenario struct {
+	// Name identifies the scenario (default: the file name).
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Reproduces names the failure from the literature it reproduces (K1..).
+	Reproduces string `yaml:"reproduces"`
+	// Topology: single | sentinel | independent | cluster. Default single.
+	Topology string `yaml:"topology"`
+	// Nodes is the number of independent masters. Default 5.
+	Nodes int `yaml:"nodes"`
+	// AOF runs every node with appendonly (appendfsync always). Default off.
+	AOF bool `yaml:"aof"`
+	// Proxy routes client↔node links through the fault proxy. Default off
+	// (on automatically when a fault needs it).
+	Proxy bool `yaml:"proxy"`
+	// Duration of the workload phase. Default 5s.
+	Duration time.Duration `yaml:"duration"`
+	// Recovery is the window after every fault healed in which the workload
+	// keeps running, so liveness can see acquisitions succeed again.
+	// Default 1s (0 with no faults).
+	Recovery time.Duration `yaml:"recovery"`
+	// Seed for key choice, hold/think times and fault times. Default 1.
+	Seed uint64 `yaml:"seed"`
+	// Lock options (ttl, acquire_timeout, ...), see lockimpl.Options.
+	Lock lockimpl.Options `yaml:"lock"`
+	// Locks the scenario is meant for (matrix default); empty = all.
+	Locks []string `yaml:"locks"`
+	// Workload drives the clients.
+	Workload workloads.Config `yaml:"workload"`
+	// Faults in schedule order.
+	Faults []faults.Spec `yaml:"faults"`
+	// Expect maps a lock name (or "default") to check → expected verdict
+	// (valid | invalid | unknown | any). Checks not listed must be valid,
+	// unless "*" gives another verdict for them.
+	Expect map[string]map[string]string `yaml:"expect"`
+	// Thresholds are k6-style conditions over results (e.g. "throughput > 100").
+	Thresholds []string `yaml:"thresholds"`
+
+	// Source is where the scenario came from (file path or builtin:NAME).
+	Source string `yaml:"-"`
+}
+
+// ErrBadInput marks scenario errors (exit code 3).
+var ErrBadInput = errors.New("bad input")
+
+// Parse decodes and validates a scenario. Unknown fields are errors naming
+// the field and line. source names the input in messages.
+func Parse(data []byte, source string) (*Scenario, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, source, cleanYAMLErr(err))
+	}
+	s.Source = source
+	if s.Name == "" {
+		base := source[strings.LastIndexAny(source, "/:")+1:]
+		s.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, source, err)
+	}
+	return &s, nil
+}
+
+func cleanYAMLErr(err error) string {
+	return strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n  ", "; ")
+}
+
+// LoadFile reads a scenario file.
+func LoadFile(path string) (*Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: scenario file: %v", ErrBadInput, err)
+	}
+	return Parse(b, path)
+}
+
+// Load resolves NAME (built-in) or a path to a .yaml/.yml file.
+func Load(nameOrPath string) (*Scenario, error) {
+	if strings.HasSuffix(nameOrPath, ".yaml") || strings.HasSuffix(nameOrPath, ".yml") || strings.ContainsRune(nameOrPath, '/') {
+		return LoadFile(nameOrPath)
+	}
+	return Builtin(nameOrPath)
+}
+
+var verdicts = map[string]bool{"valid": true, "invalid": true, "unknown": true, "any": true}
+
+// CheckNames are the checker's checks an expectation may name.
+var CheckNames = []string{"mutex", "resource", "fencing", "unlock", "reentrancy", "liveness"}
+
+// Validate fills defaults and reports the first bad field with its value.
+func (s *Scenario) Validate() error {
+	if s.Topology == "" {
+		s.Topology = "single"
+	}
+	switch s.Topology {
+	case "single", "sentinel", "independent", "cluster":
+	default:
+		return fmt.Errorf("topology: %q is not one of single, sentinel, independent, cluster", s.Topology)
+	}
+	if s.Nodes == 0 {
+		s.Nodes = 5
+	}
+	if s.Nodes < 1 || s.Nodes > 15 {
+		return fmt.Errorf("nodes: %d is not in 1..15", s.Nodes)
+	}
+	if s.Duration == 0 {
+		s.Duration = 5 * time.Second
+	}
+	if s.Duration < 0 || s.Duration > 24*time.Hour {
+		return fmt.Errorf("duration: %v is not in (0, 24h]", s.Duration)
+	}
+	if s.Recovery < 0 {
+		return fmt.Errorf("recovery: %v is negative", s.Recovery)
+	}
+	if s.Recovery == 0 && len(s.Faults) > 0 {
+		s.Recovery = time.Second
+	}
+	if s.Seed == 0 {
+		s.Seed = 1
+	}
+	if err := s.Lock.Validate(); err != nil {
+		return err
+	}
+	for i, l := range s.Locks {
+		if _, _, err := lockimpl.Lookup(l); err != nil {
+			return fmt.Errorf("locks[%d]: %v", i, err)
+		}
+	}
+	if err := s.Workload.Validate(); err != nil {
+		return err
+	}
+	for i, f := range s.Faults {
+		if err := faults.Validate(f, i); err != nil {
+			return err
+		}
+	}
+	for lock, m := range s.Expect {
+		if lock != "default" {
+			if _, _, err := lockimpl.Lookup(lock); err != nil {
+				return fmt.Errorf("expect.%s: %v", lock, err)
+			}
+		}
+		for check, v := range m {
+			if check != "*" && !contains(CheckNames, check) {
+				return fmt.Errorf("expect.%s.%s: %q is not a check (known: %s, or *)", lock, check, check, strings.Join(CheckNames, ", "))
+			}
+			if !verdicts[v] {
+				return fmt.Errorf("expect.%s.%s: %q is not one of valid, invalid, unknown, any", lock, check, v)
+			}
+		}
+	}
+	return nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Expectation returns check → expected verdict for lock (its own entry, else
+// "default"); nil when the scenario states none.
+func (s *Scenario) Expectation(lock string) map[string]string {
+	if m, ok := s.Expect[lock]; ok {
+		return m
+	}
+	return s.Expect["default"]
+}
+
+// Matches reports whether the checks' verdicts meet the expectation
+// (nil expectation: every check valid), with the mismatches.
+func Matches(exp map[string]string, checks map[string]string) (bool, []string) {
+	var bad []string
+	others := "valid"
+	if v, ok := exp["*"]; ok {
+		others = v
+	}
+	names := make([]string, 0, len(checks))
+	for n := range checks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		want, ok := exp[n]
+		if !ok {
+			want = others
+		}
+		if want != "any" && checks[n] != want {
+			bad = append(bad, fmt.Sprintf("%s: %s, expected %s", n, checks[n], want))
+		}
+	}
+	return len(bad) == 0, bad
+}

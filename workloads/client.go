@@ -1,0 +1,274 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"lockchaos/history"
+	"lockchaos/lockimpl"
+)
+
+// Client is one lock client: its Locker (one owner identity), clock, fault
+// gate and per-client histograms (hdrhistogram is not goroutine-safe, so
+// each client has its own and they are merged at the end).
+type Client struct {
+	ID    int
+	lk    lockimpl.Locker
+	clock *lockimpl.SkewClock
+	gate  gate
+	rec   *Recorder
+	w     *Workload
+	rng   *rand.Rand
+	zipf  *rand.Zipf
+
+	key     atomic.Int32 // key index in use, -1 none
+	holding atomic.Bool
+
+	// Counters read by progress displays.
+	Cycles   atomic.Int64
+	Failed   atomic.Int64
+	Unknowns atomic.Int64
+
+	hAcquire, hRelease, hCycle *hdrhistogram.Histogram
+}
+
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) } // µs
+
+func (c *Client) curKey() string {
+	if k := c.key.Load(); k >= 0 {
+		return c.w.keyNames[k]
+	}
+	return ""
+}
+
+func us(ns int64) int64 { return max(ns/1000, 1) }
+
+// run is the client's closed loop. It ends when stop is closed (after
+// finishing the cycle in progress), when ctx is done, or when the client
+// crashes.
+func (c *Client) run(ctx context.Context, stop <-chan struct{}, tickets <-chan int64) {
+	cfg := &c.w.cfg
+	if cfg.Stagger > 0 {
+		sleep(time.Duration(c.ID)*cfg.Stagger, stop)
+	}
+	for {
+		var sched int64
+		if tickets != nil {
+			select {
+			case <-stop:
+				return
+			case sched = <-tickets:
+			}
+		} else {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+		if err := c.cycle(ctx, c.w.pickKey(c), sched); errors.Is(err, ErrCrashed) || ctx.Err() != nil {
+			return
+		}
+		sleep(c.w.sample(c.rng, cfg.Think), stop)
+	}
+}
+
+// cycle is acquire → read → hold → [re-enter] → check lease → write →
+// [re-release] → release. sched, in open mode, is when the cycle was due.
+func (c *Client) cycle(ctx context.Context, k int, sched int64) error {
+	w, rec, g := c.w, c.rec, &c.gate
+	key := w.keyNames[k]
+	c.key.Store(int32(k))
+	defer c.key.Store(-1)
+	if err := g.checkpoint("idle"); err != nil {
+		return err
+	}
+	lease, ev, err := c.acquire(ctx, key, 1)
+	if sched != 0 && ev != nil {
+		ev.Value = ev.T - sched // open loop: how long the cycle waited to start
+	}
+	rec.Record(ev)
+	if err != nil || lease == nil {
+		if g.isDead() {
+			return ErrCrashed
+		}
+		return nil
+	}
+	c.holding.Store(true)
+	start := ev.T
+	if sched != 0 {
+		start = sched
+	}
+	if err := g.checkpoint("after-acquire"); err != nil {
+		return err
+	}
+	fence, _ := lease.Fence()
+	// Critical section: read, hold, write value+1 — not atomic on purpose.
+	v, applied := w.res.Read(k, rec.Now)
+	rec.Record(&history.Event{T: applied, End: applied, Client: c.ID, Key: key, Op: history.OpRead, Value: v, Fence: fence})
+	sleep(w.sample(c.rng, w.cfg.Hold), nil)
+	var nested []lockimpl.Lease
+	for i := 0; i < w.cfg.Reentry && w.reentrant; i++ {
+		l2, ev2, err := c.acquire(ctx, key, i+2)
+		rec.Record(ev2)
+		if err != nil || l2 == nil {
+			break
+		}
+		nested = append(nested, l2)
+	}
+	if err := c.writeIfHeld(k, key, lease, v, fence); err != nil {
+		return err
+	}
+	for i := len(nested) - 1; i >= 0; i-- {
+		c.release(nested[i], nested[i].Depth()-1)
+	}
+	if err := g.checkpoint("before-release"); err != nil {
+		return err
+	}
+	c.holding.Store(false)
+	end := c.release(lease, 0)
+	if c.gate.isDead() {
+		return ErrCrashed
+	}
+	if c.hCycle != nil {
+		_ = c.hCycle.RecordValue(us(end - start))
+	}
+	c.Cycles.Add(1)
+	return nil
+}
+
+// writeIfHeld checks the lease (when clients honour Lost/Deadline), then
+// writes. The before-write checkpoint sits after the check: a pause there is
+// the gap no client-side check can close.
+func (c *Client) writeIfHeld(k int, key string, lease lockimpl.Lease, v int64, fence uint64) error {
+	w, rec := c.w, c.rec
+	if w.honour && c.leaseGone(lease) {
+		rec.Record(&history.Event{T: rec.Now(), Client: c.ID, Key: key, Op: history.OpLost, Token: lease.Token()})
+		return nil
+	}
+	if err := c.gate.checkpoint("before-write"); err != nil {
+		return err
+	}
+	nv := v + 1
+	if w.cfg.Resource == "inventory" {
+		if v <= 0 {
+			return nil // sold out: nothing to write
+		}
+		nv = v - 1
+	}
+	t := rec.Now()
+	if err := c.gate.checkpoint("in-write"); err != nil {
+		return err
+	}
+	ok, applied := w.res.Write(k, nv, fence, rec.Now)
+	res := history.OK
+	if !ok {
+		res = history.Fail
+	}
+	rec.Record(&history.Event{T: t, End: applied, Client: c.ID, Key: key, Op: history.OpWrite, Value: nv, Fence: fence, Result: res})
+	return nil
+}
+
+func (c *Client) leaseGone(l lockimpl.Lease) bool {
+	if lost := l.Lost(); lost != nil {
+		select {
+		case <-lost:
+			return true
+		default:
+		}
+	}
+	d := l.Deadline()
+	return !d.IsZero() && !c.clock.Now().Before(d)
+}
+
+// acquire runs one Acquire (or TryAcquire) and returns the event for it.
+func (c *Client) acquire(ctx context.Context, key string, depth int) (lockimpl.Lease, *history.Event, error) {
+	rec := c.rec
+	c.gate.setPhase("acquiring")
+	t0 := rec.Now()
+	var l lockimpl.Lease
+	var err error
+	if c.w.cfg.Try {
+		l, err = c.lk.TryAcquire(ctx, key)
+	} else {
+		l, err = c.lk.Acquire(ctx, key)
+	}
+	t1 := rec.Now()
+	c.gate.setPhase("")
+	ev := &history.Event{T: t0, End: t1, Client: c.ID, Key: key, Op: history.OpAcquire}
+	if c.hAcquire != nil {
+		_ = c.hAcquire.RecordValue(us(t1 - t0))
+	}
+	switch {
+	case err == nil && l != nil:
+		ev.Result = history.OK
+		ev.Token = l.Token()
+		ev.Fence, _ = l.Fence()
+		ev.Depth = l.Depth()
+		if d := l.Deadline(); !d.IsZero() {
+			// The deadline is by the client's clock; map it to run time as
+			// the client sees it: now + (deadline − client now).
+			ev.Deadline = t1 + int64(d.Sub(c.clock.Now()))
+		}
+		return l, ev, nil
+	case lockimpl.IsIndeterminate(err) || errors.Is(err, ErrCrashed):
+		ev.Result = history.Unknown
+		c.Unknowns.Add(1)
+	default:
+		ev.Result = history.Fail
+		c.Failed.Add(1)
+	}
+	if err != nil && !errors.Is(err, lockimpl.ErrNotAcquired) {
+		ev.Err = err.Error()
+	}
+	ev.Depth = depth
+	return nil, ev, err
+}
+
+// release gives up one level and records it; it returns the ack time.
+func (c *Client) release(l lockimpl.Lease, remaining int) int64 {
+	rec := c.rec
+	c.gate.setPhase("releasing")
+	t0 := rec.Now()
+	err := l.Release(context.Background())
+	t1 := rec.Now()
+	c.gate.setPhase("")
+	ev := &history.Event{T: t0, End: t1, Client: c.ID, Key: l.Key(), Op: history.OpRelease, Token: l.Token(), Depth: remaining, Result: history.OK}
+	switch {
+	case err == nil:
+	case lockimpl.IsIndeterminate(err) || errors.Is(err, ErrCrashed):
+		ev.Result = history.Unknown
+	default:
+		ev.Result = history.Fail
+	}
+	if err != nil {
+		ev.Err = err.Error()
+	}
+	rec.Record(ev)
+	if c.hRelease != nil {
+		_ = c.hRelease.RecordValue(us(t1 - t0))
+	}
+	return t1
+}
+
+// note records a lock's background event (renewals).
+func (c *Client) note(n lockimpl.Note) {
+	if n.Kind != lockimpl.NoteRenew {
+		return
+	}
+	end := c.rec.Now()
+	ev := &history.Event{T: end - int64(n.End.Sub(n.Start)), End: end, Client: c.ID, Key: n.Key, Token: n.Token, Op: history.OpRenew, Result: history.OK}
+	switch {
+	case n.Err == nil:
+	case lockimpl.IsIndeterminate(n.Err):
+		ev.Result, ev.Err = history.Unknown, n.Err.Error()
+	default:
+		ev.Result, ev.Err = history.Fail, n.Err.Error()
+	}
+	c.rec.Record(ev)
+}

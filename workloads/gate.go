@@ -1,0 +1,218 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"lockchaos/history"
+)
+
+// gate is one client's fault state: an armed pause or crash waiting for its
+// point, a freeze in progress, stalled commands, cut nodes. Every goroutine of
+// the client (its loop and its lock's background work, through the go-redis
+// hook) passes through it.
+type gate struct {
+	c *Client
+
+	mu      sync.Mutex
+	armed   *armedFault
+	frozen  chan struct{} // non-nil while frozen; closed at resume
+	dead    bool
+	stallD  time.Duration
+	stallOn map[string]bool // nil = all commands
+	cuts    map[int]string  // node index → reset | drop
+	phase   string          // "", acquiring, releasing
+}
+
+type armedFault struct {
+	point string
+	d     time.Duration
+	crash bool
+	ctx   context.Context
+	reply chan [2]int64
+}
+
+// ErrCrashed is returned by every command of a crashed client.
+var ErrCrashed = errors.New("lockchaos: client crashed")
+
+// errCut is what a command over a cut (reset) link returns: a network error,
+// as a real connection reset would be.
+var errCut = &net.OpError{Op: "write", Net: "tcp", Err: errors.New("connection reset by lockchaos cut")}
+
+func (g *gate) arm(ctx context.Context, point string, d time.Duration, crash bool) <-chan [2]int64 {
+	reply := make(chan [2]int64, 1)
+	g.mu.Lock()
+	if g.dead {
+		g.mu.Unlock()
+		close(reply)
+		return reply
+	}
+	if g.armed != nil {
+		close(g.armed.reply)
+	}
+	a := &armedFault{point: point, d: d, crash: crash, ctx: ctx, reply: reply}
+	g.armed = a
+	g.mu.Unlock()
+	go func() { // disarm when the fault's wait ends without the point reached
+		<-ctx.Done()
+		g.mu.Lock()
+		if g.armed == a {
+			g.armed = nil
+			close(reply)
+		}
+		g.mu.Unlock()
+	}()
+	return reply
+}
+
+// checkpoint is called at named points of the cycle. It fires an armed
+// fault whose point matches (or "now"), and waits out a freeze in progress.
+// It returns ErrCrashed once the client is dead.
+func (g *gate) checkpoint(point string) error {
+	g.mu.Lock()
+	if g.dead {
+		g.mu.Unlock()
+		return ErrCrashed
+	}
+	a := g.armed
+	if a != nil && (a.point == point || a.point == "now") {
+		g.armed = nil
+		if a.crash {
+			g.dead = true
+			t := g.c.rec.Now()
+			g.mu.Unlock()
+			a.reply <- [2]int64{t, t}
+			close(a.reply)
+			return ErrCrashed
+		}
+		ch := make(chan struct{})
+		g.frozen = ch
+		g.mu.Unlock()
+		g.freeze(a, point, ch)
+		return nil
+	}
+	fr := g.frozen
+	g.mu.Unlock()
+	if fr != nil {
+		<-fr
+	}
+	return nil
+}
+
+func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
+	t0 := g.c.rec.Now()
+	time.Sleep(a.d) // a stop-the-world pause is not interruptible
+	t1 := g.c.rec.Now()
+	g.mu.Lock()
+	g.frozen = nil
+	g.mu.Unlock()
+	close(ch)
+	g.c.rec.Record(&history.Event{T: t0, End: t1, Client: g.c.ID, Key: g.c.curKey(), Op: history.OpPause, Detail: point})
+	a.reply <- [2]int64{t0, t1}
+	close(a.reply)
+}
+
+func (g *gate) setPhase(p string) {
+	g.mu.Lock()
+	g.phase = p
+	g.mu.Unlock()
+}
+
+// hook returns the go-redis hook for this client's connection to node idx.
+func (g *gate) hook(idx int) redis.Hook { return gateHook{g: g, idx: idx} }
+
+type gateHook struct {
+	g   *gate
+	idx int
+}
+
+func (h gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := h.before(ctx, cmd.Name()); err != nil {
+			cmd.SetErr(err)
+			return err
+		}
+		err := next(ctx, cmd)
+		h.after()
+		return err
+	}
+}
+
+func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		name := ""
+		if len(cmds) > 0 {
+			name = cmds[0].Name()
+		}
+		if err := h.before(ctx, name); err != nil {
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+		err := next(ctx, cmds)
+		h.after()
+		return err
+	}
+}
+
+// before: wait out a freeze, fail when crashed or cut, delay stalled commands.
+func (h gateHook) before(ctx context.Context, name string) error {
+	g := h.g
+	if err := g.checkpoint("command"); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	cut := g.cuts[h.idx]
+	stall := g.stallD
+	if stall > 0 && g.stallOn != nil && !g.stallOn[strings.ToLower(name)] {
+		stall = 0
+	}
+	g.mu.Unlock()
+	switch cut {
+	case "reset":
+		return errCut
+	case "drop":
+		<-ctx.Done() // a silent drop: no answer until the caller gives up
+		return ctx.Err()
+	}
+	if stall > 0 {
+		time.Sleep(stall)
+	}
+	return nil
+}
+
+// after fires "in-acquire"/"in-release" faults after a reply arrived during
+// that phase: the client is frozen (or dies) between a reply and its next
+// step — e.g. between redlock's replies and its validity check, or between
+// get-del's GET and DEL.
+func (h gateHook) after() {
+	g := h.g
+	g.mu.Lock()
+	ph := g.phase
+	a := g.armed
+	g.mu.Unlock()
+	if a == nil || ph == "" {
+		return
+	}
+	switch {
+	case ph == "acquiring" && a.point == "in-acquire":
+		_ = g.checkpoint("in-acquire")
+	case ph == "releasing" && a.point == "in-release":
+		_ = g.checkpoint("in-release")
+	}
+}
+
+func (g *gate) isDead() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.dead
+}

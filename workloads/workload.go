@@ -1,0 +1,290 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redis/go-redis/v9"
+
+	"lockchaos/cluster"
+	"lockchaos/lockimpl"
+)
+
+// Options build a Workload.
+type Options struct {
+	Config      Config
+	Lock        string
+	LockOptions lockimpl.Options
+	Cluster     *cluster.Cluster
+	Rec         *Recorder
+	Seed        uint64
+	// Histograms keeps per-client HdrHistograms (acquire, release, cycle).
+	Histograms bool
+	// PoolSize of each client's connection to each node. Default 4.
+	PoolSize int
+}
+
+// Workload is the set of clients of one run.
+type Workload struct {
+	cfg       Config
+	clients   []*Client
+	res       *Resource
+	keyNames  []string
+	reentrant bool
+	honour    bool
+	lockInfo  lockimpl.Info
+	config    map[string]any
+	rec       *Recorder
+}
+
+// KeyName is the Redis key of lock key index i.
+func KeyName(i int) string { return "k" + strconv.Itoa(i) }
+
+// New builds the clients, each with its own Locker and connections (with the
+// client's fault hooks installed), without starting them.
+func New(o Options) (*Workload, error) {
+	if err := o.Config.Validate(); err != nil {
+		return nil, err
+	}
+	info, _, err := lockimpl.Lookup(o.Lock)
+	if err != nil {
+		return nil, err
+	}
+	w := &Workload{cfg: o.Config, res: NewResource(o.Config.Resource, o.Config.Keys, o.Config.Stock),
+		reentrant: info.Reentrant, honour: *o.Config.HonourLost, lockInfo: info, rec: o.Rec}
+	for i := 0; i < o.Config.Keys; i++ {
+		w.keyNames = append(w.keyNames, KeyName(i))
+	}
+	eps := o.Cluster.Endpoints()
+	leps := make([]lockimpl.Endpoint, len(eps))
+	for i, ep := range eps {
+		leps[i] = lockimpl.Endpoint{Addr: ep.Addr, MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password}
+	}
+	for id := 0; id < o.Config.Clients; id++ {
+		c := &Client{ID: id, clock: lockimpl.NewSkewClock(), rec: o.Rec, w: w,
+			rng: rand.New(rand.NewPCG(o.Seed, uint64(id)+1))}
+		c.gate.c = c
+		c.key.Store(-1)
+		if o.Histograms {
+			c.hAcquire, c.hRelease, c.hCycle = newHist(), newHist(), newHist()
+		}
+		conns := make([]redis.UniversalClient, len(eps))
+		for i, ep := range eps {
+			conns[i] = o.Cluster.NewClient(ep, cluster.ClientOptions{PoolSize: o.PoolSize, Hooks: []redis.Hook{c.gate.hook(i)}})
+		}
+		env := lockimpl.Env{ClientID: id, Conns: conns, Endpoints: leps, Clock: c.clock, Options: o.LockOptions, Note: c.note}
+		lk, err := lockimpl.New(o.Lock, env)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("lock %s for client %d: %w", o.Lock, id, err)
+		}
+		if id == 0 {
+			if cf, ok := lk.(interface{ Config() map[string]any }); ok {
+				w.config = cf.Config()
+			}
+		}
+		c.lk = lk
+		w.clients = append(w.clients, c)
+	}
+	if o.Config.KeyDist == "zipf" {
+		for _, c := range w.clients {
+			c.zipf = rand.NewZipf(c.rng, o.Config.Zipf, 1, uint64(o.Config.Keys-1))
+		}
+	}
+	return w, nil
+}
+
+// LockConfig is the lock's effective configuration, when it reports one.
+func (w *Workload) LockConfig() map[string]any { return w.config }
+
+// Resource is the protected resource.
+func (w *Workload) Resource() *Resource { return w.res }
+
+// Clients are the workload's clients.
+func (w *Workload) Clients() []*Client { return w.clients }
+
+func (w *Workload) pickKey(c *Client) int {
+	n, r := w.cfg.Keys, c.rng
+	if n == 1 {
+		return 0
+	}
+	switch w.cfg.KeyDist {
+	case "zipf":
+		return int(c.zipf.Uint64())
+	case "hot":
+		if r.Float64() < w.cfg.HotFraction || w.cfg.HotKeys == n {
+			return r.IntN(w.cfg.HotKeys)
+		}
+		return w.cfg.HotKeys + r.IntN(n-w.cfg.HotKeys)
+	}
+	return r.IntN(n)
+}
+
+func (w *Workload) sample(r *rand.Rand, rg Range) time.Duration {
+	if rg.Max <= rg.Min {
+		return rg.Min
+	}
+	return rg.Min + time.Duration(r.Int64N(int64(rg.Max-rg.Min)+1))
+}
+
+// Run runs every client until stop is closed, then waits for the cycles in
+// progress to finish; ctx cancels them outright (their outcome becomes
+// unknown). Run returns when every client has ended.
+func (w *Workload) Run(ctx context.Context, stop <-chan struct{}) {
+	var tickets chan int64
+	var wg sync.WaitGroup
+	if w.cfg.Mode == "open" {
+		tickets = make(chan int64, 1<<16)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.dispatch(stop, tickets)
+		}()
+	}
+	for _, c := range w.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.run(ctx, stop, tickets)
+		}()
+	}
+	wg.Wait()
+}
+
+// dispatch issues cycle start times at the configured rate (open loop): a
+// slow lock makes cycles queue, and the queueing shows in their latency.
+func (w *Workload) dispatch(stop <-chan struct{}, tickets chan<- int64) {
+	interval := time.Duration(float64(time.Second) / w.cfg.Rate)
+	next := w.rec.Now()
+	for {
+		next += int64(interval)
+		if d := time.Duration(next - w.rec.Now()); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		select {
+		case tickets <- next:
+		case <-stop:
+			return
+		default: // queue full: the lock is far behind; drop rather than block
+		}
+	}
+}
+
+// Close closes every client's Locker. Connections belong to the cluster.
+func (w *Workload) Close() {
+	for _, c := range w.clients {
+		if c.lk != nil {
+			_ = c.lk.Close()
+		}
+	}
+}
+
+// Totals sums the clients' counters.
+func (w *Workload) Totals() (cycles, failed, unknown int64) {
+	for _, c := range w.clients {
+		cycles += c.Cycles.Load()
+		failed += c.Failed.Load()
+		unknown += c.Unknowns.Load()
+	}
+	return
+}
+
+// Histograms merges the clients' histograms (µs); nil when not kept.
+func (w *Workload) Histograms() map[string]*hdrhistogram.Histogram {
+	if len(w.clients) == 0 || w.clients[0].hAcquire == nil {
+		return nil
+	}
+	out := map[string]*hdrhistogram.Histogram{"acquire": newHist(), "release": newHist(), "cycle": newHist()}
+	for _, c := range w.clients {
+		out["acquire"].Merge(c.hAcquire)
+		out["release"].Merge(c.hRelease)
+		out["cycle"].Merge(c.hCycle)
+	}
+	return out
+}
+
+// --- faults.ClientControl ---
+
+// NumClients is the number of clients.
+func (w *Workload) NumClients() int { return len(w.clients) }
+
+// Holders are the clients that believe they hold a lock now.
+func (w *Workload) Holders() []int {
+	var out []int
+	for _, c := range w.clients {
+		if c.holding.Load() && !c.gate.isDead() {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+// Pause freezes client c for d at its next point (see faults.ClientControl).
+func (w *Workload) Pause(ctx context.Context, c int, point string, d time.Duration) <-chan [2]int64 {
+	return w.clients[c].gate.arm(ctx, point, d, false)
+}
+
+// Crash makes client c die at point, without releasing.
+func (w *Workload) Crash(ctx context.Context, c int, point string) <-chan [2]int64 {
+	return w.clients[c].gate.arm(ctx, point, 0, true)
+}
+
+// SetClock skews client c's clock.
+func (w *Workload) SetClock(c int, offset time.Duration, rate float64) {
+	w.clients[c].clock.Set(offset, rate)
+}
+
+// Stall delays the listed commands of client c by d until undo.
+func (w *Workload) Stall(c int, commands []string, d time.Duration) func() {
+	g := &w.clients[c].gate
+	g.mu.Lock()
+	g.stallD = d
+	g.stallOn = nil
+	if len(commands) > 0 {
+		g.stallOn = map[string]bool{}
+		for _, cmd := range commands {
+			g.stallOn[cmd] = true
+		}
+	}
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		g.stallD, g.stallOn = 0, nil
+		g.mu.Unlock()
+	}
+}
+
+// Cut makes client c's commands to the given nodes (0-based) fail at once
+// (mode reset) or hang until their timeout (mode drop), until undo.
+func (w *Workload) Cut(c int, nodes []int, mode string) (func(), error) {
+	if mode != "reset" && mode != "drop" {
+		return nil, fmt.Errorf("cut mode %q is not reset or drop", mode)
+	}
+	g := &w.clients[c].gate
+	g.mu.Lock()
+	if g.cuts == nil {
+		g.cuts = map[int]string{}
+	}
+	for _, n := range nodes {
+		g.cuts[n] = mode
+	}
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		for _, n := range nodes {
+			delete(g.cuts, n)
+		}
+		g.mu.Unlock()
+	}, nil
+}
