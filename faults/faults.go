@@ -222,7 +222,7 @@ func (r *Runner) Start(ctx context.Context, start int64, sched []Scheduled) {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			wait := time.Duration(start+int64(s.At)-r.env.Now())
+			wait := time.Duration(start + int64(s.At) - r.env.Now())
 			if wait > 0 {
 				t := time.NewTimer(wait)
 				select {
@@ -328,6 +328,13 @@ func (r *Runner) HealAll(ctx context.Context) {
 	for _, id := range ids {
 		r.heal(ctx, id)
 	}
+}
+
+// Active is the number of faults in effect now.
+func (r *Runner) Active() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.active)
 }
 
 // Counts reports how many faults took effect and how many did not.

@@ -114,10 +114,10 @@ func New(name string, env Env) (Locker, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.Options = env.Options.WithDefaults()
 	if err := env.Options.Validate(); err != nil {
 		return nil, err
 	}
-	env.Options = env.Options.WithDefaults()
 	if env.Clock == nil {
 		env.Clock = RealClock{}
 	}

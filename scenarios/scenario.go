@@ -143,7 +143,7 @@ func (s *Scenario) Validate() error {
 	if s.Seed == 0 {
 		s.Seed = 1
 	}
-	if err := s.Lock.Validate(); err != nil {
+	if err := s.Lock.WithDefaults().Validate(); err != nil {
 		return err
 	}
 	for i, l := range s.Locks {

@@ -99,7 +99,8 @@ func (c *Client) cycle(ctx context.Context, k int, sched int64) error {
 		}
 		return nil
 	}
-	c.holding.Store(true)
+	c.hold(k, true)
+	defer c.hold(k, false)
 	start := ev.T
 	if sched != 0 {
 		start = sched
@@ -130,7 +131,7 @@ func (c *Client) cycle(ctx context.Context, k int, sched int64) error {
 	if err := g.checkpoint("before-release"); err != nil {
 		return err
 	}
-	c.holding.Store(false)
+	c.hold(k, false)
 	end := c.release(lease, 0)
 	if c.gate.isDead() {
 		return ErrCrashed
@@ -172,6 +173,23 @@ func (c *Client) writeIfHeld(k int, key string, lease lockimpl.Lease, v int64, f
 	}
 	rec.Record(&history.Event{T: t, End: applied, Client: c.ID, Key: key, Op: history.OpWrite, Value: nv, Fence: fence, Result: res})
 	return nil
+}
+
+// hold tracks whether the client believes it holds key k, and counts holds
+// that began while another client held the same key (a live estimate of
+// mutual-exclusion violations for progress displays; the checker decides).
+func (c *Client) hold(k int, on bool) {
+	if c.holding.Load() == on {
+		return
+	}
+	c.holding.Store(on)
+	if on {
+		if c.w.holders[k].Add(1) > 1 {
+			c.w.overlaps.Add(1)
+		}
+		return
+	}
+	c.w.holders[k].Add(-1)
 }
 
 func (c *Client) leaseGone(l lockimpl.Lease) bool {

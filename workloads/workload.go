@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -40,6 +41,8 @@ type Workload struct {
 	lockInfo  lockimpl.Info
 	config    map[string]any
 	rec       *Recorder
+	holders   []atomic.Int32 // per key: clients that believe they hold it
+	overlaps  atomic.Int64
 }
 
 // KeyName is the Redis key of lock key index i.
@@ -57,6 +60,7 @@ func New(o Options) (*Workload, error) {
 	}
 	w := &Workload{cfg: o.Config, res: NewResource(o.Config.Resource, o.Config.Keys, o.Config.Stock),
 		reentrant: info.Reentrant, honour: *o.Config.HonourLost, lockInfo: info, rec: o.Rec}
+	w.holders = make([]atomic.Int32, o.Config.Keys)
 	for i := 0; i < o.Config.Keys; i++ {
 		w.keyNames = append(w.keyNames, KeyName(i))
 	}
@@ -189,6 +193,10 @@ func (w *Workload) Close() {
 		}
 	}
 }
+
+// Overlaps counts holds that began while another client believed it held
+// the same key: a live estimate for progress displays (the checker decides).
+func (w *Workload) Overlaps() int64 { return w.overlaps.Load() }
 
 // Totals sums the clients' counters.
 func (w *Workload) Totals() (cycles, failed, unknown int64) {

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"lockchaos/faults"
+	"lockchaos/lockimpl"
+	"lockchaos/runner"
+	"lockchaos/scenarios"
+)
+
+func listScenarios(w io.Writer) error {
+	all, err := scenarios.All()
+	if err != nil {
+		return exitWith(runner.ExitBadInput, err)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTOPOLOGY\tFAULTS\tREPRODUCES\tDESCRIPTION")
+	for _, s := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Name, s.Topology, len(s.Faults), s.Reproduces, firstSentence(s.Description))
+	}
+	return tw.Flush()
+}
+
+func listLocks(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tDESCRIPTION")
+	for _, l := range lockimpl.List() {
+		d := l.Description
+		if l.Mistake != "" {
+			d += " — mistake: " + l.Mistake
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, l.Kind, d)
+	}
+	tw.Flush()
+}
+
+func listFaults(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tDESCRIPTION")
+	for _, k := range faults.Kinds() {
+		fmt.Fprintf(tw, "%s\t%s\n", k.Name, k.Description)
+	}
+	tw.Flush()
+}
+
+func firstSentence(s string) string {
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] == '.' && (s[i+1] == ' ' || s[i+1] == '\n') {
+			return s[:i+1]
+		}
+	}
+	return s
+}

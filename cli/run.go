@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lockchaos/report"
+	"lockchaos/runner"
+	"lockchaos/scenarios"
+)
+
+// clusterFlags are the flags that choose where Redis runs.
+type clusterFlags struct {
+	backend, redisServer, redisSentinel, image string
+	addrs                                      []string
+	allowRemote                                bool
+}
+
+func (f *clusterFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.backend, "backend", "auto", "where Redis runs: auto | process | docker | embedded | external")
+	fl.StringVar(&f.redisServer, "redis-server", "", "redis-server binary (default: from PATH)")
+	fl.StringVar(&f.redisSentinel, "redis-sentinel", "", "redis-sentinel binary (default: from PATH)")
+	fl.StringVar(&f.image, "image", "", "docker image with redis-server (backend docker)")
+	fl.StringSliceVar(&f.addrs, "addrs", nil, "external servers: host:port or redis:// URLs, comma-separated (backend external; password from LOCKCHAOS_REDIS_PASSWORD)")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow non-loopback external addresses")
+}
+
+func (f *clusterFlags) apply(o *runner.Options) {
+	o.Backend, o.RedisServer, o.RedisSentinel, o.Image = f.backend, f.redisServer, f.redisSentinel, f.image
+	o.Addrs, o.AllowRemote = f.addrs, f.allowRemote
+}
+
+// overrideFlags change a loaded scenario.
+type overrideFlags struct {
+	duration time.Duration
+	clients  int
+	keys     int
+	seed     uint64
+	ttl      time.Duration
+}
+
+func (f *overrideFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.DurationVar(&f.duration, "duration", 0, "workload phase length (overrides the scenario)")
+	fl.IntVar(&f.clients, "clients", 0, "number of clients (overrides the scenario)")
+	fl.IntVar(&f.keys, "keys", 0, "number of lock keys (overrides the scenario)")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed for keys, timings and fault schedule (overrides the scenario)")
+	fl.DurationVar(&f.ttl, "ttl", 0, "lock TTL (overrides the scenario)")
+}
+
+// apply changes s where a flag was given and re-validates, naming the flag.
+func (f *overrideFlags) apply(cmd *cobra.Command, s *scenarios.Scenario) error {
+	fl := cmd.Flags()
+	if fl.Changed("duration") {
+		if f.duration <= 0 {
+			return fmt.Errorf("--duration: %v must be positive", f.duration)
+		}
+		s.Duration = f.duration
+	}
+	if fl.Changed("clients") {
+		if f.clients < 1 {
+			return fmt.Errorf("--clients: %d must be at least 1", f.clients)
+		}
+		s.Workload.Clients = f.clients
+	}
+	if fl.Changed("keys") {
+		if f.keys < 1 {
+			return fmt.Errorf("--keys: %d must be at least 1", f.keys)
+		}
+		s.Workload.Keys = f.keys
+		if s.Workload.HotKeys > f.keys {
+			s.Workload.HotKeys = f.keys
+		}
+	}
+	if fl.Changed("seed") {
+		s.Seed = f.seed
+	}
+	if fl.Changed("ttl") {
+		if f.ttl < time.Millisecond {
+			return fmt.Errorf("--ttl: %v is below 1ms", f.ttl)
+		}
+		s.Lock.TTL = f.ttl
+		if s.Lock.RenewInterval >= f.ttl {
+			s.Lock.RenewInterval = 0
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("scenario %s after flags: %v", s.Name, err)
+	}
+	return nil
+}
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		cf         clusterFlags
+		of         overrideFlags
+		lock, out  string
+		expect     bool
+		quiet      bool
+		thresholds []string
+	)
+	cmd := &cobra.Command{
+		Use:   "run NAME|FILE.yaml",
+		Short: "Run a scenario against a lock and check the result",
+		Long: `Run starts Redis (per --backend), drives the lock with the scenario's
+workload while its faults fire, heals, lets a recovery window run, stops
+everything, then checks the history and writes the report into the run
+directory (--out; default runs/<scenario>-<lock>-<time>).
+
+The exit code follows the verdict (0 valid, 1 invalid or a failed threshold,
+2 unknown); with --expect it follows the scenario's expectation for the lock
+instead (0 = the harness found exactly what the scenario expects).`,
+		Example: `  lockchaos run smoke --lock simple --duration 5s --out runs/smoke
+  lockchaos run gc-pause --lock fenced            # fenced keeps the resource safe
+  lockchaos run my-scenario.yaml --lock watchdog --backend process --seed 7
+  lockchaos run smoke --lock redislock --threshold 'acquire.p99 < 5ms' --threshold 'throughput > 1000'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := scenarios.Load(args[0])
+			if err != nil {
+				return exitWith(runner.ExitBadInput, err)
+			}
+			if err := of.apply(cmd, s); err != nil {
+				return exitWith(runner.ExitBadInput, err)
+			}
+			for _, t := range thresholds {
+				if _, err := report.ParseThreshold(t); err != nil {
+					return exitWith(runner.ExitBadInput, fmt.Errorf("--threshold %q: %v", t, err))
+				}
+			}
+			o := runner.Options{Scenario: s, Lock: lock, Out: out, Expect: expect, Thresholds: thresholds}
+			cf.apply(&o)
+			if !quiet {
+				o.Progress = newProgress(stderr, s.Name, lock)
+			}
+			fmt.Fprintf(stderr, "lockchaos: running %s with lock %s (backend %s, seed %d)\n", s.Name, lock, cf.backend, s.Seed)
+			res, err := runner.Run(cmd.Context(), o)
+			if res != nil && res.Results != nil {
+				report.WriteText(stdout, res.Results)
+				fmt.Fprintf(stdout, "run directory: %s\n", res.Dir)
+			}
+			if err != nil {
+				code := runner.ExitCodeOf(err)
+				if res != nil && res.Results != nil {
+					code = max(code, res.ExitCode)
+				}
+				return exitWith(code, err)
+			}
+			if res.ExitCode != 0 {
+				return exitWith(res.ExitCode, nil)
+			}
+			return nil
+		},
+	}
+	cf.add(cmd)
+	of.add(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&lock, "lock", "simple", "lock implementation (lockchaos list locks)")
+	fl.StringVar(&out, "out", "", "run directory (created; must not hold files)")
+	fl.BoolVar(&expect, "expect", false, "exit 0 when the verdicts match the scenario's expectation for the lock")
+	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress display")
+	fl.StringArrayVar(&thresholds, "threshold", nil, "k6-style threshold over results, repeatable (e.g. 'acquire.p99 < 5ms')")
+	return cmd
+}
+
+func newCheckCmd(stdout io.Writer) *cobra.Command {
+	var expect bool
+	cmd := &cobra.Command{
+		Use:   "check DIR",
+		Short: "Re-run the checker on a saved run directory",
+		Long: `Check reads DIR/history.jsonl and DIR/scenario.yaml, runs every check again
+(so a checker fix applies to old histories), rewrites results.json and the
+report, and exits like run.`,
+		Example: `  lockchaos check runs/gc-pause-simple-20261122-140000.000`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, code, err := runner.CheckDir(args[0], runner.EvalOptions{Expect: expect})
+			if r != nil {
+				report.WriteText(stdout, r)
+			}
+			if err != nil {
+				return exitWith(code, err)
+			}
+			if code != 0 {
+				return exitWith(code, nil)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&expect, "expect", false, "exit 0 when the verdicts match the scenario's expectation")
+	return cmd
+}
+
+func newReportCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:     "report DIR",
+		Short:   "Re-render a saved run's report (plots, report.html, summary.md)",
+		Example: `  lockchaos report runs/smoke`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := runner.RenderDir(args[0])
+			if err != nil {
+				return exitWith(runner.ExitCodeOf(err), err)
+			}
+			report.WriteText(stdout, r)
+			return nil
+		},
+	}
+}
+
+func newListCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list scenarios|locks|faults",
+		Short: "List the built-in scenarios, the registered locks or the fault kinds",
+		Example: `  lockchaos list locks
+  lockchaos list scenarios`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"scenarios", "locks", "faults"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch strings.TrimSpace(args[0]) {
+			case "scenarios":
+				return listScenarios(stdout)
+			case "locks":
+				listLocks(stdout)
+			case "faults":
+				listFaults(stdout)
+			default:
+				return exitWith(runner.ExitBadInput, fmt.Errorf("list: %q is not one of scenarios, locks, faults", args[0]))
+			}
+			return nil
+		},
+	}
+}

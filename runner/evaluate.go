@@ -1,0 +1,154 @@
+package runner
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"lockchaos/checker"
+	"lockchaos/history"
+	"lockchaos/report"
+	"lockchaos/scenarios"
+)
+
+// EvalOptions tune Evaluate.
+type EvalOptions struct {
+	Expect      bool
+	Thresholds  []string
+	Notes       []string
+	LockConfig  map[string]any
+	Backend     string
+	Interrupted bool
+}
+
+// Evaluate checks a run directory's history, compares the verdicts with the
+// scenario's expectation for lock, evaluates thresholds, renders the report
+// into dir and returns the results with the exit code. It is what `run` does
+// after the workload and what `check DIR` does on a saved run.
+func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*report.Results, int, error) {
+	hist := filepath.Join(dir, "history.jsonl")
+	cres, err := checker.CheckFile(hist, checker.Options{})
+	if err != nil {
+		return nil, ExitBadInput, fail(ExitBadInput, "check %s: %v", hist, err)
+	}
+	an, err := report.Analyze(hist, report.AnalyzeOptions{})
+	if err != nil {
+		return nil, ExitBadInput, fail(ExitBadInput, "analyze %s: %v", hist, err)
+	}
+	meta, _ := history.RunMeta(hist)
+	r := &report.Results{Scenario: s.Name, Lock: lock, Topology: s.Topology, Seed: s.Seed,
+		Verdict: string(cres.Verdict), Checks: map[string]report.CheckSummary{}, LockConfig: eo.LockConfig,
+		Events: cres.Events, Notes: eo.Notes, Backend: eo.Backend}
+	if r.Backend == "" {
+		r.Backend, _ = meta[history.MetaBackend].(string)
+	}
+	if cres.Torn {
+		r.Notes = append(r.Notes, "the history's last line was torn (the run was killed while writing); it was skipped")
+	}
+	verdicts := map[string]string{}
+	for name, c := range cres.Checks {
+		r.Checks[name] = report.CheckSummary{Verdict: string(c.Verdict), Violations: c.Violations, Notes: c.Notes, Stats: c.Stats}
+		verdicts[name] = string(c.Verdict)
+	}
+	r.Violations = []report.ViolationSummary{}
+	for _, v := range cres.Violations {
+		r.Violations = append(r.Violations, report.ViolationSummary{Check: v.Check, Key: v.Key, Clients: v.Clients,
+			AtMS: v.AtMS, Detail: v.Detail, Cause: v.Cause, Explanation: v.Explanation, WindowNS: v.Window})
+	}
+	report.FillStats(r, an)
+
+	exp := s.Expectation(lock)
+	r.Expected = exp
+	matched, mismatches := scenarios.Matches(exp, verdicts)
+	switch {
+	case matched:
+		r.Outcome = "as-expected"
+	case cres.Verdict == checker.Unknown:
+		r.Outcome = "unknown"
+	default:
+		r.Outcome = "unexpected"
+	}
+	for _, m := range mismatches {
+		r.Notes = append(r.Notes, "not as expected: "+m)
+	}
+
+	code := ExitOK
+	if eo.Expect {
+		switch r.Outcome {
+		case "unknown":
+			code = ExitUnknown
+		case "unexpected":
+			code = ExitViolated
+		}
+	} else {
+		switch cres.Verdict {
+		case checker.Invalid:
+			code = ExitViolated
+		case checker.Unknown:
+			code = ExitUnknown
+		}
+	}
+	exprs := append(append([]string{}, s.Thresholds...), eo.Thresholds...)
+	r.Thresholds = report.EvalThresholds(exprs, r)
+	for _, t := range r.Thresholds {
+		if !t.Passed && code == ExitOK {
+			code = ExitViolated
+		}
+	}
+	if eo.Interrupted && code == ExitOK {
+		code = ExitUnknown
+	}
+	r.ExitCode = code
+	if err := report.Render(dir, r, an); err != nil {
+		return r, ExitInfra, fail(ExitInfra, "render report into %s: %v", dir, err)
+	}
+	return r, code, nil
+}
+
+// CheckDir re-runs the checker on a saved run directory, with the scenario
+// saved in it, and re-renders its report.
+func CheckDir(dir string, eo EvalOptions) (*report.Results, int, error) {
+	hist := filepath.Join(dir, "history.jsonl")
+	if _, err := os.Stat(hist); err != nil {
+		return nil, ExitBadInput, fail(ExitBadInput, "%s is not a run directory: %v", dir, err)
+	}
+	meta, err := history.RunMeta(hist)
+	if err != nil {
+		return nil, ExitBadInput, fail(ExitBadInput, "%v", err)
+	}
+	s, err := scenarios.LoadFile(filepath.Join(dir, "scenario.yaml"))
+	if err != nil {
+		return nil, ExitBadInput, fail(ExitBadInput, "%v", err)
+	}
+	lock, _ := meta[history.MetaLock].(string)
+	if lock == "" {
+		return nil, ExitBadInput, fail(ExitBadInput, "%s: run event has no %q", hist, history.MetaLock)
+	}
+	if old, err := report.ReadResults(filepath.Join(dir, "results.json")); err == nil {
+		eo.LockConfig = old.LockConfig
+		if eo.Backend == "" {
+			eo.Backend = old.Backend
+		}
+	}
+	return Evaluate(dir, s, lock, eo)
+}
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xfa017)) }
+
+// RenderDir re-renders a saved run's report from its history and results.json
+// without re-checking.
+func RenderDir(dir string) (*report.Results, error) {
+	r, err := report.ReadResults(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return nil, fail(ExitBadInput, "%v", err)
+	}
+	an, err := report.Analyze(filepath.Join(dir, "history.jsonl"), report.AnalyzeOptions{})
+	if err != nil {
+		return nil, fail(ExitBadInput, "%v", err)
+	}
+	report.FillStats(r, an)
+	if err := report.Render(dir, r, an); err != nil {
+		return r, fail(ExitInfra, "%v", err)
+	}
+	return r, nil
+}

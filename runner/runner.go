@@ -1,0 +1,327 @@
+// Package runner runs one scenario end to end: start the topology, drive the
+// workload while the fault schedule fires, heal, let the recovery window run,
+// stop everything, then check the history and render the report into the run
+// directory. The CLI is a thin layer over it; a user's program can call it.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"lockchaos/cluster"
+	"lockchaos/faults"
+	"lockchaos/history"
+	"lockchaos/lockimpl"
+	"lockchaos/report"
+	"lockchaos/scenarios"
+	"lockchaos/workloads"
+)
+
+// Exit codes (README "Exit codes").
+const (
+	ExitOK       = 0 // as expected
+	ExitViolated = 1 // violation (or a failed threshold)
+	ExitUnknown  = 2 // inconclusive
+	ExitBadInput = 3
+	ExitInfra    = 4
+)
+
+// Options for one run.
+type Options struct {
+	Scenario *scenarios.Scenario
+	Lock     string
+	// Out is the run directory; it is created (and must be empty if it exists).
+	Out string
+	// Cluster settings: backend, binaries, docker image, external addresses.
+	Backend       string
+	RedisServer   string
+	RedisSentinel string
+	Image         string
+	Addrs         []string
+	AllowRemote   bool
+	// Expect makes the exit code follow the scenario's expectation for the
+	// lock (0 = as expected) instead of the verdict alone.
+	Expect bool
+	// Thresholds are added to the scenario's.
+	Thresholds []string
+	// Progress, when set, is called about once a second during the run.
+	Progress func(Progress)
+	// Record turns history recording off when false (bench overhead
+	// baseline only: nothing can be checked). Default true via DefaultRecord.
+	NoHistory bool
+}
+
+// Progress is a snapshot for progress displays.
+type Progress struct {
+	Phase        string
+	Elapsed      time.Duration
+	Total        time.Duration
+	Cycles       int64
+	CyclesPerSec float64
+	Overlaps     int64 // holds that began while another client held the key (live estimate)
+	ActiveFaults int
+	FaultsFired  int
+}
+
+// Outcome of a run.
+type Outcome struct {
+	Dir      string
+	Results  *report.Results
+	ExitCode int
+}
+
+// Error wraps a failure with the exit code it maps to.
+type Error struct {
+	Code int
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+func fail(code int, format string, args ...any) error {
+	return &Error{Code: code, Err: fmt.Errorf(format, args...)}
+}
+
+// ExitCodeOf maps an error from Run/Check to an exit code.
+func ExitCodeOf(err error) int {
+	var re *Error
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &re):
+		return re.Code
+	case errors.Is(err, scenarios.ErrBadInput), errors.Is(err, cluster.ErrBadSpec):
+		return ExitBadInput
+	case errors.Is(err, cluster.ErrInfra):
+		return ExitInfra
+	}
+	return ExitInfra
+}
+
+// DefaultOut is runs/<scenario>-<lock>-<time>.
+func DefaultOut(scenario, lock string) string {
+	return filepath.Join("runs", fmt.Sprintf("%s-%s-%s", scenario, lock, time.Now().Format("20060102-150405.000")))
+}
+
+// Run executes a scenario. A run that started is always checked and reported,
+// even when interrupted (ctx cancelled) or when infrastructure failed midway;
+// the Outcome is then returned with the error.
+func Run(ctx context.Context, o Options) (*Outcome, error) {
+	s := o.Scenario
+	if s == nil {
+		return nil, fail(ExitBadInput, "no scenario")
+	}
+	info, _, err := lockimpl.Lookup(o.Lock)
+	if err != nil {
+		return nil, fail(ExitBadInput, "--lock: %v", err)
+	}
+	if o.Out == "" {
+		o.Out = DefaultOut(s.Name, o.Lock)
+	}
+	if err := prepareDir(o.Out); err != nil {
+		return nil, fail(ExitBadInput, "--out %s: %v", o.Out, err)
+	}
+	if err := saveScenario(filepath.Join(o.Out, "scenario.yaml"), s); err != nil {
+		return nil, fail(ExitInfra, "%v", err)
+	}
+	lockOpts := s.Lock.WithDefaults()
+	spec := cluster.Spec{Topology: s.Topology, Backend: o.Backend, Nodes: s.Nodes, RedisServer: o.RedisServer,
+		RedisSentinel: o.RedisSentinel, Image: o.Image, Addrs: o.Addrs, AllowRemote: o.AllowRemote,
+		Dir: o.Out, AOF: s.AOF, Proxy: s.Proxy || needsProxy(s)}
+	if s.Topology == cluster.Single {
+		spec.Nodes = 1
+	}
+	cl, err := cluster.Start(ctx, spec)
+	if err != nil {
+		return nil, &Error{Code: ExitCodeOf(err), Err: fmt.Errorf("start %s topology: %w", s.Topology, err)}
+	}
+	defer cl.Stop()
+
+	histPath := filepath.Join(o.Out, "history.jsonl")
+	var hw *history.Writer
+	if !o.NoHistory {
+		if hw, err = history.Create(histPath); err != nil {
+			return nil, fail(ExitInfra, "%v", err)
+		}
+		defer hw.Close()
+	}
+	rec := workloads.NewRecorder(hw)
+	honour := *s.Workload.HonourLost
+	rec.Record(&history.Event{T: 0, Client: -1, Op: history.OpRun, Meta: map[string]any{
+		history.MetaScenario: s.Name, history.MetaLock: o.Lock, history.MetaBackend: cl.Backend,
+		history.MetaTopology: s.Topology, history.MetaSeed: s.Seed, history.MetaTTLms: float64(lockOpts.TTL) / 1e6,
+		history.MetaResource: s.Workload.Resource, history.MetaStock: s.Workload.Stock,
+		history.MetaClients: s.Workload.Clients, history.MetaKeys: s.Workload.Keys,
+		history.MetaFenced: info.Fenced && s.Workload.Resource == "register", history.MetaHonours: honour,
+		history.MetaStartNS: rec.Start().UnixNano(), "nodes": len(cl.Nodes), "duration_ms": s.Duration.Milliseconds(),
+		"recovery_ms": s.Recovery.Milliseconds(),
+	}})
+	var notes []string
+	if cl.Why != "" {
+		notes = append(notes, cl.Why)
+	}
+
+	stopObserver, oerr := observe(ctx, cl, rec)
+	if oerr != nil {
+		notes = append(notes, "observer not running: "+oerr.Error())
+	}
+
+	w, err := workloads.New(workloads.Options{Config: s.Workload, Lock: o.Lock, LockOptions: s.Lock, Cluster: cl,
+		Rec: rec, Seed: s.Seed, Histograms: true})
+	if err != nil {
+		stopObserver()
+		return nil, fail(ExitBadInput, "workload: %v", err)
+	}
+	defer w.Close()
+
+	sched := faults.Resolve(s.Faults, s.Seed, s.Duration)
+	_ = report.WriteJSON(filepath.Join(o.Out, "schedule.json"), map[string]any{"seed": s.Seed, "faults": sched})
+	fenv := &faults.Env{Cluster: cl, Clients: w, Rand: newRand(s.Seed), TTL: lockOpts.TTL, Now: rec.Now, Record: rec.Record}
+	fr := faults.NewRunner(fenv)
+
+	interrupted := drive(ctx, o, s, rec, w, fr, sched)
+	stopObserver()
+	_ = cl.Stop() // nothing left running before the (possibly slow) analysis
+	if hw != nil {
+		if err := hw.Close(); err != nil {
+			return nil, fail(ExitInfra, "history: %v", err)
+		}
+	}
+	if interrupted {
+		notes = append(notes, "interrupted: the run was stopped early; the verdict covers what ran")
+	}
+	if o.NoHistory {
+		return &Outcome{Dir: o.Out}, nil
+	}
+	res, code, err := Evaluate(o.Out, s, o.Lock, EvalOptions{Expect: o.Expect, Thresholds: o.Thresholds, Notes: notes,
+		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted})
+	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code}
+	if err != nil {
+		return out, err
+	}
+	if interrupted {
+		return out, &Error{Code: code, Err: context.Canceled}
+	}
+	return out, nil
+}
+
+// drive runs the workload and faults through the phases: workload (faults
+// fire), heal, recovery, stop. It reports whether ctx ended it early.
+func drive(ctx context.Context, o Options, s *scenarios.Scenario, rec *workloads.Recorder, w *workloads.Workload, fr *faults.Runner, sched []faults.Scheduled) bool {
+	phase := func(p string) { rec.Record(&history.Event{T: rec.Now(), Client: -1, Op: history.OpPhase, Detail: p}) }
+	// Hard stop for client cycles still in flight well after the end.
+	wctx, cancelW := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelW()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	phase("workload")
+	start := rec.Now()
+	go func() { w.Run(wctx, stop); close(done) }()
+	fctx, cancelF := context.WithCancel(ctx)
+	fr.Start(fctx, start, sched)
+
+	var cur atomic.Value
+	cur.Store("workload")
+	total := s.Duration + s.Recovery
+	stopProgress := progressLoop(o.Progress, rec, w, fr, &cur, start, total)
+	defer stopProgress()
+
+	interrupted := !wait(ctx, s.Duration)
+	cancelF()
+	phase("heal")
+	cur.Store("heal")
+	fr.HealAll(context.WithoutCancel(ctx))
+	if !interrupted && s.Recovery > 0 {
+		phase("recovery")
+		cur.Store("recovery")
+		interrupted = !wait(ctx, s.Recovery)
+	}
+	close(stop)
+	grace := 2*s.Lock.WithDefaults().AcquireTimeout + 5*time.Second
+	select {
+	case <-done:
+	case <-time.After(grace):
+		cancelW()
+		<-done
+	}
+	phase("done")
+	return interrupted
+}
+
+// wait sleeps d unless ctx ends first; it reports whether d elapsed.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func progressLoop(fn func(Progress), rec *workloads.Recorder, w *workloads.Workload, fr *faults.Runner, cur *atomic.Value, start int64, total time.Duration) func() {
+	if fn == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		var lastCycles, lastT int64 = 0, rec.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			now := rec.Now()
+			cycles, _, _ := w.Totals()
+			applied, failed := fr.Counts()
+			fn(Progress{Phase: cur.Load().(string), Elapsed: time.Duration(now - start), Total: total, Cycles: cycles,
+				CyclesPerSec: float64(cycles-lastCycles) / (float64(now-lastT) / 1e9), Overlaps: w.Overlaps(),
+				ActiveFaults: fr.Active(), FaultsFired: applied + failed})
+			lastCycles, lastT = cycles, now
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+func prepareDir(dir string) error {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("directory exists and is not empty (a run is never overwritten)")
+	}
+	return os.MkdirAll(dir, 0o755)
+}
+
+func saveScenario(path string, s *scenarios.Scenario) error {
+	b, err := yaml.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("save scenario: %w", err)
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// needsProxy reports whether a fault acts through the fault proxy.
+func needsProxy(s *scenarios.Scenario) bool {
+	for _, f := range s.Faults {
+		switch f.Kind {
+		case "partition", "latency", "replication-lag":
+			return true
+		}
+	}
+	return false
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
