@@ -58,6 +58,25 @@ func init() {
 		New: func(s Scheduled) Injector { return &clockSkew{s: s} },
 	})
 	Register(Kind{
+		Name:        "cut-client",
+		Description: "cut one client off from nodes (params.nodes, 1-based, e.g. 4,5; default all) through a go-redis hook: params.mode reset (fail at once) or drop (hang until the command times out)",
+		Validate: func(s Spec) error {
+			if err := validClientTarget(s.Target); err != nil {
+				return err
+			}
+			if v := s.Params["nodes"]; v != "" {
+				if _, err := nodeIndexes(v, 0); err != nil {
+					return fmt.Errorf("params.nodes: %v", err)
+				}
+			}
+			if m := s.Params["mode"]; m != "" && m != "reset" && m != "drop" {
+				return fmt.Errorf("params.mode: %q is not reset or drop", m)
+			}
+			return nil
+		},
+		New: func(s Scheduled) Injector { return &cutClient{s: s} },
+	})
+	Register(Kind{
 		Name:        "stall-commands",
 		Description: "delay chosen commands (params.commands, comma-separated; empty = all) of one client by params.delay, through a go-redis hook",
 		Validate: func(s Spec) error {
@@ -201,6 +220,49 @@ func (k *stall) Start(_ context.Context, env *Env) (Outcome, error) {
 }
 
 func (k *stall) Heal(context.Context, *Env) (map[string]string, error) {
+	if k.undo != nil {
+		k.undo()
+	}
+	return nil, nil
+}
+
+type cutClient struct {
+	s    Scheduled
+	undo func()
+}
+
+func (k *cutClient) Start(_ context.Context, env *Env) (Outcome, error) {
+	c, err := clientTarget(env, k.s.Spec.Target)
+	if err != nil {
+		return Outcome{Target: k.s.Spec.Target, Effect: map[string]string{"reason": err.Error()}}, nil
+	}
+	n := len(env.Cluster.Endpoints())
+	var nodes []int
+	if v := k.s.Spec.Params["nodes"]; v != "" {
+		if nodes, err = nodeIndexes(v, n); err != nil {
+			return Outcome{Target: fmt.Sprintf("client %d", c), Effect: map[string]string{"reason": err.Error()}}, nil
+		}
+	} else {
+		for i := 0; i < n; i++ {
+			nodes = append(nodes, i)
+		}
+	}
+	mode := k.s.Spec.Params["mode"]
+	if mode == "" {
+		mode = "reset"
+	}
+	if k.undo, err = env.Clients.Cut(c, nodes, mode); err != nil {
+		return Outcome{Target: fmt.Sprintf("client %d", c)}, err
+	}
+	cut := make([]string, len(nodes))
+	for i, x := range nodes {
+		cut[i] = strconv.Itoa(x + 1)
+	}
+	return Outcome{Target: fmt.Sprintf("client %d", c), Applied: true,
+		Effect: map[string]string{"mode": mode, "nodes": strings.Join(cut, ",")}}, nil
+}
+
+func (k *cutClient) Heal(context.Context, *Env) (map[string]string, error) {
 	if k.undo != nil {
 		k.undo()
 	}

@@ -152,3 +152,10 @@ func RenderDir(dir string) (*report.Results, error) {
 	}
 	return r, nil
 }
+
+func writeFile(path, s string) error {
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

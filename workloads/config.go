@@ -23,7 +23,7 @@ type Config struct {
 	HotKeys     int     `yaml:"hot_keys"`
 	HotFraction float64 `yaml:"hot_fraction"`
 	// Hold is the time between the resource read and write ("10ms" or a
-	// uniform range "5ms-15ms"). Default 1ms.
+	// uniform range "5ms-15ms"). Default 0.
 	Hold Range `yaml:"hold"`
 	// Think is the pause between release and the next acquire. Default 0.
 	Think Range `yaml:"think"`
@@ -138,9 +138,6 @@ func (w *Config) Validate() error {
 		}
 	default:
 		return fmt.Errorf("workload.key_dist: %q is not one of uniform, zipf, hot", w.KeyDist)
-	}
-	if w.Hold == (Range{}) {
-		w.Hold = Range{time.Millisecond, time.Millisecond}
 	}
 	if w.Reentry < 0 || w.Reentry > 100 {
 		return fmt.Errorf("workload.reentry: %d is not in 0..100", w.Reentry)

@@ -141,7 +141,7 @@ func (h gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return err
 		}
 		err := next(ctx, cmd)
-		h.after()
+		h.after(err == nil && succeeded(cmd))
 		return err
 	}
 }
@@ -159,7 +159,7 @@ func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 			return err
 		}
 		err := next(ctx, cmds)
-		h.after()
+		h.after(err == nil)
 		return err
 	}
 }
@@ -190,11 +190,16 @@ func (h gateHook) before(ctx context.Context, name string) error {
 	return nil
 }
 
-// after fires "in-acquire"/"in-release" faults after a reply arrived during
-// that phase: the client is frozen (or dies) between a reply and its next
-// step — e.g. between redlock's replies and its validity check, or between
-// get-del's GET and DEL.
-func (h gateHook) after() {
+// after fires "in-acquire"/"in-release" faults after a successful reply
+// arrived during that phase: the client is frozen (or dies) between a reply
+// and its next step — e.g. between redlock's replies and its validity check,
+// between setnx-expire's SETNX and EXPIRE, or between get-del's GET and DEL.
+// A refused command (SET NX on a held key) does not fire it: the point is
+// "after the command that took the lock".
+func (h gateHook) after(ok bool) {
+	if !ok {
+		return
+	}
 	g := h.g
 	g.mu.Lock()
 	ph := g.phase
@@ -215,4 +220,25 @@ func (g *gate) isDead() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.dead
+}
+
+// succeeded reports whether a reply means the command did something: not
+// nil, false, 0 or an error.
+func succeeded(cmd redis.Cmder) bool {
+	if cmd.Err() != nil {
+		return false
+	}
+	switch c := cmd.(type) {
+	case *redis.BoolCmd:
+		return c.Val()
+	case *redis.IntCmd:
+		return c.Val() != 0
+	case *redis.Cmd:
+		v := c.Val()
+		if n, ok := v.(int64); ok {
+			return n != 0
+		}
+		return v != nil
+	}
+	return true
 }

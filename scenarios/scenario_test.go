@@ -1,0 +1,93 @@
+package scenarios_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	_ "lockchaos/lockimpl"
+	"lockchaos/scenarios"
+	"lockchaos/workloads"
+)
+
+// Every built-in scenario parses, validates and states an expectation.
+func TestCatalogParses(t *testing.T) {
+	all, err := scenarios.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 17 {
+		t.Fatalf("catalog has %d scenarios, want every one of SCENARIOS.md (17)", len(all))
+	}
+	for _, s := range all {
+		if s.Expect == nil {
+			t.Errorf("%s: no expect block", s.Name)
+		}
+		if s.Lock.WithDefaults().TTL > 500*time.Millisecond && s.Topology != "sentinel" {
+			t.Errorf("%s: ttl %v above 500ms", s.Name, s.Lock.TTL)
+		}
+		if s.Duration > 10*time.Second {
+			t.Errorf("%s: duration %v too long for CI", s.Name, s.Duration)
+		}
+	}
+}
+
+// Bad input names the field and the value.
+func TestValidationNamesFieldAndValue(t *testing.T) {
+	cases := []struct{ name, yaml, want string }{
+		{"unknown field", "name: x\nworkload:\n  clientz: 3\n", "clientz"},
+		{"bad topology", "topology: ring\n", `topology: "ring"`},
+		{"bad clients", "workload:\n  clients: -2\n", "workload.clients: -2"},
+		{"bad hold", "workload:\n  hold: soon\n", `"soon"`},
+		{"bad resource", "workload:\n  resource: queue\n", `workload.resource: "queue"`},
+		{"bad fault kind", "faults:\n  - kind: meteor\n", `faults[0].kind: "meteor"`},
+		{"bad fault target", "faults:\n  - kind: pause-client\n    duration: 1s\n    target: everybody\n", `"everybody"`},
+		{"pause without duration", "faults:\n  - kind: pause-client\n", "duration"},
+		{"bad expect verdict", "expect:\n  simple: {mutex: maybe}\n", `expect.simple.mutex: "maybe"`},
+		{"bad expect check", "expect:\n  simple: {speed: valid}\n", "speed"},
+		{"bad expect lock", "expect:\n  nolock: {mutex: valid}\n", "nolock"},
+		{"bad ttl", "lock:\n  ttl: 10us\n", "ttl"},
+		{"bad duration type", "duration: fast\n", "fast"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := scenarios.Parse([]byte(c.yaml), "test.yaml")
+			if err == nil {
+				t.Fatalf("no error for %q", c.yaml)
+			}
+			if !errors.Is(err, scenarios.ErrBadInput) {
+				t.Errorf("error %v is not ErrBadInput", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not name %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestMatches(t *testing.T) {
+	checks := map[string]string{"mutex": "invalid", "resource": "valid", "liveness": "valid"}
+	if ok, _ := scenarios.Matches(map[string]string{"mutex": "invalid"}, checks); !ok {
+		t.Error("listed check matched, others valid: should match")
+	}
+	if ok, bad := scenarios.Matches(nil, checks); ok || len(bad) != 1 || !strings.HasPrefix(bad[0], "mutex") {
+		t.Errorf("nil expectation must require every check valid; got %v %v", ok, bad)
+	}
+	if ok, _ := scenarios.Matches(map[string]string{"*": "any"}, checks); !ok {
+		t.Error(`"*": any must match anything`)
+	}
+	if ok, _ := scenarios.Matches(map[string]string{"mutex": "any", "*": "invalid"}, map[string]string{"mutex": "valid", "resource": "valid"}); ok {
+		t.Error(`"*": invalid must require the others invalid`)
+	}
+}
+
+func TestParseRange(t *testing.T) {
+	r, err := workloads.ParseRange("5ms-15ms")
+	if err != nil || r.Min != 5*time.Millisecond || r.Max != 15*time.Millisecond {
+		t.Fatalf("got %v %v", r, err)
+	}
+	if _, err := workloads.ParseRange("15ms-5ms"); err == nil {
+		t.Error("min > max accepted")
+	}
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what the tests need from Debian's packages, where missing:
+# redis-server, redis-sentinel, redis-tools (redis-benchmark for bench), and
+# docker.io (dockerd, for the docker backend's tests). Needs root (apt-get).
+set -euo pipefail
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
+command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
+if [ "${LOCKCHAOS_NO_DOCKER:-}" = "" ] && ! command -v dockerd >/dev/null 2>&1; then
+  missing+=(docker.io)
+fi
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # policy-rc.d keeps the packages from starting their own services: tests
+  # start every server they use themselves.
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  rm -f /usr/sbin/policy-rc.d
+fi
+redis-server --version
