@@ -54,9 +54,17 @@ type Options struct {
 	Thresholds []string
 	// Progress, when set, is called about once a second during the run.
 	Progress func(Progress)
-	// Record turns history recording off when false (bench overhead
-	// baseline only: nothing can be checked). Default true via DefaultRecord.
+	// NoHistory turns history recording off (bench overhead baseline only:
+	// nothing can be checked).
 	NoHistory bool
+	// Cluster, when set, is used instead of starting one (bench runs several
+	// locks on the same servers); Run does not stop it.
+	Cluster *cluster.Cluster
+	// PoolSize of each client's connections per node (default 4).
+	PoolSize int
+	// NoObserver skips the keyspace-notification observer (bench: it costs
+	// Redis and harness CPU the lock under test does not).
+	NoObserver bool
 }
 
 // Progress is a snapshot for progress displays.
@@ -76,6 +84,8 @@ type Outcome struct {
 	Dir      string
 	Results  *report.Results
 	ExitCode int
+	// Workload is the finished workload (its counters and histograms).
+	Workload *workloads.Workload
 }
 
 // Error wraps a failure with the exit code it maps to.
@@ -140,11 +150,16 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if s.Topology == cluster.Single {
 		spec.Nodes = 1
 	}
-	cl, err := cluster.Start(ctx, spec)
-	if err != nil {
-		return nil, &Error{Code: ExitCodeOf(err), Err: fmt.Errorf("start %s topology: %w", s.Topology, err)}
+	cl := o.Cluster
+	stopCluster := func() {}
+	if cl == nil {
+		var err error
+		if cl, err = cluster.Start(ctx, spec); err != nil {
+			return nil, &Error{Code: ExitCodeOf(err), Err: fmt.Errorf("start %s topology: %w", s.Topology, err)}
+		}
+		stopCluster = func() { _ = cl.Stop() }
 	}
-	defer cl.Stop()
+	defer stopCluster()
 
 	histPath := filepath.Join(o.Out, "history.jsonl")
 	var hw *history.Writer
@@ -170,13 +185,16 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		notes = append(notes, cl.Why)
 	}
 
-	stopObserver, oerr := observe(ctx, cl, rec)
-	if oerr != nil {
-		notes = append(notes, "observer not running: "+oerr.Error())
+	stopObserver := func() {}
+	if !o.NoObserver {
+		var oerr error
+		if stopObserver, oerr = observe(ctx, cl, rec); oerr != nil {
+			notes = append(notes, "observer not running: "+oerr.Error())
+		}
 	}
 
 	w, err := workloads.New(workloads.Options{Config: s.Workload, Lock: o.Lock, LockOptions: s.Lock, Cluster: cl,
-		Rec: rec, Seed: s.Seed, Histograms: true})
+		Rec: rec, Seed: s.Seed, Histograms: true, PoolSize: o.PoolSize})
 	if err != nil {
 		stopObserver()
 		return nil, fail(ExitBadInput, "workload: %v", err)
@@ -190,7 +208,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 
 	interrupted := drive(ctx, o, s, rec, w, fr, sched)
 	stopObserver()
-	_ = cl.Stop() // nothing left running before the (possibly slow) analysis
+	stopCluster() // nothing left running before the (possibly slow) analysis
 	if hw != nil {
 		if err := hw.Close(); err != nil {
 			return nil, fail(ExitInfra, "history: %v", err)
@@ -200,11 +218,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		notes = append(notes, "interrupted: the run was stopped early; the verdict covers what ran")
 	}
 	if o.NoHistory {
-		return &Outcome{Dir: o.Out}, nil
+		return &Outcome{Dir: o.Out, Workload: w}, nil
 	}
 	res, code, err := Evaluate(o.Out, s, o.Lock, EvalOptions{Expect: o.Expect, Thresholds: o.Thresholds, Notes: notes,
 		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted})
-	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code}
+	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code, Workload: w}
 	if err != nil {
 		return out, err
 	}

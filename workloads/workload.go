@@ -41,6 +41,7 @@ type Workload struct {
 	lockInfo  lockimpl.Info
 	config    map[string]any
 	rec       *Recorder
+	conns     []redis.UniversalClient
 	holders   []atomic.Int32 // per key: clients that believe they hold it
 	overlaps  atomic.Int64
 }
@@ -81,6 +82,7 @@ func New(o Options) (*Workload, error) {
 		for i, ep := range eps {
 			conns[i] = o.Cluster.NewClient(ep, cluster.ClientOptions{PoolSize: o.PoolSize, Hooks: []redis.Hook{c.gate.hook(i)}})
 		}
+		w.conns = append(w.conns, conns...)
 		env := lockimpl.Env{ClientID: id, Conns: conns, Endpoints: leps, Clock: c.clock, Options: o.LockOptions, Note: c.note}
 		lk, err := lockimpl.New(o.Lock, env)
 		if err != nil {
@@ -185,13 +187,17 @@ func (w *Workload) dispatch(stop <-chan struct{}, tickets chan<- int64) {
 	}
 }
 
-// Close closes every client's Locker. Connections belong to the cluster.
+// Close closes every client's Locker and connections.
 func (w *Workload) Close() {
 	for _, c := range w.clients {
 		if c.lk != nil {
 			_ = c.lk.Close()
 		}
 	}
+	for _, cn := range w.conns {
+		_ = cn.Close()
+	}
+	w.conns = nil
 }
 
 // Overlaps counts holds that began while another client believed it held

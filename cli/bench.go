@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lockchaos/report"
+	"lockchaos/runner"
+)
+
+func init() { extraCommands = append(extraCommands, newBenchCmd) }
+
+func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		cf       clusterFlags
+		o        runner.BenchOptions
+		overhead bool
+		noCeil   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Benchmark locks side by side on the same servers (no faults)",
+		Long: `Bench runs each lock in turn with the same workload on the same Redis
+servers (independent masters: redlock-family locks use all of them, the others
+the first), and reports cycles/s, acquire/release/cycle/hand-off latency,
+failed acquires, fairness (Jain's index) and Redis's own cost per cycle (INFO
+commandstats). With redis-benchmark installed it also measures the ceiling for
+the simple lock's two commands in the same run. Each lock's run directory
+holds the usual results.json and report.`,
+		Example: `  lockchaos bench --lock simple,redlock,watchdog,redislock,redsync,rueidislock --clients 50 --keys 50 --duration 8s
+  lockchaos bench --lock simple --keys 1 --clients 16 --duration 5s          # hand-off on one hot key
+  lockchaos bench --lock simple --rate 5000 --duration 5s                   # open loop
+  lockchaos bench --lock simple --backend external --addrs 127.0.0.1:6379 --clients 50 --keys 50 --duration 8s --out D`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cf.apply(&o.Base)
+			o.Overhead, o.Ceiling = overhead, !noCeil
+			if o.Out == "" {
+				o.Out = filepath.Join("runs", "bench-"+time.Now().Format("20060102-150405"))
+			}
+			if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 || o.Rate < 0 {
+				return exitWith(runner.ExitBadInput, fmt.Errorf("--clients %d, --keys %d, --duration %v, --rate %v: must be positive", o.Clients, o.Keys, o.Duration, o.Rate))
+			}
+			b, err := runner.RunBench(cmd.Context(), o)
+			if b != nil {
+				md := runner.BenchMarkdown(b)
+				fmt.Fprint(stdout, md)
+				_ = os.WriteFile(filepath.Join(o.Out, "bench.md"), []byte(md), 0o644)
+				_ = report.WriteJSON(filepath.Join(o.Out, "bench.json"), b)
+				// One lock: the run directory is the bench directory too.
+				if len(b.Locks) == 1 {
+					_ = copyFile(filepath.Join(b.Locks[0].Dir, "results.json"), filepath.Join(o.Out, "results.json"))
+				}
+				fmt.Fprintf(stdout, "\nbench written to %s\n", o.Out)
+			}
+			if err != nil {
+				return exitWith(runner.ExitCodeOf(err), err)
+			}
+			return nil
+		},
+	}
+	cf.add(cmd)
+	fl := cmd.Flags()
+	fl.StringSliceVar(&o.Locks, "lock", []string{"simple"}, "locks to compare, comma-separated")
+	fl.IntVar(&o.Clients, "clients", 50, "concurrent clients")
+	fl.IntVar(&o.Keys, "keys", 50, "lock keys (1 = one hot key: contended; = clients: mostly uncontended)")
+	fl.DurationVar(&o.Duration, "duration", 5*time.Second, "per lock")
+	fl.DurationVar(&o.TTL, "ttl", 0, "lock TTL (default 500ms)")
+	fl.DurationVar(&o.Hold, "hold", 0, "critical-section hold time")
+	fl.StringVar(&o.Wait, "wait", "", "how blocked acquirers wait: pubsub | poll (default: the lock's)")
+	fl.Float64Var(&o.Rate, "rate", 0, "open loop: cycle starts per second in total (0 = closed loop)")
+	fl.IntVar(&o.Nodes, "nodes", 5, "independent masters to start (redlock-family locks use all)")
+	fl.StringVar(&o.Out, "out", "", "bench directory (default runs/bench-<time>)")
+	fl.BoolVar(&overhead, "overhead", false, "also run each lock with history recording off and report the cost of recording")
+	fl.BoolVar(&noCeil, "no-ceiling", false, "skip the redis-benchmark ceiling")
+	return cmd
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}

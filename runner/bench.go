@@ -1,0 +1,350 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redis/go-redis/v9"
+
+	"lockchaos/cluster"
+	"lockchaos/lockimpl"
+	"lockchaos/report"
+	"lockchaos/scenarios"
+	"lockchaos/workloads"
+)
+
+// BenchOptions configure `lockchaos bench`: no faults, every lock on the same
+// servers in the same run, so the numbers are comparable.
+type BenchOptions struct {
+	Locks    []string
+	Clients  int
+	Keys     int
+	Duration time.Duration
+	TTL      time.Duration
+	Wait     string  // pubsub | poll ("" = lock default)
+	Rate     float64 // > 0: open loop at this many cycle starts per second
+	Hold     time.Duration
+	// Nodes is the number of independent masters started (redlock-family
+	// locks use all of them; the others use the first). Default 5.
+	Nodes int
+	Out   string
+	Base  Options // cluster settings
+	// NoHistory also runs each lock with recording off and reports the
+	// overhead of recording.
+	Overhead bool
+	// Ceiling runs redis-benchmark for SET NX PX and the EVALSHA unlock.
+	Ceiling bool
+}
+
+// BenchLock is one lock's numbers.
+type BenchLock struct {
+	Lock       string                    `json:"lock"`
+	Kind       string                    `json:"kind"`
+	Nodes      int                       `json:"nodes"`
+	Throughput float64                   `json:"throughput"`
+	Cycles     int64                     `json:"cycles"`
+	FailedAcq  int64                     `json:"failed_acquires"`
+	Fairness   float64                   `json:"fairness"`
+	LatencyUS  map[string]report.Latency `json:"latency_us"`
+	Server     *report.ServerCost        `json:"server,omitempty"`
+	// NoHistoryThroughput is the same run with recording off.
+	NoHistoryThroughput float64 `json:"no_history_throughput,omitempty"`
+	Verdict             string  `json:"verdict"`
+	Dir                 string  `json:"dir"`
+}
+
+// Bench is the whole comparison.
+type Bench struct {
+	Clients  int         `json:"clients"`
+	Keys     int         `json:"keys"`
+	Duration string      `json:"duration"`
+	Mode     string      `json:"mode"`
+	Backend  string      `json:"backend"`
+	Machine  string      `json:"machine"`
+	Locks    []BenchLock `json:"locks"`
+	// Ceiling from redis-benchmark against node 1 (requests/s).
+	SetNXPX   float64 `json:"redis_benchmark_set_nx_px,omitempty"`
+	EvalSHA   float64 `json:"redis_benchmark_evalsha,omitempty"`
+	CeilingCS float64 `json:"ceiling_cycles_per_sec,omitempty"`
+	// SetRTTP50US is the p50 of a single SET round trip (one go-redis
+	// client, same node), the yardstick for hand-off latency.
+	SetRTTP50US float64 `json:"set_rtt_p50_us"`
+}
+
+// RunBench runs the locks one after another on one set of servers.
+func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
+	if o.Nodes == 0 {
+		o.Nodes = 5
+	}
+	if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 {
+		return nil, fail(ExitBadInput, "bench: --clients, --keys and --duration must be positive")
+	}
+	for _, l := range o.Locks {
+		if _, _, err := lockimpl.Lookup(l); err != nil {
+			return nil, fail(ExitBadInput, "--lock: %v", err)
+		}
+	}
+	topo := cluster.Independent
+	if o.Base.Backend == cluster.External && len(o.Base.Addrs) == 1 {
+		topo = cluster.Single
+	}
+	spec := cluster.Spec{Topology: topo, Backend: o.Base.Backend, Nodes: o.Nodes, RedisServer: o.Base.RedisServer,
+		Image: o.Base.Image, Addrs: o.Base.Addrs, AllowRemote: o.Base.AllowRemote, Dir: o.Out}
+	if err := prepareDir(o.Out); err != nil {
+		return nil, fail(ExitBadInput, "--out %s: %v", o.Out, err)
+	}
+	cl, err := cluster.Start(ctx, spec)
+	if err != nil {
+		return nil, &Error{Code: ExitCodeOf(err), Err: fmt.Errorf("bench: start servers: %w", err)}
+	}
+	defer cl.Stop()
+	b := &Bench{Clients: o.Clients, Keys: o.Keys, Duration: o.Duration.String(), Mode: "closed", Backend: cl.Backend, Machine: machine()}
+	if o.Rate > 0 {
+		b.Mode = fmt.Sprintf("open %.0f/s", o.Rate)
+	}
+	admin := make([]*redis.Client, len(cl.Nodes))
+	for i, n := range cl.Nodes {
+		admin[i] = cl.AdminClient(n)
+	}
+	b.SetRTTP50US = setRTT(ctx, admin[0])
+	if o.Ceiling {
+		b.SetNXPX, b.EvalSHA = redisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients)
+		if b.SetNXPX > 0 && b.EvalSHA > 0 {
+			b.CeilingCS = 1 / (1/b.SetNXPX + 1/b.EvalSHA)
+		}
+	}
+	for _, lock := range o.Locks {
+		if ctx.Err() != nil {
+			break
+		}
+		info, _, _ := lockimpl.Lookup(lock)
+		bl, err := benchLock(ctx, o, cl, admin, info, false)
+		if err != nil {
+			return b, err
+		}
+		if o.Overhead {
+			nh, err := benchLock(ctx, o, cl, admin, info, true)
+			if err == nil {
+				bl.NoHistoryThroughput = nh.Throughput
+			}
+		}
+		b.Locks = append(b.Locks, *bl)
+	}
+	return b, nil
+}
+
+func benchScenario(o BenchOptions, name, topo string) *scenarios.Scenario {
+	s := &scenarios.Scenario{Name: name, Topology: topo, Nodes: o.Nodes, Duration: o.Duration, Seed: 1,
+		Lock:     lockimpl.Options{TTL: o.TTL, Wait: o.Wait},
+		Workload: workloads.Config{Clients: o.Clients, Keys: o.Keys, Hold: workloads.Range{Min: o.Hold, Max: o.Hold}, Resource: "counter"}}
+	if o.Rate > 0 {
+		s.Workload.Mode, s.Workload.Rate = "open", o.Rate
+	}
+	return s
+}
+
+func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, info lockimpl.Info, noHistory bool) (*BenchLock, error) {
+	topo := cluster.Independent
+	if len(cl.Nodes) == 1 {
+		topo = cluster.Single
+	}
+	s := benchScenario(o, "bench", topo)
+	if err := s.Validate(); err != nil {
+		return nil, fail(ExitBadInput, "bench: %v", err)
+	}
+	for _, a := range admin {
+		_ = a.FlushAll(ctx).Err()
+		_ = a.ConfigResetStat(ctx).Err()
+	}
+	dir := filepath.Join(o.Out, info.Name)
+	if noHistory {
+		dir += "-nohistory"
+	}
+	ro := o.Base
+	ro.Scenario, ro.Lock, ro.Out, ro.Cluster, ro.NoHistory, ro.Progress = s, info.Name, dir, cl, noHistory, nil
+	ro.PoolSize, ro.NoObserver = 2, true
+	out, err := Run(ctx, ro)
+	if out == nil {
+		return nil, err
+	}
+	bl := &BenchLock{Lock: info.Name, Kind: string(info.Kind), Nodes: len(cl.Nodes), Dir: dir}
+	cost := serverCost(ctx, admin)
+	if out.Results != nil {
+		r := out.Results
+		bl.Throughput, bl.Cycles, bl.FailedAcq = r.Stats.Throughput, r.Stats.Cycles, r.Stats.Acquires.Fail
+		bl.Fairness, bl.LatencyUS, bl.Verdict = r.Stats.Fairness, r.Stats.LatencyUS, r.Verdict
+		if cost != nil && r.Stats.Cycles > 0 {
+			bl.Server = perCycle(cost, r.Stats.Cycles)
+			r.Stats.Server = bl.Server
+			_ = report.WriteJSON(filepath.Join(dir, "results.json"), r)
+		}
+	} else if out.Workload != nil {
+		cycles, failed, _ := out.Workload.Totals()
+		bl.Cycles, bl.FailedAcq = cycles, failed
+		bl.Throughput = float64(cycles) / o.Duration.Seconds()
+	}
+	return bl, nil
+}
+
+type cmdStat struct{ calls, usec float64 }
+
+// serverCost sums INFO commandstats over the nodes (reset before the run).
+func serverCost(ctx context.Context, admin []*redis.Client) map[string]cmdStat {
+	out := map[string]cmdStat{}
+	re := regexp.MustCompile(`^cmdstat_([^:]+):calls=(\d+),usec=(\d+)`)
+	for _, a := range admin {
+		txt, err := a.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return nil
+		}
+		sc := bufio.NewScanner(strings.NewReader(txt))
+		for sc.Scan() {
+			m := re.FindStringSubmatch(sc.Text())
+			if m == nil || m[1] == "info" || m[1] == "config|resetstat" || m[1] == "flushall" {
+				continue
+			}
+			c, _ := strconv.ParseFloat(m[2], 64)
+			u, _ := strconv.ParseFloat(m[3], 64)
+			s := out[m[1]]
+			s.calls += c
+			s.usec += u
+			out[m[1]] = s
+		}
+	}
+	return out
+}
+
+func perCycle(cost map[string]cmdStat, cycles int64) *report.ServerCost {
+	sc := &report.ServerCost{ByCommand: map[string]float64{}}
+	n := float64(cycles)
+	for name, s := range cost {
+		sc.CommandsPerCycle += s.calls / n
+		sc.UsecPerCycle += s.usec / n
+		sc.ByCommand[name] = round2(s.calls / n)
+	}
+	sc.CommandsPerCycle, sc.UsecPerCycle = round2(sc.CommandsPerCycle), round2(sc.UsecPerCycle)
+	return sc
+}
+
+func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
+
+// setRTT measures one client's SET round trip for a second and returns p50 µs.
+func setRTT(ctx context.Context, c *redis.Client) float64 {
+	h := hdrhistogram.New(1, 10_000_000, 3)
+	end := time.Now().Add(time.Second)
+	for i := 0; time.Now().Before(end) && i < 200_000; i++ {
+		t := time.Now()
+		if err := c.Set(ctx, "lockchaos:rtt", i, 0).Err(); err != nil {
+			break
+		}
+		_ = h.RecordValue(max(time.Since(t).Microseconds(), 1))
+	}
+	_ = c.Del(ctx, "lockchaos:rtt").Err()
+	return float64(h.ValueAtQuantile(50))
+}
+
+var rpsRE = regexp.MustCompile(`([0-9.]+) requests per second`)
+
+// redisBenchmark runs redis-benchmark (if installed) for the two commands of
+// the simple lock's cycle with the same number of connections; 0 when it is
+// not available.
+func redisBenchmark(ctx context.Context, addr string, clients int) (setnx, evalsha float64) {
+	bin, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		return 0, 0
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	run := func(args ...string) float64 {
+		base := []string{"-h", host, "-p", port, "-c", strconv.Itoa(clients), "-n", "200000", "-r", "100000", "-q"}
+		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		outb, err := exec.CommandContext(cctx, bin, append(base, args...)...).CombinedOutput()
+		if err != nil {
+			return 0
+		}
+		lines := bytes.Split(bytes.TrimSpace(outb), []byte("\r"))
+		m := rpsRE.FindSubmatch(lines[len(lines)-1])
+		if m == nil {
+			return 0
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+	setnx = run("SET", "lock:__rand_int__", "tok", "NX", "PX", "10000")
+	// The simple lock's unlock script: compare-and-delete + publish.
+	src := `if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("DEL", KEYS[1]) redis.call("PUBLISH", KEYS[2], "1") return 1 end return 0`
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	sha, err := c.ScriptLoad(ctx, src).Result()
+	c.Close()
+	if err != nil {
+		return setnx, 0
+	}
+	evalsha = run("EVALSHA", sha, "2", "lock:__rand_int__", "chan:__rand_int__", "tok")
+	return setnx, evalsha
+}
+
+// BenchMarkdown is the comparison table.
+func BenchMarkdown(b *Bench) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# lockchaos bench\n\n%d clients, %d keys, %s, %s loop, backend %s. Machine: %s.\n\n", b.Clients, b.Keys, b.Duration, b.Mode, b.Backend, b.Machine)
+	if b.CeilingCS > 0 {
+		fmt.Fprintf(&sb, "redis-benchmark -c %d against node 1: SET NX PX %.0f/s, EVALSHA unlock %.0f/s → ceiling %.0f cycles/s.\n\n", b.Clients, b.SetNXPX, b.EvalSHA, b.CeilingCS)
+	}
+	fmt.Fprintf(&sb, "Single SET round trip p50: %.0f µs.\n\n", b.SetRTTP50US)
+	sb.WriteString("| lock | kind | cycles/s | of ceiling | acquire p50 | acquire p99 | hand-off p50 | hand-off/RTT | cycle p99 | failed acq | fairness | Redis cmds/cycle | Redis µs/cycle | recording overhead |\n")
+	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	locks := append([]BenchLock{}, b.Locks...)
+	sort.SliceStable(locks, func(i, j int) bool { return locks[i].Throughput > locks[j].Throughput })
+	for _, l := range locks {
+		ceil, ovh, cmds, usec, ratio := "–", "–", "–", "–", "–"
+		if b.CeilingCS > 0 {
+			ceil = fmt.Sprintf("%.2f", l.Throughput/b.CeilingCS)
+		}
+		if l.NoHistoryThroughput > 0 {
+			ovh = fmt.Sprintf("%+.1f%%", 100*(l.NoHistoryThroughput-l.Throughput)/l.NoHistoryThroughput)
+		}
+		if l.Server != nil {
+			cmds, usec = fmt.Sprintf("%.2f", l.Server.CommandsPerCycle), fmt.Sprintf("%.1f", l.Server.UsecPerCycle)
+		}
+		ho := l.LatencyUS["handoff"]
+		if ho.Count > 0 && b.SetRTTP50US > 0 {
+			ratio = fmt.Sprintf("%.1f×", ho.P50/b.SetRTTP50US)
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %d | %.3f | %s | %s | %s |\n", l.Lock, l.Kind, l.Throughput, ceil,
+			report.FormatUS(l.LatencyUS["acquire"].P50), report.FormatUS(l.LatencyUS["acquire"].P99), fmtOpt(ho), ratio,
+			report.FormatUS(l.LatencyUS["cycle"].P99), l.FailedAcq, l.Fairness, cmds, usec, ovh)
+	}
+	return sb.String()
+}
+
+func fmtOpt(l report.Latency) string {
+	if l.Count == 0 {
+		return "–"
+	}
+	return report.FormatUS(l.P50)
+}
+
+func machine() string {
+	out, err := exec.Command("sh", "-c", "nproc; grep -m1 'model name' /proc/cpuinfo | cut -d: -f2; redis-server --version 2>/dev/null | cut -d' ' -f3").Output()
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i := range f {
+		f[i] = strings.TrimSpace(f[i])
+	}
+	if len(f) >= 3 {
+		return fmt.Sprintf("%s cores, %s, Redis %s", f[0], f[1], strings.TrimPrefix(f[2], "v="))
+	}
+	return strings.Join(f, ", ")
+}
