@@ -76,21 +76,31 @@ type FaultSummary struct {
 	Applied  bool              `json:"applied"`
 	Request  map[string]string `json:"request,omitempty"`
 	Effect   map[string]string `json:"effect,omitempty"`
+	// HealEffect is what the heal measurably did (state after, ...).
+	HealEffect map[string]string `json:"heal_effect,omitempty"`
 }
 
 // Stats are the run's numbers, all computed from the history.
 type Stats struct {
 	// Throughput is completed acquire→release cycles per second of workload.
 	Throughput float64 `json:"throughput"`
-	Cycles     int64   `json:"cycles"`
-	Acquires   Counts  `json:"acquires"`
-	Releases   Counts  `json:"releases"`
+	// Cycles completed in the whole run (workload, heal and recovery).
+	Cycles int64 `json:"cycles"`
+	// WorkloadCycles completed during the workload phase, over WorkloadS
+	// seconds: Throughput = WorkloadCycles / WorkloadS.
+	WorkloadCycles int64   `json:"workload_cycles"`
+	WorkloadS      float64 `json:"workload_s"`
+	Acquires       Counts  `json:"acquires"`
+	Releases       Counts  `json:"releases"`
 	// LatencyUS per operation: acquire, release, cycle, handoff.
 	LatencyUS map[string]Latency `json:"latency_us"`
 	// Fairness is Jain's index over ok acquires per client (1 = even).
 	Fairness float64 `json:"fairness"`
 	// PerClient ok acquires.
 	PerClient []int64 `json:"per_client,omitempty"`
+	// Pauses and Lost count the clients' pause windows and lost leases.
+	Pauses int64 `json:"pauses,omitempty"`
+	Lost   int64 `json:"lost,omitempty"`
 	// Server is the Redis-side cost per cycle (bench), when measured.
 	Server *ServerCost `json:"server,omitempty"`
 }
@@ -122,10 +132,13 @@ type ServerCost struct {
 
 // ThresholdResult is one evaluated threshold.
 type ThresholdResult struct {
-	Expr   string  `json:"expr"`
-	Value  float64 `json:"value"`
-	Passed bool    `json:"passed"`
-	Error  string  `json:"error,omitempty"`
+	Expr  string  `json:"expr"`
+	Value float64 `json:"value"`
+	// Actual is the value as text: a verdict (checks.*), or a latency with
+	// its unit.
+	Actual string `json:"actual,omitempty"`
+	Passed bool   `json:"passed"`
+	Error  string `json:"error,omitempty"`
 }
 
 // WriteJSON writes v as indented JSON to path (atomically: temp + rename, so

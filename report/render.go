@@ -1,0 +1,141 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// FillStats copies the analysis's numbers and fault windows into r. It
+// leaves r alone when a is nil.
+func FillStats(r *Results, a *Analysis) {
+	if r == nil || a == nil {
+		return
+	}
+	r.Stats = a.Stats
+	r.Faults = a.Faults
+	if r.Events == 0 {
+		r.Events = a.Events
+	}
+	if r.Scenario == "" {
+		r.Scenario = metaString(a.Meta, "scenario")
+	}
+	if r.Lock == "" {
+		r.Lock = metaString(a.Meta, "lock")
+	}
+	if r.Backend == "" {
+		r.Backend = metaString(a.Meta, "backend")
+	}
+	if r.Topology == "" {
+		r.Topology = metaString(a.Meta, "topology")
+	}
+}
+
+// renderNotePrefix marks the notes Render adds, so that a re-render
+// replaces them instead of piling them up.
+const renderNotePrefix = "report: "
+
+// Files Render writes into a run directory, besides plots and .hgrm files.
+const (
+	ResultsFile = "results.json"
+	SummaryFile = "summary.md"
+	HTMLFile    = "report.html"
+)
+
+// Render writes the run's report into dir: results.json, summary.md,
+// report.html, the plots (PNG and SVG: latency-percentiles,
+// latency-over-time, throughput-over-time, timeline-<n> per violation) and
+// <op>.hgrm per latency distribution. a may be nil (no history): then only
+// the text outputs are written.
+//
+// A plot or .hgrm that fails is recorded in r.Notes and the rest is still
+// written; the error returned is only for results.json, summary.md or
+// report.html that could not be written.
+func Render(dir string, r *Results, a *Analysis) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
+	keep := r.Notes[:0:0]
+	for _, n := range r.Notes {
+		if !strings.HasPrefix(n, renderNotePrefix) {
+			keep = append(keep, n)
+		}
+	}
+	r.Notes = keep
+	note := func(format string, args ...any) {
+		r.Notes = append(r.Notes, renderNotePrefix+fmt.Sprintf(format, args...))
+	}
+
+	art := artifacts{dir: dir, timelines: map[int]string{}}
+	if a != nil {
+		plots := []struct {
+			base string
+			fn   func(*Analysis, string) error
+		}{
+			{"latency-percentiles", PlotPercentiles},
+			{"latency-over-time", PlotLatencyOverTime},
+			{"throughput-over-time", PlotThroughput},
+		}
+		for _, p := range plots {
+			err := p.fn(a, filepath.Join(dir, p.base))
+			switch {
+			case errors.Is(err, errNoData):
+			case err != nil:
+				note("plot %s failed: %v", p.base, err)
+			default:
+				art.plots = append(art.plots, p.base)
+			}
+		}
+		names, errs := PlotTimelines(dir, a, r.Violations)
+		art.timelines = names
+		for _, err := range errs {
+			if !errors.Is(err, errNoData) {
+				note("timeline plot failed: %v", err)
+			}
+		}
+		for _, op := range Ops {
+			h := a.Histograms[op]
+			if h == nil || h.TotalCount() == 0 {
+				continue
+			}
+			name := op + ".hgrm"
+			if err := writeHgrmFile(filepath.Join(dir, name), op, h); err != nil {
+				note("%s: %v", name, err)
+				continue
+			}
+			art.hgrm = append(art.hgrm, name)
+		}
+	}
+
+	var errs []error
+	if err := WriteJSON(filepath.Join(dir, ResultsFile), r); err != nil {
+		errs = append(errs, err)
+	}
+	var md bytes.Buffer
+	if err := WriteSummaryMarkdown(&md, r, art.timelines); err == nil {
+		errs = append(errs, writeBytes(filepath.Join(dir, SummaryFile), md.Bytes()))
+	} else {
+		errs = append(errs, fmt.Errorf("summary.md: %w", err))
+	}
+	var html bytes.Buffer
+	if err := writeHTML(&html, buildHTMLData(r, a, art)); err == nil {
+		errs = append(errs, writeBytes(filepath.Join(dir, HTMLFile), html.Bytes()))
+	} else {
+		errs = append(errs, fmt.Errorf("report.html: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func writeBytes(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

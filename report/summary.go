@@ -1,0 +1,208 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Marker is the emoji-free status word for an exit code, as summary.md and
+// report.html show it: PASS (0), FAIL (1), UNKNOWN (2), ERROR (3, 4).
+func Marker(exitCode int) string {
+	switch exitCode {
+	case 0:
+		return "PASS"
+	case 1:
+		return "FAIL"
+	case 2:
+		return "UNKNOWN"
+	}
+	return "ERROR"
+}
+
+func mdEscape(s string) string {
+	r := strings.NewReplacer("|", `\|`, "\n", " ", "\r", "", "<", "&lt;", ">", "&gt;")
+	return r.Replace(s)
+}
+
+func mdCode(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return "`" + strings.ReplaceAll(s, "`", "'") + "`"
+}
+
+// expectedText says what the scenario expected of check name, and whether
+// the run matched.
+func expectedText(r *Results, name, got string) string {
+	e, ok := r.Expected[name]
+	if !ok {
+		return "-"
+	}
+	if e == got {
+		return e + " (as expected)"
+	}
+	return e + " (NOT AS EXPECTED)"
+}
+
+func mapText(m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteSummaryMarkdown writes summary.md's content: a GitHub job summary
+// of the run. timelines maps a violation's index to its timeline plot's
+// base name ("" or missing = none).
+func WriteSummaryMarkdown(w io.Writer, r *Results, timelines map[int]string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## lockchaos: %s / %s\n\n", orDash(r.Scenario), orDash(r.Lock))
+	fmt.Fprintf(&b, "**[%s]** verdict **%s**%s · exit %d · backend %s · topology %s · seed %d\n\n",
+		Marker(r.ExitCode), orDash(r.Verdict), outcomeSuffix(r.Outcome), r.ExitCode, orDash(r.Backend), orDash(r.Topology), r.Seed)
+
+	if len(r.Checks) > 0 {
+		b.WriteString("### Checks\n\n| check | verdict | violations | expected |\n|---|---|---:|---|\n")
+		for _, n := range sortedChecks(r) {
+			c := r.Checks[n]
+			v := c.Verdict
+			if v != "valid" {
+				v = "**" + v + "**"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", n, v, c.Violations, expectedText(r, n, c.Verdict))
+		}
+		b.WriteString("\n")
+	}
+
+	if n := len(r.Violations); n > 0 {
+		fmt.Fprintf(&b, "### Violations (%d)\n\n", n)
+		for i, v := range r.Violations {
+			if i == maxTextViolations {
+				fmt.Fprintf(&b, "\n... and %d more in results.json.\n", n-i)
+				break
+			}
+			fmt.Fprintf(&b, "%d. **%s** on %s, clients %s, at %s — cause: **%s**\n", i+1, v.Check, mdCode(v.Key),
+				joinInts(v.Clients), formatMS(v.AtMS), mdEscape(orDash(v.Cause)))
+			if v.Explanation != "" {
+				fmt.Fprintf(&b, "   %s\n", mdEscape(v.Explanation))
+			}
+			if v.Detail != "" && v.Detail != v.Explanation {
+				fmt.Fprintf(&b, "   <br>evidence: %s\n", mdEscape(v.Detail))
+			}
+			if t := timelines[i]; t != "" {
+				fmt.Fprintf(&b, "   <br>timeline: `%s.png`\n", t)
+			}
+		}
+		b.WriteString("\n")
+	}
+
+	st := r.Stats
+	b.WriteString("### Performance\n\n")
+	fmt.Fprintf(&b, "Throughput **%s cycles/s** (%d cycles in %.2f s of workload, %d in all) · fairness (Jain) **%.3f**\n\n",
+		formatRate(st.Throughput), st.WorkloadCycles, st.WorkloadS, st.Cycles, st.Fairness)
+	fmt.Fprintf(&b, "Acquires: %d ok, %d fail, %d unknown · releases: %d ok, %d fail, %d unknown",
+		st.Acquires.OK, st.Acquires.Fail, st.Acquires.Unknown, st.Releases.OK, st.Releases.Fail, st.Releases.Unknown)
+	if st.Pauses > 0 || st.Lost > 0 {
+		fmt.Fprintf(&b, " · pauses %d · leases lost %d", st.Pauses, st.Lost)
+	}
+	b.WriteString("\n\n")
+	if hasLatency(st) {
+		b.WriteString("| latency | count | p50 | p90 | p99 | p99.9 | max |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, row := range latencyRows(st) {
+			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		}
+		b.WriteString("\n")
+	}
+	if s := st.Server; s != nil {
+		fmt.Fprintf(&b, "Redis per cycle: %.2f commands, %.1f µs of server CPU\n\n", s.CommandsPerCycle, s.UsecPerCycle)
+	}
+
+	if len(r.Faults) > 0 {
+		b.WriteString("### Faults\n\n| id | kind | target | at | healed | took effect | effect |\n|---:|---|---|---:|---:|---|---|\n")
+		for _, f := range r.Faults {
+			healed, applied := faultTimes(f)
+			if !f.Applied {
+				applied = "**no**"
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", f.ID, f.Kind, mdEscape(orDash(f.Target)), formatMS(f.AtMS),
+				healed, applied, mdEscape(mapText(f.Effect)))
+		}
+		b.WriteString("\n")
+	}
+
+	if len(r.Thresholds) > 0 {
+		b.WriteString("### Thresholds\n\n| threshold | value | result |\n|---|---:|---|\n")
+		for _, t := range r.Thresholds {
+			val, res := thresholdCells(t)
+			if res != "pass" {
+				res = "**" + mdEscape(res) + "**"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdCode(t.Expr), orDash(val), res)
+		}
+		b.WriteString("\n")
+	}
+
+	if len(r.Notes) > 0 {
+		b.WriteString("### Notes\n\n")
+		for _, n := range r.Notes {
+			b.WriteString("- " + mdEscape(n) + "\n")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("Full report: `report.html` in the run directory (plots, timelines, `.hgrm` files).\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// latencyRows are the latency table's rows: op, count, p50, p90, p99,
+// p99.9, max (formatted), for the ops that recorded any.
+func latencyRows(st Stats) [][]string {
+	var rows [][]string
+	for _, op := range Ops {
+		l, ok := st.LatencyUS[op]
+		if !ok || l.Count == 0 {
+			continue
+		}
+		rows = append(rows, []string{op, fmt.Sprint(l.Count), FormatUS(l.P50), FormatUS(l.P90), FormatUS(l.P99), FormatUS(l.P999), FormatUS(l.Max)})
+	}
+	return rows
+}
+
+// faultTimes formats when a fault healed ("-" if never) and whether it
+// took effect.
+func faultTimes(f FaultSummary) (healed, applied string) {
+	healed, applied = "-", "yes"
+	if f.HealedMS > 0 {
+		healed = formatMS(f.HealedMS)
+	}
+	if !f.Applied {
+		applied = "no"
+	}
+	return healed, applied
+}
+
+// thresholdCells formats a threshold's measured value and its result:
+// pass, FAIL, or "ERROR: why".
+func thresholdCells(t ThresholdResult) (value, result string) {
+	value = t.Actual
+	if value == "" && t.Error == "" {
+		value = trimFloat(t.Value)
+	}
+	switch {
+	case t.Error != "":
+		return value, "ERROR: " + t.Error
+	case !t.Passed:
+		return value, "FAIL"
+	}
+	return value, "pass"
+}

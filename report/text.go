@@ -1,0 +1,160 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// maxTextViolations is how many violations WriteText and summary.md spell out.
+const maxTextViolations = 5
+
+// WriteText writes a compact aligned summary of r for a terminal: verdict,
+// checks, the first violations with their explanation, throughput and the
+// latency table, thresholds and notes.
+func WriteText(w io.Writer, r *Results) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s · lock %s · backend %s · topology %s · seed %d\n",
+		orDash(r.Scenario), orDash(r.Lock), orDash(r.Backend), orDash(r.Topology), r.Seed)
+	fmt.Fprintf(&b, "verdict: %s%s · exit %d\n", strings.ToUpper(orDash(r.Verdict)), outcomeSuffix(r.Outcome), r.ExitCode)
+
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, name := range sortedChecks(r) {
+		c := r.Checks[name]
+		exp := ""
+		if e, ok := r.Expected[name]; ok {
+			mark := "ok"
+			if e != c.Verdict {
+				mark = "NOT AS EXPECTED"
+			}
+			exp = fmt.Sprintf("expected %s: %s", e, mark)
+		}
+		viol := ""
+		if c.Violations > 0 {
+			viol = fmt.Sprintf("%d violation%s", c.Violations, plural(c.Violations))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, c.Verdict, viol, exp)
+	}
+	tw.Flush()
+
+	if n := len(r.Violations); n > 0 {
+		fmt.Fprintf(&b, "violations: %d\n", n)
+		for i, v := range r.Violations {
+			if i == maxTextViolations {
+				fmt.Fprintf(&b, "  ... %d more in results.json\n", n-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %d. %s on %s, clients %s, at %s: %s\n", i+1, v.Check, orDash(v.Key), joinInts(v.Clients), formatMS(v.AtMS), orDash(v.Cause))
+			if v.Explanation != "" {
+				fmt.Fprintf(&b, "     %s\n", v.Explanation)
+			} else if v.Detail != "" {
+				fmt.Fprintf(&b, "     %s\n", v.Detail)
+			}
+		}
+	}
+
+	st := r.Stats
+	fmt.Fprintf(&b, "throughput: %s cycles/s (%d cycles in %.2fs of workload; %d in all) · fairness %.3f\n",
+		formatRate(st.Throughput), st.WorkloadCycles, st.WorkloadS, st.Cycles, st.Fairness)
+	fmt.Fprintf(&b, "acquires: %d ok, %d fail, %d unknown · releases: %d ok, %d fail, %d unknown\n",
+		st.Acquires.OK, st.Acquires.Fail, st.Acquires.Unknown, st.Releases.OK, st.Releases.Fail, st.Releases.Unknown)
+	if hasLatency(st) {
+		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "latency\tcount\tp50\tp90\tp99\tp99.9\tmax\t")
+		for _, row := range latencyRows(st) {
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+		tw.Flush()
+	}
+	if len(r.Faults) > 0 {
+		applied := 0
+		for _, f := range r.Faults {
+			if f.Applied {
+				applied++
+			}
+		}
+		fmt.Fprintf(&b, "faults: %d fired, %d took effect\n", len(r.Faults), applied)
+	}
+	if len(r.Thresholds) > 0 {
+		b.WriteString("thresholds:\n")
+		for _, t := range r.Thresholds {
+			fmt.Fprintf(&b, "  %s %s%s\n", passWord(t), t.Expr, thresholdDetail(t))
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func outcomeSuffix(o string) string {
+	if o == "" {
+		return ""
+	}
+	return " (" + o + ")"
+}
+
+func passWord(t ThresholdResult) string {
+	switch {
+	case t.Error != "":
+		return "ERROR"
+	case t.Passed:
+		return "PASS "
+	}
+	return "FAIL "
+}
+
+func thresholdDetail(t ThresholdResult) string {
+	switch {
+	case t.Error != "":
+		return ": " + t.Error
+	case t.Actual != "":
+		return " (" + t.Actual + ")"
+	}
+	return fmt.Sprintf(" (%s)", trimFloat(t.Value))
+}
+
+func trimFloat(v float64) string {
+	s := fmt.Sprintf("%.3f", v)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s
+}
+
+func hasLatency(st Stats) bool {
+	for _, l := range st.LatencyUS {
+		if l.Count > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedChecks(r *Results) []string {
+	names := make([]string, 0, len(r.Checks))
+	for n := range r.Checks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func joinInts(xs []int) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,523 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"lockchaos/history"
+)
+
+// MaxTimelines caps the holder timelines Render draws (one per violation).
+const MaxTimelines = 5
+
+// Timeline limits: how much history around a violation is read and shown.
+const (
+	timelineMaxLanes  = 12
+	timelineMaxItems  = 20000 // holds, pauses, server events kept per violation
+	timelineMinPadNS  = 20_000_000
+	timelineMaxReachN = 10_000_000_000 // how far back a hold overlapping the window may start
+)
+
+type tlHold struct {
+	client         int
+	from, to       int64 // ack → release invoke (or lost, or end of view)
+	deadline       int64
+	lost, released bool
+}
+
+type tlSpan struct {
+	client   int
+	from, to int64
+	detail   string
+}
+
+type tlMark struct {
+	lane   string // node name
+	t      int64
+	detail string
+}
+
+// timelineData is what one pass collects around one violation.
+type timelineData struct {
+	v            ViolationSummary
+	winLo, winHi int64 // the checker's window
+	lo, hi       int64 // collection range
+	open         map[int]tlHold
+	holds        []tlHold
+	pauses       []tlSpan
+	server       []tlMark
+	dropped      bool
+}
+
+func newTimelineData(v ViolationSummary, ttlNS int64) *timelineData {
+	lo, hi := v.WindowNS[0], v.WindowNS[1]
+	if lo == 0 && hi == 0 {
+		at := int64(v.AtMS * 1e6)
+		lo, hi = at, at
+	}
+	if hi < lo {
+		lo, hi = hi, lo
+	}
+	pad := max((hi-lo)/2, timelineMinPadNS)
+	reach := min(max(2*(hi-lo), ttlNS, timelineMinPadNS), timelineMaxReachN)
+	return &timelineData{v: v, winLo: lo, winHi: hi, lo: lo - reach - pad, hi: hi + pad, open: map[int]tlHold{}}
+}
+
+func (d *timelineData) overlaps(from, to int64) bool { return to >= d.lo && from <= d.hi }
+
+func (d *timelineData) full() bool {
+	if len(d.holds)+len(d.pauses)+len(d.server) >= timelineMaxItems {
+		d.dropped = true
+		return true
+	}
+	return false
+}
+
+func (d *timelineData) closeHold(c int, at int64, lost bool) {
+	h, ok := d.open[c]
+	if !ok {
+		return
+	}
+	delete(d.open, c)
+	h.to, h.lost, h.released = at, lost, !lost
+	if d.overlaps(h.from, h.to) && !d.full() {
+		d.holds = append(d.holds, h)
+	}
+}
+
+func (d *timelineData) event(e *history.Event) {
+	if e.Op == history.OpPause {
+		end := e.End
+		if end < e.T {
+			end = e.T
+		}
+		if d.overlaps(e.T, end) && !d.full() {
+			d.pauses = append(d.pauses, tlSpan{client: e.Client, from: e.T, to: end, detail: e.Detail})
+		}
+		return
+	}
+	if e.Key != d.v.Key {
+		return
+	}
+	switch e.Op {
+	case history.OpAcquire:
+		if e.Result == history.OK && e.Depth <= 1 && e.Client >= 0 {
+			if e.End > d.hi {
+				return
+			}
+			d.closeHold(e.Client, e.End, false)
+			d.open[e.Client] = tlHold{client: e.Client, from: e.End, deadline: e.Deadline}
+		}
+	case history.OpLost:
+		d.closeHold(e.Client, e.T, true)
+	case history.OpRelease:
+		if e.Depth == 0 {
+			d.closeHold(e.Client, e.T, false)
+		}
+	case history.OpServer:
+		if e.T >= d.lo && e.T <= d.hi && !d.full() {
+			d.server = append(d.server, tlMark{lane: e.Node, t: e.T, detail: e.Detail})
+		}
+	}
+}
+
+func (d *timelineData) finish(endNS int64) {
+	for c, h := range d.open {
+		h.to = max(endNS, h.from)
+		if d.overlaps(h.from, h.to) {
+			d.holds = append(d.holds, h)
+		}
+		delete(d.open, c)
+	}
+}
+
+// collectTimelines reads the history once for every violation given.
+func collectTimelines(historyPath string, vs []ViolationSummary, ttlNS int64) ([]*timelineData, error) {
+	ds := make([]*timelineData, len(vs))
+	for i, v := range vs {
+		ds[i] = newTimelineData(v, ttlNS)
+	}
+	var end int64
+	_, err := history.ScanFile(historyPath, func(e *history.Event) error {
+		end = max(end, e.T, e.End)
+		for _, d := range ds {
+			d.event(e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read timelines: %w", err)
+	}
+	for _, d := range ds {
+		d.finish(end)
+	}
+	return ds, nil
+}
+
+// PlotTimelines draws timeline-<n>.png/.svg into dir for the first
+// MaxTimelines violations that have a window, reading the history once.
+// It returns, per violation index, the base name written ("" = none) and
+// the errors of the plots that failed.
+func PlotTimelines(dir string, a *Analysis, vs []ViolationSummary) (map[int]string, []error) {
+	names := map[int]string{}
+	var idx []int
+	var sel []ViolationSummary
+	for i, v := range vs {
+		if len(sel) == MaxTimelines {
+			break
+		}
+		if v.Key == "" || (v.WindowNS == [2]int64{} && v.AtMS == 0) {
+			continue
+		}
+		idx = append(idx, i)
+		sel = append(sel, v)
+	}
+	if len(sel) == 0 || a == nil || a.HistoryPath == "" {
+		return names, nil
+	}
+	ttl := int64(0)
+	if ms, ok := metaInt(a.Meta, history.MetaTTLms); ok {
+		ttl = int64(ms) * 1_000_000
+	}
+	ds, err := collectTimelines(a.HistoryPath, sel, ttl)
+	if err != nil {
+		return names, []error{err}
+	}
+	var errs []error
+	for j, d := range ds {
+		base := fmt.Sprintf("timeline-%d", j+1)
+		if err := plotTimeline(d, a, idx[j]+1, filepath.Join(dir, base)); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", base, err))
+			continue
+		}
+		names[idx[j]] = base
+	}
+	return names, errs
+}
+
+// tlBars draws holds (filled bars), pauses (hatched boxes) and deadlines.
+type tlBars struct {
+	holds    []tlHold
+	pauses   []tlSpan
+	lane     map[int]float64
+	involved map[int]bool
+}
+
+func (b *tlBars) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	cx := func(ms float64) vg.Length { return trX(math.Min(math.Max(ms, p.X.Min), p.X.Max)) }
+	rect := func(x0, x1, y0, y1 vg.Length) []vg.Point {
+		return []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}
+	}
+	laneH := (trY(0) - trY(-1)) // one lane in canvas units
+	// span places [from, to] of client's lane; a very short span stays visible.
+	span := func(client int, from, to int64) (x0, x1, yc vg.Length, ok bool) {
+		y, ok := b.lane[client]
+		if !ok {
+			return 0, 0, 0, false
+		}
+		x0, x1 = cx(nsMS(from)), cx(nsMS(to))
+		return x0, max(x1, x0+1.5), trY(y), true
+	}
+	for _, h := range b.holds {
+		x0, x1, yc, ok := span(h.client, h.from, h.to)
+		if !ok {
+			continue
+		}
+		col := palette[0]
+		if b.involved[h.client] {
+			col = palette[3]
+		}
+		c.FillPolygon(withAlpha(col, 0xc0), rect(x0, x1, yc-laneH*0.22, yc+laneH*0.22))
+		if h.lost {
+			drawX(c, x1, yc, laneH*0.22, colBlack)
+		}
+		// A deadline matters when the client believed it held past it.
+		if h.deadline > 0 && h.deadline < h.to {
+			dl := nsMS(h.deadline)
+			if dl >= p.X.Min && dl <= p.X.Max {
+				xd := trX(dl)
+				c.StrokeLine2(draw.LineStyle{Color: colDeadline, Width: 2.2}, xd, yc-laneH*0.42, xd, yc+laneH*0.42)
+			}
+		}
+	}
+	for _, s := range b.pauses {
+		x0, x1, yc, ok := span(s.client, s.from, s.to)
+		if !ok {
+			continue
+		}
+		y0, y1 := yc-laneH*0.36, yc+laneH*0.36
+		c.FillPolygon(color.NRGBA{0xff, 0xff, 0xff, 0x60}, rect(x0, x1, y0, y1))
+		hatch(c, x0, x1, y0, y1, colBlack)
+		ls := draw.LineStyle{Color: colBlack, Width: 0.8}
+		c.StrokeLines(ls, append(rect(x0, x1, y0, y1), vg.Point{X: x0, Y: y0}))
+	}
+}
+
+// hatch fills a box with diagonal lines.
+func hatch(c draw.Canvas, x0, x1, y0, y1 vg.Length, col color.Color) {
+	ls := draw.LineStyle{Color: col, Width: 0.6}
+	step := vg.Length(5)
+	h := y1 - y0
+	for s := x0 - h; s < x1; s += step {
+		// segment from (s, y0) to (s+h, y1), clipped to [x0, x1]
+		ax, ay := s, y0
+		bx, by := s+h, y1
+		if ax < x0 {
+			ay += x0 - ax
+			ax = x0
+		}
+		if bx > x1 {
+			by -= bx - x1
+			bx = x1
+		}
+		if bx > ax {
+			c.StrokeLine2(ls, ax, ay, bx, by)
+		}
+	}
+}
+
+func drawX(c draw.Canvas, x, y, r vg.Length, col color.Color) {
+	ls := draw.LineStyle{Color: col, Width: 1.4}
+	c.StrokeLine2(ls, x-r, y-r, x+r, y+r)
+	c.StrokeLine2(ls, x-r, y+r, x+r, y-r)
+}
+
+var colDeadline = color.RGBA{0x8b, 0x00, 0x00, 0xff}
+
+func nsMS(ns int64) float64 { return float64(ns) / 1e6 }
+
+// thumbnails for the timeline legend
+type boxThumb struct {
+	col   color.NRGBA
+	hatch bool
+}
+
+func (t boxThumb) Thumbnail(c *draw.Canvas) {
+	h := c.Max.Y - c.Min.Y
+	y0, y1 := c.Min.Y+h*0.15, c.Max.Y-h*0.15
+	pts := []vg.Point{{X: c.Min.X, Y: y0}, {X: c.Max.X, Y: y0}, {X: c.Max.X, Y: y1}, {X: c.Min.X, Y: y1}}
+	c.FillPolygon(t.col, pts)
+	if t.hatch {
+		hatch(*c, c.Min.X, c.Max.X, y0, y1, colBlack)
+		c.StrokeLines(draw.LineStyle{Color: colBlack, Width: 0.8}, append(pts, pts[0]))
+	}
+}
+
+type lineThumb struct {
+	col      color.Color
+	vertical bool
+	x        bool
+	dashed   bool
+}
+
+func (t lineThumb) Thumbnail(c *draw.Canvas) {
+	xm, ym := (c.Min.X+c.Max.X)/2, (c.Min.Y+c.Max.Y)/2
+	h := (c.Max.Y - c.Min.Y) / 2
+	switch {
+	case t.x:
+		drawX(*c, xm, ym, h*0.6, t.col)
+	case t.vertical:
+		ls := draw.LineStyle{Color: t.col, Width: 1.4}
+		if t.dashed {
+			ls.Dashes = []vg.Length{3, 2}
+		}
+		c.StrokeLine2(ls, xm, c.Min.Y, xm, c.Max.Y)
+	}
+}
+
+var serverGlyphs = map[string]struct {
+	shape draw.GlyphDrawer
+	col   color.RGBA
+	label string
+}{
+	"set":     {draw.TriangleGlyph{}, palette[2], "redis: key set"},
+	"del":     {draw.SquareGlyph{}, colBlack, "redis: key deleted"},
+	"expired": {draw.CrossGlyph{}, palette[3], "redis: key expired"},
+	"evicted": {draw.CrossGlyph{}, palette[6], "redis: key evicted"},
+}
+
+func plotTimeline(d *timelineData, a *Analysis, n int, base string) error {
+	v := d.v
+	// The view: the window with some margin, widened to show the whole of
+	// the involved clients' holds that overlap the window.
+	pad := max((d.winHi-d.winLo)/2, timelineMinPadNS)
+	lo, hi := d.winLo-pad, d.winHi+pad
+	involved := map[int]bool{}
+	for _, c := range v.Clients {
+		involved[c] = true
+	}
+	for _, h := range d.holds {
+		if involved[h.client] && h.to >= d.winLo && h.from <= d.winHi {
+			lo = min(lo, h.from-pad/4)
+			hi = max(hi, h.to+pad/4)
+		}
+	}
+	lo = max(lo, d.lo)
+	// Lanes: the involved clients first, then others active in the view.
+	clients := map[int]bool{}
+	for c := range involved {
+		clients[c] = true
+	}
+	others := map[int]bool{}
+	for _, h := range d.holds {
+		if h.to >= lo && h.from <= hi && !involved[h.client] {
+			others[h.client] = true
+		}
+	}
+	var ids []int
+	for c := range clients {
+		ids = append(ids, c)
+	}
+	sort.Ints(ids)
+	var rest []int
+	for c := range others {
+		rest = append(rest, c)
+	}
+	sort.Ints(rest)
+	for _, c := range rest {
+		if len(ids) >= timelineMaxLanes {
+			break
+		}
+		ids = append(ids, c)
+	}
+	nodes := map[string]bool{}
+	for _, m := range d.server {
+		if m.t >= lo && m.t <= hi {
+			nodes[m.lane] = true
+		}
+	}
+	var nodeNames []string
+	for nn := range nodes {
+		nodeNames = append(nodeNames, nn)
+	}
+	sort.Strings(nodeNames)
+
+	lane := map[int]float64{}
+	var ticks plot.ConstantTicks
+	y := 0.0
+	for _, c := range ids {
+		lane[c] = y
+		label := fmt.Sprintf("client %d", c)
+		if involved[c] {
+			label += " *"
+		}
+		ticks = append(ticks, plot.Tick{Value: y, Label: label})
+		y--
+	}
+	nodeLane := map[string]float64{}
+	for _, nn := range nodeNames {
+		nodeLane[nn] = y
+		label := "redis"
+		if nn != "" {
+			label += " " + nn
+		}
+		ticks = append(ticks, plot.Tick{Value: y, Label: label})
+		y--
+	}
+	if len(ticks) == 0 {
+		return errNoData
+	}
+
+	title := fmt.Sprintf("violation %d: %s on %s", n, v.Check, v.Key)
+	if v.Cause != "" {
+		title += " — " + v.Cause
+	}
+	p := newPlot(title, "time since start (ms)", "")
+	p.Y.Tick.Marker = ticks
+	p.Y.Min, p.Y.Max = y+0.4, 1.1 // headroom above the first lane for fault labels
+	p.X.Min, p.X.Max = nsMS(lo), nsMS(hi)
+	l := &legend{}
+
+	// The violation window, then faults, then bars and marks on top.
+	win := &bands{items: []band{{x0: nsMS(d.winLo), x1: nsMS(d.winHi), label: "violation window", col: palette[3]}}}
+	p.Add(win)
+	p.Add(faultBands(a.Faults, float64(a.EndNS)/1e6, 1))
+	var holds []tlHold
+	for _, h := range d.holds {
+		if _, ok := lane[h.client]; ok && h.to >= lo && h.from <= hi {
+			holds = append(holds, h)
+		}
+	}
+	var pauses []tlSpan
+	for _, s := range d.pauses {
+		if _, ok := lane[s.client]; ok && s.to >= lo && s.from <= hi {
+			pauses = append(pauses, s)
+		}
+	}
+	p.Add(&tlBars{holds: holds, pauses: pauses, lane: lane, involved: involved})
+	l.add("holds (ack → release)", boxThumb{col: withAlpha(palette[0], 0xc0)})
+	if len(v.Clients) > 0 {
+		l.add("holds of violating clients", boxThumb{col: withAlpha(palette[3], 0xc0)})
+	}
+	for _, h := range holds {
+		if h.deadline > 0 && h.deadline < h.to {
+			l.add("lease deadline passed while held", lineThumb{col: colDeadline, vertical: true})
+			break
+		}
+	}
+	if len(pauses) > 0 {
+		l.add("client paused", boxThumb{col: color.NRGBA{0xff, 0xff, 0xff, 0xff}, hatch: true})
+	}
+	for _, h := range holds {
+		if h.lost {
+			l.add("lease lost (client noticed)", lineThumb{col: colBlack, x: true})
+			break
+		}
+	}
+
+	// Server marks grouped by event kind.
+	byKind := map[string]plotter.XYs{}
+	for _, m := range d.server {
+		if m.t < lo || m.t > hi {
+			continue
+		}
+		k := m.detail
+		if _, ok := serverGlyphs[k]; !ok {
+			k = "other"
+		}
+		byKind[k] = append(byKind[k], plotter.XY{X: nsMS(m.t), Y: nodeLane[m.lane]})
+	}
+	for _, k := range []string{"set", "del", "expired", "evicted", "other"} {
+		xys := byKind[k]
+		if len(xys) == 0 {
+			continue
+		}
+		g, ok := serverGlyphs[k]
+		if !ok {
+			g.shape, g.col, g.label = draw.CircleGlyph{}, colGrey, "redis: other event"
+		}
+		sc, err := plotter.NewScatter(xys)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: g.col, Radius: 3.5, Shape: g.shape}
+		p.Add(sc)
+		l.add(g.label, sc)
+	}
+	l.add("violation window", bandThumb{palette[3]})
+	var inView []FaultSummary
+	for _, f := range a.Faults {
+		to := f.HealedMS
+		if to == 0 {
+			to = float64(a.EndNS) / 1e6
+		}
+		if to >= p.X.Min && f.AtMS <= p.X.Max {
+			inView = append(inView, f)
+		}
+	}
+	addFaultLegend(l, inView)
+	h := vg.Length(1.6+0.42*float64(len(ticks))) * vg.Inch
+	if h < 3*vg.Inch {
+		h = 3 * vg.Inch
+	}
+	return savePlot(p, l, plotWidth, h, base)
+}
