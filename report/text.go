@@ -62,8 +62,10 @@ func WriteText(w io.Writer, r *Results) error {
 		st.Acquires.OK, st.Acquires.Fail, st.Acquires.Unknown, st.Releases.OK, st.Releases.Fail, st.Releases.Unknown)
 	if hasLatency(st) {
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
+		// Right-aligned numbers; op names padded so they read left-aligned.
 		fmt.Fprintln(tw, "latency\tcount\tp50\tp90\tp99\tp99.9\tmax\t")
 		for _, row := range latencyRows(st) {
+			row[0] = fmt.Sprintf("%-7s", row[0])
 			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 		}
 		tw.Flush()
@@ -86,7 +88,11 @@ func WriteText(w io.Writer, r *Results) error {
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	_, err := io.WriteString(w, b.String())
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	_, err := io.WriteString(w, strings.Join(lines, "\n"))
 	return err
 }
 
