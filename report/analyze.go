@@ -83,8 +83,10 @@ type Analysis struct {
 	// Histograms per op name (Ops); values in nanoseconds.
 	Histograms map[string]*hdrhistogram.Histogram
 	Series     Series
-	// Samples of acquires and releases (any result), sorted by T.
-	Samples []Sample
+	// Samples of acquires and releases (any result), sorted by T: a uniform
+	// sample of SampledFrom operations.
+	Samples     []Sample
+	SampledFrom int64
 	// Clients has one entry per client id (0..n-1).
 	Clients []ClientStats
 	// WorkloadNS is the workload phase [start, end] the throughput covers.
@@ -497,6 +499,7 @@ func (z *analyzer) release(e *history.Event) {
 func (z *analyzer) finish() {
 	a := z.a
 	sort.Slice(a.Samples, func(i, j int) bool { return a.Samples[i].T < a.Samples[j].T })
+	a.SampledFrom = z.seen
 
 	start, end := z.workloadStart, z.workloadEnd
 	cycles := z.cyclesWindow

@@ -141,6 +141,9 @@ func PlotLatencyOverTime(a *Analysis, base string) error {
 		return errNoData
 	}
 	p := newPlot(runTitle(a.Meta, "latency over time"), "time since start (s)", "latency")
+	if a.SampledFrom > int64(len(a.Samples)) {
+		p.X.Label.Text += fmt.Sprintf(" · %d of %d operations shown (uniform sample)", len(a.Samples), a.SampledFrom)
+	}
 	l := &legend{}
 	type group struct {
 		op  string
@@ -165,8 +168,9 @@ func PlotLatencyOverTime(a *Analysis, base string) error {
 		col  color.RGBA
 		rad  vg.Length
 	}{{"ok", colOK, 1.1}, {"fail", colFail, 1.6}, {"unknown", colUnknown, 2.2}}
-	for _, op := range []string{OpAcquire, OpRelease} {
-		for _, r := range results {
+	// ok first, so the rarer failures are drawn on top of them.
+	for _, r := range results {
+		for _, op := range []string{OpAcquire, OpRelease} {
 			xys := groups[group{op, r.name}]
 			if len(xys) == 0 {
 				continue
