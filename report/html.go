@@ -210,6 +210,9 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 		if strings.HasPrefix(v, "ERROR") || strings.Contains(v, "NOT AS EXPECTED") {
 			return "bad"
 		}
+		if strings.HasSuffix(v, "(as expected)") {
+			return "ok"
+		}
 		return "unk"
 	},
 }).Parse(htmlSource))
