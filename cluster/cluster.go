@@ -89,8 +89,16 @@ type Node struct {
 	Addr string
 	// ServerAddr is the server's own address.
 	ServerAddr string
-	Role       string // master | replica | sentinel
-	Ctl        NodeControl
+	// ReplAddr is the address sentinels, replicas and failover clients know
+	// the node by: its replication proxy in the sentinel topology (see
+	// replproxy.go), else "".
+	ReplAddr string
+	// Role is the role the node started with; after a failover ask
+	// CurrentMaster.
+	Role string // master | replica | sentinel
+	Ctl  NodeControl
+
+	repl *replProxy // the proxy at ReplAddr, or nil
 }
 
 // NodeControl is the node-level fault primitive set a backend offers.

@@ -29,6 +29,7 @@ type procNode struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
+	all  []int // every pid started, for tests that check none survives
 }
 
 func startProcess(ctx context.Context, c *Cluster) error {
@@ -132,6 +133,7 @@ func (p *procNode) start(ctx context.Context) error {
 	go func() { _ = cmd.Wait(); close(done) }()
 	p.mu.Lock()
 	p.cmd, p.done = cmd, done
+	p.all = append(p.all, cmd.Process.Pid)
 	p.mu.Unlock()
 	alive := func() error {
 		select {
@@ -293,4 +295,11 @@ func (p *procNode) stop() error {
 		return fmt.Errorf("redis pid %d did not exit after SIGKILL", p.Pid())
 	}
 	return nil
+}
+
+// pids returns every pid this node has had.
+func (p *procNode) pids() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]int(nil), p.all...)
 }

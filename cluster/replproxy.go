@@ -1,0 +1,217 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// replProxy is a TCP forwarder in front of one data node of the sentinel
+// topology. Sentinels, replicas and failover clients know the node by the
+// proxy's address (the node announces it with replica-announce-port), so
+// every replication link of the deployment, also the ones Sentinel sets up
+// after a failover, runs through the proxy of the node that sends the stream.
+//
+// The proxy delays only the server→client direction of replication
+// connections (the ones whose client sent REPLCONF or PSYNC: a replica):
+// the replica then lags the master by the delay, as behind a slow link.
+// Queued bytes are dropped when either side closes, as a master's unsent
+// output buffer is lost when it dies: that is the window a failover loses.
+type replProxy struct {
+	ln     net.Listener
+	target string
+	delay  atomic.Int64 // ns
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newReplProxy() (*replProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("%w: replication proxy: %v", ErrInfra, err)
+	}
+	return &replProxy{ln: ln, conns: map[net.Conn]struct{}{}}, nil
+}
+
+func (p *replProxy) addr() string { return p.ln.Addr().String() }
+func (p *replProxy) port() string { return strconv.Itoa(p.ln.Addr().(*net.TCPAddr).Port) }
+
+// serve forwards every accepted connection to target until close.
+func (p *replProxy) serve(target string) {
+	p.target = target
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := p.ln.Accept()
+			if err != nil {
+				return
+			}
+			if !p.track(c) {
+				_ = c.Close()
+				return
+			}
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				p.forward(c)
+			}()
+		}
+	}()
+}
+
+func (p *replProxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *replProxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	for _, c := range cs {
+		delete(p.conns, c)
+	}
+	p.mu.Unlock()
+}
+
+// setDelay sets the replication delay for bytes read from now on.
+func (p *replProxy) setDelay(d time.Duration) { p.delay.Store(int64(d)) }
+
+// close stops accepting, cuts every connection and waits for the goroutines.
+func (p *replProxy) close() error {
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	err := p.ln.Close()
+	p.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+type chunk struct {
+	b   []byte
+	due time.Time
+}
+
+// Replicas open their link with PING then REPLCONF listening-port, and PSYNC;
+// nobody else sends these (RESP bulk strings, upper case as redis writes them).
+var replMarks = [][]byte{[]byte("$8\r\nREPLCONF\r\n"), []byte("$5\r\nPSYNC\r\n")}
+
+func (p *replProxy) forward(client net.Conn) {
+	server, err := net.DialTimeout("tcp", p.target, time.Second)
+	if err != nil {
+		_ = client.Close()
+		p.untrack(client)
+		return
+	}
+	if !p.track(server) {
+		_ = server.Close()
+		_ = client.Close()
+		p.untrack(client)
+		return
+	}
+	done := make(chan struct{})
+	var once sync.Once
+	end := func() {
+		once.Do(func() {
+			close(done)
+			_ = client.Close()
+			_ = server.Close()
+			p.untrack(client, server)
+		})
+	}
+	var isRepl atomic.Bool
+	queue := make(chan chunk, 1024)
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { // client → server, sniffing for a replica's handshake
+		defer wg.Done()
+		defer end()
+		var seen []byte
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := client.Read(buf)
+			if n > 0 {
+				if !isRepl.Load() && len(seen) < 4096 {
+					seen = append(seen, buf[:n]...)
+					for _, m := range replMarks {
+						if bytes.Contains(seen, m) {
+							isRepl.Store(true)
+						}
+					}
+				}
+				if _, werr := server.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() { // server → queue
+		defer wg.Done()
+		defer end()
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := server.Read(buf)
+			if n > 0 {
+				due := time.Now()
+				if isRepl.Load() {
+					due = due.Add(time.Duration(p.delay.Load()))
+				}
+				select {
+				case queue <- chunk{buf[:n], due}:
+				case <-done:
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() { // queue → client, each chunk at its due time
+		defer wg.Done()
+		defer end()
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for {
+			var c chunk
+			select {
+			case c = <-queue:
+			case <-done:
+				return
+			}
+			if wait := time.Until(c.due); wait > 0 {
+				t.Reset(wait)
+				select {
+				case <-t.C:
+				case <-done:
+					return
+				}
+			}
+			if _, err := client.Write(c.b); err != nil {
+				return
+			}
+		}
+	}()
+	wg.Wait()
+}

@@ -1,0 +1,339 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The sentinel topology: n1 starts as master, n2 and n3 as its replicas, and
+// s1..s3 are sentinels with quorum 2. Every data node sits behind its own
+// replication proxy (replproxy.go) and is known to the sentinels, the
+// replicas and failover clients by the proxy's address (Node.ReplAddr).
+//
+// Sentinel timings are short so a failover fits in a scenario of seconds:
+// a master is down after 1s without a reply, and a failover attempt may take
+// 3s (a failed election is retried after twice that).
+const (
+	sentinelMasterName = "lockchaos"
+	sentinelDownAfter  = 1000 // ms
+	sentinelFailoverTO = 3000 // ms
+)
+
+func init() { topologies[Sentinel] = startSentinel }
+
+func startSentinel(ctx context.Context, c *Cluster, bin string) error {
+	sbin, err := lookSentinel(c.Spec.RedisSentinel, bin)
+	if err != nil {
+		return err
+	}
+	c.MasterName = sentinelMasterName
+	var master *Node
+	for i := 1; i <= 3; i++ {
+		px, err := newReplProxy()
+		if err != nil {
+			return err
+		}
+		c.onStop(px.close)
+		// Replicas announce their proxy, so the master lists them (and
+		// sentinels reach them) there; a full sync goes out at once.
+		extra := []string{"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", px.port(),
+			"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"}
+		if master != nil {
+			extra = append(extra, "--replicaof", "127.0.0.1", master.repl.port())
+		}
+		n, err := c.startServer(ctx, bin, fmt.Sprintf("n%d", i), extra)
+		if err != nil {
+			return err
+		}
+		px.serve(n.ServerAddr)
+		n.ReplAddr, n.repl = px.addr(), px
+		n.Role = "replica"
+		if master == nil {
+			n.Role, master = "master", n
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		if err := c.startSentinelProc(ctx, sbin, fmt.Sprintf("s%d", i), master); err != nil {
+			return err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.waitSentinels(wctx, master); err != nil {
+		return fmt.Errorf("%w: sentinel topology did not settle: %v", ErrInfra, err)
+	}
+	return nil
+}
+
+// lookSentinel finds the sentinel binary: the given path, else
+// redis-sentinel on PATH, else redis-server itself (run with --sentinel, as
+// redis-sentinel is the same program).
+func lookSentinel(path, server string) (string, error) {
+	if path != "" {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return "", fmt.Errorf("%w: redis-sentinel %q not found: %v", ErrInfra, path, err)
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath("redis-sentinel"); err == nil {
+		return p, nil
+	}
+	return server, nil
+}
+
+func (c *Cluster) startSentinelProc(ctx context.Context, bin, name string, master *Node) error {
+	dir := filepath.Join(c.Spec.Dir, "nodes", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%w: sentinel dir: %v", ErrInfra, err)
+	}
+	conf := filepath.Join(dir, "sentinel.conf")
+	m := sentinelMasterName
+	text := strings.Join([]string{
+		"sentinel resolve-hostnames no",
+		"sentinel monitor " + m + " 127.0.0.1 " + master.repl.port() + " 2",
+		"sentinel down-after-milliseconds " + m + " " + strconv.Itoa(sentinelDownAfter),
+		"sentinel failover-timeout " + m + " " + strconv.Itoa(sentinelFailoverTO),
+		"sentinel parallel-syncs " + m + " 1",
+	}, "\n") + "\n"
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		return fmt.Errorf("%w: sentinel config: %v", ErrInfra, err)
+	}
+	log := filepath.Join(c.Spec.Dir, "nodes", name+".log")
+	p := &procNode{bin: bin, dir: dir, log: log, conf: conf,
+		args: []string{"--bind", "127.0.0.1", "--daemonize", "no", "--dir", dir, "--logfile", log}}
+	if err := p.startFresh(ctx); err != nil {
+		return fmt.Errorf("%w: start redis-sentinel %s: %v", ErrInfra, name, err)
+	}
+	c.onStop(p.stop)
+	c.Sentinels = append(c.Sentinels, &Node{Name: name, Addr: p.addr(), ServerAddr: p.addr(), Role: "sentinel", Ctl: p})
+	return nil
+}
+
+// waitSentinels waits until every sentinel names master, sees both replicas
+// up and knows the two other sentinels (without them it cannot win the
+// election a failover needs).
+func (c *Cluster) waitSentinels(ctx context.Context, master *Node) error {
+	return poll(ctx, func() error {
+		for _, s := range c.Sentinels {
+			if err := c.sentinelSees(ctx, s, master.ReplAddr, len(c.Nodes)-1, len(c.Sentinels)-1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (c *Cluster) sentinelSees(ctx context.Context, s *Node, master string, replicas, peers int) error {
+	sc := newSentinelClient(s.ServerAddr)
+	defer sc.Close()
+	addr, err := sc.GetMasterAddrByName(ctx, c.MasterName).Result()
+	if err != nil {
+		return fmt.Errorf("sentinel %s: get-master-addr-by-name: %w", s.Name, err)
+	}
+	if got := strings.Join(addr, ":"); got != master {
+		return fmt.Errorf("sentinel %s names master %s, want %s", s.Name, got, master)
+	}
+	reps, err := sc.Replicas(ctx, c.MasterName).Result()
+	if err != nil {
+		return fmt.Errorf("sentinel %s: replicas: %w", s.Name, err)
+	}
+	up := 0
+	for _, r := range reps {
+		if r["flags"] == "slave" && r["master-link-status"] == "ok" {
+			up++
+		}
+	}
+	if up < replicas {
+		return fmt.Errorf("sentinel %s sees %d of %d replicas up", s.Name, up, replicas)
+	}
+	sents, err := sc.Sentinels(ctx, c.MasterName).Result()
+	if err != nil {
+		return fmt.Errorf("sentinel %s: sentinels: %w", s.Name, err)
+	}
+	if len(sents) < peers {
+		return fmt.Errorf("sentinel %s knows %d of %d other sentinels", s.Name, len(sents), peers)
+	}
+	return nil
+}
+
+func newSentinelClient(addr string) *redis.SentinelClient {
+	return redis.NewSentinelClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true, PoolSize: 1, DisableIdentity: true})
+}
+
+// poll runs check every 50ms until it returns nil or ctx ends, then returns
+// ctx's error with check's last error.
+func poll(ctx context.Context, check func() error) error {
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %v", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// ErrNoMaster is returned by CurrentMaster when no sentinel names a master
+// that is one of the cluster's nodes.
+var ErrNoMaster = errors.New("no master known")
+
+// CurrentMaster returns the node that is master now: for the sentinel
+// topology the one the first answering sentinel names (it may be down, if
+// the sentinels have not noticed yet); else the first node that started as
+// master.
+func (c *Cluster) CurrentMaster(ctx context.Context) (*Node, error) {
+	if len(c.Sentinels) == 0 {
+		for _, n := range c.Nodes {
+			if n.Role == "master" {
+				return n, nil
+			}
+		}
+		if len(c.Nodes) == 0 {
+			return nil, ErrNoMaster
+		}
+		return c.Nodes[0], nil
+	}
+	var errs []error
+	for _, s := range c.Sentinels {
+		sc := newSentinelClient(s.ServerAddr)
+		addr, err := sc.GetMasterAddrByName(ctx, c.MasterName).Result()
+		_ = sc.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sentinel %s: %w", s.Name, err))
+			continue
+		}
+		a := strings.Join(addr, ":")
+		if n := c.nodeAt(a); n != nil {
+			return n, nil
+		}
+		errs = append(errs, fmt.Errorf("sentinel %s names %s, which is no node of the cluster", s.Name, a))
+	}
+	return nil, fmt.Errorf("%w: %w", ErrNoMaster, errors.Join(errs...))
+}
+
+// nodeAt maps an address Redis reports (a replication proxy, the server or
+// its client address) to the node.
+func (c *Cluster) nodeAt(addr string) *Node {
+	for _, n := range c.Nodes {
+		if addr == n.ReplAddr || addr == n.ServerAddr || addr == n.Addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// WaitHealthy waits until every node and sentinel answers PING and, for the
+// sentinel topology, a master is known, answers as master, and every other
+// data node replicates from it with its link up. It returns ctx's error with
+// the last thing that was not healthy.
+func (c *Cluster) WaitHealthy(ctx context.Context) error {
+	return poll(ctx, func() error {
+		for _, n := range append(append([]*Node{}, c.Nodes...), c.Sentinels...) {
+			if err := pingOnce(ctx, n.ServerAddr); err != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
+			}
+		}
+		if len(c.Sentinels) == 0 {
+			return nil
+		}
+		m, err := c.CurrentMaster(ctx)
+		if err != nil {
+			return err
+		}
+		info, err := replInfo(ctx, m.ServerAddr)
+		if err != nil {
+			return fmt.Errorf("master %s: %w", m.Name, err)
+		}
+		if info["role"] != "master" {
+			return fmt.Errorf("node %s is named master but has role %s", m.Name, info["role"])
+		}
+		for _, n := range c.Nodes {
+			if n == m {
+				continue
+			}
+			info, err := replInfo(ctx, n.ServerAddr)
+			if err != nil {
+				return fmt.Errorf("replica %s: %w", n.Name, err)
+			}
+			from := info["master_host"] + ":" + info["master_port"]
+			if info["role"] != "slave" || c.nodeAt(from) != m || info["master_link_status"] != "up" {
+				return fmt.Errorf("node %s: role %s, replicating from %s (want %s), link %s", n.Name, info["role"], from, m.Name, info["master_link_status"])
+			}
+		}
+		return nil
+	})
+}
+
+func pingOnce(ctx context.Context, addr string) error {
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+		ReadTimeout: 500 * time.Millisecond, ContextTimeoutEnabled: true, PoolSize: 1, DisableIdentity: true})
+	defer cl.Close()
+	return cl.Ping(ctx).Err()
+}
+
+// replInfo returns INFO replication of the server at addr as key → value.
+func replInfo(ctx context.Context, addr string) (map[string]string, error) {
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+		ReadTimeout: time.Second, ContextTimeoutEnabled: true, PoolSize: 1, DisableIdentity: true})
+	defer cl.Close()
+	s, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return nil, err
+	}
+	return ParseInfo(s), nil
+}
+
+// ParseInfo splits an INFO reply into key → value.
+func ParseInfo(s string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// SetReplicationDelay delays the replication stream node n sends to its
+// replicas by d (0 undoes it); it applies to bytes the node sends from now
+// on. ErrUnsupported when n has no replication proxy (topologies other than
+// sentinel).
+func (c *Cluster) SetReplicationDelay(n *Node, d time.Duration) error {
+	if n == nil || n.repl == nil {
+		return fmt.Errorf("%w: replication delay needs the sentinel topology's replication proxies", ErrUnsupported)
+	}
+	n.repl.setDelay(d)
+	return nil
+}
+
+// ReplicaOf makes node n replicate from master (REPLICAOF at master's
+// replication address), e.g. for a restarted old master to rejoin without
+// waiting for Sentinel to convert it.
+func (c *Cluster) ReplicaOf(ctx context.Context, n, master *Node) error {
+	addr := master.ReplAddr
+	if addr == "" {
+		addr = master.ServerAddr
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	cl := redis.NewClient(&redis.Options{Addr: n.ServerAddr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+		ReadTimeout: time.Second, ContextTimeoutEnabled: true, PoolSize: 1, DisableIdentity: true})
+	defer cl.Close()
+	if err := cl.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		return fmt.Errorf("node %s: REPLICAOF %s: %w", n.Name, addr, err)
+	}
+	return nil
+}
