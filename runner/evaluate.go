@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"

@@ -1,0 +1,144 @@
+package checker
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Causes a violation can be attributed to.
+const (
+	CauseFailover      = "lost-in-failover"
+	CauseEmptyRestart  = "reacquired-after-empty-restart"
+	CauseClockJump     = "expired-early-clock-jump"
+	CauseClockDrift    = "expired-early-clock-drift"
+	CauseNonOwnerDel   = "deleted-by-non-owner"
+	CausePause         = "expired-during-pause"
+	CauseRenewalFailed = "renewal-failed"
+	CausePartitioned   = "holder-partitioned"
+	CauseStalled       = "commands-stalled"
+	CauseClockSkew     = "client-clock-skew"
+	CauseActedLate     = "acted-after-lease-expired"
+	CauseExpired       = "expired-while-held"
+	CauseLocalReentry  = "local-reentry-after-expiry"
+	CauseLostUpdate    = "lost-update"
+	CauseUnknown       = "unknown"
+)
+
+// cause explains why hold b could start while hold a (another client's) was
+// still believed: it looks at what the servers reported on the key and at
+// the faults and pauses between a's start and b's start.
+func (m *model) cause(k int32, ai, bi int32) (string, string) {
+	a, b := &m.holds[ai], &m.holds[bi]
+	key := m.keys[k]
+	from, to := a.start, b.start
+	var fs = map[string]*fault{}
+	for _, f := range m.faults {
+		if !f.overlaps(from-m.ttl, to) {
+			continue
+		}
+		if _, ok := fs[f.kind]; !ok || f.clientTarget == int(a.client) {
+			fs[f.kind] = f
+		}
+	}
+	var expiredAt, delAt int64 = -1, -1
+	if m.badDels != nil {
+		for _, d := range m.badDels[k] {
+			if d.release && d.victim == ai && d.t <= to {
+				delAt = d.t
+				break
+			}
+		}
+	}
+	srv := m.kd[k].srv
+	for i := m.srvFrom(k, from); i < len(srv) && srv[i].t <= to+m.ttl; i++ {
+		s := srv[i]
+		if s.kind == srvExpired && expiredAt < 0 {
+			expiredAt = s.t
+		}
+	}
+	var p *pause
+	for i, pp := range m.clients[a.client].pauses {
+		if pp.t <= to && pp.end >= from {
+			p = &m.clients[a.client].pauses[i]
+			break
+		}
+	}
+	acted := ""
+	if a.actAfter > 0 {
+		acted = fmt.Sprintf(" and acted on the resource until %s", sec(a.actAfter))
+	}
+	both := fmt.Sprintf("client %d acquired %s at %s while client %d still believed it held it (since %s)", b.client, key, sec(b.start), a.client, sec(a.start))
+	switch {
+	case fs["failover"] != nil:
+		f := fs["failover"]
+		nm := f.effect["new_master"]
+		return CauseFailover, fmt.Sprintf("the master failed over at %s%s; the promoted replica did not have client %d's key, so %s.",
+			sec(f.t), ifs(nm != "", " to "+nm), a.client, both)
+	case fs["restart-node"] != nil && fs["restart-node"].request["mode"] != "delayed" || fs["kill-node"] != nil:
+		f := fs["restart-node"]
+		if f == nil {
+			f = fs["kill-node"]
+		}
+		return CauseEmptyRestart, fmt.Sprintf("%s restarted without client %d's key at %s; %s.", targetName(f), a.client, sec(f.t), both)
+	case fs["clock-jump"] != nil:
+		f := fs["clock-jump"]
+		return CauseClockJump, fmt.Sprintf("%s's clock jumped forward by %s at %s and expired client %d's key early; %s.",
+			targetName(f), f.request["delta"], sec(f.t), a.client, both)
+	case fs["clock-drift"] != nil:
+		f := fs["clock-drift"]
+		return CauseClockDrift, fmt.Sprintf("%s's clock ran %s× fast and expired client %d's key early; %s.", targetName(f), f.request["rate"], a.client, both)
+	case delAt >= 0:
+		return CauseNonOwnerDel, fmt.Sprintf("another client's release deleted client %d's key %s at %s; %s.", a.client, key, sec(delAt), both)
+	case p != nil:
+		exp := ""
+		if expiredAt >= 0 {
+			exp = fmt.Sprintf(" expired at %s", sec(expiredAt))
+		} else if a.deadline > 0 {
+			exp = fmt.Sprintf("'s validity ended at %s", sec(a.deadline))
+		}
+		return CausePause, fmt.Sprintf("client %d's lease on %s%s while it was paused (%s–%s); client %d acquired at %s; client %d resumed at %s%s.",
+			a.client, key, exp, sec(p.t), sec(p.end), b.client, sec(b.start), a.client, sec(p.end), acted)
+	case a.renewBad > 0:
+		return CauseRenewalFailed, fmt.Sprintf("client %d's renewals failed (%d refused or unanswered) and its key expired; %s.", a.client, a.renewBad, both)
+	case fs["cut-client"] != nil && fs["cut-client"].clientTarget == int(a.client) && fs["cut-client"].request["nodes"] == "":
+		return CausePartitioned, fmt.Sprintf("client %d was cut off from Redis at %s and its key expired; %s.", a.client, sec(fs["cut-client"].t), both)
+	case fs["stall-commands"] != nil && fs["stall-commands"].clientTarget == int(a.client):
+		return CauseStalled, fmt.Sprintf("client %d's commands were delayed by %s and its key expired; %s.", a.client, fs["stall-commands"].request["delay"], both)
+	case fs["clock-skew"] != nil && fs["clock-skew"].clientTarget == int(a.client):
+		return CauseClockSkew, fmt.Sprintf("client %d's clock was skewed, so it trusted its lease too long; %s.", a.client, both)
+	case a.actAfter > 0:
+		return CauseActedLate, fmt.Sprintf("client %d acted on the resource at %s, after its lease's validity ended at %s; %s.", a.client, sec(a.actAfter), sec(a.deadline), both)
+	case expiredAt >= 0:
+		return CauseExpired, fmt.Sprintf("client %d's key %s expired at %s while it still held it; %s.", a.client, key, sec(expiredAt), both)
+	}
+	return CauseUnknown, both + "; nothing in the fault or server record explains it."
+}
+
+func targetName(f *fault) string {
+	if f.node != "" {
+		return "node " + f.node
+	}
+	if f.target != "" {
+		return f.target
+	}
+	return "a node"
+}
+
+func ifs(c bool, s string) string {
+	if c {
+		return s
+	}
+	return ""
+}
+
+// joinInts formats client ids.
+func joinInts(xs []int32) string {
+	var b strings.Builder
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, x)
+	}
+	return b.String()
+}

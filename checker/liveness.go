@@ -1,0 +1,249 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Liveness causes.
+const (
+	CauseNotFreedAfterCrash = "key-not-freed-after-crash"
+	CauseNotFreed           = "key-not-freed"
+	CauseNoRecovery         = "no-recovery-after-heal"
+)
+
+type span struct{ a, b int64 }
+
+// union merges spans (sorted in place) into disjoint ones.
+func union(ss []span) []span {
+	sort.Slice(ss, func(i, j int) bool { return ss[i].a < ss[j].a })
+	var out []span
+	for _, s := range ss {
+		if s.b <= s.a {
+			continue
+		}
+		if n := len(out); n > 0 && s.a <= out[n-1].b {
+			out[n-1].b = max(out[n-1].b, s.b)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// minus removes the disjoint sorted spans cut from the disjoint sorted ss.
+func minus(ss, cut []span) []span {
+	var out []span
+	j := 0
+	for _, s := range ss {
+		for j < len(cut) && cut[j].b <= s.a {
+			j++
+		}
+		a := s.a
+		for k := j; k < len(cut) && cut[k].a < s.b; k++ {
+			if cut[k].a > a {
+				out = append(out, span{a, cut[k].a})
+			}
+			a = max(a, cut[k].b)
+		}
+		if a < s.b {
+			out = append(out, span{a, s.b})
+		}
+	}
+	return out
+}
+
+// measure is the length of the disjoint sorted ss inside [a, b].
+func measure(ss []span, a, b int64) int64 {
+	i := sort.Search(len(ss), func(i int) bool { return ss[i].b > a })
+	var n int64
+	for ; i < len(ss) && ss[i].a < b; i++ {
+		n += min(ss[i].b, b) - max(ss[i].a, a)
+	}
+	return n
+}
+
+// checkLiveness: no key stays unavailable longer than TTL + ε while clients
+// want it, acquisitions succeed again after every fault heals, and no client
+// starves. Unavailability is the time between the end of one hold (its
+// release, loss or last act) and the next acquire ack, counted only while
+// some client was trying to acquire the key, and not counted while a
+// node-level fault (or the TTL after its heal) was in effect: that
+// unavailability is the fault's, and is reported as a statistic.
+func checkLiveness(m *model, c *ctx) (CheckResult, bool) {
+	res := CheckResult{Stats: map[string]any{}}
+	allowed := m.ttl + c.o.Epsilon
+	var faultSpans []span
+	for _, f := range m.faults {
+		if f.clientTarget < 0 && f.applied {
+			faultSpans = append(faultSpans, span{f.t, max(f.healT, f.end) + m.ttl})
+		}
+	}
+	faultSpans = union(faultSpans)
+	var count int
+	var attempts int
+	var worst, worstFault int64
+	for k, kd := range m.kd {
+		k := int32(k)
+		m.index(kd)
+		want := make([]span, 0, len(kd.failed)+len(kd.holds))
+		for _, a := range kd.failed {
+			want = append(want, span{a.t, a.end})
+		}
+		for _, hi := range kd.holds {
+			want = append(want, span{m.holds[hi].acqT, m.holds[hi].start})
+		}
+		attempts += len(want)
+		if len(want) == 0 {
+			continue
+		}
+		want = union(want)
+		wantNoFault := minus(want, faultSpans)
+		var prevEnd int64 = -1
+		var prev int32 = -1
+		gap := func(a, b int64, next int32) {
+			if b <= a {
+				return
+			}
+			u := measure(wantNoFault, a, b)
+			worstFault = max(worstFault, measure(want, a, b)-u)
+			worst = max(worst, u)
+			if u <= allowed || m.ttl == 0 {
+				return
+			}
+			clients := []int{}
+			cause, expl := CauseNotFreed, ""
+			if prev >= 0 {
+				p := &m.holds[prev]
+				clients = append(clients, int(p.client))
+				expl = fmt.Sprintf("client %d stopped acting on %s at %s", p.client, m.keys[k], sec(a))
+			} else {
+				expl = fmt.Sprintf("from %s", sec(a))
+			}
+			for _, f := range m.faults {
+				if f.kind == "crash-client" && f.applied && f.t <= b && f.t >= a-allowed {
+					cause = CauseNotFreedAfterCrash
+					expl = fmt.Sprintf("client %d crashed at %s (%s) and %s was never freed", f.clientTarget, sec(f.t), f.request["point"], m.keys[k])
+					break
+				}
+			}
+			if next >= 0 {
+				clients = append(clients, int(m.holds[next].client))
+				expl += fmt.Sprintf("; the next acquire succeeded only at %s", sec(b))
+			} else {
+				expl += "; no acquire succeeded again before the run ended"
+			}
+			c.violate(Violation{Check: CheckLiveness, Key: m.keys[k], Clients: clients, AtMS: msOf(a), Window: [2]int64{a, b}, Cause: cause,
+				Detail:      fmt.Sprintf("%s was unavailable for %s while clients waited (allowed: TTL %s + ε %s)", m.keys[k], dur(u), dur(m.ttl), dur(c.o.Epsilon)),
+				Explanation: expl + fmt.Sprintf(": %s of waiting, longer than the TTL allows.", dur(u))}, &count)
+		}
+		for _, hi := range kd.holds {
+			h := &m.holds[hi]
+			if prevEnd >= 0 {
+				gap(prevEnd, h.start, hi)
+			} else if len(kd.failed) > 0 && kd.failed[0].t < h.acqT {
+				gap(kd.failed[0].t, h.start, hi)
+			}
+			if h.heldTo > prevEnd {
+				prevEnd, prev = h.heldTo, hi
+			}
+		}
+		last := want[len(want)-1].b
+		if prevEnd < 0 {
+			gap(want[0].a, last, -1)
+		} else if last > prevEnd {
+			gap(prevEnd, last, -1)
+		}
+	}
+	// Acquisitions succeed again after every fault heals.
+	var starts []int64
+	for i := range m.holds {
+		starts = append(starts, m.holds[i].start)
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	var lastAttempt int64
+	for _, kd := range m.kd {
+		for _, a := range kd.failed {
+			lastAttempt = max(lastAttempt, a.end)
+		}
+	}
+	var recoverMax int64
+	for _, f := range m.faults {
+		if !f.applied || !f.healRecorded {
+			continue
+		}
+		i := sort.Search(len(starts), func(i int) bool { return starts[i] >= f.healT })
+		if i < len(starts) {
+			recoverMax = max(recoverMax, starts[i]-f.healT)
+			continue
+		}
+		if lastAttempt > f.healT+allowed {
+			c.violate(Violation{Check: CheckLiveness, Clients: []int{}, AtMS: msOf(f.healT), Window: [2]int64{f.healT, lastAttempt},
+				Cause:       CauseNoRecovery,
+				Detail:      fmt.Sprintf("no acquire succeeded after %s (fault %d) healed at %s, though clients tried until %s", f.kind, f.id, sec(f.healT), sec(lastAttempt)),
+				Explanation: fmt.Sprintf("after the %s was healed the lock never became available again.", f.kind)}, &count)
+		}
+	}
+	// Fairness and starvation.
+	var okCounts []float64
+	var starved []int32
+	for id, cs := range m.clients {
+		if id < 0 || cs.tried == 0 {
+			continue
+		}
+		okCounts = append(okCounts, float64(cs.ok))
+		if cs.ok == 0 && cs.tried >= 10 {
+			starved = append(starved, id)
+		}
+	}
+	sort.Slice(starved, func(i, j int) bool { return starved[i] < starved[j] })
+	if f := jain(okCounts); !math.IsNaN(f) {
+		res.Stats["fairness"] = math.Round(f*1000) / 1000
+	}
+	if len(starved) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("starved clients (10+ attempts, no success): %s", joinInts(starved)))
+	}
+	res.Stats["max_unavailable_ms"] = msOf(worst)
+	res.Stats["max_unavailable_in_faults_ms"] = msOf(worstFault)
+	res.Stats["max_recovery_ms"] = msOf(recoverMax)
+	res.Violations = count
+	res.Verdict = verdictOf(count, attempts > 0)
+	if m.ttl == 0 {
+		res.Notes = append(res.Notes, "the history has no ttl_ms: unavailability was measured but not judged")
+	}
+	return res, true
+}
+
+// checkFaults: every fault took effect. A fault that did not (no holder to
+// pause, a node that would not stop) leaves the scenario untested, so the
+// run is unknown, never valid.
+func checkFaults(m *model, c *ctx) (CheckResult, bool) {
+	if len(m.faults) == 0 {
+		return CheckResult{}, false
+	}
+	res := CheckResult{Verdict: Valid, Stats: map[string]any{}}
+	applied := 0
+	for _, f := range m.faults {
+		if f.applied {
+			applied++
+			continue
+		}
+		why := f.effect["reason"]
+		if why == "" {
+			why = f.effect["error"]
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("fault %d (%s on %s) at %s did not take effect: %s", f.id, f.kind, f.target, sec(f.t), why))
+		res.Verdict = Unknown
+	}
+	res.Stats["fired"] = len(m.faults)
+	res.Stats["applied"] = applied
+	return res, true
+}
+
+func dur(ns int64) string {
+	if ns >= 1e9 {
+		return fmt.Sprintf("%.2f s", float64(ns)/1e9)
+	}
+	return fmt.Sprintf("%.0f ms", float64(ns)/1e6)
+}

@@ -1,0 +1,499 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"lockchaos/history"
+)
+
+// How a hold's belief ended.
+const (
+	endOpen     uint8 = iota // no release or loss recorded (crash, run cut short)
+	endReleased              // release invoked at depth 0
+	endLost                  // the client recorded that it learned the lease was lost
+)
+
+// hold is one client's continuous belief that it holds a key, from the ack
+// of the acquire that took it at depth 1 to the release that freed it.
+type hold struct {
+	client   int32
+	key      int32
+	acqT     int64 // acquire invoke
+	start    int64 // acquire ack: belief starts
+	deadline int64 // validity promised, extended by renewals; 0 = none
+	lastAct  int64 // end of the last resource op / nested acquire in the hold
+	actAfter int64 // end of the last resource op after the deadline (0 none)
+	endT     int64 // release invoke or loss time (0 while open)
+	how      uint8
+	relOK    bool  // the final release was acknowledged ok
+	renewOK  int32 // successful renewals
+	renewBad int32 // refused or unanswered renewals
+	fence    uint64
+	belief   int64 // computed by finish: the end of the belief
+	heldTo   int64 // computed by finish: the end ignoring the deadline (release/loss/last act)
+}
+
+// release is one release call (any depth), for unlock attribution.
+type release struct {
+	client    int32
+	t, end    int64
+	remaining int32 // hold count the client expects after it
+	result    history.Result
+}
+
+// renew is one renewal call, for unlock attribution.
+type renewal struct {
+	client int32
+	t, end int64
+}
+
+// write is one write to the protected resource.
+type write struct {
+	client  int32
+	hold    int32 // index into holds, -1 when the client held nothing
+	readAt  int64 // when the value it was based on was read (-1 unknown)
+	readVal int64
+	t, at   int64 // invoke, applied
+	value   int64
+	fence   uint64
+	ok      bool
+}
+
+// srvEvent is one keyspace notification.
+type srvEvent struct {
+	t    int64
+	node int16
+	kind uint8
+}
+
+const (
+	srvSet uint8 = iota // set, hset, hincrby, ... (the key was written)
+	srvDel
+	srvExpired
+	srvExpire // pexpire / expire (TTL changed)
+	srvOther
+)
+
+func srvKind(d string) uint8 {
+	switch d {
+	case "del":
+		return srvDel
+	case "expired", "evicted":
+		return srvExpired
+	case "expire", "pexpire":
+		return srvExpire
+	case "set", "hset", "hincrby", "hincrbyfloat", "setrange", "incrby", "incr", "append", "hdel":
+		return srvSet
+	}
+	return srvOther
+}
+
+// nested is a re-entry (acquire at depth ≥ 2 while holding).
+type nested struct {
+	client int32
+	t, at  int64
+	depth  int32
+	hold   int32
+}
+
+// attempt is an acquire that did not succeed (for liveness).
+type attempt struct {
+	t, end int64
+}
+
+// fault is one fault firing with its heal.
+type fault struct {
+	id             int
+	kind, target   string
+	node           string
+	t, end, healT  int64
+	applied        bool
+	effect         map[string]string
+	request        map[string]string
+	clientTarget   int // -1 unless the target is a client
+	healRecorded   bool
+	healApplied    bool
+	healEffect     map[string]string
+	unappliedCause string
+}
+
+type pause struct {
+	t, end int64
+	point  string
+}
+
+type clientState struct {
+	open   map[int32]int32 // key → index of the open hold
+	depth  map[int32]int32 // key → current hold count
+	lastRd map[int32][2]int64
+	pauses []pause
+	ok     int64 // successful top-level acquires
+	tried  int64 // acquire calls
+	unk    int64
+	lastT  int64
+}
+
+type keyData struct {
+	holds    []int32
+	writes   []write
+	srv      []srvEvent
+	releases []release
+	renewals []renewal
+	nested   []nested
+	failed   []attempt
+	pmax     []int64 // see index
+}
+
+// model is the compact form of a history that the checks read.
+type model struct {
+	meta    map[string]any
+	ttl     int64
+	honours bool
+	topo    string
+
+	keyIdx  map[string]int32
+	keys    []string
+	kd      []*keyData
+	nodeIdx map[string]int16
+	nodes   []string
+
+	holds   []hold
+	clients map[int32]*clientState
+	faults  []*fault
+	faultBy map[int]*fault
+
+	phases     map[string]int64
+	observerOK bool
+	observerNo []string
+	lastT      int64
+	lag        int64 // Options.ObserverLag
+	badDels    [][]badDel
+	dels       int
+	notes      []string
+	badEvents  int
+}
+
+func newModel() *model {
+	return &model{keyIdx: map[string]int32{}, nodeIdx: map[string]int16{}, clients: map[int32]*clientState{},
+		faultBy: map[int]*fault{}, phases: map[string]int64{}, honours: true}
+}
+
+func (m *model) key(k string) int32 {
+	if i, ok := m.keyIdx[k]; ok {
+		return i
+	}
+	i := int32(len(m.keys))
+	m.keyIdx[k] = i
+	m.keys = append(m.keys, k)
+	m.kd = append(m.kd, &keyData{})
+	return i
+}
+
+func (m *model) node(n string) int16 {
+	if i, ok := m.nodeIdx[n]; ok {
+		return i
+	}
+	i := int16(len(m.nodes))
+	m.nodeIdx[n] = i
+	m.nodes = append(m.nodes, n)
+	return i
+}
+
+func (m *model) client(id int) *clientState {
+	c := m.clients[int32(id)]
+	if c == nil {
+		c = &clientState{open: map[int32]int32{}, depth: map[int32]int32{}, lastRd: map[int32][2]int64{}}
+		m.clients[int32(id)] = c
+	}
+	return c
+}
+
+func metaInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return int64(x), true
+	case int:
+		return int64(x), true
+	case int64:
+		return x, true
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// add folds one event into the model. Events of one client arrive in its
+// program order (each client records its own steps in sequence).
+func (m *model) add(e *history.Event) {
+	m.lastT = max(m.lastT, e.T, e.End)
+	switch e.Op {
+	case history.OpRun:
+		m.meta = e.Meta
+		if v, ok := metaInt(e.Meta[history.MetaTTLms]); ok {
+			m.ttl = v * 1e6
+		}
+		if v, ok := e.Meta[history.MetaHonours].(bool); ok {
+			m.honours = v
+		}
+		m.topo, _ = e.Meta[history.MetaTopology].(string)
+	case history.OpAcquire:
+		m.addAcquire(e)
+	case history.OpRelease:
+		m.addRelease(e)
+	case history.OpLost:
+		c := m.client(e.Client)
+		k := m.key(e.Key)
+		if hi, ok := c.open[k]; ok {
+			h := &m.holds[hi]
+			h.endT, h.how = e.T, endLost
+			delete(c.open, k)
+			delete(c.depth, k)
+		}
+	case history.OpRenew:
+		k := m.key(e.Key)
+		m.kd[k].renewals = append(m.kd[k].renewals, renewal{int32(e.Client), e.T, e.End})
+		c := m.client(e.Client)
+		if hi, ok := c.open[k]; ok {
+			h := &m.holds[hi]
+			if e.Result == history.OK {
+				h.renewOK++
+				if m.ttl > 0 && h.deadline > 0 {
+					h.deadline = max(h.deadline, e.T+m.ttl)
+				}
+			} else {
+				h.renewBad++
+			}
+		}
+	case history.OpRead:
+		c := m.client(e.Client)
+		k := m.key(e.Key)
+		c.lastRd[k] = [2]int64{max(e.End, e.T), e.Value}
+		if hi, ok := c.open[k]; ok {
+			m.act(&m.holds[hi], max(e.End, e.T))
+		}
+	case history.OpWrite:
+		m.addWrite(e)
+	case history.OpPause:
+		c := m.client(e.Client)
+		c.pauses = append(c.pauses, pause{e.T, e.End, e.Detail})
+	case history.OpFault:
+		m.addFault(e)
+	case history.OpHeal:
+		if e.Fault == nil {
+			m.badEvents++
+			return
+		}
+		if f := m.faultBy[e.Fault.ID]; f != nil {
+			f.healT, f.healRecorded, f.healApplied, f.healEffect = e.T, true, e.Fault.Applied, e.Fault.Effect
+		}
+	case history.OpServer:
+		if e.Detail == "observer-unavailable" {
+			m.observerNo = append(m.observerNo, e.Node)
+			return
+		}
+		m.observerOK = true
+		if e.Key == "" {
+			return
+		}
+		k := m.key(e.Key)
+		m.kd[k].srv = append(m.kd[k].srv, srvEvent{e.T, m.node(e.Node), srvKind(e.Detail)})
+	case history.OpPhase:
+		if _, ok := m.phases[e.Detail]; !ok {
+			m.phases[e.Detail] = e.T
+		}
+	}
+	if e.Client >= 0 {
+		c := m.client(e.Client)
+		c.lastT = max(c.lastT, e.T, e.End)
+	}
+}
+
+func (m *model) act(h *hold, at int64) {
+	h.lastAct = max(h.lastAct, at)
+	if h.deadline > 0 && at > h.deadline {
+		h.actAfter = max(h.actAfter, at)
+	}
+}
+
+func (m *model) addAcquire(e *history.Event) {
+	c := m.client(e.Client)
+	k := m.key(e.Key)
+	c.tried++
+	hi, holding := c.open[k]
+	if e.Result != history.OK {
+		if e.Result == history.Unknown {
+			c.unk++
+		}
+		if !holding {
+			m.kd[k].failed = append(m.kd[k].failed, attempt{e.T, e.End})
+		}
+		return
+	}
+	if holding {
+		// A re-entry (or, for a non-reentrant lock, an acquire of a key the
+		// client believes it holds already).
+		d := c.depth[k] + 1
+		c.depth[k] = d
+		m.kd[k].nested = append(m.kd[k].nested, nested{int32(e.Client), e.T, e.End, int32(e.Depth), hi})
+		h := &m.holds[hi]
+		m.act(h, e.End)
+		if e.Deadline > 0 {
+			h.deadline = max(h.deadline, e.Deadline)
+		}
+		return
+	}
+	c.ok++
+	h := hold{client: int32(e.Client), key: k, acqT: e.T, start: e.End, deadline: e.Deadline, lastAct: e.End, fence: e.Fence}
+	m.holds = append(m.holds, h)
+	hi = int32(len(m.holds) - 1)
+	c.open[k] = hi
+	c.depth[k] = 1
+	m.kd[k].holds = append(m.kd[k].holds, hi)
+}
+
+func (m *model) addRelease(e *history.Event) {
+	c := m.client(e.Client)
+	k := m.key(e.Key)
+	m.kd[k].releases = append(m.kd[k].releases, release{int32(e.Client), e.T, e.End, int32(e.Depth), e.Result})
+	hi, ok := c.open[k]
+	if !ok {
+		return
+	}
+	if e.Depth > 0 {
+		c.depth[k] = int32(e.Depth)
+		return
+	}
+	h := &m.holds[hi]
+	h.endT, h.how, h.relOK = e.T, endReleased, e.Result == history.OK
+	delete(c.open, k)
+	delete(c.depth, k)
+}
+
+func (m *model) addWrite(e *history.Event) {
+	c := m.client(e.Client)
+	k := m.key(e.Key)
+	at := e.End
+	if at == 0 {
+		at = e.T
+	}
+	w := write{client: int32(e.Client), hold: -1, readAt: -1, t: e.T, at: at, value: e.Value, fence: e.Fence, ok: e.Result != history.Fail}
+	if rd, ok := c.lastRd[k]; ok {
+		w.readAt, w.readVal = rd[0], rd[1]
+		delete(c.lastRd, k)
+	}
+	if hi, ok := c.open[k]; ok {
+		w.hold = hi
+		m.act(&m.holds[hi], at)
+	}
+	m.kd[k].writes = append(m.kd[k].writes, w)
+}
+
+func (m *model) addFault(e *history.Event) {
+	if e.Fault == nil {
+		m.badEvents++
+		return
+	}
+	f := &fault{id: e.Fault.ID, kind: e.Fault.Kind, target: e.Fault.Target, node: e.Node, t: e.T, end: max(e.End, e.T),
+		applied: e.Fault.Applied, effect: e.Fault.Effect, request: e.Fault.Request, clientTarget: -1}
+	if n, ok := strings.CutPrefix(f.target, "client "); ok {
+		if id, err := strconv.Atoi(n); err == nil {
+			f.clientTarget = id
+		}
+	}
+	m.faults = append(m.faults, f)
+	m.faultBy[f.id] = f
+}
+
+// finish computes every hold's belief end once the stream is read.
+func (m *model) finish(o Options) {
+	for i := range m.holds {
+		h := &m.holds[i]
+		end := h.endT
+		if h.how == endOpen {
+			end = h.lastAct
+		}
+		h.heldTo = end
+		if m.honours && h.deadline > 0 && h.deadline < end {
+			end = max(h.deadline, h.actAfter, h.start)
+		}
+		h.belief = end
+	}
+	for _, f := range m.faults {
+		if !f.healRecorded {
+			f.healT = f.end
+		}
+	}
+	m.lag = o.ObserverLag
+	for _, kd := range m.kd {
+		sort.Slice(kd.srv, func(i, j int) bool { return kd.srv[i].t < kd.srv[j].t })
+		sort.Slice(kd.releases, func(i, j int) bool { return kd.releases[i].t < kd.releases[j].t })
+		sort.Slice(kd.renewals, func(i, j int) bool { return kd.renewals[i].t < kd.renewals[j].t })
+	}
+	if m.observerOK {
+		m.attributeDels()
+	}
+	if m.badEvents > 0 {
+		m.notes = append(m.notes, fmt.Sprintf("%d fault events had no fault record and were ignored", m.badEvents))
+	}
+}
+
+// faultActive reports whether f was in effect at some time in [a, b]: from
+// its firing to its heal (instantaneous faults: their recorded span).
+func (f *fault) overlaps(a, b int64) bool {
+	return f.t <= b && max(f.healT, f.end) >= a
+}
+
+// index sorts a key's holds by belief start and keeps the running maximum
+// of their un-cut ends, so that "who held k at t" is a binary search plus
+// a short backward scan.
+func (m *model) index(kd *keyData) {
+	if kd.pmax != nil || len(kd.holds) == 0 {
+		return
+	}
+	sort.Slice(kd.holds, func(i, j int) bool { return m.holds[kd.holds[i]].start < m.holds[kd.holds[j]].start })
+	kd.pmax = make([]int64, len(kd.holds))
+	var mx int64
+	for i, hi := range kd.holds {
+		mx = max(mx, m.holds[hi].heldTo)
+		kd.pmax[i] = mx
+	}
+}
+
+// otherHolderAt returns the latest-acked hold of a client other than not
+// whose un-cut span [start, heldTo] contains t, or -1.
+func (m *model) otherHolderAt(k int32, not int32, t int64) int32 {
+	kd := m.kd[k]
+	m.index(kd)
+	i := sort.Search(len(kd.holds), func(i int) bool { return m.holds[kd.holds[i]].start > t }) - 1
+	for ; i >= 0 && kd.pmax[i] >= t; i-- {
+		h := &m.holds[kd.holds[i]]
+		if h.client != not && h.heldTo >= t {
+			return kd.holds[i]
+		}
+	}
+	return -1
+}
+
+// srvFrom returns the index of key k's first server event at or after t.
+func (m *model) srvFrom(k int32, t int64) int {
+	srv := m.kd[k].srv
+	return sort.Search(len(srv), func(i int) bool { return srv[i].t >= t })
+}
+
+// jain is Jain's fairness index of xs (1 = perfectly fair).
+func jain(xs []float64) float64 {
+	var s, s2 float64
+	for _, x := range xs {
+		s += x
+		s2 += x * x
+	}
+	if s2 == 0 {
+		return math.NaN()
+	}
+	return s * s / (float64(len(xs)) * s2)
+}

@@ -1,0 +1,84 @@
+package checker
+
+import "fmt"
+
+// checkReentrancy: hold counts are consistent, a re-entry happens only while
+// the client still owns the key, and the key is freed only at depth 0.
+//   - a re-entry must report depth = the client's count + 1, or 1 when the
+//     lock found its key gone and took it afresh (a hash lock after expiry);
+//   - a re-entry that succeeded while another client held the key (by its
+//     belief) re-entered a lock that was no longer the client's;
+//   - a del of the key during a release that leaves depth > 0 freed it early.
+//
+// Runs only when the history shows re-entries.
+func checkReentrancy(m *model, c *ctx) (CheckResult, bool) {
+	n := 0
+	for _, kd := range m.kd {
+		n += len(kd.nested)
+	}
+	if n == 0 {
+		return CheckResult{}, false
+	}
+	res := CheckResult{Stats: map[string]any{"reentries": n}}
+	var count, fresh int
+	for k, kd := range m.kd {
+		k := int32(k)
+		for _, r := range kd.nested {
+			if r.depth == 1 {
+				fresh++
+				continue
+			}
+			own := &m.holds[r.hold]
+			var expired int64 = -1
+			for i := m.srvFrom(k, own.start); i < len(kd.srv) && kd.srv[i].t <= r.t; i++ {
+				if s := kd.srv[i]; s.kind == srvExpired && m.masterAt(s.node, s.t) {
+					expired = s.t
+					break
+				}
+			}
+			o := m.otherHolderAt(k, r.client, r.at)
+			if o < 0 && expired < 0 {
+				continue
+			}
+			var expl string
+			clients := []int{int(r.client)}
+			if o >= 0 {
+				h := &m.holds[o]
+				clients = []int{int(h.client), int(r.client)}
+				expl = fmt.Sprintf("client %d re-entered %s at depth %d at %s, but client %d had held it since %s", r.client, m.keys[k], r.depth, sec(r.at), h.client, sec(h.start))
+				if expired >= 0 {
+					expl += fmt.Sprintf("; client %d's key had expired at the server at %s", r.client, sec(expired))
+				}
+			} else {
+				expl = fmt.Sprintf("client %d re-entered %s at depth %d at %s, but its key had expired at the server at %s", r.client, m.keys[k], r.depth, sec(r.at), sec(expired))
+			}
+			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: clients, AtMS: msOf(r.at),
+				Window: [2]int64{r.t, r.at}, Cause: CauseLocalReentry, Explanation: expl + ": the hold count was not checked against the server.",
+				Detail: fmt.Sprintf("re-entry at depth %d by client %d after it had lost the key", r.depth, r.client)}, &count)
+		}
+		if !m.observerOK {
+			continue
+		}
+		for _, s := range kd.srv {
+			if s.kind != srvDel || !m.masterAt(s.node, s.t) {
+				continue
+			}
+			i := callAt(kd.releases, releaseSpan, s.t, m.lag, func(int32) bool { return true })
+			if i < 0 || kd.releases[i].remaining <= 0 {
+				continue
+			}
+			r := kd.releases[i]
+			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: msOf(s.t),
+				Window: [2]int64{r.t, r.end}, Cause: CauseUnknown,
+				Detail:      fmt.Sprintf("%s was deleted at %s by client %d's release that left depth %d", m.keys[k], sec(s.t), r.client, r.remaining),
+				Explanation: fmt.Sprintf("client %d released one level of %s (depth %d left) but the key was freed.", r.client, m.keys[k], r.remaining)}, &count)
+		}
+	}
+	res.Violations = count
+	res.Stats["fresh_reacquires"] = fresh
+	res.Verdict = verdictOf(count, true)
+	if fresh > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d re-entries found the key gone and took it afresh (depth 1)", fresh))
+	}
+	return res, true
+}

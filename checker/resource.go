@@ -1,0 +1,174 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+)
+
+// resourceKind returns the run's protected resource.
+func (m *model) resourceKind() string {
+	if r, _ := m.meta["resource"].(string); r != "" {
+		return r
+	}
+	return "counter"
+}
+
+// checkResource: the protected resource shows a lost update or interleaved
+// critical sections. Every write is value(read)±1, so per key the accepted
+// writes, in the order the resource applied them, must each be based on a
+// read made after the previous accepted write was applied. A write whose
+// read predates another client's applied write overwrote that write: a lost
+// update (for an inventory, a unit sold twice: overselling). Rejected writes
+// (a fenced register refusing a stale token) changed nothing and are not
+// counted. O(w log w) per key.
+func checkResource(m *model, c *ctx) (CheckResult, bool) {
+	res := CheckResult{Stats: map[string]any{}}
+	kind := m.resourceKind()
+	var count, accepted, rejected, total int
+	var oversold int64
+	for k, kd := range m.kd {
+		if len(kd.writes) == 0 {
+			continue
+		}
+		ws := make([]int, 0, len(kd.writes))
+		for i := range kd.writes {
+			total++
+			if kd.writes[i].ok {
+				ws = append(ws, i)
+			} else {
+				rejected++
+			}
+		}
+		sort.SliceStable(ws, func(i, j int) bool { return kd.writes[ws[i]].at < kd.writes[ws[j]].at })
+		accepted += len(ws)
+		var lost int64
+		for n := 1; n < len(ws); n++ {
+			w, p := &kd.writes[ws[n]], &kd.writes[ws[n-1]]
+			if w.readAt < 0 || p.client == w.client || p.at <= w.readAt {
+				continue
+			}
+			lost++
+			if count >= c.o.MaxViolations {
+				count++
+				continue
+			}
+			cause, expl := CauseLostUpdate, ""
+			var ha, hb int32 = w.hold, p.hold
+			if ha >= 0 && hb >= 0 {
+				a, b := ha, hb
+				if m.holds[b].start < m.holds[a].start {
+					a, b = b, a
+				}
+				if m.holds[a].belief > m.holds[b].start {
+					cause, expl = m.cause(int32(k), a, b)
+				}
+			}
+			what := "lost update"
+			if kind == "inventory" {
+				what = "oversold"
+			}
+			detail := fmt.Sprintf("%s: client %d read %d at %s and wrote %d at %s, after client %d's write of %d was applied at %s",
+				what, w.client, w.readVal, sec(w.readAt), w.value, sec(w.at), p.client, p.value, sec(p.at))
+			if expl == "" {
+				expl = fmt.Sprintf("client %d's critical section (read at %s, write at %s) interleaved with client %d's write at %s, so client %d's update was overwritten.",
+					w.client, sec(w.readAt), sec(w.at), p.client, sec(p.at), p.client)
+			} else {
+				expl += fmt.Sprintf(" Client %d's write at %s overwrote client %d's update.", w.client, sec(w.at), p.client)
+			}
+			c.violate(Violation{Check: CheckResource, Key: m.keys[k], Clients: []int{int(p.client), int(w.client)},
+				AtMS: msOf(w.at), Window: [2]int64{w.readAt, w.at}, Detail: detail, Cause: cause, Explanation: expl}, &count)
+		}
+		if kind == "inventory" {
+			oversold += lost
+		}
+	}
+	res.Violations = count
+	res.Verdict = verdictOf(count, accepted > 0)
+	res.Stats["resource"] = kind
+	res.Stats["writes"] = total
+	res.Stats["accepted"] = accepted
+	res.Stats["rejected"] = rejected
+	if kind == "inventory" {
+		res.Stats["oversold_units"] = oversold
+	}
+	if total == 0 {
+		res.Notes = append(res.Notes, "no write reached the resource: nothing to check")
+	}
+	if rejected > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("the resource rejected %d stale writes (fencing)", rejected))
+	}
+	return res, true
+}
+
+// checkFencing: the resource accepted a write whose fencing token was lower
+// than one it had accepted before, or a new owner got a token not greater
+// than the previous owner's. Runs only when the lock issues fences.
+func checkFencing(m *model, c *ctx) (CheckResult, bool) {
+	fenced := false
+	for i := range m.holds {
+		if m.holds[i].fence > 0 {
+			fenced = true
+			break
+		}
+	}
+	if !fenced {
+		return CheckResult{}, false
+	}
+	res := CheckResult{Stats: map[string]any{}}
+	var count, checked int
+	for k, kd := range m.kd {
+		ws := make([]int, 0, len(kd.writes))
+		for i := range kd.writes {
+			if kd.writes[i].ok && kd.writes[i].fence > 0 {
+				ws = append(ws, i)
+			}
+		}
+		sort.SliceStable(ws, func(i, j int) bool { return kd.writes[ws[i]].at < kd.writes[ws[j]].at })
+		var maxF uint64
+		var maxC int32
+		for _, i := range ws {
+			w := &kd.writes[i]
+			checked++
+			if w.fence < maxF {
+				c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(maxC), int(w.client)}, AtMS: msOf(w.at),
+					Window: [2]int64{w.t, w.at}, Cause: CauseUnknown,
+					Detail:      fmt.Sprintf("the resource accepted client %d's write with token %d at %s after accepting token %d from client %d", w.client, w.fence, sec(w.at), maxF, maxC),
+					Explanation: fmt.Sprintf("a stale token (%d < %d) got through: the resource does not enforce fencing.", w.fence, maxF)}, &count)
+				continue
+			}
+			maxF, maxC = w.fence, w.client
+		}
+		// Tokens across successive owners must increase.
+		m.index(kd)
+		var prev int32 = -1
+		for _, hi := range kd.holds {
+			h := &m.holds[hi]
+			if h.fence == 0 {
+				continue
+			}
+			if prev >= 0 {
+				p := &m.holds[prev]
+				if p.client != h.client && h.start > p.heldTo && h.fence <= p.fence {
+					cause, expl := CauseUnknown, fmt.Sprintf("the fencing counter went backwards (%d after %d).", h.fence, p.fence)
+					for _, f := range m.faults {
+						if (f.kind == "failover" || f.kind == "restart-node" || f.kind == "kill-node") && f.t >= p.start && f.t <= h.start {
+							cause, expl = CauseFailover, fmt.Sprintf("the fencing counter went backwards (%d after %d) across the %s at %s: the counter key was lost with the node's data.", h.fence, p.fence, f.kind, sec(f.t))
+							if f.kind != "failover" {
+								cause = CauseEmptyRestart
+							}
+							break
+						}
+					}
+					c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(p.client), int(h.client)}, AtMS: msOf(h.start),
+						Window: [2]int64{p.start, h.start}, Cause: cause, Explanation: expl,
+						Detail: fmt.Sprintf("client %d got token %d at %s, not greater than client %d's token %d from %s", h.client, h.fence, sec(h.start), p.client, p.fence, sec(p.start))}, &count)
+				}
+			}
+			prev = hi
+		}
+	}
+	res.Violations = count
+	res.Verdict = verdictOf(count, true)
+	res.Stats["fenced_writes"] = checked
+	return res, true
+}
