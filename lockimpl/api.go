@@ -60,6 +60,15 @@ type Reentrant interface {
 	Reentrant() bool
 }
 
+// Configured is implemented by lockers that report their effective
+// configuration: the options as the implementation (or, for an adapter, the
+// library) applies them, defaults included. A run records it in results.json
+// as lock_config.
+type Configured interface {
+	Locker
+	Config() map[string]any
+}
+
 var (
 	// ErrNotAcquired: the lock was held by someone else for the whole wait.
 	ErrNotAcquired = errors.New("lock not acquired")

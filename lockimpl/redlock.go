@@ -1,0 +1,203 @@
+package lockimpl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redlock is antirez's Redlock over the independent masters in Env.Conns:
+// SET NX PX on every node in parallel, a quorum of N/2+1, and a validity
+// check after the replies (the Redis docs' step 3). A failed attempt is
+// undone on every node, including those that did not answer.
+type redlock struct {
+	env    Env
+	quorum int
+	// skipValidity accepts a quorum however long it took (the K5 control).
+	skipValidity bool
+}
+
+func init() {
+	Register(Info{
+		Name:        "redlock",
+		Kind:        Correct,
+		Description: "Redlock: SET NX PX on N independent masters in parallel, quorum N/2+1, validity = TTL − elapsed − drift; undone everywhere on failure",
+		MinNodes:    1,
+	}, newRedlock(false))
+	Register(Info{
+		Name:        "redlock-no-validity",
+		Kind:        Broken,
+		Description: "redlock without the elapsed-time check after the replies",
+		Mistake:     "accepts a quorum however long acquiring took: a client paused between the replies and its check believes it holds a lock whose keys already expired (lease Deadline start+TTL)",
+		MinNodes:    1,
+	}, newRedlock(true))
+}
+
+func newRedlock(skipValidity bool) Factory {
+	return func(env Env) (Locker, error) {
+		return &redlock{env: env, quorum: len(env.Conns)/2 + 1, skipValidity: skipValidity || env.Options.SkipValidityCheck}, nil
+	}
+}
+
+// Acquire polls: a release on one node says nothing about the others, so
+// there is no single channel worth subscribing to.
+func (r *redlock) Acquire(ctx context.Context, key string) (Lease, error) {
+	o := &r.env.Options
+	ctx, cancel := context.WithTimeout(ctx, o.AcquireTimeout)
+	defer cancel()
+	for {
+		l, err := r.TryAcquire(ctx, key)
+		if !errors.Is(err, ErrNotAcquired) {
+			return l, err
+		}
+		d := o.RetryDelay
+		if o.RetryJitter > 0 {
+			d += rand.N(o.RetryJitter)
+		}
+		if r.env.Clock.Sleep(ctx, d) != nil {
+			return nil, ErrNotAcquired
+		}
+	}
+}
+
+// TryAcquire makes one attempt. It waits for every node's reply (or its
+// CommandTimeout) before reading the clock again, so a slow reply from any
+// node — or a client paused after the replies — shortens the validity.
+func (r *redlock) TryAcquire(ctx context.Context, key string) (Lease, error) {
+	o := &r.env.Options
+	token := NewToken()
+	start := r.env.Clock.Now()
+	set := r.fanOut(ctx, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
+		return c.SetNX(ctx, key, token, o.TTL).Result()
+	})
+	end := r.env.Clock.Now()
+
+	acquired := 0
+	for _, s := range set {
+		if s.ok {
+			acquired++
+		}
+	}
+	validity := o.TTL - end.Sub(start) - r.driftAllowance()
+	if acquired >= r.quorum && (r.skipValidity || validity > 0) {
+		// Every key was set after start, so each lives until start+TTL on its
+		// node's clock, less the drift allowance: that is end+validity.
+		deadline := end.Add(validity)
+		if r.skipValidity {
+			deadline = start.Add(o.TTL)
+		}
+		return &basicLease{key: key, token: token, deadline: deadline,
+			release: func(ctx context.Context) error { return r.release(ctx, key, token) }}, nil
+	}
+
+	// Undo on every node: a node that timed out may have set the key. The
+	// caller's ctx may be what ended the attempt, so do not inherit its end.
+	undo := r.fanOut(context.WithoutCancel(ctx), func(ctx context.Context, c redis.UniversalClient) (bool, error) {
+		return deleteIfOwner(ctx, c, key, token)
+	})
+	mayHold := 0
+	var errs []error
+	for i, s := range set {
+		if s.err != nil {
+			errs = append(errs, fmt.Errorf("node %d: %w", i+1, s.err))
+		}
+		if (s.ok || maybeApplied(s.err)) && maybeApplied(undo[i].err) {
+			mayHold++
+		}
+	}
+	if mayHold >= r.quorum {
+		return nil, fmt.Errorf("redlock acquire %s: %w: %d of %d nodes may still hold our key: %w",
+			key, ErrIndeterminate, mayHold, len(set), errors.Join(errs...))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("redlock acquire %s: %w (%d of %d nodes, quorum %d): %w",
+			key, ErrNotAcquired, acquired, len(set), r.quorum, errors.Join(errs...))
+	}
+	return nil, ErrNotAcquired
+}
+
+// driftAllowance is the Redis docs' TTL×drift plus 2ms for the servers'
+// expiry granularity.
+func (r *redlock) driftAllowance() time.Duration {
+	return time.Duration(float64(r.env.Options.TTL)*r.env.Options.Drift) + 2*time.Millisecond
+}
+
+// release deletes the key on every node that still holds our token. It
+// succeeds if any node did; ErrNotOwner when every node answered and none had
+// it.
+func (r *redlock) release(ctx context.Context, key, token string) error {
+	res := r.fanOut(ctx, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
+		return deleteIfOwner(ctx, c, key, token)
+	})
+	var errs []error
+	for i, s := range res {
+		if s.ok {
+			return nil
+		}
+		if s.err != nil {
+			errs = append(errs, fmt.Errorf("node %d: %w", i+1, s.err))
+		}
+	}
+	if len(errs) > 0 {
+		return classify("redlock release", key, errors.Join(errs...))
+	}
+	return ErrNotOwner
+}
+
+// deleteIfOwner runs lua/release.lua on one node.
+func deleteIfOwner(ctx context.Context, c redis.UniversalClient, key, token string) (bool, error) {
+	n, err := releaseScript.Run(ctx, c, []string{key, releaseChannel(key)}, token).Int()
+	return n == 1, err
+}
+
+type nodeReply struct {
+	ok  bool
+	err error
+}
+
+// fanOut runs op on every node at once, each bounded by CommandTimeout, and
+// returns when all have answered or timed out.
+func (r *redlock) fanOut(ctx context.Context, op func(context.Context, redis.UniversalClient) (bool, error)) []nodeReply {
+	out := make([]nodeReply, len(r.env.Conns))
+	run := func(i int) {
+		cctx, cancel := context.WithTimeout(ctx, r.env.Options.CommandTimeout)
+		defer cancel()
+		out[i].ok, out[i].err = op(cctx, r.env.Conns[i])
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < len(out); i++ {
+		wg.Go(func() { run(i) })
+	}
+	run(0)
+	wg.Wait()
+	return out
+}
+
+// maybeApplied reports whether a command that failed with err may still have
+// run on the server. A failed dial means it was never sent.
+func maybeApplied(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	return IsIndeterminate(err)
+}
+
+// Config reports the effective settings (results.json lock_config).
+func (r *redlock) Config() map[string]any {
+	o := &r.env.Options
+	return map[string]any{
+		"nodes": len(r.env.Conns), "quorum": r.quorum, "ttl": o.TTL.String(), "drift": o.Drift,
+		"drift_allowance": r.driftAllowance().String(), "validity_check": !r.skipValidity,
+		"command_timeout": o.CommandTimeout.String(), "acquire_timeout": o.AcquireTimeout.String(),
+		"retry_delay": o.RetryDelay.String(), "retry_jitter": o.RetryJitter.String(), "wait": "poll",
+	}
+}
+
+func (r *redlock) Close() error { return nil }
