@@ -2,14 +2,17 @@ package lockimpl
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // simple is SET key token NX PX ttl; release by a Lua compare-and-delete.
+// Broken controls reuse it with another unlock.
 type simple struct {
-	env  Env
-	conn redis.UniversalClient
+	nodeBase
+	// unlock frees key held with token; nil means compare-and-delete.
+	unlock func(ctx context.Context, b *nodeBase, key, token string) error
 }
 
 var releaseScript = script("release")
@@ -19,11 +22,11 @@ func init() {
 		Name:        "simple",
 		Kind:        Correct,
 		Description: "SET key token NX PX ttl; release by Lua compare-and-delete",
-	}, func(env Env) (Locker, error) { return &simple{env: env, conn: env.Conns[0]}, nil })
+	}, func(env Env) (Locker, error) { return &simple{nodeBase: newNodeBase(env)}, nil })
 }
 
 func (s *simple) Acquire(ctx context.Context, key string) (Lease, error) {
-	return waitAcquire(ctx, &s.env, key, func(ctx context.Context) (Lease, error) { return s.TryAcquire(ctx, key) })
+	return s.wait(ctx, key, s.TryAcquire)
 }
 
 func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
@@ -39,10 +42,22 @@ func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	if !ok {
 		return nil, ErrNotAcquired
 	}
+	return s.lease(key, token, start), nil
+}
+
+// lease is the lease of a key set with token at start (by the client's
+// clock, before the command was sent).
+func (s *simple) lease(key, token string, start time.Time) *basicLease {
+	unlock := s.unlock
+	if unlock == nil {
+		unlock = func(ctx context.Context, b *nodeBase, key, token string) error {
+			return compareAndDelete(ctx, b.conn, &b.env.Options, key, token)
+		}
+	}
 	return &basicLease{
-		key: key, token: token, deadline: start.Add(o.TTL),
-		release: func(ctx context.Context) error { return compareAndDelete(ctx, s.conn, &s.env.Options, key, token) },
-	}, nil
+		key: key, token: token, deadline: start.Add(s.env.Options.TTL),
+		release: func(ctx context.Context) error { return unlock(ctx, &s.nodeBase, key, token) },
+	}
 }
 
 // compareAndDelete runs the release script: delete key only if it holds token.
@@ -58,5 +73,3 @@ func compareAndDelete(ctx context.Context, conn redis.Scripter, o *Options, key,
 	}
 	return nil
 }
-
-func (s *simple) Close() error { return nil }

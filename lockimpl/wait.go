@@ -20,9 +20,12 @@ import (
 // subscription is made only after the first attempt fails, and one attempt is
 // made after the subscription is confirmed so a release in between is not
 // missed. Under "poll" it retries every RetryDelay + jitter.
+//
+// The timeout ends the wait, not an attempt in flight: cutting a SET NX
+// short would make its outcome unknown (and could leave an unowned key).
 func waitAcquire(ctx context.Context, env *Env, key string, try func(context.Context) (Lease, error)) (Lease, error) {
 	o := &env.Options
-	ctx, cancel := context.WithTimeout(ctx, o.AcquireTimeout)
+	wctx, cancel := context.WithTimeout(ctx, o.AcquireTimeout)
 	defer cancel()
 	l, err := try(ctx)
 	if !errors.Is(err, ErrNotAcquired) {
@@ -30,9 +33,9 @@ func waitAcquire(ctx context.Context, env *Env, key string, try func(context.Con
 	}
 	var msgs <-chan *redis.Message
 	if o.Wait == "pubsub" {
-		sub := env.Conns[0].Subscribe(ctx, releaseChannel(key))
+		sub := env.Conns[0].Subscribe(wctx, releaseChannel(key))
 		defer sub.Close()
-		if _, serr := sub.Receive(ctx); serr == nil {
+		if _, serr := sub.Receive(wctx); serr == nil {
 			msgs = sub.Channel(redis.WithChannelSize(4))
 		}
 	}
@@ -47,7 +50,7 @@ func waitAcquire(ctx context.Context, env *Env, key string, try func(context.Con
 		}
 		t := time.NewTimer(d)
 		select {
-		case <-ctx.Done():
+		case <-wctx.Done():
 			t.Stop()
 			return nil, ErrNotAcquired
 		case <-msgs:

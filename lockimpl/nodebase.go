@@ -1,0 +1,67 @@
+package lockimpl
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// nodeBase is what the single-node locks share: the environment and the
+// first connection, which carries the client's fault hooks.
+type nodeBase struct {
+	env  Env
+	conn redis.UniversalClient
+}
+
+func newNodeBase(env Env) nodeBase { return nodeBase{env: env, conn: env.Conns[0]} }
+
+// cmdCtx bounds one round trip by Options.CommandTimeout.
+func (b *nodeBase) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, b.env.Options.CommandTimeout)
+}
+
+// wait turns a lock's single attempt into its blocking Acquire.
+func (b *nodeBase) wait(ctx context.Context, key string, try func(context.Context, string) (Lease, error)) (Lease, error) {
+	return waitAcquire(ctx, &b.env, key, func(ctx context.Context) (Lease, error) { return try(ctx, key) })
+}
+
+// publishRelease wakes the waiters of key after a release made without the
+// release script. It is best effort: waiters poll as well.
+func (b *nodeBase) publishRelease(ctx context.Context, key string) {
+	cctx, cancel := b.cmdCtx(ctx)
+	defer cancel()
+	_ = b.conn.Publish(cctx, releaseChannel(key), "1").Err()
+}
+
+// ttlMS is the TTL in whole milliseconds for scripts, rounded up so that the
+// key never expires before the deadline computed from Options.TTL.
+func (b *nodeBase) ttlMS() int64 {
+	return int64((b.env.Options.TTL + time.Millisecond - 1) / time.Millisecond)
+}
+
+// Config reports the effective options (results.json lock_config).
+func (b *nodeBase) Config() map[string]any {
+	o := &b.env.Options
+	return map[string]any{
+		"ttl": o.TTL.String(), "acquire_timeout": o.AcquireTimeout.String(),
+		"command_timeout": o.CommandTimeout.String(), "wait": o.Wait,
+		"retry_delay": o.RetryDelay.String(), "retry_jitter": o.RetryJitter.String(),
+	}
+}
+
+func (b *nodeBase) Close() error { return nil }
+
+// releaseOnce makes a lease's Release act once: a second call would undo a
+// level of a reentrant hold that is not this lease's.
+func releaseOnce(key string, release func(context.Context) error) func(context.Context) error {
+	var done atomic.Bool
+	return func(ctx context.Context) error {
+		if done.Swap(true) {
+			return fmt.Errorf("release %s: lease already released: %w", key, ErrNotOwner)
+		}
+		return release(ctx)
+	}
+}

@@ -1,0 +1,80 @@
+package lockimpl
+
+import (
+	"context"
+	"time"
+)
+
+// reentrant keeps a hash per key, field = the Locker's owner token, value =
+// its hold count, changed only by Lua so the check and the change are atomic.
+// Every acquire, first or nested, resets the TTL; a release undoes one level
+// and deletes the key at zero.
+type reentrant struct {
+	nodeBase
+	owner string
+}
+
+var (
+	reentrantAcquireScript = script("reentrant_acquire")
+	reentrantReleaseScript = script("reentrant_release")
+)
+
+func init() {
+	Register(Info{
+		Name:        "reentrant",
+		Kind:        Correct,
+		Description: "hash field = owner, value = hold count; Lua HINCRBY+PEXPIRE acquire, HINCRBY -1 release, DEL at 0",
+		Reentrant:   true,
+	}, func(env Env) (Locker, error) { return newReentrant(env), nil })
+}
+
+func newReentrant(env Env) *reentrant {
+	return &reentrant{nodeBase: newNodeBase(env), owner: NewToken()}
+}
+
+func (r *reentrant) Reentrant() bool { return true }
+
+func (r *reentrant) Acquire(ctx context.Context, key string) (Lease, error) {
+	return r.wait(ctx, key, r.TryAcquire)
+}
+
+func (r *reentrant) TryAcquire(ctx context.Context, key string) (Lease, error) {
+	start, n, err := r.enter(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &basicLease{
+		key: key, token: r.owner, deadline: start.Add(r.env.Options.TTL), depth: n,
+		release: releaseOnce(key, func(ctx context.Context) error { _, err := r.leave(ctx, key); return err }),
+	}, nil
+}
+
+// enter runs the acquire script. It returns when the script was sent (by the
+// client's clock) and the hold count after it.
+func (r *reentrant) enter(ctx context.Context, key string) (time.Time, int, error) {
+	start := r.env.Clock.Now()
+	cctx, cancel := r.cmdCtx(ctx)
+	defer cancel()
+	n, err := reentrantAcquireScript.Run(cctx, r.conn, []string{key}, r.owner, r.ttlMS()).Int()
+	if err != nil {
+		return start, 0, classify("acquire", key, err)
+	}
+	if n == 0 {
+		return start, 0, ErrNotAcquired
+	}
+	return start, n, nil
+}
+
+// leave runs the release script and returns the hold count left.
+func (r *reentrant) leave(ctx context.Context, key string) (int, error) {
+	cctx, cancel := r.cmdCtx(ctx)
+	defer cancel()
+	n, err := reentrantReleaseScript.Run(cctx, r.conn, []string{key}, r.owner, releaseChannel(key)).Int()
+	if err != nil {
+		return 0, classify("release", key, err)
+	}
+	if n < 0 {
+		return 0, ErrNotOwner
+	}
+	return n, nil
+}
