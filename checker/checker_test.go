@@ -1,0 +1,319 @@
+package checker
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lockchaos/history"
+)
+
+const ms = int64(1e6)
+
+// hb builds histories: times in ms, TTL 100 ms, one key "k".
+type hb struct {
+	ev []history.Event
+}
+
+func newHB(meta map[string]any) *hb {
+	m := map[string]any{"ttl_ms": 100.0, "honours": true, "topology": "single", "resource": "counter"}
+	for k, v := range meta {
+		m[k] = v
+	}
+	return &hb{ev: []history.Event{{Op: history.OpRun, Client: -1, Meta: m}}}
+}
+
+func (b *hb) add(e history.Event) *hb { b.ev = append(b.ev, e); return b }
+
+// acq: client c acquires at [t0,t1] ms with a deadline t1+ttl (0 = none).
+func (b *hb) acq(c int, t0, t1, deadline int64, res history.Result, depth int) *hb {
+	e := history.Event{T: t0 * ms, End: t1 * ms, Client: c, Key: "k", Op: history.OpAcquire, Result: res, Depth: depth}
+	if deadline > 0 {
+		e.Deadline = deadline * ms
+	}
+	return b.add(e)
+}
+func (b *hb) read(c int, t, v int64) *hb {
+	return b.add(history.Event{T: t * ms, End: t * ms, Client: c, Key: "k", Op: history.OpRead, Value: v})
+}
+func (b *hb) write(c int, t0, t1, v int64, fence uint64, ok bool) *hb {
+	r := history.OK
+	if !ok {
+		r = history.Fail
+	}
+	return b.add(history.Event{T: t0 * ms, End: t1 * ms, Client: c, Key: "k", Op: history.OpWrite, Value: v, Fence: fence, Result: r})
+}
+func (b *hb) rel(c int, t0, t1 int64, remaining int) *hb {
+	return b.add(history.Event{T: t0 * ms, End: t1 * ms, Client: c, Key: "k", Op: history.OpRelease, Depth: remaining, Result: history.OK})
+}
+func (b *hb) srv(t int64, what string) *hb {
+	return b.add(history.Event{T: t * ms, Client: -1, Key: "k", Op: history.OpServer, Node: "n1", Detail: what})
+}
+
+// cycle: a full correct cycle of client c over [t, t+10] ms writing v.
+func (b *hb) cycle(c int, t, v int64) *hb {
+	return b.acq(c, t, t+1, t+100, history.OK, 1).read(c, t+2, v-1).write(c, t+5, t+6, v, 0, true).rel(c, t+8, t+9, 0)
+}
+
+func verdicts(r *Result) map[string]Verdict {
+	out := map[string]Verdict{}
+	for n, c := range r.Checks {
+		out[n] = c.Verdict
+	}
+	return out
+}
+
+func wantVerdicts(t *testing.T, r *Result, want map[string]Verdict) {
+	t.Helper()
+	got := verdicts(r)
+	for n, v := range want {
+		if got[n] != v {
+			t.Errorf("check %s = %q, want %q (all: %v; violations: %+v)", n, got[n], v, got, r.Violations)
+		}
+	}
+}
+
+func TestSequentialHistoryIsValid(t *testing.T) {
+	b := newHB(nil)
+	for i := int64(0); i < 20; i++ {
+		b.cycle(int(i%3), i*10, i+1)
+	}
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckMutex: Valid, CheckResource: Valid, CheckLiveness: Valid})
+	if r.Verdict != Valid || len(r.Violations) != 0 {
+		t.Fatalf("verdict %s with %d violations, want valid with none", r.Verdict, len(r.Violations))
+	}
+	if _, ok := r.Checks[CheckFencing]; ok {
+		t.Errorf("fencing check ran on a history without fences")
+	}
+	if _, ok := r.Checks[CheckUnlock]; ok {
+		t.Errorf("unlock check ran without an observer record")
+	}
+}
+
+// The gc-pause shape: A is paused after its last lease check; its deadline
+// passes; B acquires and writes; A resumes and writes a value based on its
+// stale read.
+func gcPause(fenced bool) *hb {
+	b := newHB(nil)
+	b.acq(0, 0, 1, 101, history.OK, 1).read(0, 2, 0)
+	b.add(history.Event{T: 3 * ms, End: 300 * ms, Client: 0, Key: "k", Op: history.OpPause, Detail: "before-write"})
+	b.srv(101, "expired")
+	b.acq(1, 50, 110, 210, history.OK, 1).read(1, 111, 0).write(1, 112, 113, 1, 2, true).rel(1, 115, 116, 0)
+	b.write(0, 301, 302, 1, 1, !fenced).rel(0, 303, 304, 0)
+	if fenced {
+		b.ev[1].Fence = 1
+		b.ev[4].Fence = 2
+	}
+	return b
+}
+
+func TestGCPauseIsCaughtWithCause(t *testing.T) {
+	r := Check(gcPause(false).ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckMutex: Invalid, CheckResource: Invalid})
+	var mv *Violation
+	for i := range r.Violations {
+		if r.Violations[i].Check == CheckMutex {
+			mv = &r.Violations[i]
+		}
+	}
+	if mv == nil {
+		t.Fatal("no mutex violation listed")
+	}
+	if mv.Cause != CausePause || mv.Key != "k" || len(mv.Clients) != 2 || mv.Clients[0] != 0 || mv.Clients[1] != 1 {
+		t.Errorf("violation %+v: want cause %s between clients 0 and 1 on k", mv, CausePause)
+	}
+	if !strings.Contains(mv.Explanation, "paused") || mv.AtMS != 110 {
+		t.Errorf("explanation %q at %.1f ms: want the pause named, at 110 ms", mv.Explanation, mv.AtMS)
+	}
+}
+
+func TestFencedRegisterKeepsResourceSafe(t *testing.T) {
+	r := Check(gcPause(true).ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckMutex: Invalid, CheckResource: Valid, CheckFencing: Valid})
+	// The same history where the resource let the stale token through.
+	b := gcPause(true)
+	for i := range b.ev {
+		if b.ev[i].Op == history.OpWrite && b.ev[i].Client == 0 {
+			b.ev[i].Result = history.OK
+		}
+	}
+	r = Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckResource: Invalid, CheckFencing: Invalid})
+}
+
+// A client that honours its deadline and does not act after it believes
+// only until the deadline: B's acquire after it is no violation.
+func TestHonouredDeadlineEndsBelief(t *testing.T) {
+	b := newHB(nil)
+	b.acq(0, 0, 1, 101, history.OK, 1).read(0, 2, 0).write(0, 3, 4, 1, 0, true)
+	b.add(history.Event{T: 5 * ms, End: 300 * ms, Client: 0, Key: "k", Op: history.OpPause, Detail: "before-release"})
+	b.acq(1, 50, 110, 210, history.OK, 1).read(1, 111, 1).write(1, 112, 113, 2, 0, true).rel(1, 115, 116, 0)
+	b.rel(0, 301, 302, 0)
+	wantVerdicts(t, Check(b.ev, Options{}), map[string]Verdict{CheckMutex: Valid, CheckResource: Valid})
+	// Clients that do not honour deadlines believe until they release.
+	b.ev[0].Meta["honours"] = false
+	wantVerdicts(t, Check(b.ev, Options{}), map[string]Verdict{CheckMutex: Invalid})
+}
+
+func TestUnknownAcquireStartsNoBelief(t *testing.T) {
+	b := newHB(nil)
+	b.acq(0, 0, 50, 0, history.Unknown, 1)
+	b.cycle(1, 60, 1)
+	wantVerdicts(t, Check(b.ev, Options{}), map[string]Verdict{CheckMutex: Valid, CheckResource: Valid})
+}
+
+func TestNoEvidenceIsUnknown(t *testing.T) {
+	b := newHB(nil)
+	b.acq(0, 0, 50, 0, history.Fail, 1)
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckMutex: Unknown, CheckResource: Unknown})
+	if r.Verdict != Unknown {
+		t.Fatalf("verdict %s, want unknown", r.Verdict)
+	}
+}
+
+// expire-then-unlock with a plain DEL: A's release deletes B's key, C walks in.
+func TestNonOwnerUnlock(t *testing.T) {
+	b := newHB(nil)
+	b.acq(0, 0, 1, 101, history.OK, 1).srv(1, "set").read(0, 2, 0).write(0, 3, 4, 1, 0, true)
+	b.srv(101, "expired")
+	b.acq(1, 90, 110, 210, history.OK, 1).srv(109, "set").read(1, 111, 1)
+	b.rel(0, 150, 151, 0).srv(150, "del") // A's DEL removes B's key
+	b.acq(2, 140, 155, 255, history.OK, 1).srv(154, "set")
+	b.write(1, 170, 171, 2, 0, true).rel(1, 172, 173, 0)
+	b.read(2, 174, 2).write(2, 175, 176, 3, 0, true).rel(2, 177, 178, 0).srv(177, "del")
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckUnlock: Invalid, CheckMutex: Invalid})
+	found := false
+	for _, v := range r.Violations {
+		if v.Check == CheckUnlock {
+			found = true
+			if v.Clients[0] != 0 || v.Clients[1] != 1 {
+				t.Errorf("unlock violation clients %v, want [0 1] (culprit, victim)", v.Clients)
+			}
+		}
+		if v.Check == CheckMutex && v.Cause != CauseNonOwnerDel {
+			t.Errorf("mutex violation cause %s, want %s", v.Cause, CauseNonOwnerDel)
+		}
+	}
+	if !found {
+		t.Fatal("no unlock violation listed")
+	}
+	// An owner-checked release is refused: no del, no violation.
+	var ok []history.Event
+	for _, e := range b.ev {
+		if !(e.Op == history.OpServer && e.T == 150*ms) && !(e.Client == 2) {
+			ok = append(ok, e)
+		}
+	}
+	wantVerdicts(t, Check(ok, Options{}), map[string]Verdict{CheckUnlock: Valid, CheckMutex: Valid})
+}
+
+func TestReentryAfterExpiry(t *testing.T) {
+	b := newHB(map[string]any{"resource": "counter"})
+	b.acq(0, 0, 1, 101, history.OK, 1).srv(1, "hset")
+	b.add(history.Event{T: 2 * ms, End: 250 * ms, Client: 0, Key: "k", Op: history.OpPause, Detail: "after-acquire"})
+	b.srv(101, "expired")
+	b.acq(1, 50, 110, 210, history.OK, 1).srv(109, "hset").read(1, 111, 0)
+	b.acq(0, 251, 252, 352, history.OK, 2) // a local count says yes
+	b.write(1, 300, 301, 1, 0, true).rel(1, 302, 303, 0)
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckReentrancy: Invalid})
+	// A hash lock found its key gone and took it afresh at depth 1.
+	for i := range b.ev {
+		if b.ev[i].Op == history.OpAcquire && b.ev[i].Depth == 2 {
+			b.ev[i].Depth = 1
+		}
+	}
+	wantVerdicts(t, Check(b.ev, Options{}), map[string]Verdict{CheckReentrancy: Valid})
+}
+
+func TestLivenessKeyNeverFreed(t *testing.T) {
+	b := newHB(nil)
+	b.cycle(0, 0, 1)
+	// Client 0 takes the key with an unknown outcome (crash) and it is never
+	// freed; clients 1 and 2 try for 2 s.
+	b.acq(0, 20, 21, 0, history.Unknown, 1)
+	for t := int64(30); t < 2000; t += 200 {
+		b.acq(1, t, t+200, 0, history.Fail, 1)
+	}
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckLiveness: Invalid})
+	// With the key freed after the TTL the wait is short: valid.
+	b2 := newHB(nil)
+	b2.cycle(0, 0, 1).acq(0, 20, 21, 0, history.Unknown, 1)
+	b2.acq(1, 30, 120, 0, history.Fail, 1).cycle(1, 125, 2)
+	wantVerdicts(t, Check(b2.ev, Options{}), map[string]Verdict{CheckLiveness: Valid})
+}
+
+func TestLivenessDiscountsNodeFaults(t *testing.T) {
+	b := newHB(nil)
+	b.cycle(0, 0, 1)
+	b.add(history.Event{T: 20 * ms, End: 21 * ms, Client: -1, Op: history.OpFault, Node: "n1",
+		Fault: &history.Fault{ID: 1, Kind: "pause-node", Target: "node n1", Applied: true}})
+	for t := int64(30); t < 1000; t += 100 {
+		b.acq(1, t, t+100, 0, history.Fail, 1)
+	}
+	b.add(history.Event{T: 1000 * ms, End: 1001 * ms, Client: -1, Op: history.OpHeal, Fault: &history.Fault{ID: 1, Kind: "pause-node", Applied: true}})
+	b.cycle(1, 1010, 2)
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckLiveness: Valid, CheckFaults: Valid})
+	if got := r.Checks[CheckLiveness].Stats["max_unavailable_in_faults_ms"].(float64); got < 900 {
+		t.Errorf("unavailability during the fault %.0f ms, want ≥ 900", got)
+	}
+}
+
+func TestUnappliedFaultMakesRunUnknown(t *testing.T) {
+	b := newHB(nil)
+	b.cycle(0, 0, 1)
+	b.add(history.Event{T: 20 * ms, Client: -1, Op: history.OpFault,
+		Fault: &history.Fault{ID: 1, Kind: "pause-client", Target: "holder", Effect: map[string]string{"reason": "no client holds a lock now"}}})
+	b.cycle(1, 30, 2)
+	r := Check(b.ev, Options{})
+	if r.Verdict != Unknown || r.Checks[CheckFaults].Verdict != Unknown {
+		t.Fatalf("verdict %s (faults %s), want unknown", r.Verdict, r.Checks[CheckFaults].Verdict)
+	}
+	if !strings.Contains(strings.Join(r.Checks[CheckFaults].Notes, " "), "no client holds") {
+		t.Errorf("notes %v do not say why the fault failed", r.Checks[CheckFaults].Notes)
+	}
+}
+
+func TestInventoryOversell(t *testing.T) {
+	b := newHB(map[string]any{"resource": "inventory", "stock": 1.0})
+	b.acq(0, 0, 1, 101, history.OK, 1).read(0, 2, 1)
+	b.add(history.Event{T: 3 * ms, End: 300 * ms, Client: 0, Key: "k", Op: history.OpPause})
+	b.acq(1, 50, 110, 210, history.OK, 1).read(1, 111, 1).write(1, 112, 113, 0, 0, true).rel(1, 115, 116, 0)
+	b.write(0, 301, 302, 0, 0, true).rel(0, 303, 304, 0)
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckResource: Invalid})
+	if got := r.Checks[CheckResource].Stats["oversold_units"]; got != int64(1) {
+		t.Errorf("oversold_units = %v, want 1", got)
+	}
+}
+
+func TestCheckFileToleratesTornTail(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "history.jsonl")
+	w, err := history.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range gcPause(false).ev {
+		w.Append(&e)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"t":1,"op":"acq`)
+	f.Close()
+	r, err := CheckFile(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Torn || r.Verdict != Invalid {
+		t.Fatalf("torn=%v verdict=%s, want torn and invalid", r.Torn, r.Verdict)
+	}
+}
