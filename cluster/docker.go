@@ -1,0 +1,367 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+	"github.com/testcontainers/testcontainers-go/wait"
+)
+
+// DefaultImage is the docker backend's default image, built locally (without
+// any registry) by scripts/docker-image.sh.
+const DefaultImage = "lockchaos/redis:local"
+
+func init() { backends[Docker] = startDocker }
+
+// dockerEnv makes testcontainers talk to the local engine only: the host is
+// 127.0.0.1 (never a gateway address) and Ryuk, the reaper that would be
+// pulled from a registry, is off; containers are removed by Stop instead.
+// Variables the user set are kept. testcontainers' own chatter (its global
+// logger) is silenced; each cluster logs it to its run directory instead.
+func dockerEnv() {
+	tclog.SetDefault(tclog.NewNoopLogger())
+	for k, v := range map[string]string{
+		"TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1",
+		"TESTCONTAINERS_RYUK_DISABLED": "true",
+	} {
+		if _, ok := os.LookupEnv(k); !ok {
+			_ = os.Setenv(k, v)
+		}
+	}
+}
+
+// DockerAvailable says whether a docker engine answers (testcontainers'
+// provider health check) and the image is present locally; the error says
+// what is missing.
+func DockerAvailable(ctx context.Context, image string) error {
+	dockerEnv()
+	if image == "" {
+		image = DefaultImage
+	}
+	prov, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(discardLogger{}))
+	if err != nil {
+		return fmt.Errorf("docker: %v", err)
+	}
+	defer prov.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := prov.Client().Info(ctx, client.InfoOptions{}); err != nil {
+		return fmt.Errorf("docker engine not reachable: %v", err)
+	}
+	if _, err := prov.Client().ImageInspect(ctx, image); err != nil {
+		return fmt.Errorf("docker image %s not found (build it with scripts/docker-image.sh): %v", image, err)
+	}
+	return nil
+}
+
+// discardLogger silences testcontainers.
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}
+
+// dockerCluster is what the nodes of one cluster share: a docker client and
+// the image.
+type dockerCluster struct {
+	prov   *testcontainers.DockerProvider
+	image  string
+	dir    string
+	aof    bool
+	logger tclog.Logger
+}
+
+// dockerNode is one redis-server container on the host network, listening on
+// 127.0.0.1:port.
+type dockerNode struct {
+	dc   *dockerCluster
+	name string
+	port int
+
+	mu  sync.Mutex
+	ctr *testcontainers.DockerContainer
+}
+
+func startDocker(ctx context.Context, c *Cluster) error {
+	dockerEnv()
+	image := c.Spec.Image
+	if image == "" {
+		image = DefaultImage
+	}
+	n := 1
+	switch c.Spec.Topology {
+	case Single:
+	case Independent:
+		n = c.Spec.Nodes
+	default:
+		return fmt.Errorf("%w: backend docker supports topologies single and independent, not %s", ErrBadSpec, c.Spec.Topology)
+	}
+	if err := DockerAvailable(ctx, image); err != nil {
+		return fmt.Errorf("%w: backend docker: %v", ErrInfra, err)
+	}
+	logger := tclog.Logger(discardLogger{})
+	if c.Spec.Dir != "" {
+		if err := os.MkdirAll(filepath.Join(c.Spec.Dir, "nodes"), 0o755); err != nil {
+			return fmt.Errorf("%w: node dir: %v", ErrInfra, err)
+		}
+		if f, err := os.Create(filepath.Join(c.Spec.Dir, "nodes", "testcontainers.log")); err == nil {
+			c.onStop(f.Close)
+			logger = &fileLogger{w: f}
+		}
+	}
+	prov, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(logger))
+	if err != nil {
+		return fmt.Errorf("%w: backend docker: %v", ErrInfra, err)
+	}
+	c.onStop(prov.Close)
+	dc := &dockerCluster{prov: prov, image: image, dir: c.Spec.Dir, aof: c.Spec.AOF, logger: logger}
+	for i := 1; i <= n; i++ {
+		dn := &dockerNode{dc: dc, name: fmt.Sprintf("n%d", i)}
+		if err := dn.startFresh(ctx); err != nil {
+			return fmt.Errorf("%w: start redis container %s: %v", ErrInfra, dn.name, err)
+		}
+		c.onStop(dn.stop)
+		addr := dn.addr()
+		c.Nodes = append(c.Nodes, &Node{Name: dn.name, Addr: addr, ServerAddr: addr, Role: "master", Ctl: dn})
+	}
+	return nil
+}
+
+type fileLogger struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *fileLogger) Printf(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, format+"\n", v...)
+}
+
+func (d *dockerNode) addr() string { return "127.0.0.1:" + strconv.Itoa(d.port) }
+
+// startFresh picks a free port and runs a container on it; a lost race for
+// the port (the server exits at once) is retried.
+func (d *dockerNode) startFresh(ctx context.Context) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if d.port, err = freePort(); err != nil {
+			return err
+		}
+		if err = d.run(ctx); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// run starts a new container for this node on d.port and waits until it
+// accepts connections.
+func (d *dockerNode) run(ctx context.Context) error {
+	cmd := []string{"redis-server", "--port", strconv.Itoa(d.port), "--bind", "127.0.0.1",
+		"--protected-mode", "yes", "--daemonize", "no", "--save", "", "--notify-keyspace-events", "KEA"}
+	if d.dc.aof {
+		cmd = append(cmd, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		cmd = append(cmd, "--appendonly", "no")
+	}
+	ctr, err := testcontainers.Run(ctx, d.dc.image,
+		testcontainers.WithLogger(d.dc.logger),
+		testcontainers.WithCmd(cmd...),
+		testcontainers.WithLabels(map[string]string{"lockchaos.node": d.name}),
+		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.NetworkMode = "host"
+		}),
+		// Host networking only: no other network may be attached.
+		testcontainers.WithEndpointSettingsModifier(func(m map[string]*network.EndpointSettings) {
+			for k := range m {
+				delete(m, k)
+			}
+		}),
+		testcontainers.WithWaitStrategy(wait.ForLog("Ready to accept connections").WithStartupTimeout(30*time.Second)),
+	)
+	if err != nil {
+		if ctr != nil {
+			d.saveLogs(ctr)
+			_ = ctr.Terminate(context.WithoutCancel(ctx))
+		}
+		return err
+	}
+	d.mu.Lock()
+	d.ctr = ctr
+	d.mu.Unlock()
+	return waitReady(ctx, d.addr(), 10*time.Second, nil)
+}
+
+func (d *dockerNode) container() (*testcontainers.DockerContainer, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ctr == nil {
+		return nil, errors.New("no container")
+	}
+	return d.ctr, nil
+}
+
+// api runs f against this node's container with a bounded context.
+func (d *dockerNode) api(f func(ctx context.Context, cli client.APIClient, id string) error) error {
+	ctr, err := d.container()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return f(ctx, d.dc.prov.Client(), ctr.GetContainerID())
+}
+
+// Pause freezes every process of the container (docker pause: the cgroup
+// freezer); the server accepts TCP connections in the kernel but answers
+// nothing.
+func (d *dockerNode) Pause() error {
+	return d.api(func(ctx context.Context, cli client.APIClient, id string) error {
+		_, err := cli.ContainerPause(ctx, id, client.ContainerPauseOptions{})
+		return err
+	})
+}
+
+func (d *dockerNode) Resume() error {
+	return d.api(func(ctx context.Context, cli client.APIClient, id string) error {
+		_, err := cli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
+		return err
+	})
+}
+
+// Kill sends SIGKILL to the container (a paused one is killed too) and
+// waits until the engine sees it gone.
+func (d *dockerNode) Kill() error {
+	return d.api(func(ctx context.Context, cli client.APIClient, id string) error {
+		if _, err := cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+			return err
+		}
+		for ctx.Err() == nil {
+			if d.State() == "gone" {
+				return nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return fmt.Errorf("container %s still running after SIGKILL", d.name)
+	})
+}
+
+// Restart brings a killed node back on the same port: empty starts a fresh
+// container (no data at all); otherwise the same container starts again and
+// keeps its filesystem (its AOF, when AOF is on).
+func (d *dockerNode) Restart(ctx context.Context, empty bool) error {
+	ctr, err := d.container()
+	if err != nil {
+		return err
+	}
+	if st := d.State(); st != "gone" {
+		return fmt.Errorf("restart: node is still %s (kill it first)", st)
+	}
+	if empty {
+		d.saveLogs(ctr)
+		if err := ctr.Terminate(ctx); err != nil {
+			return fmt.Errorf("restart: remove old container: %w", err)
+		}
+		d.mu.Lock()
+		d.ctr = nil
+		d.mu.Unlock()
+		return d.run(ctx)
+	}
+	if err := ctr.Start(ctx); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	return waitReady(ctx, d.addr(), 10*time.Second, nil)
+}
+
+func (d *dockerNode) inspect() (*container.State, error) {
+	var st *container.State
+	err := d.api(func(ctx context.Context, cli client.APIClient, id string) error {
+		res, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if err == nil && res.Container.State == nil {
+			err = errors.New("no state")
+		}
+		if err == nil {
+			st = res.Container.State
+		}
+		return err
+	})
+	return st, err
+}
+
+// State is the container's state: "running", "paused", "restarting", or
+// "gone" once it exited, died or was removed.
+func (d *dockerNode) State() string {
+	st, err := d.inspect()
+	if err != nil {
+		return "gone"
+	}
+	switch s := string(st.Status); s {
+	case "exited", "dead", "removing", "created":
+		return "gone"
+	default:
+		return s
+	}
+}
+
+// Pid is the host pid of the container's redis-server (0 when not running).
+func (d *dockerNode) Pid() int {
+	st, err := d.inspect()
+	if err != nil {
+		return 0
+	}
+	return st.Pid
+}
+
+// saveLogs copies the container's log to <dir>/nodes/<name>.log (appending,
+// so a restarted node keeps its history).
+func (d *dockerNode) saveLogs(ctr *testcontainers.DockerContainer) {
+	if d.dc.dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rc, err := ctr.Logs(ctx)
+	if err != nil {
+		return
+	}
+	defer rc.Close()
+	f, err := os.OpenFile(filepath.Join(d.dc.dir, "nodes", d.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, rc)
+}
+
+// stop removes the container (unpausing is not needed: removal with force
+// kills a paused container).
+func (d *dockerNode) stop() error {
+	d.mu.Lock()
+	ctr := d.ctr
+	d.ctr = nil
+	d.mu.Unlock()
+	if ctr == nil {
+		return nil
+	}
+	d.saveLogs(ctr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	timeout := time.Duration(0)
+	err := ctr.Terminate(ctx, testcontainers.StopTimeout(timeout))
+	if err != nil && strings.Contains(err.Error(), "No such container") {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,127 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+func requireDocker(t *testing.T) {
+	t.Helper()
+	if err := DockerAvailable(context.Background(), DefaultImage); err != nil {
+		t.Skipf("docker backend unavailable: %v", err)
+	}
+}
+
+func TestDockerSingle(t *testing.T) {
+	requireDocker(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	c, err := Start(ctx, Spec{Backend: Docker, Topology: Single, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	n := c.Nodes[0]
+	dn := n.Ctl.(*dockerNode)
+	id := dn.ctr.GetContainerID()
+
+	cl := c.NewClient(c.Endpoints()[0], ClientOptions{Timeout: 300 * time.Millisecond})
+	if err := cl.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := cl.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET k = %q, %v", v, err)
+	}
+	if st := n.Ctl.State(); st != "running" {
+		t.Fatalf("state %q, want running", st)
+	}
+	if n.Ctl.Pid() == 0 {
+		t.Fatal("no pid")
+	}
+
+	if err := n.Ctl.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if st := n.Ctl.State(); st != "paused" {
+		t.Errorf("state %q, want paused", st)
+	}
+	t0 := time.Now()
+	err = cl.Ping(ctx).Err()
+	if err == nil || !IsTimeout(err) {
+		t.Errorf("PING on a paused node: %v after %v, want a timeout", err, time.Since(t0))
+	}
+	if err := n.Ctl.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReady(ctx, n.Addr, 5*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := cl.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("after resume GET k = %q, %v", v, err)
+	}
+
+	// Kill, then restart empty: a fresh container on the same port.
+	if err := n.Ctl.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if st := n.Ctl.State(); st != "gone" {
+		t.Errorf("state after kill %q, want gone", st)
+	}
+	if err := n.Ctl.Restart(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if dn.ctr.GetContainerID() == id {
+		t.Error("empty restart reused the container")
+	}
+	if n, err := cl.Exists(ctx, "k").Result(); err != nil || n != 0 {
+		t.Errorf("after empty restart EXISTS k = %d, %v; want 0", n, err)
+	}
+	id2 := dn.ctr.GetContainerID()
+
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	prov := dn.dc.prov
+	for _, cid := range []string{id, id2} {
+		if _, err := prov.Client().ContainerInspect(ctx, cid, client.ContainerInspectOptions{}); err == nil {
+			t.Errorf("container %.12s still exists after Stop", cid)
+		}
+	}
+}
+
+func TestDockerRestartKeepsContainer(t *testing.T) {
+	requireDocker(t)
+	ctx := context.Background()
+	c, err := Start(ctx, Spec{Backend: Docker, Topology: Independent, Nodes: 2, AOF: true, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	if len(c.Endpoints()) != 2 {
+		t.Fatalf("%d endpoints", len(c.Endpoints()))
+	}
+	n := c.Nodes[1]
+	cl := c.AdminClient(n)
+	if err := cl.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	id := n.Ctl.(*dockerNode).ctr.GetContainerID()
+	if err := n.Ctl.Restart(ctx, false); err == nil {
+		t.Fatal("restart of a running node succeeded")
+	}
+	if err := n.Ctl.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Ctl.Restart(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Ctl.(*dockerNode).ctr.GetContainerID(); got != id {
+		t.Error("non-empty restart replaced the container")
+	}
+	if v, err := cl.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Errorf("after restart with AOF GET k = %q, %v", v, err)
+	}
+}
