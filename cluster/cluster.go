@@ -7,6 +7,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -45,10 +46,14 @@ type Spec struct {
 	RedisSentinel string
 	// Image is the docker image (docker backend).
 	Image string
-	// Addrs are the user's servers (external backend): host:port or redis:// URLs.
+	// Addrs are the user's servers (external backend): host:port or redis://
+	// / rediss:// URLs. The password comes from LOCKCHAOS_REDIS_PASSWORD.
 	Addrs []string
 	// AllowRemote permits non-loopback external addresses.
 	AllowRemote bool
+	// TLS connects to external host:port addresses over TLS (rediss://
+	// addresses always are).
+	TLS bool
 	// Dir is where node directories and logs go (the run directory).
 	Dir string
 	// AOF turns on appendonly persistence (appendfsync always) on every node.
@@ -80,6 +85,11 @@ type Cluster struct {
 	clients []redis.UniversalClient
 	stops   []func() error
 	stopped bool
+
+	// password is the external servers' password (never logged or written).
+	password string
+	// proxies are the fault proxies by node (Spec.Proxy), see proxy.go.
+	proxies map[*Node]*nodeProxy
 }
 
 // Node is one Redis server (or sentinel).
@@ -89,6 +99,9 @@ type Node struct {
 	Addr string
 	// ServerAddr is the server's own address.
 	ServerAddr string
+	// ProxyAddr is the fault proxy's address in front of the server (set
+	// with Spec.Proxy, then equal to Addr), or "".
+	ProxyAddr string
 	// ReplAddr is the address sentinels, replicas and failover clients know
 	// the node by: its replication proxy in the sentinel topology (see
 	// replproxy.go), else "".
@@ -99,6 +112,9 @@ type Node struct {
 	Ctl  NodeControl
 
 	repl *replProxy // the proxy at ReplAddr, or nil
+
+	// tls is set for TLS connections (external rediss://).
+	tls *tls.Config
 }
 
 // NodeControl is the node-level fault primitive set a backend offers.
@@ -148,6 +164,9 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 			return nil, fmt.Errorf("%w: backend %q is not built in (known: auto, process, embedded%s)", ErrBadSpec, backend, extraBackends())
 		}
 		err = starter(ctx, c)
+	}
+	if err == nil && spec.Proxy {
+		err = c.startProxies()
 	}
 	if err != nil {
 		_ = c.Stop()
@@ -227,7 +246,9 @@ type Endpoint struct {
 	Addr          string
 	MasterName    string
 	SentinelAddrs []string
-	Password      string
+	Password      string `json:"-"`
+	// TLS, when set, is the client's TLS configuration (external rediss://).
+	TLS *tls.Config `json:"-"`
 }
 
 // Endpoints are what lock clients use: the one master for single, the
@@ -239,15 +260,24 @@ func (c *Cluster) Endpoints() []Endpoint {
 		for _, s := range c.Sentinels {
 			sa = append(sa, s.Addr)
 		}
-		return []Endpoint{{Addr: c.Nodes[0].Addr, MasterName: c.MasterName, SentinelAddrs: sa}}
+		return []Endpoint{{Addr: c.Nodes[0].clientAddr(), MasterName: c.MasterName, SentinelAddrs: sa, Password: c.password}}
 	case Independent:
 		out := make([]Endpoint, len(c.Nodes))
 		for i, n := range c.Nodes {
-			out[i] = Endpoint{Addr: n.Addr}
+			out[i] = Endpoint{Addr: n.clientAddr(), Password: c.password, TLS: n.tls}
 		}
 		return out
 	}
-	return []Endpoint{{Addr: c.Nodes[0].Addr}}
+	n := c.Nodes[0]
+	return []Endpoint{{Addr: n.clientAddr(), Password: c.password, TLS: n.tls}}
+}
+
+// clientAddr is where lock clients connect: the proxy when there is one.
+func (n *Node) clientAddr() string {
+	if n.ProxyAddr != "" {
+		return n.ProxyAddr
+	}
+	return n.Addr
 }
 
 // ClientOptions tune a client connection.
@@ -274,12 +304,12 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 	if ep.MasterName != "" {
 		cl = redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password,
-			MaxRetries: -1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			Dialer: c.proxyDialer(), MaxRetries: -1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
 			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
 		})
 	} else {
 		cl = redis.NewClient(&redis.Options{
-			Addr: ep.Addr, Password: ep.Password,
+			Addr: ep.Addr, Password: ep.Password, TLSConfig: ep.TLS,
 			MaxRetries: -1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
 			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
 		})
@@ -297,7 +327,7 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 // and checks), closed on Stop.
 func (c *Cluster) AdminClient(n *Node) *redis.Client {
 	cl := redis.NewClient(&redis.Options{
-		Addr: n.ServerAddr, MaxRetries: -1, DialTimeout: time.Second,
+		Addr: n.ServerAddr, Password: c.password, TLSConfig: n.tls, MaxRetries: -1, DialTimeout: time.Second,
 		ReadTimeout: 2 * time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true,
 		PoolSize: 2, DisableIdentity: true,
 	})
