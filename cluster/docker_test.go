@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +125,37 @@ func TestDockerRestartKeepsContainer(t *testing.T) {
 	}
 	if v, err := cl.Get(ctx, "k").Result(); err != nil || v != "v" {
 		t.Errorf("after restart with AOF GET k = %q, %v", v, err)
+	}
+}
+
+func TestDockerProxied(t *testing.T) {
+	requireDocker(t)
+	ctx := context.Background()
+	c, err := Start(ctx, Spec{Backend: Docker, Proxy: true, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	n := c.Nodes[0]
+	undo, err := c.Latency(n, 30*time.Millisecond, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtt, err := c.MeasurePing(ctx, n, time.Second)
+	undo()
+	if err != nil || rtt < 30*time.Millisecond {
+		t.Errorf("PING through the proxy with 30ms latency: %v, %v", rtt, err)
+	}
+}
+
+func TestDockerMissingImage(t *testing.T) {
+	requireDocker(t)
+	_, err := Start(context.Background(), Spec{Backend: Docker, Image: "lockchaos/none:missing"})
+	if !errors.Is(err, ErrInfra) || !strings.Contains(err.Error(), "docker-image.sh") {
+		t.Errorf("missing image: %v", err)
+	}
+	_, err = Start(context.Background(), Spec{Backend: Docker, Topology: Sentinel})
+	if !errors.Is(err, ErrBadSpec) {
+		t.Errorf("sentinel on docker: %v", err)
 	}
 }

@@ -41,9 +41,13 @@ func TestExternalSingleWithPassword(t *testing.T) {
 	srv := startRedis(t)
 	ctx := context.Background()
 	// waitReady (process backend) needs PING without AUTH: set it after.
-	if err := (&Cluster{}).AdminClient(srv).ConfigSet(ctx, "requirepass", secret).Err(); err != nil {
+	setup := &Cluster{}
+	defer setup.Stop()
+	if err := setup.AdminClient(srv).ConfigSet(ctx, "requirepass", secret).Err(); err != nil {
 		t.Fatal(err)
 	}
+	check := &Cluster{password: secret}
+	defer check.Stop()
 	_, port, _ := net.SplitHostPort(srv.ServerAddr)
 
 	// Wrong password: an infrastructure error that does not show it.
@@ -79,7 +83,7 @@ func TestExternalSingleWithPassword(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The user's server keeps running.
-		if err := (&Cluster{password: secret}).AdminClient(srv).Ping(ctx).Err(); err != nil {
+		if err := check.AdminClient(srv).Ping(ctx).Err(); err != nil {
 			t.Fatalf("server gone after Stop: %v", err)
 		}
 	}

@@ -91,7 +91,7 @@ func TestNetLatency(t *testing.T) {
 	if rtt, err := env.Cluster.MeasurePing(context.Background(), n2, time.Second); err != nil || rtt < 50*time.Millisecond {
 		t.Errorf("PING during latency: %v, %v", rtt, err)
 	}
-	if rtt, err := env.Cluster.MeasurePing(context.Background(), env.Cluster.Nodes[0], time.Second); err != nil || rtt > 20*time.Millisecond {
+	if rtt, err := env.Cluster.MeasurePing(context.Background(), env.Cluster.Nodes[0], time.Second); err != nil || rtt > 40*time.Millisecond {
 		t.Errorf("PING to an untouched node: %v, %v", rtt, err)
 	}
 	eff, err := inj.Heal(context.Background(), env)
@@ -99,7 +99,7 @@ func TestNetLatency(t *testing.T) {
 	if err != nil || len(env.Cluster.Toxics(n2)) != 0 {
 		t.Fatalf("heal: %v, %v, toxics %v", eff, err, env.Cluster.Toxics(n2))
 	}
-	if rtt, err := env.Cluster.MeasurePing(context.Background(), n2, time.Second); err != nil || rtt > 20*time.Millisecond {
+	if rtt, err := env.Cluster.MeasurePing(context.Background(), n2, time.Second); err != nil || rtt > 40*time.Millisecond {
 		t.Errorf("PING after heal: %v, %v", rtt, err)
 	}
 }
