@@ -339,7 +339,7 @@ func (c *Cluster) AdminClient(n *Node) *redis.Client {
 
 // waitReady pings addr until it answers or the timeout passes.
 func waitReady(ctx context.Context, addr string, timeout time.Duration, alive func() error) error {
-	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond,
 		ReadTimeout: 200 * time.Millisecond, DisableIdentity: true})
 	defer cl.Close()
 	deadline := time.Now().Add(timeout)

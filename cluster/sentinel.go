@@ -167,11 +167,11 @@ func (c *Cluster) sentinelSees(ctx context.Context, s *Node, master string, repl
 }
 
 func newSentinelClient(addr string) *redis.SentinelClient {
-	return redis.NewSentinelClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+	return redis.NewSentinelClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond,
 		ReadTimeout: time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true, PoolSize: 1, DisableIdentity: true})
 }
 
-// poll runs check every 50ms until it returns nil or ctx ends, then returns
+// poll runs check every 20ms until it returns nil or ctx ends, then returns
 // ctx's error with check's last error.
 func poll(ctx context.Context, check func() error) error {
 	for {
@@ -182,7 +182,7 @@ func poll(ctx context.Context, check func() error) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %v", ctx.Err(), err)
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
@@ -279,7 +279,7 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 }
 
 func pingOnce(ctx context.Context, addr string) error {
-	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond,
 		ReadTimeout: 500 * time.Millisecond, ContextTimeoutEnabled: true, PoolSize: 1, DisableIdentity: true})
 	defer cl.Close()
 	return cl.Ping(ctx).Err()
@@ -287,7 +287,7 @@ func pingOnce(ctx context.Context, addr string) error {
 
 // replInfo returns INFO replication of the server at addr as key → value.
 func replInfo(ctx context.Context, addr string) (map[string]string, error) {
-	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond,
 		ReadTimeout: time.Second, ContextTimeoutEnabled: true, PoolSize: 1, DisableIdentity: true})
 	defer cl.Close()
 	s, err := cl.Info(ctx, "replication").Result()
@@ -329,11 +329,72 @@ func (c *Cluster) ReplicaOf(ctx context.Context, n, master *Node) error {
 		addr = master.ServerAddr
 	}
 	host, port, _ := strings.Cut(addr, ":")
-	cl := redis.NewClient(&redis.Options{Addr: n.ServerAddr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+	cl := redis.NewClient(&redis.Options{Addr: n.ServerAddr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond,
 		ReadTimeout: time.Second, ContextTimeoutEnabled: true, PoolSize: 1, DisableIdentity: true})
 	defer cl.Close()
 	if err := cl.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 		return fmt.Errorf("node %s: REPLICAOF %s: %w", n.Name, addr, err)
 	}
 	return nil
+}
+
+// WaitNewMaster waits until the sentinels name a master other than old and
+// that node answers with role master. elected is how long after the call the
+// sentinels named it.
+func (c *Cluster) WaitNewMaster(ctx context.Context, old *Node) (n *Node, elected time.Duration, err error) {
+	t0 := time.Now()
+	err = poll(ctx, func() error {
+		if n == nil {
+			m, err := c.CurrentMaster(ctx)
+			if err != nil {
+				return err
+			}
+			if m == old {
+				return fmt.Errorf("the sentinels still name %s", old.Name)
+			}
+			n, elected = m, time.Since(t0)
+		}
+		info, err := replInfo(ctx, n.ServerAddr)
+		if err != nil {
+			return fmt.Errorf("new master %s: %w", n.Name, err)
+		}
+		if info["role"] != "master" {
+			return fmt.Errorf("%s is named master but has role %s", n.Name, info["role"])
+		}
+		return nil
+	})
+	return n, elected, err
+}
+
+// WaitReplicating waits until n is a replica with its link to its master up.
+func (c *Cluster) WaitReplicating(ctx context.Context, n *Node) error {
+	return poll(ctx, func() error {
+		info, err := replInfo(ctx, n.ServerAddr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+		if info["role"] != "slave" || info["master_link_status"] != "up" {
+			return fmt.Errorf("%s: role %s, link %s", n.Name, info["role"], info["master_link_status"])
+		}
+		return nil
+	})
+}
+
+// SentinelFailover asks the sentinels (the first that accepts) to fail the
+// master over now, without waiting for it to be down.
+func (c *Cluster) SentinelFailover(ctx context.Context) error {
+	if len(c.Sentinels) == 0 {
+		return fmt.Errorf("%w: SENTINEL FAILOVER needs the sentinel topology", ErrUnsupported)
+	}
+	var errs []error
+	for _, s := range c.Sentinels {
+		sc := newSentinelClient(s.ServerAddr)
+		err := sc.Failover(ctx, c.MasterName).Err()
+		_ = sc.Close()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("sentinel %s: SENTINEL FAILOVER: %w", s.Name, err))
+	}
+	return errors.Join(errs...)
 }

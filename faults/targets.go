@@ -64,9 +64,15 @@ func nodeTargets(env *Env, target string) ([]*cluster.Node, error) {
 		}
 		return []*cluster.Node{m}, nil
 	case target == "replica":
+		// Under Sentinel roles change with failovers: every node but the
+		// current master is a replica.
+		var m *cluster.Node
+		if len(env.Cluster.Sentinels) > 0 {
+			m = CurrentMaster(env)
+		}
 		var reps []*cluster.Node
 		for _, n := range nodes {
-			if n.Role == "replica" {
+			if (m == nil && n.Role == "replica") || (m != nil && n != m) {
 				reps = append(reps, n)
 			}
 		}

@@ -1,0 +1,243 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server clock faults. Redis keeps a key's expiry as an absolute time on its
+// own clock, and a lock's TTL is relative: when the server's clock jumps
+// forward by Δ, every key's remaining TTL shrinks by Δ. Shifting each key's
+// expiry by Δ is therefore exactly what a jump does to lock keys, without
+// touching the host's clock (which would hit every process on it).
+
+// shiftScript moves the expiry of every key in KEYS that has one by
+// -ARGV[1] ms, leaving at least 1ms so the key still expires (and the
+// observer sees "expired", not "del"). PEXPIRETIME/PEXPIREAT keep it exact;
+// servers before 7.0 fall back to PTTL/PEXPIRE. ARGV[1] = 0 only counts.
+// It returns {shifted, sample key, pttl before, pttl after}.
+var shiftScript = redis.NewScript(`
+local d = tonumber(ARGV[1])
+local n = 0
+local sample
+for _, k in ipairs(KEYS) do
+  local t = redis.call('PTTL', k)
+  if t > 0 then
+    local nt = t - d
+    if d ~= 0 then
+      if nt < 1 then
+        nt = 1
+        redis.call('PEXPIRE', k, 1)
+      else
+        local at = redis.pcall('PEXPIRETIME', k)
+        if type(at) == 'number' and at > 0 then
+          redis.call('PEXPIREAT', k, at - d)
+        else
+          redis.call('PEXPIRE', k, nt)
+        end
+      end
+    end
+    n = n + 1
+    if sample == nil then sample = {k, t, nt} end
+  end
+end
+if sample == nil then return {n} end
+return {n, sample[1], sample[2], sample[3]}
+`)
+
+// shiftResult is what one pass over a node's keys did.
+type shiftResult struct {
+	keys          int64
+	sample        string
+	before, after int64
+}
+
+// shiftTTLs shifts every key's expiry on the node behind cl by d (rounded to
+// whole ms), SCANning in batches.
+func shiftTTLs(ctx context.Context, cl *redis.Client, d time.Duration) (shiftResult, error) {
+	var res shiftResult
+	var cursor uint64
+	for {
+		keys, next, err := cl.Scan(ctx, cursor, "*", 512).Result()
+		if err != nil {
+			return res, fmt.Errorf("SCAN: %w", err)
+		}
+		if len(keys) > 0 {
+			v, err := shiftScript.Run(ctx, cl, keys, d.Milliseconds()).Slice()
+			if err != nil {
+				return res, fmt.Errorf("shift TTLs: %w", err)
+			}
+			res.keys += toInt(v[0])
+			if len(v) == 4 && res.sample == "" {
+				res.sample, res.before, res.after = fmt.Sprint(v[1]), toInt(v[2]), toInt(v[3])
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return res, nil
+		}
+	}
+}
+
+func toInt(v any) int64 {
+	i, _ := v.(int64)
+	return i
+}
+
+type clockJump struct{ s Scheduled }
+
+func (f *clockJump) Start(ctx context.Context, env *Env) (Outcome, error) {
+	sc, ok := targetNodes(env, f.s.Spec.Target, "master")
+	if !ok {
+		return sc.out, nil
+	}
+	delta, err := durationParam(f.s.Spec.Params, "delta", true)
+	if err != nil {
+		sc.out.Effect["error"] = err.Error()
+		return sc.out, nil
+	}
+	sc.out.Effect["delta"] = delta.String()
+	for _, n := range sc.nodes {
+		cl := env.Cluster.AdminClient(n)
+		res, err := shiftTTLs(ctx, cl, delta)
+		_ = cl.Close()
+		if err != nil {
+			sc.fail(n, err)
+			continue
+		}
+		sc.put(n, "keys_shifted", strconv.FormatInt(res.keys, 10))
+		if res.sample != "" {
+			sc.put(n, "key", res.sample)
+			sc.put(n, "pttl_before_ms", strconv.FormatInt(res.before, 10))
+			sc.put(n, "pttl_after_ms", strconv.FormatInt(res.after, 10))
+		}
+	}
+	return sc.done(), nil
+}
+
+func (f *clockJump) Heal(context.Context, *Env) (map[string]string, error) { return nil, nil }
+
+// driftTick is how often clock-drift shifts TTLs.
+const driftTick = 10 * time.Millisecond
+
+type clockDrift struct {
+	s       Scheduled
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	ticks   atomic.Int64
+	keys    atomic.Int64
+	shift   atomic.Int64 // ms taken off (or added to, when slow) the TTLs
+	errs    atomic.Int64
+	mu      sync.Mutex
+	last    error
+	clients []*redis.Client
+}
+
+// Start checks that every target answers, then shifts TTLs every driftTick
+// in the background until Heal, the end of ctx, or the fault's duration.
+func (f *clockDrift) Start(ctx context.Context, env *Env) (Outcome, error) {
+	sc, ok := targetNodes(env, f.s.Spec.Target, "master")
+	if !ok {
+		return sc.out, nil
+	}
+	rate, err := rateParam(f.s.Spec.Params)
+	if err != nil {
+		sc.out.Effect["error"] = err.Error()
+		return sc.out, nil
+	}
+	sc.out.Effect["rate"] = strconv.FormatFloat(rate, 'f', -1, 64)
+	sc.out.Effect["tick"] = driftTick.String()
+	var cls []*redis.Client
+	for _, n := range sc.nodes {
+		cl := env.Cluster.AdminClient(n)
+		res, err := shiftTTLs(ctx, cl, 0)
+		if err != nil {
+			_ = cl.Close()
+			sc.fail(n, err)
+			continue
+		}
+		sc.put(n, "keys_with_ttl", strconv.FormatInt(res.keys, 10))
+		cls = append(cls, cl)
+	}
+	out := sc.done()
+	if !out.Applied {
+		for _, cl := range cls {
+			_ = cl.Close()
+		}
+		return out, nil
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	if f.s.Duration > 0 {
+		lctx, cancel = context.WithTimeout(ctx, f.s.Duration)
+	}
+	f.stop, f.clients = cancel, cls
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		f.loop(lctx, cls, rate)
+	}()
+	return out, nil
+}
+
+// loop takes (rate-1)×elapsed off every TTL each tick; sub-millisecond
+// amounts are carried over so slow drifts (1.005) still add up.
+func (f *clockDrift) loop(ctx context.Context, cls []*redis.Client, rate float64) {
+	t := time.NewTicker(driftTick)
+	defer t.Stop()
+	last := time.Now()
+	carry := 0.0 // ms
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			carry += (rate - 1) * float64(now.Sub(last)) / float64(time.Millisecond)
+			last = now
+			f.ticks.Add(1)
+			d := int64(carry)
+			if d == 0 {
+				continue
+			}
+			carry -= float64(d)
+			f.shift.Add(d)
+			for _, cl := range cls {
+				res, err := shiftTTLs(ctx, cl, time.Duration(d)*time.Millisecond)
+				f.keys.Add(res.keys)
+				if err != nil && ctx.Err() == nil {
+					f.errs.Add(1)
+					f.mu.Lock()
+					f.last = err
+					f.mu.Unlock()
+				}
+			}
+		}
+	}
+}
+
+func (f *clockDrift) Heal(context.Context, *Env) (map[string]string, error) {
+	if f.stop == nil {
+		return nil, nil
+	}
+	f.stop()
+	f.wg.Wait()
+	for _, cl := range f.clients {
+		_ = cl.Close()
+	}
+	eff := map[string]string{
+		"ticks":        strconv.FormatInt(f.ticks.Load(), 10),
+		"keys_touched": strconv.FormatInt(f.keys.Load(), 10),
+		"shifted_ms":   strconv.FormatInt(f.shift.Load(), 10),
+		"errors":       strconv.FormatInt(f.errs.Load(), 10),
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last != nil {
+		eff["last_error"] = f.last.Error()
+	}
+	return eff, nil
+}

@@ -1,0 +1,520 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"lockchaos/cluster"
+	"lockchaos/history"
+)
+
+// procCluster starts a topology on the process backend and, after Stop,
+// checks that no redis process the test saw is alive (pids are collected
+// at start and by seen after restarts).
+type procCluster struct {
+	*cluster.Cluster
+	mu   sync.Mutex
+	pids map[int]string
+}
+
+func startProc(t *testing.T, spec cluster.Spec) *procCluster {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not on PATH")
+	}
+	if spec.Topology == cluster.Sentinel {
+		if _, err := exec.LookPath("redis-sentinel"); err != nil {
+			t.Skip("redis-sentinel not on PATH")
+		}
+	}
+	spec.Backend, spec.Dir = cluster.Process, t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	c, err := cluster.Start(ctx, spec)
+	if err != nil {
+		t.Fatalf("start %s: %v", spec.Topology, err)
+	}
+	pc := &procCluster{Cluster: c, pids: map[int]string{}}
+	pc.seen()
+	t.Cleanup(func() {
+		pc.seen()
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		for pid, name := range pc.pids {
+			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("%s pid %d still alive after Stop (kill 0: %v)", name, pid, err)
+			}
+		}
+	})
+	return pc
+}
+
+// seen records the current pid of every node.
+func (pc *procCluster) seen() {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	for _, n := range append(append([]*cluster.Node{}, pc.Nodes...), pc.Sentinels...) {
+		if pid := n.Ctl.Pid(); pid > 0 {
+			pc.pids[pid] = n.Name
+		}
+	}
+}
+
+func testEnv(c *cluster.Cluster) *Env {
+	start := time.Now()
+	return &Env{Cluster: c, Rand: rand.New(rand.NewPCG(1, 2)), TTL: 500 * time.Millisecond,
+		Now: func() int64 { return int64(time.Since(start)) }, Record: func(*history.Event) {}}
+}
+
+func inject(kind, target string, params map[string]string, d time.Duration) Injector {
+	s := Spec{Kind: kind, Target: target, Params: params, Duration: d}
+	if err := Validate(s, 0); err != nil {
+		panic(err)
+	}
+	return kinds[kind].New(Scheduled{ID: 1, Spec: s, Duration: d})
+}
+
+func mustApply(t *testing.T, out Outcome, err error) {
+	t.Helper()
+	if err != nil || !out.Applied {
+		t.Fatalf("not applied: %v, effect %v", err, out.Effect)
+	}
+	t.Logf("effect on %s: %v", out.Target, out.Effect)
+}
+
+func ping(ctx context.Context, addr string, timeout time.Duration) error {
+	// One dial: go-redis retries a refused dial 5 times by default.
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: timeout, ReadTimeout: timeout,
+		DialerRetries: 1, ContextTimeoutEnabled: true, DisableIdentity: true})
+	defer cl.Close()
+	return cl.Ping(ctx).Err()
+}
+
+func TestPauseNode(t *testing.T) {
+	c := startProc(t, cluster.Spec{Topology: cluster.Single})
+	env := testEnv(c.Cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n := c.Nodes[0]
+	inj := inject("pause-node", "", nil, 0)
+	out, err := inj.Start(ctx, env)
+	mustApply(t, out, err)
+	if out.Effect["state_after"] != "T" || cluster.ProcState(n.Ctl.Pid()) != "T" {
+		t.Fatalf("state after pause %q (/proc %s), want T", out.Effect["state_after"], cluster.ProcState(n.Ctl.Pid()))
+	}
+	if err := ping(ctx, n.ServerAddr, 200*time.Millisecond); err == nil {
+		t.Fatal("a paused node answered PING")
+	}
+	eff, err := inj.Heal(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := eff[n.Name+".state_after"]; st == "T" || st == "gone" {
+		t.Fatalf("state after resume %q", st)
+	}
+	if err := ping(ctx, n.ServerAddr, time.Second); err != nil {
+		t.Fatalf("PING after resume: %v", err)
+	}
+}
+
+func TestKillNode(t *testing.T) {
+	c := startProc(t, cluster.Spec{Topology: cluster.Independent, Nodes: 2})
+	env := testEnv(c.Cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n := c.Nodes[1]
+	admin := c.AdminClient(n)
+	if err := admin.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	inj := inject("kill-node", "node:2", nil, 0)
+	out, err := inj.Start(ctx, env)
+	mustApply(t, out, err)
+	if out.Target != "node n2" || out.Effect["state_after"] != "gone" || out.Effect["pid"] == "" {
+		t.Fatalf("outcome %+v", out)
+	}
+	if err := ping(ctx, n.ServerAddr, 200*time.Millisecond); err == nil {
+		t.Fatal("a killed node answered PING")
+	}
+	if _, err := inj.Heal(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	c.seen()
+	if got, err := admin.Exists(ctx, "k").Result(); err != nil || got != 0 {
+		t.Fatalf("after the empty restart EXISTS k = %d, %v; want 0", got, err)
+	}
+}
+
+func TestRestartNode(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		aof    bool
+		params map[string]string
+		keep   bool
+		down   time.Duration
+	}{
+		{"empty", false, map[string]string{"mode": "empty"}, false, 0},
+		{"aof", true, map[string]string{"mode": "aof"}, true, 0},
+		{"delayed", false, map[string]string{"mode": "delayed", "delay": "400ms"}, false, 400 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startProc(t, cluster.Spec{Topology: cluster.Single, AOF: tc.aof})
+			env := testEnv(c.Cluster)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			n := c.Nodes[0]
+			admin := c.AdminClient(n)
+			for i := range 3 {
+				if err := admin.Set(ctx, "k"+strconv.Itoa(i), "v", 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// While a delayed restart is down, the node must not answer.
+			var downSeen error
+			probe := make(chan struct{})
+			if tc.down > 0 {
+				go func() {
+					defer close(probe)
+					time.Sleep(tc.down / 2)
+					downSeen = ping(ctx, n.ServerAddr, 100*time.Millisecond)
+				}()
+			} else {
+				close(probe)
+			}
+			t0 := time.Now()
+			out, err := inject("restart-node", "", tc.params, 0).Start(ctx, env)
+			took := time.Since(t0)
+			<-probe
+			c.seen()
+			mustApply(t, out, err)
+			if out.Effect["dbsize_before"] != "3" {
+				t.Fatalf("dbsize before %q, want 3", out.Effect["dbsize_before"])
+			}
+			want := "0"
+			if tc.keep {
+				want = "3"
+			}
+			if out.Effect["dbsize_after"] != want {
+				t.Fatalf("dbsize after %q, want %s", out.Effect["dbsize_after"], want)
+			}
+			if got, err := admin.DBSize(ctx).Result(); err != nil || strconv.FormatInt(got, 10) != want {
+				t.Fatalf("DBSIZE after restart %d, %v; want %s", got, err, want)
+			}
+			downMS, _ := strconv.Atoi(out.Effect["down_ms"])
+			if tc.down > 0 {
+				if downSeen == nil {
+					t.Fatal("the node answered PING during its delayed restart")
+				}
+				if time.Duration(downMS)*time.Millisecond < tc.down || took < tc.down {
+					t.Fatalf("down %dms (Start took %v), want at least %v", downMS, took, tc.down)
+				}
+			}
+			t.Logf("restart %s took %v", tc.name, took.Round(time.Millisecond))
+		})
+	}
+}
+
+func TestRestartNodeAOFNeedsAppendonly(t *testing.T) {
+	c := startProc(t, cluster.Spec{Topology: cluster.Single})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pid := c.Nodes[0].Ctl.Pid()
+	out, err := inject("restart-node", "", map[string]string{"mode": "aof"}, 0).Start(ctx, testEnv(c.Cluster))
+	if err != nil || out.Applied || !strings.Contains(out.Effect["error"], "appendonly") {
+		t.Fatalf("outcome %+v, %v; want not applied for lack of appendonly", out, err)
+	}
+	if c.Nodes[0].Ctl.Pid() != pid {
+		t.Fatal("the node was restarted anyway")
+	}
+}
+
+func TestNodeFaultsUnsupportedOnEmbedded(t *testing.T) {
+	c, err := cluster.Start(context.Background(), cluster.Spec{Topology: cluster.Single, Backend: cluster.Embedded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	env := testEnv(c)
+	for _, tc := range []struct {
+		kind   string
+		params map[string]string
+		want   string
+	}{
+		{"pause-node", nil, "not supported by backend embedded"},
+		{"kill-node", nil, "not supported by backend embedded"},
+		{"restart-node", map[string]string{"mode": "empty"}, "not supported by backend embedded"},
+		{"replication-lag", map[string]string{"latency": "1s"}, "not supported by backend embedded"},
+		{"clock-jump", map[string]string{"delta": "1s"}, "not supported by backend embedded"},
+		{"clock-drift", map[string]string{"rate": "2"}, "not supported by backend embedded"},
+		{"failover", nil, "sentinel topology"},
+	} {
+		out, err := inject(tc.kind, "", tc.params, 0).Start(context.Background(), env)
+		if err != nil || out.Applied || !strings.Contains(out.Effect["error"], tc.want) {
+			t.Errorf("%s on embedded: %+v, %v; want not applied with %q", tc.kind, out, err, tc.want)
+		}
+	}
+}
+
+func TestClockJump(t *testing.T) {
+	c := startProc(t, cluster.Spec{Topology: cluster.Single})
+	env := testEnv(c.Cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	admin := c.AdminClient(c.Nodes[0])
+	if err := admin.Set(ctx, "lock", "a", 5*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Set(ctx, "forever", "b", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := inject("clock-jump", "", map[string]string{"delta": "2s"}, 0).Start(ctx, env)
+	mustApply(t, out, err)
+	if out.Effect["keys_shifted"] != "1" {
+		t.Fatalf("keys shifted %q, want 1 (the key without TTL stays)", out.Effect["keys_shifted"])
+	}
+	pttl, err := admin.PTTL(ctx, "lock").Result()
+	if err != nil || pttl < 2900*time.Millisecond || pttl > 3000*time.Millisecond {
+		t.Fatalf("PTTL after a 2s jump %v, %v; want just under 3s", pttl, err)
+	}
+	before, _ := strconv.Atoi(out.Effect["pttl_before_ms"])
+	after, _ := strconv.Atoi(out.Effect["pttl_after_ms"])
+	if before-after != 2000 {
+		t.Fatalf("effect pttl %d → %d, want a 2000ms shift", before, after)
+	}
+	// A jump past the TTL expires the key (it expires, it is not deleted).
+	out, err = inject("clock-jump", "master", map[string]string{"delta": "10s"}, 0).Start(ctx, env)
+	mustApply(t, out, err)
+	time.Sleep(5 * time.Millisecond)
+	if n, err := admin.Exists(ctx, "lock", "forever").Result(); err != nil || n != 1 {
+		t.Fatalf("after a 10s jump EXISTS lock forever = %d, %v; want 1 (only forever)", n, err)
+	}
+}
+
+func TestClockDrift(t *testing.T) {
+	c := startProc(t, cluster.Spec{Topology: cluster.Single})
+	env := testEnv(c.Cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	admin := c.AdminClient(c.Nodes[0])
+	for _, tc := range []struct {
+		rate     string
+		ttl      time.Duration
+		min, max time.Duration // when the key must be gone, from its SET
+	}{
+		{"3", 600 * time.Millisecond, 170 * time.Millisecond, 260 * time.Millisecond},
+		{"1.5", 600 * time.Millisecond, 370 * time.Millisecond, 460 * time.Millisecond},
+		{"1.005", 300 * time.Millisecond, 290 * time.Millisecond, 340 * time.Millisecond},
+	} {
+		inj := inject("clock-drift", "", map[string]string{"rate": tc.rate}, 0)
+		out, err := inj.Start(ctx, env)
+		mustApply(t, out, err)
+		set := time.Now()
+		if err := admin.Set(ctx, "lock", "a", tc.ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var gone time.Duration
+		for time.Since(set) < 2*tc.ttl {
+			if n, err := admin.Exists(ctx, "lock").Result(); err == nil && n == 0 {
+				gone = time.Since(set)
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		eff, err := inj.Heal(ctx, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("rate %s: a %v key was gone after %v; heal effect %v", tc.rate, tc.ttl, gone.Round(time.Millisecond), eff)
+		if gone < tc.min || gone > tc.max {
+			t.Errorf("rate %s: key with TTL %v gone after %v, want in [%v, %v]", tc.rate, tc.ttl, gone, tc.min, tc.max)
+		}
+		if eff["ticks"] == "0" || eff["errors"] != "0" {
+			t.Errorf("rate %s: heal effect %v", tc.rate, eff)
+		}
+		_ = admin.Del(ctx, "lock")
+	}
+}
+
+func TestReplicationLag(t *testing.T) {
+	c := startProc(t, cluster.Spec{Topology: cluster.Sentinel})
+	env := testEnv(c.Cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	inj := inject("replication-lag", "", map[string]string{"latency": "600ms"}, 0)
+	out, err := inj.Start(ctx, env)
+	mustApply(t, out, err)
+	if out.Effect["replicas_behind"] != "2" {
+		t.Fatalf("replicas behind %q, want 2", out.Effect["replicas_behind"])
+	}
+	lag := func() time.Duration {
+		t.Helper()
+		set := time.Now()
+		if err := c.AdminClient(c.Nodes[0]).Set(ctx, "k"+strconv.FormatInt(set.UnixNano(), 10), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		mo := masterOffset(t, ctx, c.Nodes[0])
+		for time.Since(set) < 5*time.Second {
+			if replicaOffset(t, ctx, c.Nodes[1]) >= mo {
+				return time.Since(set)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatal("the replica never caught up")
+		return 0
+	}
+	if l := lag(); l < 550*time.Millisecond || l > 1500*time.Millisecond {
+		t.Fatalf("replica offset caught up after %v with a 600ms lag", l)
+	} else {
+		t.Logf("replica caught up after %v with a 600ms lag", l.Round(time.Millisecond))
+	}
+	if _, err := inj.Heal(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond) // bytes queued before the heal drain
+	if l := lag(); l > 200*time.Millisecond {
+		t.Fatalf("replica caught up after %v once healed", l)
+	}
+}
+
+func masterOffset(t *testing.T, ctx context.Context, n *cluster.Node) int64 {
+	return infoInt(t, ctx, n, "master_repl_offset")
+}
+
+func replicaOffset(t *testing.T, ctx context.Context, n *cluster.Node) int64 {
+	return infoInt(t, ctx, n, "slave_repl_offset")
+}
+
+func infoInt(t *testing.T, ctx context.Context, n *cluster.Node, key string) int64 {
+	t.Helper()
+	cl := redis.NewClient(&redis.Options{Addr: n.ServerAddr, DisableIdentity: true})
+	defer cl.Close()
+	s, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		t.Fatalf("INFO %s: %v", n.Name, err)
+	}
+	v, err := strconv.ParseInt(cluster.ParseInfo(s)[key], 10, 64)
+	if err != nil {
+		t.Fatalf("INFO %s: %s: %v", n.Name, key, err)
+	}
+	return v
+}
+
+// TestFailoverLosesLaggingWrite is the failover scenario's mechanism: with
+// replication lagging, a lock key written just before the master dies is
+// not on the replica Sentinel promotes.
+func TestFailoverLosesLaggingWrite(t *testing.T) {
+	c := startProc(t, cluster.Spec{Topology: cluster.Sentinel})
+	env := testEnv(c.Cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	cl := c.NewClient(c.Endpoints()[0], cluster.ClientOptions{Timeout: 300 * time.Millisecond})
+	lag := inject("replication-lag", "", map[string]string{"latency": "3s"}, 0)
+	out, err := lag.Start(ctx, env)
+	mustApply(t, out, err)
+	if ok, err := cl.SetNX(ctx, "lock", "client-0", 10*time.Second).Result(); err != nil || !ok {
+		t.Fatalf("SET NX on the master: %v %v", ok, err)
+	}
+	fo := inject("failover", "", nil, 0)
+	t0 := time.Now()
+	out, err = fo.Start(ctx, env)
+	mustApply(t, out, err)
+	c.seen()
+	t.Logf("failover took %v", time.Since(t0).Round(time.Millisecond))
+	if out.Effect["old_master"] != "n1" || out.Effect["new_master"] == "" || out.Effect["new_master"] == "n1" {
+		t.Fatalf("effect %v", out.Effect)
+	}
+	// The lock key never reached the new master: another client gets it.
+	var ok bool
+	for ok, err = cl.SetNX(ctx, "lock", "client-1", 10*time.Second).Result(); err != nil && ctx.Err() == nil; {
+		time.Sleep(50 * time.Millisecond)
+		ok, err = cl.SetNX(ctx, "lock", "client-1", 10*time.Second).Result()
+	}
+	if err != nil || !ok {
+		t.Fatalf("SET NX after the failover: %v %v; want the lock granted again (lost in failover)", ok, err)
+	}
+	if _, err := lag.Heal(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	eff, err := fo.Heal(ctx, env)
+	c.seen()
+	if err != nil {
+		t.Fatalf("heal: %v (%v)", err, eff)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer wcancel()
+	if err := c.WaitHealthy(wctx); err != nil {
+		t.Fatalf("after heal: %v", err)
+	}
+	m, _ := c.CurrentMaster(ctx)
+	if m == c.Nodes[0] {
+		t.Fatal("the old master is master again")
+	}
+}
+
+func TestFaultRunnerRecordsNodeFault(t *testing.T) {
+	c := startProc(t, cluster.Spec{Topology: cluster.Single})
+	env := testEnv(c.Cluster)
+	var mu sync.Mutex
+	var evs []*history.Event
+	env.Record = func(e *history.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
+	r := NewRunner(env)
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	r.Start(ctx, env.Now(), Resolve([]Spec{{Kind: "pause-node", At: 50 * time.Millisecond, Duration: 100 * time.Millisecond}}, 1, time.Second))
+	<-ctx.Done()
+	r.HealAll(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	if len(evs) != 2 || evs[0].Op != history.OpFault || !evs[0].Fault.Applied || evs[0].Fault.Effect["state_after"] != "T" ||
+		evs[0].Node != "n1" || evs[1].Op != history.OpHeal || !evs[1].Fault.Applied {
+		for _, e := range evs {
+			t.Logf("%+v %+v", e, e.Fault)
+		}
+		t.Fatal("want an applied pause-node fault on n1 and its heal")
+	}
+}
+
+func TestFailoverManual(t *testing.T) {
+	c := startProc(t, cluster.Spec{Topology: cluster.Sentinel})
+	env := testEnv(c.Cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fo := inject("failover", "", map[string]string{"mode": "manual", "timeout": "10s"}, 0)
+	out, err := fo.Start(ctx, env)
+	mustApply(t, out, err)
+	if out.Effect["old_master"] != "n1" || out.Effect["new_master"] == "n1" || out.Effect["old_pid"] != "" {
+		t.Fatalf("effect %v", out.Effect)
+	}
+	if _, err := fo.Heal(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	// Sentinel demotes the old master itself; it comes back as a replica.
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.Nodes[0].Ctl.Pid() != c.pidOf("n1") {
+		t.Fatal("a manual failover restarted the old master")
+	}
+}
+
+func (pc *procCluster) pidOf(name string) int {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	for pid, n := range pc.pids {
+		if n == name {
+			return pid
+		}
+	}
+	return 0
+}
