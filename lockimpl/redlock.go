@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"time"
@@ -56,11 +55,7 @@ func (r *redlock) Acquire(ctx context.Context, key string) (Lease, error) {
 		if !errors.Is(err, ErrNotAcquired) {
 			return l, err
 		}
-		d := o.RetryDelay
-		if o.RetryJitter > 0 {
-			d += rand.N(o.RetryJitter)
-		}
-		if r.env.Clock.Sleep(ctx, d) != nil {
+		if r.env.Clock.Sleep(ctx, retryDelay(o)) != nil {
 			return nil, ErrNotAcquired
 		}
 	}
