@@ -170,8 +170,11 @@ func (w *watchdog) renew(h *hold) {
 }
 
 // lostGuard is how early watch declares a hold lost: a timer fires late by
-// up to a scheduler tick, and Lost must close no later than the deadline.
-const lostGuard = 2 * time.Millisecond
+// a few milliseconds on a busy machine, and Lost must close no later than
+// the deadline. TTL/20, between 1ms and 10ms.
+func (w *watchdog) lostGuard() time.Duration {
+	return min(max(w.env.Options.TTL/20, time.Millisecond), 10*time.Millisecond)
+}
 
 // watch loses the hold when the clock reaches its deadline. It wakes at
 // least every RenewInterval, so a jump of the client's clock is noticed.
@@ -179,7 +182,7 @@ func (w *watchdog) watch(h *hold) {
 	o := &w.env.Options
 	for {
 		d := h.Deadline()
-		left := d.Sub(w.env.Clock.Now()) - lostGuard
+		left := d.Sub(w.env.Clock.Now()) - w.lostGuard()
 		if left <= 0 {
 			w.lose(h, fmt.Errorf("%w: no renewal of %s acknowledged before the local deadline %s",
 				ErrLeaseLost, h.key, d.Format("15:04:05.000")))
@@ -191,13 +194,14 @@ func (w *watchdog) watch(h *hold) {
 	}
 }
 
-// lose closes the hold's Lost, stops its goroutines and reports it, once.
+// lose reports the loss, closes the hold's Lost and stops its goroutines,
+// once.
 func (w *watchdog) lose(h *hold, why error) {
 	h.lostOnce.Do(func() {
-		close(h.lost)
-		h.stop()
 		now := w.env.Clock.Now()
 		w.env.note(Note{Kind: NoteLost, Key: h.key, Token: w.owner, Start: now, End: now, Err: why})
+		close(h.lost)
+		h.stop()
 	})
 }
 

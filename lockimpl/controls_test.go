@@ -1,0 +1,171 @@
+package lockimpl_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"lockchaos/lockimpl"
+)
+
+// Fencing tokens strictly increase from one owner to the next, including
+// across an expiry, and across lockers.
+func TestFencedTokensIncrease(t *testing.T) {
+	s := startServer(t)
+	a := s.locker(t, "fenced", lockimpl.Options{TTL: 50 * time.Millisecond})
+	b := s.locker(t, "fenced", lockimpl.Options{TTL: 5 * time.Second})
+	var last uint64
+	check := func(l lockimpl.Lease) {
+		t.Helper()
+		f, ok := l.Fence()
+		if !ok || f <= last {
+			t.Fatalf("fence %d (ok %v) after %d", f, ok, last)
+		}
+		last = f
+	}
+	for range 10 {
+		la := mustAcquire(t, a, "fence")
+		check(la)
+		mustRelease(t, la)
+		lb := mustAcquire(t, b, "fence")
+		check(lb)
+		mustRelease(t, lb)
+	}
+	mustAcquire(t, a, "fence") // never released: expires
+	s.awaitGone(t, "fence")
+	lb := mustAcquire(t, b, "fence")
+	if f, _ := lb.Fence(); f != last+2 {
+		t.Fatalf("fence %d after an expired holder's %d", f, last+1)
+	}
+	check(lb)
+	// A refused acquire does not consume a token.
+	if _, err := a.TryAcquire(context.Background(), "fence"); !errors.Is(err, lockimpl.ErrNotAcquired) {
+		t.Fatal(err)
+	}
+	mustRelease(t, lb)
+	if f, _ := mustAcquire(t, a, "fence").Fence(); f != last+1 {
+		t.Fatalf("fence %d, want %d: a refused acquire consumed one", f, last+1)
+	}
+	if _, fenced := mustAcquire(t, s.locker(t, "simple", lockimpl.Options{}), "plain").Fence(); fenced {
+		t.Fatal("simple claims a fence")
+	}
+}
+
+// With no replica, WAIT 1 cannot be satisfied: the acquire fails with
+// ErrNotReplicated (a kind of ErrNotAcquired, not indeterminate) and the key
+// is given back. With Replicas 0 (only reachable through the factory: the
+// option's default is 1) it succeeds.
+func TestSimpleWaitNoReplica(t *testing.T) {
+	s := startServer(t)
+	o := lockimpl.Options{TTL: 5 * time.Second, ReplicaTimeout: 30 * time.Millisecond, AcquireTimeout: 150 * time.Millisecond}
+	lk := s.locker(t, "simple-wait", o)
+	_, err := lk.TryAcquire(context.Background(), "wait")
+	if !errors.Is(err, lockimpl.ErrNotReplicated) || !errors.Is(err, lockimpl.ErrNotAcquired) || lockimpl.IsIndeterminate(err) {
+		t.Fatalf("TryAcquire without a replica: %v", err)
+	}
+	if s.exists(t, "wait") {
+		t.Fatal("unreplicated key not given back")
+	}
+	if _, err := lk.Acquire(context.Background(), "wait"); !errors.Is(err, lockimpl.ErrNotAcquired) {
+		t.Fatalf("Acquire without a replica: %v", err)
+	}
+	if s.exists(t, "wait") {
+		t.Fatal("unreplicated key not given back by Acquire")
+	}
+
+	_, factory, err := lockimpl.Lookup("simple-wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := lockimpl.Env{Options: o.WithDefaults(), Clock: lockimpl.RealClock{},
+		Conns: s.lockerEnvConns()}
+	env.Options.Replicas = 0
+	lk0, err := factory(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := mustAcquire(t, lk0, "wait")
+	if !s.owns(t, "wait", l.Token()) {
+		t.Fatal("key not set")
+	}
+	mustRelease(t, l)
+}
+
+// A crash between SETNX and EXPIRE (here: the EXPIRE never leaves the
+// client) leaves a key with no TTL that nobody can ever acquire.
+func TestSetnxExpireCrashBetween(t *testing.T) {
+	s := startServer(t)
+	errCrash := errors.New("client crashed")
+	var armed atomic.Bool
+	a := s.locker(t, "setnx-expire", lockimpl.Options{TTL: 50 * time.Millisecond}, cmdHook(func(_ context.Context, names []string) error {
+		if armed.Load() && names[0] == "pexpire" {
+			return errCrash
+		}
+		return nil
+	}))
+	b := s.locker(t, "setnx-expire", lockimpl.Options{TTL: 50 * time.Millisecond})
+	// Without the crash the key has its TTL.
+	l := mustAcquire(t, a, "crash")
+	if ttl := s.admin.PTTL(context.Background(), "crash").Val(); ttl <= 0 {
+		t.Fatalf("PTTL %v after a normal acquire", ttl)
+	}
+	mustRelease(t, l)
+	armed.Store(true)
+	if _, err := a.TryAcquire(context.Background(), "crash"); !errors.Is(err, errCrash) {
+		t.Fatalf("acquire with the crash: %v", err)
+	}
+	if ttl := s.admin.PTTL(context.Background(), "crash").Val(); ttl != -1 {
+		t.Fatalf("PTTL %v, want -1 (no expiry)", ttl)
+	}
+	time.Sleep(150 * time.Millisecond) // 3×TTL
+	if _, err := b.TryAcquire(context.Background(), "crash"); !errors.Is(err, lockimpl.ErrNotAcquired) {
+		t.Fatalf("after 3×TTL: %v, want ErrNotAcquired forever", err)
+	}
+}
+
+// Expiry between the release's check and its delete, driven by a hook that
+// holds the DEL until the key expired and b acquired: get-del deletes b's
+// lock and reports success; watch-unlock's EXEC is aborted and it refuses.
+func TestReleaseCheckThenDeleteRace(t *testing.T) {
+	s := startServer(t)
+	for _, tc := range []struct {
+		name      string
+		deletesB  bool
+		wantError error
+	}{{"get-del", true, nil}, {"watch-unlock", false, lockimpl.ErrNotOwner}} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "race-" + tc.name
+			b := s.locker(t, tc.name, lockimpl.Options{TTL: 5 * time.Second})
+			var lb lockimpl.Lease
+			var armed atomic.Bool
+			// The command timeout outlasts the stall, as a pause would.
+			o := lockimpl.Options{TTL: 50 * time.Millisecond, CommandTimeout: 2 * time.Second}
+			a := s.locker(t, tc.name, o, beforeFirst("del", &armed, func() {
+				s.awaitGone(t, key)
+				lb = mustAcquire(t, b, key)
+			}))
+			la := mustAcquire(t, a, key)
+			armed.Store(true)
+			err := la.Release(context.Background())
+			if lb == nil {
+				t.Fatal("the hook did not run: no DEL sent")
+			}
+			if !errors.Is(err, tc.wantError) || (err != nil && tc.wantError == nil) {
+				t.Fatalf("release: %v, want %v", err, tc.wantError)
+			}
+			if got := s.owns(t, key, lb.Token()); got == tc.deletesB {
+				t.Fatalf("b still owns the key: %v", got)
+			}
+			if tc.deletesB {
+				// b believes it holds, yet a third client gets the key.
+				c := s.locker(t, tc.name, lockimpl.Options{TTL: 5 * time.Second})
+				mustAcquire(t, c, key)
+				if err := lb.Release(context.Background()); !errors.Is(err, lockimpl.ErrNotOwner) {
+					t.Fatalf("b's release: %v, want ErrNotOwner", err)
+				}
+			}
+		})
+	}
+}
