@@ -36,7 +36,9 @@ func (s *simpleWait) Acquire(ctx context.Context, key string) (Lease, error) {
 // release cannot complete either, the error is indeterminate.
 //
 // WAIT counts the writes of its own connection, so SET and WAIT go in one
-// pipeline: on separate pooled connections WAIT could return at once.
+// pipeline: on separate pooled connections WAIT could return at once. (A
+// refused SET still runs its WAIT, which returns at once when the
+// connection's earlier writes are replicated.)
 func (s *simpleWait) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	o := &s.env.Options
 	token := NewToken()

@@ -90,17 +90,21 @@ func (w *watchdog) track(key string, start time.Time, n int) *hold {
 			return h
 		}
 		// n == 1: the server no longer had our hold (it expired unnoticed,
-		// e.g. during a pause), so the old leases are gone.
+		// e.g. during a pause), so the old leases are gone. Otherwise the
+		// local hold was already lost and a new one takes over.
 		w.lose(h, fmt.Errorf("%w: re-acquired %s at depth %d", ErrLeaseLost, key, n))
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	h := &hold{key: key, depth: n, lost: make(chan struct{}), ctx: ctx, stop: stop}
 	h.deadline.Store(&deadline)
 	w.holds[key] = h
-	if !w.closed {
-		w.wg.Go(func() { w.renew(h) })
-		w.wg.Go(func() { w.watch(h) })
+	if w.closed { // closed during the acquire: nothing will maintain it
+		h.lostOnce.Do(func() { close(h.lost) })
+		h.stop()
+		return h
 	}
+	w.wg.Go(func() { w.renew(h) })
+	w.wg.Go(func() { w.watch(h) })
 	return h
 }
 
