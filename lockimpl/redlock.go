@@ -14,7 +14,8 @@ import (
 // redlock is antirez's Redlock over the independent masters in Env.Conns:
 // SET NX PX on every node in parallel, a quorum of N/2+1, and a validity
 // check after the replies (the Redis docs' step 3). A failed attempt is
-// undone on every node, including those that did not answer.
+// undone on every node that may have set the key, including those that did
+// not answer.
 type redlock struct {
 	env    Env
 	quorum int
@@ -68,7 +69,7 @@ func (r *redlock) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	o := &r.env.Options
 	token := NewToken()
 	start := r.env.Clock.Now()
-	set := r.fanOut(ctx, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
+	set := fanOut(ctx, r.env.Conns, o.CommandTimeout, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
 		return c.SetNX(ctx, key, token, o.TTL).Result()
 	})
 	end := r.env.Clock.Now()
@@ -91,19 +92,27 @@ func (r *redlock) TryAcquire(ctx context.Context, key string) (Lease, error) {
 			release: func(ctx context.Context) error { return r.release(ctx, key, token) }}, nil
 	}
 
-	// Undo on every node: a node that timed out may have set the key. The
-	// caller's ctx may be what ended the attempt, so do not inherit its end.
-	undo := r.fanOut(context.WithoutCancel(ctx), func(ctx context.Context, c redis.UniversalClient) (bool, error) {
-		return deleteIfOwner(ctx, c, key, token)
-	})
-	mayHold := 0
+	// Undo wherever the key may have been set, including nodes that timed
+	// out. The caller's ctx may be what ended the attempt: do not inherit its end.
 	var errs []error
+	var undoOn []redis.UniversalClient
 	for i, s := range set {
 		if s.err != nil {
 			errs = append(errs, fmt.Errorf("node %d: %w", i+1, s.err))
 		}
-		if (s.ok || maybeApplied(s.err)) && maybeApplied(undo[i].err) {
-			mayHold++
+		if s.ok || maybeApplied(s.err) {
+			undoOn = append(undoOn, r.env.Conns[i])
+		}
+	}
+	mayHold := 0
+	if len(undoOn) > 0 {
+		undo := fanOut(context.WithoutCancel(ctx), undoOn, o.CommandTimeout, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
+			return deleteIfOwner(ctx, c, key, token)
+		})
+		for _, u := range undo {
+			if maybeApplied(u.err) {
+				mayHold++
+			}
 		}
 	}
 	if mayHold >= r.quorum {
@@ -127,7 +136,7 @@ func (r *redlock) driftAllowance() time.Duration {
 // succeeds if any node did; ErrNotOwner when every node answered and none had
 // it.
 func (r *redlock) release(ctx context.Context, key, token string) error {
-	res := r.fanOut(ctx, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
+	res := fanOut(ctx, r.env.Conns, r.env.Options.CommandTimeout, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
 		return deleteIfOwner(ctx, c, key, token)
 	})
 	var errs []error
@@ -156,14 +165,14 @@ type nodeReply struct {
 	err error
 }
 
-// fanOut runs op on every node at once, each bounded by CommandTimeout, and
+// fanOut runs op on every node at once, each bounded by timeout, and
 // returns when all have answered or timed out.
-func (r *redlock) fanOut(ctx context.Context, op func(context.Context, redis.UniversalClient) (bool, error)) []nodeReply {
-	out := make([]nodeReply, len(r.env.Conns))
+func fanOut(ctx context.Context, conns []redis.UniversalClient, timeout time.Duration, op func(context.Context, redis.UniversalClient) (bool, error)) []nodeReply {
+	out := make([]nodeReply, len(conns))
 	run := func(i int) {
-		cctx, cancel := context.WithTimeout(ctx, r.env.Options.CommandTimeout)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		out[i].ok, out[i].err = op(cctx, r.env.Conns[i])
+		out[i].ok, out[i].err = op(cctx, conns[i])
 	}
 	var wg sync.WaitGroup
 	for i := 1; i < len(out); i++ {
