@@ -75,7 +75,7 @@ type Options struct {
 	// Epsilon. Default max(TTL/2, 100ms).
 	Epsilon int64
 	// ObserverLag is how long after the server acted its notification may
-	// reach the observer. Default 20ms.
+	// reach the observer. Default 5ms.
 	ObserverLag int64
 	// Checks restricts the checks run (default: all that apply).
 	Checks []string
@@ -168,7 +168,7 @@ func (m *model) check(o Options) *Result {
 		o.MaxViolations = 100
 	}
 	if o.ObserverLag <= 0 {
-		o.ObserverLag = 20e6
+		o.ObserverLag = 5e6
 	}
 	if o.Epsilon <= 0 {
 		o.Epsilon = max(m.ttl/2, 100e6)

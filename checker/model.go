@@ -26,7 +26,7 @@ type hold struct {
 	start    int64 // acquire ack: belief starts
 	deadline int64 // validity promised, extended by renewals; 0 = none
 	lastAct  int64 // end of the last resource op / nested acquire in the hold
-	actAfter int64 // end of the last resource op after the deadline (0 none)
+	actAfter int64 // end of the last write after the deadline (0 none)
 	endT     int64 // release invoke or loss time (0 while open)
 	how      uint8
 	relOK    bool  // the final release was acknowledged ok
@@ -146,6 +146,8 @@ type keyData struct {
 	nested   []nested
 	failed   []attempt
 	pmax     []int64 // see index
+	relMax   []int64 // running max of release ends (callAt)
+	renMax   []int64 // running max of renewal ends
 }
 
 // model is the compact form of a history that the checks read.
@@ -274,7 +276,8 @@ func (m *model) add(e *history.Event) {
 		k := m.key(e.Key)
 		c.lastRd[k] = [2]int64{max(e.End, e.T), e.Value}
 		if hi, ok := c.open[k]; ok {
-			m.act(&m.holds[hi], max(e.End, e.T))
+			h := &m.holds[hi]
+			h.lastAct = max(h.lastAct, e.End, e.T) // a read changes nothing: it does not extend the belief
 		}
 	case history.OpWrite:
 		m.addWrite(e)
@@ -334,6 +337,16 @@ func (m *model) addAcquire(e *history.Event) {
 		}
 		return
 	}
+	if holding && e.Depth == 1 {
+		// A re-entry that found the key gone and took it afresh (a hash
+		// lock after expiry): the old hold ended when its validity did, a
+		// new one starts now.
+		m.kd[k].nested = append(m.kd[k].nested, nested{int32(e.Client), e.T, e.End, 1, hi})
+		h := &m.holds[hi]
+		h.endT, h.how = e.T, endLost
+		delete(c.open, k)
+		holding = false
+	}
 	if holding {
 		// A re-entry (or, for a non-reentrant lock, an acquire of a key the
 		// client believes it holds already).
@@ -341,7 +354,7 @@ func (m *model) addAcquire(e *history.Event) {
 		c.depth[k] = d
 		m.kd[k].nested = append(m.kd[k].nested, nested{int32(e.Client), e.T, e.End, int32(e.Depth), hi})
 		h := &m.holds[hi]
-		m.act(h, e.End)
+		h.lastAct = max(h.lastAct, e.End)
 		if e.Deadline > 0 {
 			h.deadline = max(h.deadline, e.Deadline)
 		}
@@ -430,9 +443,12 @@ func (m *model) finish(o Options) {
 	}
 	m.lag = o.ObserverLag
 	for _, kd := range m.kd {
-		sort.Slice(kd.srv, func(i, j int) bool { return kd.srv[i].t < kd.srv[j].t })
+		// Stable: notifications with equal times keep the observer's order.
+		sort.SliceStable(kd.srv, func(i, j int) bool { return kd.srv[i].t < kd.srv[j].t })
 		sort.Slice(kd.releases, func(i, j int) bool { return kd.releases[i].t < kd.releases[j].t })
 		sort.Slice(kd.renewals, func(i, j int) bool { return kd.renewals[i].t < kd.renewals[j].t })
+		kd.relMax = runningMax(kd.releases, releaseSpan)
+		kd.renMax = runningMax(kd.renewals, renewalSpan)
 	}
 	if m.observerOK {
 		m.attributeDels()
@@ -449,8 +465,8 @@ func (f *fault) overlaps(a, b int64) bool {
 }
 
 // index sorts a key's holds by belief start and keeps the running maximum
-// of their un-cut ends, so that "who held k at t" is a binary search plus
-// a short backward scan.
+// of their belief ends, so that "who believed it held k at t" is a binary
+// search plus a short backward scan.
 func (m *model) index(kd *keyData) {
 	if kd.pmax != nil || len(kd.holds) == 0 {
 		return
@@ -459,20 +475,20 @@ func (m *model) index(kd *keyData) {
 	kd.pmax = make([]int64, len(kd.holds))
 	var mx int64
 	for i, hi := range kd.holds {
-		mx = max(mx, m.holds[hi].heldTo)
+		mx = max(mx, m.holds[hi].belief)
 		kd.pmax[i] = mx
 	}
 }
 
 // otherHolderAt returns the latest-acked hold of a client other than not
-// whose un-cut span [start, heldTo] contains t, or -1.
+// whose belief [start, belief] contains t, or -1.
 func (m *model) otherHolderAt(k int32, not int32, t int64) int32 {
 	kd := m.kd[k]
 	m.index(kd)
 	i := sort.Search(len(kd.holds), func(i int) bool { return m.holds[kd.holds[i]].start > t }) - 1
 	for ; i >= 0 && kd.pmax[i] >= t; i-- {
 		h := &m.holds[kd.holds[i]]
-		if h.client != not && h.heldTo >= t {
+		if h.client != not && h.belief >= t {
 			return kd.holds[i]
 		}
 	}

@@ -30,7 +30,9 @@ func checkReentrancy(m *model, c *ctx) (CheckResult, bool) {
 			}
 			own := &m.holds[r.hold]
 			var expired int64 = -1
-			for i := m.srvFrom(k, own.start); i < len(kd.srv) && kd.srv[i].t <= r.t; i++ {
+			// Expiries seen within the observer's lag of its own ack are the
+			// previous owner's key's.
+			for i := m.srvFrom(k, own.start+m.lag); i < len(kd.srv) && kd.srv[i].t <= r.t; i++ {
 				if s := kd.srv[i]; s.kind == srvExpired && m.masterAt(s.node, s.t) {
 					expired = s.t
 					break
@@ -63,7 +65,7 @@ func checkReentrancy(m *model, c *ctx) (CheckResult, bool) {
 			if s.kind != srvDel || !m.masterAt(s.node, s.t) {
 				continue
 			}
-			i := callAt(kd.releases, releaseSpan, s.t, m.lag, func(int32) bool { return true })
+			i := callAt(kd.releases, kd.relMax, releaseSpan, s.t, m.lag, func(int32) bool { return true })
 			if i < 0 || kd.releases[i].remaining <= 0 {
 				continue
 			}

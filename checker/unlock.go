@@ -3,14 +3,17 @@ package checker
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // callAt returns the index of the latest call in calls (sorted by invoke
-// time) whose span [t, end+lag] contains x and whose client passes want, or
-// -1. Calls are short, so it looks back a bounded number of them.
-func callAt[T any](calls []T, span func(*T) (client int32, t, end int64), x, lag int64, want func(int32) bool) int {
+// time, pmax the running maximum of their ends) whose span [t, end+lag]
+// contains x and whose client passes want, or -1. The backward scan stops
+// where no earlier call lasts until x, so a long call (a release paused for
+// seconds) is found however many short ones came after it.
+func callAt[T any](calls []T, pmax []int64, span func(*T) (client int32, t, end int64), x, lag int64, want func(int32) bool) int {
 	i := sort.Search(len(calls), func(i int) bool { _, t, _ := span(&calls[i]); return t > x }) - 1
-	for n := 0; i >= 0 && n < 64; i, n = i-1, n+1 {
+	for ; i >= 0 && pmax[i]+lag >= x; i-- {
 		if cl, _, end := span(&calls[i]); want(cl) && x <= end+lag {
 			return i
 		}
@@ -18,41 +21,85 @@ func callAt[T any](calls []T, span func(*T) (client int32, t, end int64), x, lag
 	return -1
 }
 
+func runningMax[T any](calls []T, span func(*T) (int32, int64, int64)) []int64 {
+	out := make([]int64, len(calls))
+	var mx int64
+	for i := range calls {
+		_, _, end := span(&calls[i])
+		mx = max(mx, end)
+		out[i] = mx
+	}
+	return out
+}
+
 func releaseSpan(r *release) (int32, int64, int64) { return r.client, r.t, r.end }
 func renewalSpan(r *renewal) (int32, int64, int64) { return r.client, r.t, r.end }
 
 // releaserAt returns a release call of a client other than not on key k
 // in flight at x, or -1.
-func (m *model) releaserAt(k int32, not int32, x int64) int {
-	return callAt(m.kd[k].releases, releaseSpan, x, m.lag, func(c int32) bool { return c != not })
+func (m *model) releaserAt(k int32, not int32, x, lag int64) int {
+	kd := m.kd[k]
+	return callAt(kd.releases, kd.relMax, releaseSpan, x, lag, func(c int32) bool { return c != not })
 }
 
 // renewerAt is releaserAt for renewal calls.
-func (m *model) renewerAt(k int32, not int32, x int64) int {
-	return callAt(m.kd[k].renewals, renewalSpan, x, m.lag, func(c int32) bool { return c != not })
+func (m *model) renewerAt(k int32, not int32, x, lag int64) int {
+	kd := m.kd[k]
+	return callAt(kd.renewals, kd.renMax, renewalSpan, x, lag, func(c int32) bool { return c != not })
 }
 
 // ownCallAt reports whether client had a release or renewal of its own on
 // k in flight at x (then the del or pexpire may be its own).
-func (m *model) ownCallAt(k int32, client int32, x int64) bool {
+func (m *model) ownCallAt(k int32, client int32, x, lag int64) bool {
+	kd := m.kd[k]
 	is := func(c int32) bool { return c == client }
-	return callAt(m.kd[k].releases, releaseSpan, x, m.lag, is) >= 0 || callAt(m.kd[k].renewals, renewalSpan, x, m.lag, is) >= 0
+	return callAt(kd.releases, kd.relMax, releaseSpan, x, lag, is) >= 0 || callAt(kd.renewals, kd.renMax, renewalSpan, x, lag, is) >= 0
 }
 
-// ownerAt returns the hold whose acquire wrote key k on a node at time x:
-// the hold with the earliest ack at or after x − lag whose invoke came
-// before x. -1 when no acquire explains the write.
-func (m *model) ownerAt(k int32, x int64) int32 {
+// matchWindow is how far apart a server write and the ack of the acquire
+// that made it may be observed: notifications reach the observer in the
+// server's order but can arrive in bunches, late.
+const matchWindow = int64(50e6)
+
+// ownerAt returns the hold whose acquire wrote key k on node at time x (as
+// the observer saw it), or -1. Writes of new owners happen in the order of
+// their acks, so the writer is the earliest-acked hold that has not yet
+// been matched to a write on this node, among those invoked before x and
+// acked no earlier than x − matchWindow, not released long before x, and
+// whose client was not cut off from the node.
+func (m *model) ownerAt(k int32, node int16, x int64, matched map[int32]bool) int32 {
 	kd := m.kd[k]
 	m.index(kd)
 	hs := kd.holds
-	i := sort.Search(len(hs), func(i int) bool { return m.holds[hs[i]].start >= x-m.lag })
+	i := sort.Search(len(hs), func(i int) bool { return m.holds[hs[i]].start >= x-matchWindow })
 	for n := 0; i < len(hs) && n < 64; i, n = i+1, n+1 {
-		if h := &m.holds[hs[i]]; h.acqT <= x {
-			return hs[i]
+		h := &m.holds[hs[i]]
+		if h.acqT > x || matched[hs[i]] || (h.how != endOpen && h.endT < x-matchWindow) || m.cutFrom(h.client, node, x) {
+			continue
 		}
+		matched[hs[i]] = true
+		return hs[i]
 	}
 	return -1
+}
+
+// cutFrom reports whether a cut-client fault kept client from node at t.
+func (m *model) cutFrom(client int32, node int16, t int64) bool {
+	for _, f := range m.faults {
+		if f.kind != "cut-client" || f.clientTarget != int(client) || !f.applied || !f.overlaps(t, t) {
+			continue
+		}
+		nodes := f.request["nodes"]
+		if nodes == "" {
+			return true
+		}
+		for _, n := range strings.Split(nodes, ",") {
+			if "n"+strings.TrimSpace(n) == m.nodes[node] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // badDel is a server-side change of a key made by a call of a client that
@@ -73,14 +120,24 @@ func (m *model) attributeDels() {
 	m.badDels = make([][]badDel, len(m.kd))
 	for k, kd := range m.kd {
 		k := int32(k)
-		owner := map[int16]int32{} // node → hold that wrote the key last
+		owner := map[int16]int32{}            // node → hold that wrote the key last
+		matched := map[int16]map[int32]bool{} // node → holds already matched to a write
 		for _, s := range kd.srv {
 			if !m.masterAt(s.node, s.t) {
 				continue
 			}
 			switch s.kind {
 			case srvSet:
-				owner[s.node] = m.ownerAt(k, s.t)
+				// The owner's own writes (a re-entry's or a release's
+				// HINCRBY) keep it the owner; a new owner can only write
+				// after the key was deleted or expired.
+				if o, ok := owner[s.node]; ok && o >= 0 && (s.t <= m.holds[o].heldTo+m.lag || m.ownCallAt(k, m.holds[o].client, s.t, m.lag)) {
+					continue
+				}
+				if matched[s.node] == nil {
+					matched[s.node] = map[int32]bool{}
+				}
+				owner[s.node] = m.ownerAt(k, s.node, s.t, matched[s.node])
 				continue
 			case srvExpired:
 				delete(owner, s.node)
@@ -99,18 +156,56 @@ func (m *model) attributeDels() {
 				continue
 			}
 			h := &m.holds[o]
-			if s.t > h.heldTo+m.lag || s.t < h.acqT || m.ownCallAt(k, h.client, s.t) {
+			if s.t > h.heldTo+m.lag || s.t < h.acqT {
 				continue
 			}
+			// Any call of the owner's own that may have made the change
+			// (allowing for the observer's lag) clears it. Otherwise the
+			// culprit is another client's call in flight at the change
+			// (within 1 ms), and only when that client's own key had
+			// already expired on the node: notifications arrive late and in
+			// bunches under load, so the owner matched by timing alone is
+			// not evidence enough to accuse a correct release.
+			if m.ownCallAt(k, h.client, s.t, m.lag) {
+				continue
+			}
+			const near = int64(1e6)
 			if s.kind == srvDel {
-				if i := m.releaserAt(k, h.client, s.t); i >= 0 {
+				if i := m.releaserAt(k, h.client, s.t, near); i >= 0 && m.expiredBefore(k, s.node, kd.releases[i].client, kd.releases[i].t, s.t) {
 					m.badDels[k] = append(m.badDels[k], badDel{s.t, s.node, o, kd.releases[i].client, true})
 				}
-			} else if i := m.renewerAt(k, h.client, s.t); i >= 0 {
+			} else if i := m.renewerAt(k, h.client, s.t, near); i >= 0 && m.expiredBefore(k, s.node, kd.renewals[i].client, kd.renewals[i].t, s.t) {
 				m.badDels[k] = append(m.badDels[k], badDel{s.t, s.node, o, kd.renewals[i].client, false})
 			}
 		}
 	}
+}
+
+// expiredBefore reports whether, on node, key k expired between the start
+// of client's latest hold begun before call and x: the client's own key was
+// gone when its call changed the key.
+func (m *model) expiredBefore(k int32, node int16, client int32, call, x int64) bool {
+	kd := m.kd[k]
+	m.index(kd)
+	i := sort.Search(len(kd.holds), func(i int) bool { return m.holds[kd.holds[i]].start > call }) - 1
+	var from int64 = -1
+	for n := 0; i >= 0 && n < 4096; i, n = i-1, n+1 {
+		if h := &m.holds[kd.holds[i]]; h.client == client {
+			// After its ack plus the observer's lag: an expiry seen just
+			// before is the previous owner's key, whose end let it in.
+			from = h.start + m.lag
+			break
+		}
+	}
+	if from < 0 {
+		return false
+	}
+	for j := m.srvFrom(k, from); j < len(kd.srv) && kd.srv[j].t < x; j++ {
+		if kd.srv[j].kind == srvExpired && kd.srv[j].node == node {
+			return true
+		}
+	}
+	return false
 }
 
 // checkUnlock: a release or renewal changed a key another owner held (see

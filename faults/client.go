@@ -10,13 +10,13 @@ import (
 
 // Client-side faults: they act through the workload's ClientControl.
 
-var clientPoints = map[string]bool{"now": true, "after-acquire": true, "before-write": true, "before-release": true, "in-acquire": true, "in-release": true}
+var clientPoints = map[string]bool{"now": true, "after-acquire": true, "before-write": true, "in-write": true, "before-release": true, "in-acquire": true, "in-release": true}
 
 func validPoint(p string) error {
 	if p == "" || clientPoints[p] {
 		return nil
 	}
-	return fmt.Errorf("point: %q is not one of now, after-acquire, before-write, before-release, in-acquire, in-release", p)
+	return fmt.Errorf("point: %q is not one of now, after-acquire, before-write, in-write, before-release, in-acquire, in-release", p)
 }
 
 func init() {

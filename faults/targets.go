@@ -4,20 +4,32 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"lockchaos/cluster"
 )
 
+// holderWait bounds how long a "holder" target waits for some client to hold
+// a lock: max(2×TTL, 1s).
+func holderWait(env *Env) time.Duration { return max(2*env.TTL, time.Second) }
+
 // clientTarget resolves a client target: holder | random-client | client:N.
-// "holder" picks a current holder at random, or fails if nobody holds.
+// "holder" picks a current holder at random; when nobody holds at that
+// instant (between cycles) it waits for one, at most holderWait, and fails
+// after that.
 func clientTarget(env *Env, target string) (int, error) {
 	switch {
 	case target == "" || target == "holder":
-		h := env.Clients.Holders()
-		if len(h) == 0 {
-			return -1, fmt.Errorf("target holder: no client holds a lock now")
+		deadline := time.Now().Add(holderWait(env))
+		for {
+			if h := env.Clients.Holders(); len(h) > 0 {
+				return h[env.Rand.IntN(len(h))], nil
+			}
+			if time.Now().After(deadline) {
+				return -1, fmt.Errorf("target holder: no client held a lock within %v", holderWait(env))
+			}
+			time.Sleep(200 * time.Microsecond)
 		}
-		return h[env.Rand.IntN(len(h))], nil
 	case target == "random-client":
 		return env.Rand.IntN(env.Clients.NumClients()), nil
 	case strings.HasPrefix(target, "client:"):
