@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/spf13/cobra"
 
 	"lockchaos/runner"
@@ -53,6 +55,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			os.Exit(130)
 		}
 	}()
+
+	// go-redis logs reconnects and sentinel choices on its own; during fault
+	// runs those are expected and would bury the progress line. They are
+	// shown with LOCKCHAOS_DEBUG=1.
+	if os.Getenv("LOCKCHAOS_DEBUG") == "" {
+		redis.SetLogger(quietLogger{})
+	}
 
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
@@ -105,3 +114,8 @@ inconclusive, 3 bad input, 4 infrastructure failure.`,
 // extraCommands are added by other files of this package (matrix, bench,
 // compare) so each command lives in its own file.
 var extraCommands []func(stdout, stderr io.Writer) *cobra.Command
+
+// quietLogger drops go-redis's internal log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}

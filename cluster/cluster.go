@@ -304,13 +304,13 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 	if ep.MasterName != "" {
 		cl = redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password,
-			Dialer: c.proxyDialer(), MaxRetries: -1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			Dialer: c.proxyDialer(), MaxRetries: -1, DialerRetries: 1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
 			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
 		})
 	} else {
 		cl = redis.NewClient(&redis.Options{
 			Addr: ep.Addr, Password: ep.Password, TLSConfig: ep.TLS,
-			MaxRetries: -1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			MaxRetries: -1, DialerRetries: 1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
 			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
 		})
 	}
@@ -327,7 +327,7 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 // and checks), closed on Stop.
 func (c *Cluster) AdminClient(n *Node) *redis.Client {
 	cl := redis.NewClient(&redis.Options{
-		Addr: n.ServerAddr, Password: c.password, TLSConfig: n.tls, MaxRetries: -1, DialTimeout: time.Second,
+		Addr: n.ServerAddr, Password: c.password, TLSConfig: n.tls, MaxRetries: -1, DialerRetries: 1, DialTimeout: time.Second,
 		ReadTimeout: 2 * time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true,
 		PoolSize: 2, DisableIdentity: true,
 	})

@@ -51,24 +51,21 @@ func Observe(ctx context.Context, c *Cluster, record func(*history.Event), now f
 			return func() {}, err
 		}
 		subs = append(subs, ps)
-		ch := ps.Channel(redis.WithChannelSize(4096), redis.WithChannelHealthCheckInterval(time.Second))
+		ch := ps.Channel(redis.WithChannelSize(1<<16), redis.WithChannelHealthCheckInterval(time.Second))
 		wg.Add(1)
 		go func(name string) {
 			defer wg.Done()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case m, ok := <-ch:
-					if !ok {
-						return
-					}
-					ev := m.Channel
-					if i := strings.LastIndexByte(ev, ':'); i >= 0 {
-						ev = ev[i+1:]
-					}
-					record(&history.Event{T: now(), Client: -1, Op: history.OpServer, Node: name, Key: m.Payload, Detail: ev})
+			// Drain until the subscription is closed (stop), so go-redis is
+			// never left blocked on a full channel.
+			for m := range ch {
+				if ctx.Err() != nil {
+					continue
 				}
+				ev := m.Channel
+				if i := strings.LastIndexByte(ev, ':'); i >= 0 {
+					ev = ev[i+1:]
+				}
+				record(&history.Event{T: now(), Client: -1, Op: history.OpServer, Node: name, Key: m.Payload, Detail: ev})
 			}
 		}(n.Name)
 	}

@@ -17,11 +17,10 @@ import (
 // caching, whose context is cancelled the moment the key is lost.
 //
 // It needs its own rueidis client, built from Env.Endpoints[0]. rueidis does
-// not go through go-redis, so the harness's client faults that act in the
-// go-redis hook (stall-commands, cut-client, pause-client at in-acquire or
-// in-release) do not reach its commands, and a paused client's renewals keep
-// running. Faults at the harness's own checkpoints (after-acquire,
-// before-write, before-release) and every server or network fault do apply.
+// not go through go-redis, so that client is wrapped (gatedClient) to pass
+// every Do/DoMulti — the library's background extensions included —
+// through Env.Gate: a paused client's renewals stop, stalls and cuts apply.
+// Its subscription (Receive) is not gated: it only listens.
 // Its keys are named rueidislock:0:<key>, and its owner value is internal
 // (Lease.Token is empty).
 //
@@ -65,6 +64,13 @@ func newRueidislock(env Env) (Locker, error) {
 		KeyValidity:    env.Options.TTL,
 		KeyMajority:    1,
 		NoLoopTracking: noLoop,
+		ClientBuilder: func(o rueidis.ClientOption) (rueidis.Client, error) {
+			c, err := rueidis.NewClient(o)
+			if err != nil || env.Gate == nil {
+				return c, err
+			}
+			return gatedClient{Client: c, gate: env.Gate}, nil
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rueidislock: connect %s: %w", ep.Addr, err)
@@ -179,4 +185,48 @@ func (r *rueidislockLock) Config() map[string]any {
 func (r *rueidislockLock) Close() error {
 	r.lk.Close()
 	return nil
+}
+
+// gatedClient passes a rueidis client's commands through the harness's
+// fault gate (Env.Gate), as the go-redis hooks do for Env.Conns.
+type gatedClient struct {
+	rueidis.Client
+	gate CommandGate
+}
+
+func (g gatedClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if err := g.gate.Before(ctx, 0, cmdName(cmd.Commands())); err != nil {
+		return rueidis.NewErrorResult(err)
+	}
+	r := g.Client.Do(ctx, cmd)
+	g.gate.After(0, r.Error() == nil)
+	return r
+}
+
+func (g gatedClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	name := ""
+	if len(multi) > 0 {
+		name = cmdName(multi[0].Commands())
+	}
+	if err := g.gate.Before(ctx, 0, name); err != nil {
+		out := make([]rueidis.RedisResult, len(multi))
+		for i := range out {
+			out[i] = rueidis.NewErrorResult(err)
+		}
+		return out
+	}
+	r := g.Client.DoMulti(ctx, multi...)
+	ok := true
+	for _, x := range r {
+		ok = ok && x.Error() == nil
+	}
+	g.gate.After(0, ok)
+	return r
+}
+
+func cmdName(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return strings.ToLower(args[0])
 }

@@ -131,6 +131,24 @@ type Env struct {
 	// Note, when set, receives background events (renewals, loss) for the
 	// history. It may be called from any goroutine.
 	Note func(Note)
+	// Gate, when set, carries the harness's client faults (pause, crash,
+	// stall, cut) to implementations that talk to Redis through their own
+	// client library instead of Conns: call Before ahead of every command
+	// (background ones too) and After with whether its reply did something.
+	// Conns already pass through it.
+	Gate CommandGate
+}
+
+// CommandGate is the harness's per-client fault gate (Env.Gate).
+type CommandGate interface {
+	// Before blocks while the client is frozen and fails when it crashed or
+	// is cut off from node (an index into Conns/Endpoints); name is the
+	// command's name, lower case.
+	Before(ctx context.Context, node int, name string) error
+	// After reports that a command to node returned; ok means its reply
+	// did something (a lock taken or freed), which fires in-acquire and
+	// in-release faults.
+	After(node int, ok bool)
 }
 
 // NoteKind names a background event.

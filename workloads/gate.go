@@ -127,6 +127,14 @@ func (g *gate) setPhase(p string) {
 // hook returns the go-redis hook for this client's connection to node idx.
 func (g *gate) hook(idx int) redis.Hook { return gateHook{g: g, idx: idx} }
 
+// Before and After make the gate a lockimpl.CommandGate for locks that
+// bring their own client library.
+func (g *gate) Before(ctx context.Context, node int, name string) error {
+	return gateHook{g: g, idx: node}.before(ctx, name)
+}
+
+func (g *gate) After(node int, ok bool) { gateHook{g: g, idx: node}.after(ok) }
+
 type gateHook struct {
 	g   *gate
 	idx int

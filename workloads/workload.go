@@ -83,7 +83,7 @@ func New(o Options) (*Workload, error) {
 			conns[i] = o.Cluster.NewClient(ep, cluster.ClientOptions{PoolSize: o.PoolSize, Hooks: []redis.Hook{c.gate.hook(i)}})
 		}
 		w.conns = append(w.conns, conns...)
-		env := lockimpl.Env{ClientID: id, Conns: conns, Endpoints: leps, Clock: c.clock, Options: o.LockOptions, Note: c.note}
+		env := lockimpl.Env{ClientID: id, Conns: conns, Endpoints: leps, Clock: c.clock, Options: o.LockOptions, Note: c.note, Gate: &c.gate}
 		lk, err := lockimpl.New(o.Lock, env)
 		if err != nil {
 			w.Close()
