@@ -58,8 +58,20 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 	}
 	var p *pause
 	for i, pp := range m.clients[a.client].pauses {
-		if pp.t <= to && pp.end >= from {
+		// From its acquire's invoke: a pause between the replies and the
+		// ack (slow-acquire) counts.
+		if pp.t <= to && pp.end >= a.acqT {
 			p = &m.clients[a.client].pauses[i]
+			break
+		}
+	}
+	// The later client may be the one in the wrong: paused inside its own
+	// acquire (between the replies and its validity check), it took a lock
+	// whose keys had expired meanwhile.
+	var pb *pause
+	for i, pp := range m.clients[b.client].pauses {
+		if pp.t >= b.acqT && pp.t <= b.start {
+			pb = &m.clients[b.client].pauses[i]
 			break
 		}
 	}
@@ -89,6 +101,9 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 		return CauseClockDrift, fmt.Sprintf("%s's clock ran %s× fast and expired client %d's key early; %s.", targetName(f), f.request["rate"], a.client, both)
 	case delAt >= 0:
 		return CauseNonOwnerDel, fmt.Sprintf("another client's release deleted client %d's key %s at %s; %s.", a.client, key, sec(delAt), both)
+	case pb != nil && (p == nil || p.end < a.start):
+		return CausePause, fmt.Sprintf("client %d was paused inside its acquire of %s (%s–%s), after the replies and before its validity check; its keys expired meanwhile and client %d acquired at %s; client %d then believed it held %s from %s.",
+			b.client, key, sec(pb.t), sec(pb.end), a.client, sec(a.start), b.client, key, sec(b.start))
 	case p != nil:
 		exp := ""
 		if expiredAt >= 0 {

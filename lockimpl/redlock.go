@@ -34,7 +34,7 @@ func init() {
 		Name:        "redlock-no-validity",
 		Kind:        Broken,
 		Description: "redlock without the elapsed-time check after the replies",
-		Mistake:     "accepts a quorum however long acquiring took: a client paused between the replies and its check believes it holds a lock whose keys already expired (lease Deadline start+TTL)",
+		Mistake:     "accepts a quorum however long acquiring took: a client paused between the replies and its check believes it holds a lock whose keys already expired, for a whole TTL from the end of its acquire",
 		MinNodes:    1,
 	}, newRedlock(true))
 }
@@ -86,7 +86,9 @@ func (r *redlock) TryAcquire(ctx context.Context, key string) (Lease, error) {
 		// node's clock, less the drift allowance: that is end+validity.
 		deadline := end.Add(validity)
 		if r.skipValidity {
-			deadline = start.Add(o.TTL)
+			// The broken variant never measured how long acquiring took, so
+			// it believes it has the whole TTL from now on.
+			deadline = end.Add(o.TTL - r.driftAllowance())
 		}
 		return &basicLease{key: key, token: token, deadline: deadline,
 			release: func(ctx context.Context) error { return r.release(ctx, key, token) }}, nil

@@ -36,15 +36,34 @@ func mdCode(s string) string {
 // expectedText says what the scenario expected of check name, and whether
 // the run matched.
 func expectedText(r *Results, name, got string) string {
-	e, ok := r.Expected[name]
+	e, ok := expectedFor(r, name)
 	if !ok {
 		return "-"
 	}
-	if e == got {
+	if expectMatches(e, got) {
 		return e + " (as expected)"
 	}
 	return e + " (NOT AS EXPECTED)"
 }
+
+// expectedFor is the scenario's expectation for check name: its own entry,
+// else the "*" entry. A scenario with an expectation but no entry for name
+// expects it valid.
+func expectedFor(r *Results, name string) (string, bool) {
+	if e, ok := r.Expected[name]; ok {
+		return e, true
+	}
+	if e, ok := r.Expected["*"]; ok {
+		return e, true
+	}
+	if r.Expected != nil {
+		return "valid", true
+	}
+	return "", false
+}
+
+// expectMatches: "any" accepts every verdict.
+func expectMatches(want, got string) bool { return want == "any" || want == got }
 
 func mapText(m map[string]string) string {
 	if len(m) == 0 {

@@ -24,9 +24,9 @@ func WriteText(w io.Writer, r *Results) error {
 	for _, name := range sortedChecks(r) {
 		c := r.Checks[name]
 		exp := ""
-		if e, ok := r.Expected[name]; ok {
+		if e, ok := expectedFor(r, name); ok {
 			mark := "ok"
-			if e != c.Verdict {
+			if !expectMatches(e, c.Verdict) {
 				mark = "NOT AS EXPECTED"
 			}
 			exp = fmt.Sprintf("expected %s: %s", e, mark)

@@ -133,7 +133,7 @@ func (g *gate) Before(ctx context.Context, node int, name string) error {
 	return gateHook{g: g, idx: node}.before(ctx, name)
 }
 
-func (g *gate) After(node int, ok bool) { gateHook{g: g, idx: node}.after(ok) }
+func (g *gate) After(node int, ok bool) { gateHook{g: g, idx: node}.after(true, ok) }
 
 type gateHook struct {
 	g   *gate
@@ -149,7 +149,7 @@ func (h gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return err
 		}
 		err := next(ctx, cmd)
-		h.after(err == nil && succeeded(cmd))
+		h.after(err == nil, err == nil && succeeded(cmd))
 		return err
 	}
 }
@@ -167,7 +167,7 @@ func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 			return err
 		}
 		err := next(ctx, cmds)
-		h.after(err == nil)
+		h.after(err == nil, err == nil)
 		return err
 	}
 }
@@ -202,10 +202,12 @@ func (h gateHook) before(ctx context.Context, name string) error {
 // arrived during that phase: the client is frozen (or dies) between a reply
 // and its next step — e.g. between redlock's replies and its validity check,
 // between setnx-expire's SETNX and EXPIRE, or between get-del's GET and DEL.
-// A refused command (SET NX on a held key) does not fire it: the point is
-// "after the command that took the lock".
-func (h gateHook) after(ok bool) {
-	if !ok {
+// A refused command (SET NX on a held key) does not fire "in-acquire": the
+// point is "after the command that took the lock". "in-release" fires after
+// any answered release command: a one-command release (a script returning
+// the count left, 0) is then frozen after its only reply.
+func (h gateHook) after(answered, ok bool) {
+	if !answered {
 		return
 	}
 	g := h.g
@@ -217,7 +219,7 @@ func (h gateHook) after(ok bool) {
 		return
 	}
 	switch {
-	case ph == "acquiring" && a.point == "in-acquire":
+	case ph == "acquiring" && a.point == "in-acquire" && ok:
 		_ = g.checkpoint("in-acquire")
 	case ph == "releasing" && a.point == "in-release":
 		_ = g.checkpoint("in-release")
