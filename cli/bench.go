@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,10 +18,11 @@ func init() { extraCommands = append(extraCommands, newBenchCmd) }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
-		cf       clusterFlags
-		o        runner.BenchOptions
-		overhead bool
-		noCeil   bool
+		cf         clusterFlags
+		o          runner.BenchOptions
+		overhead   bool
+		noCeil     bool
+		cpuProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -45,6 +47,17 @@ holds the usual results.json and report.`,
 			}
 			if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 || o.Rate < 0 {
 				return exitWith(runner.ExitBadInput, fmt.Errorf("--clients %d, --keys %d, --duration %v, --rate %v: must be positive", o.Clients, o.Keys, o.Duration, o.Rate))
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return exitWith(runner.ExitBadInput, fmt.Errorf("--cpuprofile %s: %w", cpuProfile, err))
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return exitWith(runner.ExitInfra, err)
+				}
+				defer pprof.StopCPUProfile()
 			}
 			b, err := runner.RunBench(cmd.Context(), o)
 			if b != nil {
@@ -73,6 +86,7 @@ holds the usual results.json and report.`,
 	fl.DurationVar(&o.TTL, "ttl", 0, "lock TTL (default 500ms)")
 	fl.DurationVar(&o.Hold, "hold", 0, "critical-section hold time")
 	fl.StringVar(&o.Wait, "wait", "", "how blocked acquirers wait: pubsub | poll (default: the lock's)")
+	fl.StringVar(&cpuProfile, "cpuprofile", "", "write the harness's CPU profile to this file (go tool pprof)")
 	fl.Float64Var(&o.Rate, "rate", 0, "open loop: cycle starts per second in total (0 = closed loop)")
 	fl.IntVar(&o.Nodes, "nodes", 5, "independent masters to start (redlock-family locks use all)")
 	fl.StringVar(&o.Out, "out", "", "bench directory (default runs/bench-<time>)")

@@ -304,13 +304,13 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 	if ep.MasterName != "" {
 		cl = redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password,
-			Dialer: c.proxyDialer(), MaxRetries: -1, DialerRetries: 1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			Dialer: c.proxyDialer(), Protocol: 2, MaxRetries: -1, DialerRetries: 1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
 			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
 		})
 	} else {
 		cl = redis.NewClient(&redis.Options{
 			Addr: ep.Addr, Password: ep.Password, TLSConfig: ep.TLS,
-			MaxRetries: -1, DialerRetries: 1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			Protocol: 2, MaxRetries: -1, DialerRetries: 1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
 			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
 		})
 	}

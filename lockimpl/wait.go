@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,7 +20,9 @@ import (
 // publishes nothing). The uncontended path costs one round trip: the
 // subscription is made only after the first attempt fails, and one attempt is
 // made after the subscription is confirmed so a release in between is not
-// missed. Under "poll" it retries every RetryDelay + jitter.
+// missed. Subscriptions go over one long-lived pub/sub connection per Redis
+// client (waker): a wait costs a SUBSCRIBE and an UNSUBSCRIBE on it, not a
+// new connection. Under "poll" it retries every RetryDelay + jitter.
 //
 // The timeout ends the wait, not an attempt in flight: cutting a SET NX
 // short would make its outcome unknown (and could leave an unowned key).
@@ -31,13 +34,21 @@ func waitAcquire(ctx context.Context, env *Env, key string, try func(context.Con
 	if !errors.Is(err, ErrNotAcquired) {
 		return l, err
 	}
-	var msgs <-chan *redis.Message
+	var wake <-chan struct{}
 	if o.Wait == "pubsub" {
-		sub := env.Conns[0].Subscribe(wctx, releaseChannel(key))
-		defer sub.Close()
-		if _, serr := sub.Receive(wctx); serr == nil {
-			msgs = sub.Channel(redis.WithChannelSize(4))
+		w := wakerFor(env.Conns[0])
+		sub := w.subscribe(releaseChannel(key))
+		defer w.unsubscribe(sub)
+		// Wait (bounded) until the server confirmed the subscription, so
+		// a release between here and the next attempt is not missed.
+		t := time.NewTimer(o.RetryDelay)
+		select {
+		case <-sub.ready:
+		case <-t.C:
+		case <-wctx.Done():
 		}
+		t.Stop()
+		wake = sub.c
 	}
 	for {
 		l, err = try(ctx)
@@ -53,9 +64,143 @@ func waitAcquire(ctx context.Context, env *Env, key string, try func(context.Con
 		case <-wctx.Done():
 			t.Stop()
 			return nil, ErrNotAcquired
-		case <-msgs:
+		case <-wake:
 		case <-t.C:
 		}
 		t.Stop()
 	}
+}
+
+// waker multiplexes the release-channel subscriptions of every wait on one
+// Redis client over a single pub/sub connection.
+type waker struct {
+	ps   *redis.PubSub
+	mu   sync.Mutex
+	subs map[string]*chanState
+}
+
+// chanState is one subscribed channel: its waiters, and whether the server
+// confirmed every SUBSCRIBE sent for it.
+type chanState struct {
+	waiters map[*waitSub]struct{}
+	pending int // SUBSCRIBEs sent, not yet confirmed
+	ready   chan struct{}
+	idle    int // counts the times the last waiter left (for linger)
+}
+
+// waitSub is one waiter: c gets a value per release announced.
+type waitSub struct {
+	name  string
+	c     chan struct{}
+	ready chan struct{}
+}
+
+var wakers sync.Map // redis.UniversalClient → *waker
+
+func wakerFor(c redis.UniversalClient) *waker {
+	if w, ok := wakers.Load(c); ok {
+		return w.(*waker)
+	}
+	w := &waker{subs: map[string]*chanState{}}
+	if actual, loaded := wakers.LoadOrStore(c, w); loaded {
+		return actual.(*waker)
+	}
+	w.ps = c.Subscribe(context.Background())
+	msgs := w.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
+	go func() {
+		// Ends when the client is closed (its pub/sub connections with it).
+		defer wakers.CompareAndDelete(c, w)
+		for m := range msgs {
+			w.deliver(m)
+		}
+	}()
+	return w
+}
+
+func (w *waker) deliver(m any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch m := m.(type) {
+	case *redis.Subscription:
+		st := w.subs[m.Channel]
+		if m.Kind != "subscribe" || st == nil || st.pending == 0 {
+			return
+		}
+		if st.pending--; st.pending == 0 {
+			close(st.ready)
+		}
+	case *redis.Message:
+		if st := w.subs[m.Channel]; st != nil {
+			for ws := range st.waiters {
+				select {
+				case ws.c <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// subscribe registers a waiter on channel name, subscribing when it is the
+// first. The SUBSCRIBE is only written here; waitSub.ready closes when the
+// server confirmed it.
+func (w *waker) subscribe(name string) *waitSub {
+	w.mu.Lock()
+	st := w.subs[name]
+	first := st == nil
+	if first {
+		st = &chanState{waiters: map[*waitSub]struct{}{}, pending: 1, ready: make(chan struct{})}
+		w.subs[name] = st
+	}
+	ws := &waitSub{name: name, c: make(chan struct{}, 1), ready: st.ready}
+	st.waiters[ws] = struct{}{}
+	w.mu.Unlock()
+	if first {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := w.ps.Subscribe(ctx, name); err != nil {
+			// No wake-ups for this wait: it polls every RetryDelay.
+			w.mu.Lock()
+			if st.pending > 0 {
+				st.pending = 0
+				close(st.ready)
+			}
+			w.mu.Unlock()
+		}
+	}
+	return ws
+}
+
+// linger is how long a channel stays subscribed after its last waiter left:
+// on a hot key the next wait is usually a few milliseconds away, and a
+// SUBSCRIBE/UNSUBSCRIBE pair per wait would double the commands per cycle.
+const linger = 200 * time.Millisecond
+
+// unsubscribe removes a waiter; the channel is unsubscribed when no waiter
+// came back within linger.
+func (w *waker) unsubscribe(ws *waitSub) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.subs[ws.name]
+	if st == nil {
+		return
+	}
+	delete(st.waiters, ws)
+	if len(st.waiters) > 0 {
+		return
+	}
+	st.idle++
+	gen := st.idle
+	time.AfterFunc(linger, func() {
+		w.mu.Lock()
+		if w.subs[ws.name] != st || len(st.waiters) > 0 || st.idle != gen {
+			w.mu.Unlock()
+			return
+		}
+		delete(w.subs, ws.name)
+		w.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = w.ps.Unsubscribe(ctx, ws.name)
+	})
 }
