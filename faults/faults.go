@@ -259,7 +259,10 @@ func (r *Runner) fire(ctx context.Context, s Scheduled) {
 	r.active[s.ID] = activeFault{s, inj}
 	r.mu.Unlock()
 	if s.Duration > 0 {
-		t := time.NewTimer(s.Duration)
+		// The fault lasts Duration from its firing; a Start that blocked
+		// through it (a pause measured until the client resumed) is healed
+		// at once.
+		t := time.NewTimer(max(s.Duration-time.Duration(r.env.Now()-t), 0))
 		select {
 		case <-ctx.Done():
 			t.Stop()
