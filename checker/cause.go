@@ -109,7 +109,7 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 		if expiredAt >= 0 {
 			exp = fmt.Sprintf(" expired at %s", sec(expiredAt))
 		} else if a.deadline > 0 {
-			exp = fmt.Sprintf("'s validity ended at %s", sec(a.deadline))
+			exp = fmt.Sprintf(" ran out at %s (its promised validity)", sec(a.deadline))
 		}
 		return CausePause, fmt.Sprintf("client %d's lease on %s%s while it was paused (%s–%s); client %d acquired at %s; client %d resumed at %s%s.",
 			a.client, key, exp, sec(p.t), sec(p.end), b.client, sec(b.start), a.client, sec(p.end), acted)
