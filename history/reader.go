@@ -104,17 +104,21 @@ func ReadFile(path string) ([]Event, ScanInfo, error) {
 // RunMeta returns the meta of the history's first OpRun event.
 func RunMeta(path string) (map[string]any, error) {
 	var meta map[string]any
+	found := false
 	_, err := ScanFile(path, func(e *Event) error {
 		if e.Op == OpRun {
-			meta = e.Meta
+			found, meta = true, e.Meta
 		}
 		return ErrStop
 	})
 	if err != nil {
 		return nil, err
 	}
-	if meta == nil {
+	if !found {
 		return nil, fmt.Errorf("%s: first event is not a %q event", path, OpRun)
+	}
+	if meta == nil {
+		meta = map[string]any{}
 	}
 	return meta, nil
 }
