@@ -83,6 +83,15 @@ func (m *model) ownerAt(k int32, node int16, x int64, matched map[int32]bool) in
 	return -1
 }
 
+// unmatchIfAcquiring: a key removed while its writer's acquire was still in
+// flight was a failed attempt undone (redlock retries inside one Acquire),
+// so the hold may write the key again and be matched again.
+func (m *model) unmatchIfAcquiring(owner map[int16]int32, matched map[int16]map[int32]bool, s srvEvent) {
+	if o, ok := owner[s.node]; ok && o >= 0 && s.t < m.holds[o].start && matched[s.node] != nil {
+		delete(matched[s.node], o)
+	}
+}
+
 // cutFrom reports whether a cut-client fault kept client from node at t.
 func (m *model) cutFrom(client int32, node int16, t int64) bool {
 	for _, f := range m.faults {
@@ -140,6 +149,7 @@ func (m *model) attributeDels() {
 				owner[s.node] = m.ownerAt(k, s.node, s.t, matched[s.node])
 				continue
 			case srvExpired:
+				m.unmatchIfAcquiring(owner, matched, s)
 				delete(owner, s.node)
 				continue
 			case srvDel:
@@ -150,6 +160,7 @@ func (m *model) attributeDels() {
 			}
 			o, ok := owner[s.node]
 			if s.kind == srvDel {
+				m.unmatchIfAcquiring(owner, matched, s)
 				delete(owner, s.node)
 			}
 			if !ok || o < 0 {
@@ -166,7 +177,10 @@ func (m *model) attributeDels() {
 			// already expired on the node: notifications arrive late and in
 			// bunches under load, so the owner matched by timing alone is
 			// not evidence enough to accuse a correct release.
-			if m.ownCallAt(k, h.client, s.t, m.lag) {
+			// A change while the owner's acquire was still in flight is its
+			// own undo of a failed attempt (redlock releases what it set
+			// when it misses the quorum).
+			if s.t < h.start || m.ownCallAt(k, h.client, s.t, m.lag) {
 				continue
 			}
 			const near = int64(1e6)
