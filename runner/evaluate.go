@@ -39,7 +39,7 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	meta, _ := history.RunMeta(hist)
 	r := &report.Results{Scenario: s.Name, Lock: lock, Topology: s.Topology, Seed: s.Seed,
 		Verdict: string(cres.Verdict), Checks: map[string]report.CheckSummary{}, LockConfig: eo.LockConfig,
-		Events: cres.Events, Notes: eo.Notes, Backend: eo.Backend}
+		Events: cres.Events, Notes: append(append([]string{}, eo.Notes...), cres.Notes...), Backend: eo.Backend}
 	if r.Backend == "" {
 		r.Backend, _ = meta[history.MetaBackend].(string)
 	}

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,7 +75,7 @@ func Parse(data []byte, source string) (*Scenario, error) {
 	dec.KnownFields(true)
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, source, cleanYAMLErr(err))
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, source, cleanYAMLErr(nameFields(data, err)))
 	}
 	s.Source = source
 	if s.Name == "" {
@@ -88,6 +90,64 @@ func Parse(data []byte, source string) (*Scenario, error) {
 
 func cleanYAMLErr(err error) string {
 	return strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n  ", "; ")
+}
+
+// typeErrLine matches a yaml type error: "line N: cannot unmarshal !!tag
+// `value` into T" (value cut to 7 characters and "..." when long).
+var typeErrLine = regexp.MustCompile("^line ([0-9]+): cannot unmarshal \\S+(?: `(.*)`)? into ")
+
+// nameFields puts the field's path (duration, lock.ttl, faults[0].at)
+// into each of yaml's type errors, which name only the line and the value.
+func nameFields(data []byte, err error) error {
+	var te *yaml.TypeError
+	var root yaml.Node
+	if !errors.As(err, &te) || yaml.Unmarshal(data, &root) != nil {
+		return err
+	}
+	out := &yaml.TypeError{Errors: append([]string{}, te.Errors...)}
+	for i, e := range out.Errors {
+		m := typeErrLine.FindStringSubmatch(e)
+		if m == nil || !strings.Contains(e, "`") { // no value: a map or sequence
+			continue
+		}
+		line, _ := strconv.Atoi(m[1])
+		value, cut := strings.CutSuffix(m[2], "...")
+		var paths []string
+		scalarPaths(&root, "", func(path string, n *yaml.Node) {
+			if n.Line == line && (n.Value == value || cut && strings.HasPrefix(n.Value, value)) {
+				paths = append(paths, path)
+			}
+		})
+		if len(paths) == 1 && paths[0] != "" {
+			prefix := "line " + m[1] + ": "
+			out.Errors[i] = prefix + paths[0] + ": " + strings.TrimPrefix(e, prefix)
+		}
+	}
+	return out
+}
+
+// scalarPaths calls f with every scalar value under n and its field path.
+func scalarPaths(n *yaml.Node, path string, f func(string, *yaml.Node)) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			scalarPaths(c, path, f)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			if path != "" {
+				k = path + "." + k
+			}
+			scalarPaths(n.Content[i+1], k, f)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			scalarPaths(c, fmt.Sprintf("%s[%d]", path, i), f)
+		}
+	case yaml.ScalarNode:
+		f(path, n)
+	}
 }
 
 // LoadFile reads a scenario file.

@@ -48,7 +48,8 @@ func TestValidationNamesFieldAndValue(t *testing.T) {
 		{"bad expect check", "expect:\n  simple: {speed: valid}\n", "speed"},
 		{"bad expect lock", "expect:\n  nolock: {mutex: valid}\n", "nolock"},
 		{"bad ttl", "lock:\n  ttl: 10us\n", "ttl"},
-		{"bad duration type", "duration: fast\n", "fast"},
+		{"bad duration type", "duration: fast\n", "duration: cannot unmarshal !!str `fast`"},
+		{"bad nested duration type", "workload: {clients: 2}\nfaults:\n  - {kind: pause-client, at: soonish, duration: 1s}\n", "faults[0].at: cannot unmarshal !!str `soonish`"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,91 @@
+package runner_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lockchaos/runner"
+	"lockchaos/scenarios"
+)
+
+// The runner tests run one at a time: the cli package's end-to-end tests
+// run in parallel with them (go test -p).
+
+func TestRunEmbeddedSmoke(t *testing.T) {
+	s, err := scenarios.Load("smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Duration = time.Second
+	out := filepath.Join(t.TempDir(), "run")
+	res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "embedded", Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != runner.ExitOK {
+		t.Fatalf("exit code %d, want 0; verdict %s, notes %q", res.ExitCode, res.Results.Verdict, res.Results.Notes)
+	}
+	if res.Dir != out {
+		t.Errorf("Dir = %q, want %q", res.Dir, out)
+	}
+	r := res.Results
+	if r.Events <= 0 || r.Stats.Cycles <= 0 {
+		t.Errorf("events %d, cycles %d: want both > 0", r.Events, r.Stats.Cycles)
+	}
+	if r.Verdict != "valid" || r.Backend != "embedded" {
+		t.Errorf("verdict %q on %q, want valid on embedded", r.Verdict, r.Backend)
+	}
+	if _, err := os.Stat(filepath.Join(out, "results.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRunMatrixExpireThenUnlock(t *testing.T) {
+	s, err := scenarios.Load("expire-then-unlock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	locks := []string{"simple", "del-no-owner"}
+	m, err := runner.RunMatrix(context.Background(), runner.MatrixOptions{Locks: locks, Scenarios: []*scenarios.Scenario{s},
+		Out: out, Parallel: 1, Base: runner.Options{Backend: "process"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Cells) != len(locks) {
+		t.Fatalf("%d cells, want %d", len(m.Cells), len(locks))
+	}
+	for _, c := range m.Cells {
+		if !c.Applicable || c.Outcome != "as-expected" {
+			t.Errorf("cell %s/%s: applicable %v, outcome %q (%s), checks %v, expected %v, notes %q",
+				c.Scenario, c.Lock, c.Applicable, c.Outcome, c.Reason, c.Checks, c.Expected, c.Notes)
+		}
+		if c.Dir == "" || !strings.HasPrefix(c.Dir, out) {
+			t.Errorf("cell %s/%s: dir %q not under %q", c.Scenario, c.Lock, c.Dir, out)
+		}
+	}
+	for _, c := range m.Cells {
+		if c.Lock == "del-no-owner" && (c.Checks["unlock"] != "invalid" || c.Checks["mutex"] != "invalid") {
+			t.Errorf("del-no-owner: checks %v, want unlock and mutex invalid", c.Checks)
+		}
+	}
+	if m.ExitCode != 0 {
+		t.Errorf("matrix exit code %d, want 0", m.ExitCode)
+	}
+	if err := runner.WriteMatrix(out, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"matrix.md", "matrix.json"} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "expire-then-unlock") || !strings.Contains(string(b), "del-no-owner") {
+			t.Errorf("%s does not name the scenario and the locks:\n%s", f, b)
+		}
+	}
+}
