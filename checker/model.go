@@ -40,9 +40,8 @@ type hold struct {
 // release is one release call (any depth), for unlock attribution.
 type release struct {
 	client    int32
-	t, end    int64
 	remaining int32 // hold count the client expects after it
-	result    history.Result
+	t, end    int64
 }
 
 // renew is one renewal call, for unlock attribution.
@@ -372,7 +371,7 @@ func (m *model) addAcquire(e *history.Event) {
 func (m *model) addRelease(e *history.Event) {
 	c := m.client(e.Client)
 	k := m.key(e.Key)
-	m.kd[k].releases = append(m.kd[k].releases, release{int32(e.Client), e.T, e.End, int32(e.Depth), e.Result})
+	m.kd[k].releases = append(m.kd[k].releases, release{int32(e.Client), int32(e.Depth), e.T, e.End})
 	hi, ok := c.open[k]
 	if !ok {
 		return

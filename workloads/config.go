@@ -62,7 +62,9 @@ func (r *Range) UnmarshalYAML(n *yaml.Node) error {
 	}
 	v, err := ParseRange(s)
 	if err != nil {
-		return err
+		// As a yaml type error, so that the scenario parser names the
+		// field (workload.hold: ...) as it does for every other type error.
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: cannot unmarshal !!str `%s` into a duration or a range like 5ms-15ms", n.Line, n.Value)}}
 	}
 	*r = v
 	return nil
