@@ -39,7 +39,7 @@ func TestValidationNamesFieldAndValue(t *testing.T) {
 		{"unknown field", "name: x\nworkload:\n  clientz: 3\n", "clientz"},
 		{"bad topology", "topology: ring\n", `topology: "ring"`},
 		{"bad clients", "workload:\n  clients: -2\n", "workload.clients: -2"},
-		{"bad hold", "workload:\n  hold: soon\n", `"soon"`},
+		{"bad hold", "workload:\n  hold: soon\n", "workload.hold: cannot unmarshal !!str `soon`"},
 		{"bad resource", "workload:\n  resource: queue\n", `workload.resource: "queue"`},
 		{"bad fault kind", "faults:\n  - kind: meteor\n", `faults[0].kind: "meteor"`},
 		{"bad fault target", "faults:\n  - kind: pause-client\n    duration: 1s\n    target: everybody\n", `"everybody"`},
