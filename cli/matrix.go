@@ -22,6 +22,7 @@ func newMatrixCmd(stdout, stderr io.Writer) *cobra.Command {
 		scens    []string
 		out      string
 		parallel int
+		retries  int
 	)
 	cmd := &cobra.Command{
 		Use:   "matrix",
@@ -49,7 +50,10 @@ unexpected, 2 if any is unknown, 0 otherwise.`,
 			if out == "" {
 				out = filepath.Join("runs", "matrix-"+time.Now().Format("20060102-150405"))
 			}
-			o := runner.MatrixOptions{Locks: locks, Scenarios: list, Out: out, Parallel: parallel}
+			if retries < 0 || retries > 5 {
+				return exitWith(runner.ExitBadInput, fmt.Errorf("--retries: %d is not in 0..5", retries))
+			}
+			o := runner.MatrixOptions{Locks: locks, Scenarios: list, Out: out, Parallel: parallel, Retries: retries}
 			cf.apply(&o.Base)
 			o.OnCell = func(c runner.Cell) {
 				fmt.Fprintf(stderr, "%-20s %-20s %-8s %s\n", c.Scenario, c.Lock, c.Verdict, c.Outcome)
@@ -76,5 +80,6 @@ unexpected, 2 if any is unknown, 0 otherwise.`,
 	fl.StringSliceVar(&scens, "scenarios", nil, "scenarios (names or files), comma-separated (default: the catalog)")
 	fl.StringVar(&out, "out", "", "directory for the matrix (default runs/matrix-<time>)")
 	fl.IntVar(&parallel, "parallel", 1, "cells run at once")
+	fl.IntVar(&retries, "retries", 0, "re-run a cell that did not come out as expected up to N times (marked in matrix.md, every attempt kept)")
 	return cmd
 }

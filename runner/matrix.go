@@ -19,6 +19,10 @@ type MatrixOptions struct {
 	Scenarios []*scenarios.Scenario // default: the whole catalog
 	Out       string                // each cell in Out/<scenario>/<lock>
 	Parallel  int                   // cells at once; default 1
+	// Retries re-runs a cell whose outcome was not as expected up to this
+	// many times. The scenarios are timing experiments on a shared machine;
+	// a retried cell says so in matrix.md and keeps every attempt's run dir.
+	Retries int
 	// Base carries the cluster settings (backend, binaries, ...).
 	Base Options
 	// OnCell is called as each cell finishes (for progress output).
@@ -39,6 +43,8 @@ type Cell struct {
 	Dir        string            `json:"dir,omitempty"`
 	Throughput float64           `json:"throughput,omitempty"`
 	Notes      []string          `json:"notes,omitempty"`
+	// Attempts is how many runs the cell took (more than 1: retried).
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // Matrix is the whole table.
@@ -127,7 +133,14 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c := runCell(ctx, o, j.s, j.lock)
+			c := runCell(ctx, o, j.s, j.lock, "")
+			c.Attempts = 1
+			for a := 2; a <= o.Retries+1 && c.Outcome != "as-expected" && ctx.Err() == nil; a++ {
+				prev := c
+				c = runCell(ctx, o, j.s, j.lock, fmt.Sprintf("-attempt%d", a))
+				c.Attempts = a
+				c.Notes = append(c.Notes, fmt.Sprintf("attempt %d was %s (verdict %s, checks %v) in %s", a-1, prev.Outcome, prev.Verdict, prev.Checks, prev.Dir))
+			}
 			mu.Lock()
 			m.Cells[j.i] = c
 			mu.Unlock()
@@ -155,11 +168,11 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 	return m, nil
 }
 
-func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock string) Cell {
+func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, suffix string) Cell {
 	c := Cell{Scenario: s.Name, Lock: lock, Applicable: true}
 	ro := o.Base
 	ro.Scenario, ro.Lock, ro.Expect, ro.Progress = s, lock, true, nil
-	ro.Out = filepath.Join(o.Out, s.Name, lock)
+	ro.Out = filepath.Join(o.Out, s.Name, lock+suffix)
 	c.Dir = ro.Out
 	out, err := Run(ctx, ro)
 	if out == nil || out.Results == nil {
@@ -252,6 +265,9 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 					mark = "UNEXPECTED"
 				} else if c.Outcome == "unknown" {
 					mark = "unknown"
+				}
+				if c.Attempts > 1 {
+					mark += fmt.Sprintf(" (attempt %d)", c.Attempts)
 				}
 				cause := ""
 				if len(c.Causes) > 0 {
