@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -146,6 +147,16 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 	}
 	if spec.Nodes == 0 {
 		spec.Nodes = 5
+	}
+	if spec.Dir != "" {
+		// redis-server changes into --dir before it opens --logfile: a
+		// relative run directory (the CLI's default runs/...) must be made
+		// absolute or the server cannot find its log and exits.
+		abs, err := filepath.Abs(spec.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: run directory %s: %v", ErrBadSpec, spec.Dir, err)
+		}
+		spec.Dir = abs
 	}
 	c := &Cluster{Spec: spec}
 	backend, why, err := resolveBackend(spec)
