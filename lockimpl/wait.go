@@ -18,7 +18,8 @@ import (
 // channel (published by the release script) and retries as soon as a release
 // is announced, or after RetryDelay at the latest (a release by expiry
 // publishes nothing). The uncontended path costs one round trip: the
-// subscription is made only after the first attempt fails, and one attempt is
+// subscription is made only after the first attempt and a few quick retries
+// (4 ms) fail, and one attempt is
 // made after the subscription is confirmed so a release in between is not
 // missed. Subscriptions go over one long-lived pub/sub connection per Redis
 // client (waker): a wait costs a SUBSCRIBE and an UNSUBSCRIBE on it, not a
@@ -33,6 +34,18 @@ func waitAcquire(ctx context.Context, env *Env, key string, try func(context.Con
 	l, err := try(ctx)
 	if !errors.Is(err, ErrNotAcquired) {
 		return l, err
+	}
+	// Most contended waits are short (the holder is about to release): a
+	// few quick retries before paying for a subscription and its wake-ups.
+	if o.Wait == "pubsub" {
+		for i := 0; i < quickRetries; i++ {
+			if env.Clock.Sleep(wctx, quickRetryDelay) != nil {
+				return nil, ErrNotAcquired
+			}
+			if l, err = try(ctx); !errors.Is(err, ErrNotAcquired) {
+				return l, err
+			}
+		}
 	}
 	var wake <-chan struct{}
 	if o.Wait == "pubsub" {
@@ -170,6 +183,17 @@ func (w *waker) subscribe(name string) *waitSub {
 	}
 	return ws
 }
+
+// quickRetries short retries, quickRetryDelay apart (4 ms in all), come
+// before a pub/sub wait subscribes: most contended waits are short, and a
+// subscription costs two commands plus a wake-up of every waiter per release.
+// Measured with lockchaos bench on 2 cores: 50 clients × 50 keys 21.7k →
+// 28.8k cycles/s; 16 clients on one key 4.4k → 9.9k cycles/s, hand-off p50
+// 3.5× → 1.5× the SET round trip, acquire p99 15 ms → 7 ms.
+const (
+	quickRetries    = 8
+	quickRetryDelay = 500 * time.Microsecond
+)
 
 // linger is how long a channel stays subscribed after its last waiter left.
 // Measured (lockchaos bench, 2 cores): lingering 200ms saved the
