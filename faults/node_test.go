@@ -2,74 +2,19 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"lockchaos/cluster"
+	"lockchaos/cluster/clustertest"
 	"lockchaos/history"
 )
-
-// procCluster starts a topology on the process backend and, after Stop,
-// checks that no redis process the test saw is alive (pids are collected
-// at start and by seen after restarts).
-type procCluster struct {
-	*cluster.Cluster
-	mu   sync.Mutex
-	pids map[int]string
-}
-
-func startProc(t *testing.T, spec cluster.Spec) *procCluster {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not on PATH")
-	}
-	if spec.Topology == cluster.Sentinel {
-		if _, err := exec.LookPath("redis-sentinel"); err != nil {
-			t.Skip("redis-sentinel not on PATH")
-		}
-	}
-	spec.Backend, spec.Dir = cluster.Process, t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	c, err := cluster.Start(ctx, spec)
-	if err != nil {
-		t.Fatalf("start %s: %v", spec.Topology, err)
-	}
-	pc := &procCluster{Cluster: c, pids: map[int]string{}}
-	pc.seen()
-	t.Cleanup(func() {
-		pc.seen()
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-		for pid, name := range pc.pids {
-			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-				t.Errorf("%s pid %d still alive after Stop (kill 0: %v)", name, pid, err)
-			}
-		}
-	})
-	return pc
-}
-
-// seen records the current pid of every node.
-func (pc *procCluster) seen() {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	for _, n := range append(append([]*cluster.Node{}, pc.Nodes...), pc.Sentinels...) {
-		if pid := n.Ctl.Pid(); pid > 0 {
-			pc.pids[pid] = n.Name
-		}
-	}
-}
 
 func testEnv(c *cluster.Cluster) *Env {
 	start := time.Now()
@@ -102,7 +47,7 @@ func ping(ctx context.Context, addr string, timeout time.Duration) error {
 }
 
 func TestPauseNode(t *testing.T) {
-	c := startProc(t, cluster.Spec{Topology: cluster.Single})
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single})
 	env := testEnv(c.Cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -129,7 +74,7 @@ func TestPauseNode(t *testing.T) {
 }
 
 func TestKillNode(t *testing.T) {
-	c := startProc(t, cluster.Spec{Topology: cluster.Independent, Nodes: 2})
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Independent, Nodes: 2})
 	env := testEnv(c.Cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -150,7 +95,7 @@ func TestKillNode(t *testing.T) {
 	if _, err := inj.Heal(ctx, env); err != nil {
 		t.Fatal(err)
 	}
-	c.seen()
+	c.Seen()
 	if got, err := admin.Exists(ctx, "k").Result(); err != nil || got != 0 {
 		t.Fatalf("after the empty restart EXISTS k = %d, %v; want 0", got, err)
 	}
@@ -169,7 +114,7 @@ func TestRestartNode(t *testing.T) {
 		{"delayed", false, map[string]string{"mode": "delayed", "delay": "400ms"}, false, 400 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := startProc(t, cluster.Spec{Topology: cluster.Single, AOF: tc.aof})
+			c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single, AOF: tc.aof})
 			env := testEnv(c.Cluster)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -196,7 +141,7 @@ func TestRestartNode(t *testing.T) {
 			out, err := inject("restart-node", "", tc.params, 0).Start(ctx, env)
 			took := time.Since(t0)
 			<-probe
-			c.seen()
+			c.Seen()
 			mustApply(t, out, err)
 			if out.Effect["dbsize_before"] != "3" {
 				t.Fatalf("dbsize before %q, want 3", out.Effect["dbsize_before"])
@@ -226,7 +171,7 @@ func TestRestartNode(t *testing.T) {
 }
 
 func TestRestartNodeAOFNeedsAppendonly(t *testing.T) {
-	c := startProc(t, cluster.Spec{Topology: cluster.Single})
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pid := c.Nodes[0].Ctl.Pid()
@@ -267,7 +212,7 @@ func TestNodeFaultsUnsupportedOnEmbedded(t *testing.T) {
 }
 
 func TestClockJump(t *testing.T) {
-	c := startProc(t, cluster.Spec{Topology: cluster.Single})
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single})
 	env := testEnv(c.Cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -302,7 +247,7 @@ func TestClockJump(t *testing.T) {
 }
 
 func TestClockDrift(t *testing.T) {
-	c := startProc(t, cluster.Spec{Topology: cluster.Single})
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single})
 	env := testEnv(c.Cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -347,7 +292,7 @@ func TestClockDrift(t *testing.T) {
 }
 
 func TestReplicationLag(t *testing.T) {
-	c := startProc(t, cluster.Spec{Topology: cluster.Sentinel})
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Sentinel})
 	env := testEnv(c.Cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -414,7 +359,7 @@ func infoInt(t *testing.T, ctx context.Context, n *cluster.Node, key string) int
 // replication lagging, a lock key written just before the master dies is
 // not on the replica Sentinel promotes.
 func TestFailoverLosesLaggingWrite(t *testing.T) {
-	c := startProc(t, cluster.Spec{Topology: cluster.Sentinel})
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Sentinel})
 	env := testEnv(c.Cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
@@ -429,7 +374,7 @@ func TestFailoverLosesLaggingWrite(t *testing.T) {
 	t0 := time.Now()
 	out, err = fo.Start(ctx, env)
 	mustApply(t, out, err)
-	c.seen()
+	c.Seen()
 	t.Logf("failover took %v", time.Since(t0).Round(time.Millisecond))
 	if out.Effect["old_master"] != "n1" || out.Effect["new_master"] == "" || out.Effect["new_master"] == "n1" {
 		t.Fatalf("effect %v", out.Effect)
@@ -447,7 +392,7 @@ func TestFailoverLosesLaggingWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	eff, err := fo.Heal(ctx, env)
-	c.seen()
+	c.Seen()
 	if err != nil {
 		t.Fatalf("heal: %v (%v)", err, eff)
 	}
@@ -463,7 +408,7 @@ func TestFailoverLosesLaggingWrite(t *testing.T) {
 }
 
 func TestFaultRunnerRecordsNodeFault(t *testing.T) {
-	c := startProc(t, cluster.Spec{Topology: cluster.Single})
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single})
 	env := testEnv(c.Cluster)
 	var mu sync.Mutex
 	var evs []*history.Event
@@ -486,7 +431,7 @@ func TestFaultRunnerRecordsNodeFault(t *testing.T) {
 }
 
 func TestFailoverManual(t *testing.T) {
-	c := startProc(t, cluster.Spec{Topology: cluster.Sentinel})
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Sentinel})
 	env := testEnv(c.Cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -503,18 +448,7 @@ func TestFailoverManual(t *testing.T) {
 	if err := c.WaitHealthy(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if c.Nodes[0].Ctl.Pid() != c.pidOf("n1") {
+	if c.Nodes[0].Ctl.Pid() != c.PidOf("n1") {
 		t.Fatal("a manual failover restarted the old master")
 	}
-}
-
-func (pc *procCluster) pidOf(name string) int {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	for pid, n := range pc.pids {
-		if n == name {
-			return pid
-		}
-	}
-	return 0
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"lockchaos/cluster"
+	"lockchaos/cluster/clustertest"
 	"lockchaos/lockimpl"
 )
 
@@ -24,16 +25,7 @@ type server struct {
 
 func startServer(tb testing.TB) *server {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Spec{Topology: cluster.Single, Backend: cluster.Process, Dir: tb.TempDir()})
-	if err != nil {
-		if errors.Is(err, cluster.ErrInfra) {
-			tb.Skipf("no redis-server: %v", err)
-		}
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = c.Stop() })
+	c := clustertest.Start(tb, cluster.Spec{Topology: cluster.Single}).Cluster
 	return &server{c: c, admin: c.AdminClient(c.Nodes[0])}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"lockchaos/cluster"
+	"lockchaos/cluster/clustertest"
 	"lockchaos/lockimpl"
 )
 
@@ -19,14 +20,7 @@ import (
 // end of the test. It skips when redis-server is not installed.
 func startMasters(tb testing.TB, n int) *cluster.Cluster {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Spec{Topology: cluster.Independent, Nodes: n, Backend: cluster.Process, Dir: tb.TempDir()})
-	if err != nil {
-		tb.Skipf("no redis-server: %v", err)
-	}
-	tb.Cleanup(func() { _ = c.Stop() })
-	return c
+	return clustertest.Start(tb, cluster.Spec{Topology: cluster.Independent, Nodes: n}).Cluster
 }
 
 // newLocker builds lock name for one client of c, as the workload does: one

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"lockchaos/cluster"
+	"lockchaos/cluster/clustertest"
 	"lockchaos/history"
 	_ "lockchaos/lockimpl"
 	"lockchaos/workloads"
@@ -14,14 +15,7 @@ import (
 
 func startRedis(t *testing.T) *cluster.Cluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Spec{Topology: cluster.Single, Backend: cluster.Process, Dir: t.TempDir()})
-	if err != nil {
-		t.Skipf("no redis-server: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	return c
+	return clustertest.Start(t, cluster.Spec{Topology: cluster.Single}).Cluster
 }
 
 func runFor(t *testing.T, c *cluster.Cluster, cfg workloads.Config, d time.Duration, during func(w *workloads.Workload)) ([]history.Event, *workloads.Workload) {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"lockchaos/cluster"
+	"lockchaos/cluster/clustertest"
 	"lockchaos/lockimpl"
 	"lockchaos/runner"
 	"lockchaos/scenarios"
@@ -29,13 +30,9 @@ func TestRegistered(t *testing.T) {
 // Against a real redis-server (skipped without one): two clients never hold
 // the key at once, and a release after someone else took the key is refused.
 func TestMutualExclusion(t *testing.T) {
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Spec{Topology: cluster.Single, Backend: cluster.Process, Dir: t.TempDir()})
-	if err != nil {
-		t.Skipf("no redis-server: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
 	newLock := func(id int) lockimpl.Locker {
 		conn := c.NewClient(c.Endpoints()[0], cluster.ClientOptions{})
 		lk, err := lockimpl.New("seq-lock", lockimpl.Env{ClientID: id, Conns: []redis.UniversalClient{conn}})
