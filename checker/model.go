@@ -29,8 +29,6 @@ type hold struct {
 	actAfter int64 // end of the last write after the deadline (0 none)
 	endT     int64 // release invoke or loss time (0 while open)
 	how      uint8
-	relOK    bool  // the final release was acknowledged ok
-	renewOK  int32 // successful renewals
 	renewBad int32 // refused or unanswered renewals
 	fence    uint64
 	belief   int64 // computed by finish: the end of the belief
@@ -106,18 +104,15 @@ type attempt struct {
 
 // fault is one fault firing with its heal.
 type fault struct {
-	id             int
-	kind, target   string
-	node           string
-	t, end, healT  int64
-	applied        bool
-	effect         map[string]string
-	request        map[string]string
-	clientTarget   int // -1 unless the target is a client
-	healRecorded   bool
-	healApplied    bool
-	healEffect     map[string]string
-	unappliedCause string
+	id            int
+	kind, target  string
+	node          string
+	t, end, healT int64
+	applied       bool
+	effect        map[string]string
+	request       map[string]string
+	clientTarget  int // -1 unless the target is a client
+	healRecorded  bool
 }
 
 type pause struct {
@@ -132,8 +127,6 @@ type clientState struct {
 	pauses []pause
 	ok     int64 // successful top-level acquires
 	tried  int64 // acquire calls
-	unk    int64
-	lastT  int64
 }
 
 type keyData struct {
@@ -167,10 +160,8 @@ type model struct {
 	faults  []*fault
 	faultBy map[int]*fault
 
-	phases     map[string]int64
 	observerOK bool
 	observerNo []string
-	lastT      int64
 	lag        int64 // Options.ObserverLag
 	badDels    [][]badDel
 	dels       int
@@ -180,7 +171,7 @@ type model struct {
 
 func newModel() *model {
 	return &model{keyIdx: map[string]int32{}, nodeIdx: map[string]int16{}, clients: map[int32]*clientState{},
-		faultBy: map[int]*fault{}, phases: map[string]int64{}, honours: true}
+		faultBy: map[int]*fault{}, honours: true}
 }
 
 func (m *model) key(k string) int32 {
@@ -231,7 +222,6 @@ func metaInt(v any) (int64, bool) {
 // add folds one event into the model. Events of one client arrive in its
 // program order (each client records its own steps in sequence).
 func (m *model) add(e *history.Event) {
-	m.lastT = max(m.lastT, e.T, e.End)
 	switch e.Op {
 	case history.OpRun:
 		m.meta = e.Meta
@@ -262,7 +252,6 @@ func (m *model) add(e *history.Event) {
 		if hi, ok := c.open[k]; ok {
 			h := &m.holds[hi]
 			if e.Result == history.OK {
-				h.renewOK++
 				if m.ttl > 0 && h.deadline > 0 {
 					h.deadline = max(h.deadline, e.T+m.ttl)
 				}
@@ -291,7 +280,7 @@ func (m *model) add(e *history.Event) {
 			return
 		}
 		if f := m.faultBy[e.Fault.ID]; f != nil {
-			f.healT, f.healRecorded, f.healApplied, f.healEffect = e.T, true, e.Fault.Applied, e.Fault.Effect
+			f.healT, f.healRecorded = e.T, true
 		}
 	case history.OpServer:
 		if e.Detail == "observer-unavailable" {
@@ -304,14 +293,6 @@ func (m *model) add(e *history.Event) {
 		}
 		k := m.key(e.Key)
 		m.kd[k].srv = append(m.kd[k].srv, srvEvent{e.T, m.node(e.Node), srvKind(e.Detail)})
-	case history.OpPhase:
-		if _, ok := m.phases[e.Detail]; !ok {
-			m.phases[e.Detail] = e.T
-		}
-	}
-	if e.Client >= 0 {
-		c := m.client(e.Client)
-		c.lastT = max(c.lastT, e.T, e.End)
 	}
 }
 
@@ -328,9 +309,6 @@ func (m *model) addAcquire(e *history.Event) {
 	c.tried++
 	hi, holding := c.open[k]
 	if e.Result != history.OK {
-		if e.Result == history.Unknown {
-			c.unk++
-		}
 		if !holding {
 			m.kd[k].failed = append(m.kd[k].failed, attempt{e.T, e.End})
 		}
@@ -381,7 +359,7 @@ func (m *model) addRelease(e *history.Event) {
 		return
 	}
 	h := &m.holds[hi]
-	h.endT, h.how, h.relOK = e.T, endReleased, e.Result == history.OK
+	h.endT, h.how = e.T, endReleased
 	delete(c.open, k)
 	delete(c.depth, k)
 }
