@@ -207,10 +207,20 @@ func resolveBackend(spec Spec) (backend, why string, err error) {
 			return "", "", fmt.Errorf("%w: backend auto: topology %s needs redis-server (not found on PATH; install it or pass --redis-server)", ErrInfra, spec.Topology)
 		}
 		return Embedded, "auto: redis-server not found on PATH, using the in-process embedded Redis (no server-side faults)", nil
-	case Process, Embedded, Docker, External:
-		return spec.Backend, "", nil
 	}
-	return "", "", fmt.Errorf("%w: backend %q is not one of auto, process, docker, embedded, external", ErrBadSpec, spec.Backend)
+	if err := CheckBackend(spec.Backend); err != nil {
+		return "", "", err
+	}
+	return spec.Backend, "", nil
+}
+
+// CheckBackend says whether name is a backend, before anything is started.
+func CheckBackend(name string) error {
+	switch name {
+	case "", Auto, Process, Embedded, Docker, External:
+		return nil
+	}
+	return fmt.Errorf("%w: backend %q is not one of auto, process, docker, embedded, external", ErrBadSpec, name)
 }
 
 func lookRedisServer(path string) (string, error) {

@@ -134,10 +134,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, fail(ExitBadInput, "--lock: %v", err)
 	}
-	switch o.Backend {
-	case "", cluster.Auto, cluster.Process, cluster.Docker, cluster.Embedded, cluster.External:
-	default:
-		return nil, fail(ExitBadInput, "--backend: %q is not one of auto, process, docker, embedded, external", o.Backend)
+	if err := cluster.CheckBackend(o.Backend); err != nil {
+		return nil, fail(ExitBadInput, "--backend: %v", err)
 	}
 	if o.Out == "" {
 		o.Out = DefaultOut(s.Name, o.Lock)
