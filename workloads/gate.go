@@ -133,7 +133,7 @@ func (g *gate) Before(ctx context.Context, node int, name string) error {
 	return gateHook{g: g, idx: node}.before(ctx, name)
 }
 
-func (g *gate) After(node int, ok bool) { gateHook{g: g, idx: node}.after(true, ok) }
+func (g *gate) After(node int, ok bool) { gateHook{g: g, idx: node}.after(ok, ok) }
 
 type gateHook struct {
 	g   *gate
