@@ -36,9 +36,16 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 		if !f.overlaps(from-m.ttl, to) {
 			continue
 		}
-		if _, ok := fs[f.kind]; !ok || f.clientTarget == int(a.client) {
-			fs[f.kind] = f
+		// Of several faults of a kind, one aimed at a's client wins, then
+		// the latest to start: a node restarted twice lost a's key in the
+		// restart after a's acquire, not in the first.
+		if prev, ok := fs[f.kind]; ok {
+			mine, prevMine := f.clientTarget == int(a.client), prev.clientTarget == int(a.client)
+			if prevMine && !mine || prevMine == mine && f.t < prev.t {
+				continue
+			}
 		}
+		fs[f.kind] = f
 	}
 	var expiredAt, delAt int64 = -1, -1
 	if m.badDels != nil {

@@ -265,6 +265,32 @@ func TestLivenessDiscountsNodeFaults(t *testing.T) {
 	}
 }
 
+// With a node restarted twice (each restart in effect until the run heals),
+// an overlap after the second restart is blamed on the second.
+func TestCauseNamesLatestRestart(t *testing.T) {
+	b := newHB(map[string]any{"topology": "independent"})
+	restart := func(id int, t int64) {
+		b.add(history.Event{T: t * ms, End: (t + 20) * ms, Client: -1, Op: history.OpFault, Node: "n3",
+			Fault: &history.Fault{ID: id, Kind: "restart-node", Target: "node n3", Request: map[string]string{"mode": "empty"}, Applied: true}})
+	}
+	b.cycle(0, 0, 1)
+	restart(1, 20)
+	b.cycle(1, 50, 2)
+	b.acq(0, 300, 301, 400, history.OK, 1).read(0, 302, 2)
+	restart(2, 305)
+	b.acq(1, 330, 331, 430, history.OK, 1).read(1, 332, 2).write(1, 335, 336, 3, 0, true).rel(1, 337, 338, 0)
+	b.write(0, 350, 351, 3, 0, true).rel(0, 352, 353, 0)
+	for id := 1; id <= 2; id++ {
+		b.add(history.Event{T: 900 * ms, End: 901 * ms, Client: -1, Op: history.OpHeal, Fault: &history.Fault{ID: id, Kind: "restart-node", Applied: true}})
+	}
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckMutex: Invalid})
+	v := r.Violations[0]
+	if v.Cause != CauseEmptyRestart || !strings.Contains(v.Explanation, "at 0.305 s") {
+		t.Fatalf("cause %s: %q, want %s naming the restart at 0.305 s", v.Cause, v.Explanation, CauseEmptyRestart)
+	}
+}
+
 func TestUnappliedFaultMakesRunUnknown(t *testing.T) {
 	b := newHB(nil)
 	b.cycle(0, 0, 1)
