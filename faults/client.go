@@ -27,7 +27,7 @@ func init() {
 			if s.Duration <= 0 {
 				return fmt.Errorf("duration: must be > 0, got %v", s.Duration)
 			}
-			if err := validClientTarget(s.Target); err != nil {
+			if err := validPointTarget(s.Target); err != nil {
 				return err
 			}
 			return validPoint(s.Point)
@@ -38,7 +38,7 @@ func init() {
 		Name:        "crash-client",
 		Description: "a client dies at a point of its cycle without releasing what it holds",
 		Validate: func(s Spec) error {
-			if err := validClientTarget(s.Target); err != nil {
+			if err := validPointTarget(s.Target); err != nil {
 				return err
 			}
 			return validPoint(s.Point)
@@ -99,7 +99,7 @@ type pauseClient struct{ s Scheduled }
 // TTL) until the client actually froze and resumed, so the effect recorded is
 // the measured pause window.
 func (p *pauseClient) Start(ctx context.Context, env *Env) (Outcome, error) {
-	c, err := clientTarget(env, p.s.Spec.Target)
+	cs, err := pointTargets(env, p.s.Spec.Target)
 	if err != nil {
 		return Outcome{Target: p.s.Spec.Target, Effect: map[string]string{"reason": err.Error()}}, nil
 	}
@@ -109,27 +109,38 @@ func (p *pauseClient) Start(ctx context.Context, env *Env) (Outcome, error) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, p.s.Duration+4*env.TTL+time.Second)
 	defer cancel()
-	w, ok := <-env.Clients.Pause(wctx, c, point, p.s.Duration)
-	out := Outcome{Target: fmt.Sprintf("client %d", c), Effect: map[string]string{"point": point}}
+	h, ok := <-env.Clients.Pause(wctx, cs, point, p.s.Duration)
+	out := notReached(cs, point)
 	if !ok {
-		out.Effect["reason"] = "client did not reach point " + point + " in time"
 		return out, nil
 	}
-	out.Applied = true
-	out.Effect["paused_at_ms"] = ms(w[0])
-	out.Effect["resumed_at_ms"] = ms(w[1])
-	out.Effect["paused_ms"] = ms(w[1] - w[0])
+	out.Target, out.Applied = fmt.Sprintf("client %d", h.Client), true
+	delete(out.Effect, "reason")
+	out.Effect["paused_at_ms"] = ms(h.From)
+	out.Effect["resumed_at_ms"] = ms(h.To)
+	out.Effect["paused_ms"] = ms(h.To - h.From)
 	return out, nil
 }
 
 func (p *pauseClient) Heal(context.Context, *Env) (map[string]string, error) { return nil, nil }
+
+// notReached is the outcome of a point fault none of clients cs reached; the
+// caller fills in the effect when one did.
+func notReached(cs []int, point string) Outcome {
+	who := "any client"
+	if len(cs) == 1 {
+		who = fmt.Sprintf("client %d", cs[0])
+	}
+	return Outcome{Target: who, Effect: map[string]string{"point": point,
+		"reason": who + " did not reach point " + point + " in time"}}
+}
 
 func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) }
 
 type crashClient struct{ s Scheduled }
 
 func (p *crashClient) Start(ctx context.Context, env *Env) (Outcome, error) {
-	c, err := clientTarget(env, p.s.Spec.Target)
+	cs, err := pointTargets(env, p.s.Spec.Target)
 	if err != nil {
 		return Outcome{Target: p.s.Spec.Target, Effect: map[string]string{"reason": err.Error()}}, nil
 	}
@@ -139,14 +150,14 @@ func (p *crashClient) Start(ctx context.Context, env *Env) (Outcome, error) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 4*env.TTL+time.Second)
 	defer cancel()
-	w, ok := <-env.Clients.Crash(wctx, c, point)
-	out := Outcome{Target: fmt.Sprintf("client %d", c), Effect: map[string]string{"point": point}}
+	h, ok := <-env.Clients.Crash(wctx, cs, point)
+	out := notReached(cs, point)
 	if !ok {
-		out.Effect["reason"] = "client did not reach point " + point + " in time"
 		return out, nil
 	}
-	out.Applied = true
-	out.Effect["crashed_at_ms"] = ms(w[0])
+	out.Target, out.Applied = fmt.Sprintf("client %d", h.Client), true
+	delete(out.Effect, "reason")
+	out.Effect["crashed_at_ms"] = ms(h.From)
 	return out, nil
 }
 

@@ -34,13 +34,20 @@ type Spec struct {
 	// Duration is how long the fault lasts before it heals (0: instantaneous
 	// or until the heal phase, per kind).
 	Duration time.Duration `yaml:"duration" json:"duration,omitempty"`
-	// Target: holder | random-client | client:N | master | replica | node:N |
+	// Target: holder | random-client | any-client (point faults) | client:N | master | replica | node:N |
 	// random-node | minority | majority | all. Default per kind.
 	Target string `yaml:"target" json:"target,omitempty"`
 	// Point, for client faults: where the client is frozen or crashed
 	// (now | after-acquire | before-write | before-release | in-acquire |
 	// in-release).
 	Point string `yaml:"point" json:"point,omitempty"`
+	// When, if set, holds each firing back from its offset until a client
+	// reaches a point of its cycle: "client:N POINT" or "any-client POINT"
+	// (POINT as in Point, not now), e.g. "client:0 after-acquire" restarts a
+	// node while client 0 holds. A firing waits at most until the next one
+	// of the same spec (Every), else until the workload phase ends; a
+	// trigger never reached is recorded as a fault that did not take effect.
+	When string `yaml:"when" json:"when,omitempty"`
 	// Params are kind-specific (delta, rate, latency, jitter, commands,
 	// mode, empty, delay, nodes, ...).
 	Params map[string]string `yaml:"params" json:"params,omitempty"`
@@ -59,15 +66,19 @@ type ClientControl interface {
 	NumClients() int
 	// Holders returns the clients that currently hold a lock (believe so).
 	Holders() []int
-	// Pause arms a freeze of client c for d at point ("now" freezes at its
-	// next step). It returns a channel that yields the actual pause window
-	// (run ns) once the client resumed, or is closed without a value if the
-	// client never reached the point before ctx ended.
-	Pause(ctx context.Context, c int, point string, d time.Duration) <-chan [2]int64
-	// Crash makes client c stop for good at point (its process "dies"): it
-	// does not release what it holds. Same channel contract as Pause, with
-	// the crash time in [0].
-	Crash(ctx context.Context, c int, point string) <-chan [2]int64
+	// Pause arms a freeze for d at point ("now": at the next step) in each
+	// of clients cs; the first of them to reach the point is frozen, the
+	// others are disarmed. The channel yields that client and its actual
+	// pause window once it resumed, or is closed without a value if none
+	// reached the point before ctx ended.
+	Pause(ctx context.Context, cs []int, point string, d time.Duration) <-chan Hit
+	// Crash makes the first of clients cs to reach point stop for good (its
+	// process "dies"): it does not release what it holds. Same channel
+	// contract as Pause, with the crash time in From and To.
+	Crash(ctx context.Context, cs []int, point string) <-chan Hit
+	// Watch reports the first of clients cs to reach point, and when, without
+	// stopping it: the trigger of a fault with When. Same channel contract.
+	Watch(ctx context.Context, cs []int, point string) <-chan Hit
 	// SetClock skews client c's clock (offset, rate; 0,1 = real).
 	SetClock(c int, offset time.Duration, rate float64)
 	// Stall delays the listed commands (lower-case names; empty = all) of
@@ -76,6 +87,13 @@ type ClientControl interface {
 	// Cut makes client c's connections to the given nodes fail (reset) or
 	// hang (drop) until undo is called.
 	Cut(c int, nodes []int, mode string) (undo func(), err error)
+}
+
+// Hit is a client reaching an armed point: which client, and the window in
+// run ns (From == To for a crash or a watch).
+type Hit struct {
+	Client   int
+	From, To int64
 }
 
 // Env is what an injector acts on.
@@ -157,6 +175,11 @@ func Validate(s Spec, i int) error {
 		return fmt.Errorf("faults[%d].duration: %v is negative", i, s.Duration)
 	case len(s.Random) != 0 && (len(s.Random) != 2 || s.Random[1] <= s.Random[0] || s.Random[0] < 0):
 		return fmt.Errorf("faults[%d].random: %v is not [from, to) with 0 <= from < to", i, s.Random)
+	}
+	if s.When != "" {
+		if _, _, err := parseWhen(s.When); err != nil {
+			return fmt.Errorf("faults[%d].when: %w", i, err)
+		}
 	}
 	if k.Validate != nil {
 		if err := k.Validate(s); err != nil {
@@ -240,24 +263,17 @@ func (r *Runner) Start(ctx context.Context, start int64, sched []Scheduled) {
 func (r *Runner) fire(ctx context.Context, s Scheduled) {
 	k := kinds[s.Spec.Kind]
 	inj := k.New(s)
+	var trigger map[string]string
+	if s.Spec.When != "" {
+		var ok bool
+		if trigger, ok = r.awaitTrigger(ctx, s); !ok {
+			r.record(s, nil, r.env.Now(), Outcome{Target: s.Spec.Target, Effect: trigger}, nil, nil)
+			return
+		}
+	}
 	t := r.env.Now()
 	out, err := inj.Start(ctx, r.env)
-	f := &history.Fault{ID: s.ID, Kind: s.Spec.Kind, Target: out.Target, Request: request(s), Effect: out.Effect, Applied: out.Applied && err == nil}
-	if err != nil {
-		if f.Effect == nil {
-			f.Effect = map[string]string{}
-		}
-		f.Effect["error"] = err.Error()
-	}
-	r.env.Record(&history.Event{T: t, End: r.env.Now(), Client: -1, Op: history.OpFault, Fault: f, Node: nodeOf(out.Target)})
-	r.mu.Lock()
-	if f.Applied {
-		r.applied++
-	} else {
-		r.failed++
-	}
-	r.active[s.ID] = activeFault{s, inj}
-	r.mu.Unlock()
+	r.record(s, inj, t, out, err, trigger)
 	if s.Duration > 0 {
 		// The fault lasts Duration from its firing; a Start that blocked
 		// through it (a pause measured until the client resumed) is healed
@@ -271,6 +287,76 @@ func (r *Runner) fire(ctx context.Context, s Scheduled) {
 		}
 		r.heal(context.WithoutCancel(ctx), s.ID)
 	}
+}
+
+// awaitTrigger waits for the client point of s.Spec.When: until the next
+// firing of the same spec is due (Every), else until ctx ends. It returns
+// what the trigger was and whether it came.
+func (r *Runner) awaitTrigger(ctx context.Context, s Scheduled) (map[string]string, bool) {
+	who, point, _ := parseWhen(s.Spec.When)
+	eff := map[string]string{"when": s.Spec.When}
+	cs, err := pointTargets(r.env, who)
+	if err != nil {
+		eff["reason"] = "trigger: " + err.Error()
+		return eff, false
+	}
+	wctx, cancel, bound := ctx, context.CancelFunc(func() {}), "before the workload phase ended"
+	if s.Spec.Every > 0 {
+		wctx, cancel = context.WithTimeout(ctx, s.Spec.Every)
+		bound = "within " + s.Spec.Every.String() + " (every)"
+	}
+	defer cancel()
+	h, ok := <-r.env.Clients.Watch(wctx, cs, point)
+	if !ok {
+		eff["reason"] = fmt.Sprintf("trigger %q not reached %s", s.Spec.When, bound)
+		return eff, false
+	}
+	eff["triggered_by"] = fmt.Sprintf("client %d", h.Client)
+	eff["triggered_at_ms"] = ms(h.From)
+	return eff, true
+}
+
+// parseWhen splits "client:N POINT" / "any-client POINT".
+func parseWhen(w string) (who, point string, err error) {
+	f := strings.Fields(w)
+	if len(f) != 2 {
+		return "", "", fmt.Errorf("%q is not \"client:N POINT\" or \"any-client POINT\"", w)
+	}
+	if err := validPointTarget(f[0]); err != nil || f[0] == "holder" || f[0] == "random-client" {
+		return "", "", fmt.Errorf("%q: the client must be client:N or any-client", w)
+	}
+	if err := validPoint(f[1]); err != nil || f[1] == "now" {
+		return "", "", fmt.Errorf("%q: the point must be one of after-acquire, before-write, in-write, before-release, in-acquire, in-release", w)
+	}
+	return f[0], f[1], nil
+}
+
+// record appends a firing to the history and, when inj ran, tracks it as
+// active so that it is healed.
+func (r *Runner) record(s Scheduled, inj Injector, t int64, out Outcome, err error, trigger map[string]string) {
+	f := &history.Fault{ID: s.ID, Kind: s.Spec.Kind, Target: out.Target, Request: request(s), Effect: out.Effect, Applied: out.Applied && err == nil}
+	if err != nil || len(trigger) > 0 {
+		if f.Effect == nil {
+			f.Effect = map[string]string{}
+		}
+		for k, v := range trigger {
+			f.Effect[k] = v
+		}
+		if err != nil {
+			f.Effect["error"] = err.Error()
+		}
+	}
+	r.env.Record(&history.Event{T: t, End: r.env.Now(), Client: -1, Op: history.OpFault, Fault: f, Node: nodeOf(out.Target)})
+	r.mu.Lock()
+	if f.Applied {
+		r.applied++
+	} else {
+		r.failed++
+	}
+	if inj != nil {
+		r.active[s.ID] = activeFault{s, inj}
+	}
+	r.mu.Unlock()
 }
 
 func nodeOf(target string) string {
@@ -290,6 +376,9 @@ func request(s Scheduled) map[string]string {
 	}
 	if s.Spec.Point != "" {
 		m["point"] = s.Spec.Point
+	}
+	if s.Spec.When != "" {
+		m["when"] = s.Spec.When
 	}
 	for k, v := range s.Spec.Params {
 		m[k] = v

@@ -42,6 +42,34 @@ func clientTarget(env *Env, target string) (int, error) {
 	return -1, fmt.Errorf("target %q is not a client target (holder, random-client, client:N)", target)
 }
 
+// pointTargets resolves the target of a fault that waits for a point of the
+// cycle: any-client arms every client and the first to reach the point takes
+// it; the other targets name one client as clientTarget does.
+func pointTargets(env *Env, target string) ([]int, error) {
+	if target == "any-client" {
+		cs := make([]int, env.Clients.NumClients())
+		for i := range cs {
+			cs[i] = i
+		}
+		return cs, nil
+	}
+	c, err := clientTarget(env, target)
+	if err != nil {
+		return nil, err
+	}
+	return []int{c}, nil
+}
+
+func validPointTarget(t string) error {
+	if t == "any-client" {
+		return nil
+	}
+	if err := validClientTarget(t); err != nil {
+		return fmt.Errorf("target: %q is not one of holder, random-client, any-client, client:N", t)
+	}
+	return nil
+}
+
 func validClientTarget(t string) error {
 	switch {
 	case t == "" || t == "holder" || t == "random-client":

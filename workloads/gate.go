@@ -4,24 +4,27 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"lockchaos/faults"
 	"lockchaos/history"
 )
 
-// gate is one client's fault state: an armed pause or crash waiting for its
-// point, a freeze in progress, stalled commands, cut nodes. Every goroutine of
-// the client (its loop and its lock's background work, through the go-redis
-// hook) passes through it.
+// gate is one client's fault state: armed pauses, crashes and watches
+// waiting for their point, a freeze in progress, stalled commands, cut
+// nodes. Every goroutine of the client (its loop and its lock's background
+// work, through the go-redis hook) passes through it.
 type gate struct {
 	c *Client
 
 	mu      sync.Mutex
-	armed   *armedFault
+	armed   []*armedFault
 	frozen  chan struct{} // non-nil while frozen; closed at resume
 	dead    bool
 	stallD  time.Duration
@@ -30,12 +33,28 @@ type gate struct {
 	phase   string          // "", acquiring, releasing
 }
 
+type armKind int
+
+const (
+	armPause armKind = iota
+	armCrash
+	armWatch // report the moment, do not stop the client
+)
+
+// armedFault waits in one or more gates for a point; the first gate to reach
+// it takes the shot, the others drop their copy.
 type armedFault struct {
 	point string
+	kind  armKind
 	d     time.Duration
-	crash bool
-	ctx   context.Context
-	reply chan [2]int64
+	shot  *shot
+}
+
+// shot is shared by the gates armed together: taken once, by the first
+// client at the point or by the end of the fault's wait (reply closed empty).
+type shot struct {
+	taken atomic.Bool
+	reply chan faults.Hit
 }
 
 // ErrCrashed is returned by every command of a crashed client.
@@ -45,56 +64,92 @@ var ErrCrashed = errors.New("lockchaos: client crashed")
 // as a real connection reset would be.
 var errCut = &net.OpError{Op: "write", Net: "tcp", Err: errors.New("connection reset by lockchaos cut")}
 
-func (g *gate) arm(ctx context.Context, point string, d time.Duration, crash bool) <-chan [2]int64 {
-	reply := make(chan [2]int64, 1)
-	g.mu.Lock()
-	if g.dead {
-		g.mu.Unlock()
-		close(reply)
-		return reply
-	}
-	if g.armed != nil {
-		close(g.armed.reply)
-	}
-	a := &armedFault{point: point, d: d, crash: crash, ctx: ctx, reply: reply}
-	g.armed = a
-	g.mu.Unlock()
-	go func() { // disarm when the fault's wait ends without the point reached
-		<-ctx.Done()
+// arm arms the gates of clients cs with one fault; see faults.ClientControl.
+func arm(ctx context.Context, gates []*gate, point string, kind armKind, d time.Duration) <-chan faults.Hit {
+	sh := &shot{reply: make(chan faults.Hit, 1)}
+	a := &armedFault{point: point, kind: kind, d: d, shot: sh}
+	live := 0
+	for _, g := range gates {
 		g.mu.Lock()
-		if g.armed == a {
-			g.armed = nil
-			close(reply)
+		if !g.dead {
+			g.armed = append(g.armed, a)
+			live++
 		}
 		g.mu.Unlock()
+	}
+	if live == 0 {
+		sh.taken.Store(true)
+		close(sh.reply)
+		return sh.reply
+	}
+	go func() { // disarm when the fault's wait ends without the point reached
+		<-ctx.Done()
+		for _, g := range gates {
+			g.disarm(a)
+		}
+		if sh.taken.CompareAndSwap(false, true) {
+			close(sh.reply)
+		}
 	}()
-	return reply
+	return sh.reply
 }
 
-// checkpoint is called at named points of the cycle. It fires an armed
-// fault whose point matches (or "now"), and waits out a freeze in progress.
-// It returns ErrCrashed once the client is dead.
+func (g *gate) disarm(a *armedFault) {
+	g.mu.Lock()
+	g.armed = slices.DeleteFunc(g.armed, func(x *armedFault) bool { return x == a })
+	g.mu.Unlock()
+}
+
+// checkpoint is called at named points of the cycle. It fires the armed
+// faults whose point matches (or "now") — watches first, then a crash or a
+// freeze — and waits out a freeze in progress. It returns ErrCrashed once
+// the client is dead.
 func (g *gate) checkpoint(point string) error {
 	g.mu.Lock()
 	if g.dead {
 		g.mu.Unlock()
 		return ErrCrashed
 	}
-	a := g.armed
-	if a != nil && (a.point == point || a.point == "now") {
-		g.armed = nil
-		if a.crash {
-			g.dead = true
-			t := g.c.rec.Now()
-			g.mu.Unlock()
-			a.reply <- [2]int64{t, t}
-			close(a.reply)
-			return ErrCrashed
+	var stop *armedFault
+	if len(g.armed) > 0 {
+		var now int64
+		keep := g.armed[:0]
+		for _, a := range g.armed {
+			switch {
+			case a.shot.taken.Load():
+				continue // another client took it, or its wait ended
+			case a.point != point && a.point != "now" || stop != nil && a.kind != armWatch:
+				keep = append(keep, a)
+				continue
+			case !a.shot.taken.CompareAndSwap(false, true):
+				continue
+			}
+			if a.kind == armWatch {
+				if now == 0 {
+					now = g.c.rec.Now()
+				}
+				a.shot.reply <- faults.Hit{Client: g.c.ID, From: now, To: now}
+				close(a.shot.reply)
+				continue
+			}
+			stop = a
 		}
+		clear(g.armed[len(keep):])
+		g.armed = keep
+	}
+	if stop != nil && stop.kind == armCrash {
+		g.dead = true
+		t := g.c.rec.Now()
+		g.mu.Unlock()
+		stop.shot.reply <- faults.Hit{Client: g.c.ID, From: t, To: t}
+		close(stop.shot.reply)
+		return ErrCrashed
+	}
+	if stop != nil {
 		ch := make(chan struct{})
 		g.frozen = ch
 		g.mu.Unlock()
-		g.freeze(a, point, ch)
+		g.freeze(stop, point, ch)
 		return nil
 	}
 	fr := g.frozen
@@ -114,8 +169,20 @@ func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
 	g.mu.Unlock()
 	close(ch)
 	g.c.rec.Record(&history.Event{T: t0, End: t1, Client: g.c.ID, Key: g.c.curKey(), Op: history.OpPause, Detail: point})
-	a.reply <- [2]int64{t0, t1}
-	close(a.reply)
+	a.shot.reply <- faults.Hit{Client: g.c.ID, From: t0, To: t1}
+	close(a.shot.reply)
+}
+
+// armedFor reports whether a fault waits for point in this gate.
+func (g *gate) armedFor(point string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, a := range g.armed {
+		if a.point == point && !a.shot.taken.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *gate) setPhase(p string) {
@@ -212,16 +279,15 @@ func (h gateHook) after(answered, ok bool) {
 	}
 	g := h.g
 	g.mu.Lock()
-	ph := g.phase
-	a := g.armed
+	ph, armed := g.phase, len(g.armed) > 0
 	g.mu.Unlock()
-	if a == nil || ph == "" {
+	if !armed {
 		return
 	}
 	switch {
-	case ph == "acquiring" && a.point == "in-acquire" && ok:
+	case ph == "acquiring" && ok && g.armedFor("in-acquire"):
 		_ = g.checkpoint("in-acquire")
-	case ph == "releasing" && a.point == "in-release":
+	case ph == "releasing" && g.armedFor("in-release"):
 		_ = g.checkpoint("in-release")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"lockchaos/cluster"
+	"lockchaos/faults"
 	"lockchaos/lockimpl"
 )
 
@@ -244,14 +245,29 @@ func (w *Workload) Holders() []int {
 	return out
 }
 
-// Pause freezes client c for d at its next point (see faults.ClientControl).
-func (w *Workload) Pause(ctx context.Context, c int, point string, d time.Duration) <-chan [2]int64 {
-	return w.clients[c].gate.arm(ctx, point, d, false)
+// Pause freezes the first of clients cs to reach point for d (see
+// faults.ClientControl).
+func (w *Workload) Pause(ctx context.Context, cs []int, point string, d time.Duration) <-chan faults.Hit {
+	return arm(ctx, w.gates(cs), point, armPause, d)
 }
 
-// Crash makes client c die at point, without releasing.
-func (w *Workload) Crash(ctx context.Context, c int, point string) <-chan [2]int64 {
-	return w.clients[c].gate.arm(ctx, point, 0, true)
+// Crash makes the first of clients cs to reach point die, without releasing.
+func (w *Workload) Crash(ctx context.Context, cs []int, point string) <-chan faults.Hit {
+	return arm(ctx, w.gates(cs), point, armCrash, 0)
+}
+
+// Watch reports when the first of clients cs reaches point; it does not stop
+// the client.
+func (w *Workload) Watch(ctx context.Context, cs []int, point string) <-chan faults.Hit {
+	return arm(ctx, w.gates(cs), point, armWatch, 0)
+}
+
+func (w *Workload) gates(cs []int) []*gate {
+	out := make([]*gate, len(cs))
+	for i, c := range cs {
+		out[i] = &w.clients[c].gate
+	}
+	return out
 }
 
 // SetClock skews client c's clock.

@@ -8,6 +8,7 @@ import (
 
 	"lockchaos/cluster"
 	"lockchaos/cluster/clustertest"
+	"lockchaos/faults"
 	"lockchaos/history"
 	_ "lockchaos/lockimpl"
 	"lockchaos/workloads"
@@ -90,18 +91,18 @@ func TestCounterExactUnderSimpleLock(t *testing.T) {
 func TestPauseBeforeWriteBreaksSimpleLock(t *testing.T) {
 	c := startRedis(t)
 	cfg := workloads.Config{Clients: 3, Keys: 1, Hold: workloads.Range{Min: 2 * time.Millisecond, Max: 2 * time.Millisecond}}
-	var window [2]int64
+	var hit faults.Hit
 	var got bool
 	evs, w := runFor(t, c, cfg, 1500*time.Millisecond, func(w *workloads.Workload) {
 		time.Sleep(200 * time.Millisecond)
-		ch := w.Pause(context.Background(), 0, "before-write", 1200*time.Millisecond)
-		window, got = <-ch
+		ch := w.Pause(context.Background(), []int{0}, "before-write", 1200*time.Millisecond)
+		hit, got = <-ch
 	})
 	if !got {
 		t.Fatal("pause never happened")
 	}
-	if d := time.Duration(window[1] - window[0]); d < 1200*time.Millisecond {
-		t.Fatalf("paused for %v, want >= 1.2s", d)
+	if d := time.Duration(hit.To - hit.From); d < 1200*time.Millisecond || hit.Client != 0 {
+		t.Fatalf("paused client %d for %v, want client 0 for >= 1.2s", hit.Client, d)
 	}
 	var pauses int
 	for _, e := range evs {
@@ -114,5 +115,39 @@ func TestPauseBeforeWriteBreaksSimpleLock(t *testing.T) {
 	}
 	if w.Overlaps() == 0 {
 		t.Errorf("no overlapping holds after a pause of 2.4×TTL")
+	}
+}
+
+// any-client arms every client: exactly one of them, the first at the
+// point, is paused, and a watch reports a client at its point without
+// stopping it.
+func TestArmAnyClient(t *testing.T) {
+	c := startRedis(t)
+	cfg := workloads.Config{Clients: 3, Keys: 1, Hold: workloads.Range{Min: 2 * time.Millisecond, Max: 2 * time.Millisecond}}
+	var paused, watched faults.Hit
+	var gotPause, gotWatch bool
+	evs, _ := runFor(t, c, cfg, 800*time.Millisecond, func(w *workloads.Workload) {
+		time.Sleep(100 * time.Millisecond)
+		all := []int{0, 1, 2}
+		watched, gotWatch = <-w.Watch(context.Background(), all, "before-release")
+		paused, gotPause = <-w.Pause(context.Background(), all, "after-acquire", 100*time.Millisecond)
+	})
+	if !gotWatch || !gotPause {
+		t.Fatalf("watch reached %v, pause reached %v", gotWatch, gotPause)
+	}
+	var pauses []history.Event
+	for _, e := range evs {
+		if e.Op == history.OpPause {
+			pauses = append(pauses, e)
+		}
+	}
+	if len(pauses) != 1 || pauses[0].Client != paused.Client || pauses[0].Detail != "after-acquire" {
+		t.Fatalf("pause events %+v, want one, of client %d at after-acquire", pauses, paused.Client)
+	}
+	if d := time.Duration(paused.To - paused.From); d < 100*time.Millisecond {
+		t.Errorf("paused %v, want >= 100ms", d)
+	}
+	if watched.From != watched.To || watched.From == 0 {
+		t.Errorf("watch hit %+v: want one instant", watched)
 	}
 }

@@ -1,0 +1,112 @@
+package faults
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"lockchaos/cluster"
+	"lockchaos/cluster/clustertest"
+	"lockchaos/history"
+)
+
+// watchClients is a ClientControl whose only working part is Watch: client
+// 1 "reaches" any point after reachAfter (never when 0).
+type watchClients struct {
+	ClientControl
+	reachAfter time.Duration
+}
+
+func (w watchClients) NumClients() int { return 2 }
+
+func (w watchClients) Watch(ctx context.Context, cs []int, point string) <-chan Hit {
+	ch := make(chan Hit, 1)
+	go func() {
+		defer close(ch)
+		if w.reachAfter == 0 {
+			<-ctx.Done()
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(w.reachAfter):
+			ch <- Hit{Client: cs[len(cs)-1]}
+		}
+	}()
+	return ch
+}
+
+func TestWhenValidation(t *testing.T) {
+	for w, want := range map[string]string{
+		"client:0":                  "is not",
+		"holder after-acquire":      "client:N or any-client",
+		"client:x after-acquire":    "client:N or any-client",
+		"client:0 now":              "the point must be",
+		"any-client before-lunch":   "the point must be",
+		"client:0 after-acquire xx": "is not",
+	} {
+		err := Validate(Spec{Kind: "pause-node", When: w}, 2)
+		if err == nil || !strings.Contains(err.Error(), "faults[2].when") || !strings.Contains(err.Error(), want) {
+			t.Errorf("when %q: error %v, want faults[2].when … %s", w, err, want)
+		}
+	}
+	for _, w := range []string{"client:1 after-acquire", "any-client in-release"} {
+		if err := Validate(Spec{Kind: "pause-node", When: w}, 0); err != nil {
+			t.Errorf("when %q: %v", w, err)
+		}
+	}
+}
+
+// A fault with When fires when the trigger comes, not at its offset, and
+// says what triggered it; a trigger that never comes is recorded as a fault
+// that did not take effect, with the reason.
+func TestWhenTriggersFault(t *testing.T) {
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single})
+	for _, tc := range []struct {
+		name    string
+		reach   time.Duration
+		applied bool
+	}{{"reached", 150 * time.Millisecond, true}, {"never", 0, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testEnv(c.Cluster)
+			env.Clients = watchClients{reachAfter: tc.reach}
+			var mu sync.Mutex
+			var evs []*history.Event
+			env.Record = func(e *history.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
+			r := NewRunner(env)
+			ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+			defer cancel()
+			start := env.Now()
+			spec := Spec{Kind: "pause-node", At: 10 * time.Millisecond, Every: 400 * time.Millisecond, Count: 1,
+				Duration: 50 * time.Millisecond, When: "any-client after-acquire"}
+			if err := Validate(spec, 0); err != nil {
+				t.Fatal(err)
+			}
+			r.Start(ctx, start, Resolve([]Spec{spec}, 1, time.Second))
+			<-ctx.Done()
+			r.HealAll(context.Background())
+			mu.Lock()
+			defer mu.Unlock()
+			if len(evs) == 0 || evs[0].Op != history.OpFault {
+				t.Fatalf("no fault recorded: %v", evs)
+			}
+			f := evs[0].Fault
+			t.Logf("fault at %v: applied %v, effect %v", time.Duration(evs[0].T-start), f.Applied, f.Effect)
+			if f.Applied != tc.applied || f.Request["when"] != spec.When {
+				t.Fatalf("applied %v (want %v), request %v", f.Applied, tc.applied, f.Request)
+			}
+			if tc.applied {
+				if at := time.Duration(evs[0].T - start); at < 150*time.Millisecond {
+					t.Errorf("fired at %v, before its trigger at 160ms", at)
+				}
+				if f.Effect["triggered_by"] != "client 1" || len(evs) != 2 || evs[1].Op != history.OpHeal {
+					t.Errorf("effect %v, %d events: want triggered_by client 1 and a heal", f.Effect, len(evs))
+				}
+			} else if !strings.Contains(f.Effect["reason"], "not reached within 400ms") || len(evs) != 1 {
+				t.Errorf("reason %q, %d events: want \"not reached within 400ms\" and no heal", f.Effect["reason"], len(evs))
+			}
+		})
+	}
+}
