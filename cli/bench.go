@@ -45,6 +45,11 @@ holds the usual results.json and report.`,
 			if o.Out == "" {
 				o.Out = filepath.Join("runs", "bench-"+time.Now().Format("20060102-150405"))
 			}
+			switch o.KeyDist {
+			case "uniform", "per-client", "zipf", "hot":
+			default:
+				return exitWith(runner.ExitBadInput, fmt.Errorf("--key-dist: %q is not one of uniform, per-client, zipf, hot", o.KeyDist))
+			}
 			if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 || o.Rate < 0 {
 				return exitWith(runner.ExitBadInput, fmt.Errorf("--clients %d, --keys %d, --duration %v, --rate %v: must be positive", o.Clients, o.Keys, o.Duration, o.Rate))
 			}
@@ -81,7 +86,8 @@ holds the usual results.json and report.`,
 	fl := cmd.Flags()
 	fl.StringSliceVar(&o.Locks, "lock", []string{"simple"}, "locks to compare, comma-separated")
 	fl.IntVar(&o.Clients, "clients", 50, "concurrent clients")
-	fl.IntVar(&o.Keys, "keys", 50, "lock keys (1 = one hot key: contended; = clients: mostly uncontended)")
+	fl.IntVar(&o.Keys, "keys", 50, "lock keys (1 = one hot key: contended)")
+	fl.StringVar(&o.KeyDist, "key-dist", "uniform", "how clients pick keys: uniform | per-client (client i → key i mod keys: uncontended when keys >= clients) | zipf | hot")
 	fl.DurationVar(&o.Duration, "duration", 5*time.Second, "per lock")
 	fl.DurationVar(&o.TTL, "ttl", 0, "lock TTL (default 500ms)")
 	fl.DurationVar(&o.Hold, "hold", 0, "critical-section hold time")

@@ -20,7 +20,6 @@ type Writer struct {
 	mu     sync.Mutex
 	f      *os.File
 	w      *bufio.Writer
-	buf    []byte
 	n      int64
 	err    error
 	done   chan struct{}
@@ -62,20 +61,27 @@ func (hw *Writer) flushLoop() {
 }
 
 // Append writes one event. The first error is kept and returned by Close.
+// The event is encoded before the lock is taken, so concurrent clients only
+// serialize on copying bytes into the buffer.
 func (hw *Writer) Append(e *Event) {
+	bp := encBufs.Get().(*[]byte)
+	b := append(AppendJSON((*bp)[:0], e), '\n')
 	hw.mu.Lock()
-	if hw.closed {
-		hw.mu.Unlock()
-		return
+	if !hw.closed {
+		if hw.err == nil {
+			_, hw.err = hw.w.Write(b)
+		}
+		hw.n++
 	}
-	hw.buf = AppendJSON(hw.buf[:0], e)
-	hw.buf = append(hw.buf, '\n')
-	if hw.err == nil {
-		_, hw.err = hw.w.Write(hw.buf)
-	}
-	hw.n++
 	hw.mu.Unlock()
+	if cap(b) <= 64<<10 { // a huge event (meta) is not kept for reuse
+		*bp = b
+		encBufs.Put(bp)
+	}
 }
+
+// encBufs are encoding buffers for Append.
+var encBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // Count is the number of events appended so far.
 func (hw *Writer) Count() int64 {

@@ -33,6 +33,7 @@ type BenchOptions struct {
 	TTL      time.Duration
 	Wait     string  // pubsub | poll ("" = lock default)
 	Rate     float64 // > 0: open loop at this many cycle starts per second
+	KeyDist  string  // uniform (default) | per-client | zipf | hot
 	Hold     time.Duration
 	// Nodes is the number of independent masters started (redlock-family
 	// locks use all of them; the others use the first). Default 5.
@@ -67,6 +68,7 @@ type BenchLock struct {
 type Bench struct {
 	Clients  int         `json:"clients"`
 	Keys     int         `json:"keys"`
+	KeyDist  string      `json:"key_dist"`
 	Duration string      `json:"duration"`
 	Mode     string      `json:"mode"`
 	Backend  string      `json:"backend"`
@@ -108,7 +110,10 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		return nil, &Error{Code: ExitCodeOf(err), Err: fmt.Errorf("bench: start servers: %w", err)}
 	}
 	defer cl.Stop()
-	b := &Bench{Clients: o.Clients, Keys: o.Keys, Duration: o.Duration.String(), Mode: "closed", Backend: cl.Backend, Machine: machine()}
+	if o.KeyDist == "" {
+		o.KeyDist = "uniform"
+	}
+	b := &Bench{Clients: o.Clients, Keys: o.Keys, KeyDist: o.KeyDist, Duration: o.Duration.String(), Mode: "closed", Backend: cl.Backend, Machine: machine()}
 	if o.Rate > 0 {
 		b.Mode = fmt.Sprintf("open %.0f/s", o.Rate)
 	}
@@ -146,7 +151,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 func benchScenario(o BenchOptions, name, topo string) *scenarios.Scenario {
 	s := &scenarios.Scenario{Name: name, Topology: topo, Nodes: o.Nodes, Duration: o.Duration, Seed: 1,
 		Lock:     lockimpl.Options{TTL: o.TTL, Wait: o.Wait},
-		Workload: workloads.Config{Clients: o.Clients, Keys: o.Keys, Hold: workloads.Range{Min: o.Hold, Max: o.Hold}, Resource: "counter"}}
+		Workload: workloads.Config{Clients: o.Clients, Keys: o.Keys, KeyDist: o.KeyDist, Hold: workloads.Range{Min: o.Hold, Max: o.Hold}, Resource: "counter"}}
 	if o.Rate > 0 {
 		s.Workload.Mode, s.Workload.Rate = "open", o.Rate
 	}
@@ -296,7 +301,7 @@ func redisBenchmark(ctx context.Context, addr string, clients int) (setnx, evals
 // BenchMarkdown is the comparison table.
 func BenchMarkdown(b *Bench) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "# lockchaos bench\n\n%d clients, %d keys, %s, %s loop, backend %s. Machine: %s.\n\n", b.Clients, b.Keys, b.Duration, b.Mode, b.Backend, b.Machine)
+	fmt.Fprintf(&sb, "# lockchaos bench\n\n%d clients, %d keys (%s), %s, %s loop, backend %s. Machine: %s.\n\n", b.Clients, b.Keys, b.KeyDist, b.Duration, b.Mode, b.Backend, b.Machine)
 	if b.CeilingCS > 0 {
 		fmt.Fprintf(&sb, "redis-benchmark -c %d against node 1: SET NX PX %.0f/s, EVALSHA unlock %.0f/s → ceiling %.0f cycles/s.\n\n", b.Clients, b.SetNXPX, b.EvalSHA, b.CeilingCS)
 	}

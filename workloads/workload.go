@@ -121,6 +121,8 @@ func (w *Workload) pickKey(c *Client) int {
 		return 0
 	}
 	switch w.cfg.KeyDist {
+	case "per-client":
+		return c.ID % n
 	case "zipf":
 		return int(c.zipf.Uint64())
 	case "hot":

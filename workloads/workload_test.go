@@ -2,6 +2,7 @@ package workloads_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -149,5 +150,29 @@ func TestArmAnyClient(t *testing.T) {
 	}
 	if watched.From != watched.To || watched.From == 0 {
 		t.Errorf("watch hit %+v: want one instant", watched)
+	}
+}
+
+// key_dist per-client: client i only ever locks key i mod keys, so with as
+// many keys as clients no acquire is refused.
+func TestPerClientKeys(t *testing.T) {
+	c := startRedis(t)
+	cfg := workloads.Config{Clients: 4, Keys: 4, KeyDist: "per-client"}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := runFor(t, c, cfg, 300*time.Millisecond, nil)
+	acquires := 0
+	for _, e := range evs {
+		if e.Op != history.OpAcquire {
+			continue
+		}
+		acquires++
+		if want := fmt.Sprintf("k%d", e.Client); e.Key != want || e.Result != history.OK {
+			t.Fatalf("client %d acquired %s (%s), want only %s, always ok", e.Client, e.Key, e.Result, want)
+		}
+	}
+	if acquires < 40 {
+		t.Fatalf("%d acquires in 300ms", acquires)
 	}
 }
