@@ -44,6 +44,7 @@ func TestValidationNamesFieldAndValue(t *testing.T) {
 		{"bad fault kind", "faults:\n  - kind: meteor\n", `faults[0].kind: "meteor"`},
 		{"bad fault target", "faults:\n  - kind: pause-client\n    duration: 1s\n    target: everybody\n", `"everybody"`},
 		{"pause without duration", "faults:\n  - kind: pause-client\n", "duration"},
+		{"bad fault trigger", "faults:\n  - kind: restart-node\n    when: client:0 soon\n", `faults[0].when: "client:0 soon": the point must be`},
 		{"bad expect verdict", "expect:\n  simple: {mutex: maybe}\n", `expect.simple.mutex: "maybe"`},
 		{"bad expect check", "expect:\n  simple: {speed: valid}\n", "speed"},
 		{"bad expect lock", "expect:\n  nolock: {mutex: valid}\n", "nolock"},
