@@ -36,6 +36,7 @@ the simple lock's two commands in the same run. Each lock's run directory
 holds the usual results.json and report.`,
 		Example: `  lockchaos bench --lock simple,redlock,watchdog,redislock,redsync,rueidislock --clients 50 --keys 50 --duration 8s
   lockchaos bench --lock simple --keys 1 --clients 16 --duration 5s          # hand-off on one hot key
+  lockchaos bench --lock simple --key-dist per-client --overhead --repeat 5  # uncontended, cost of recording, median of 5
   lockchaos bench --lock simple --rate 5000 --duration 5s                   # open loop
   lockchaos bench --lock simple --backend external --addrs 127.0.0.1:6379 --clients 50 --keys 50 --duration 8s --out D`,
 		Args: cobra.NoArgs,
@@ -49,6 +50,9 @@ holds the usual results.json and report.`,
 			case "uniform", "per-client", "zipf", "hot":
 			default:
 				return exitWith(runner.ExitBadInput, fmt.Errorf("--key-dist: %q is not one of uniform, per-client, zipf, hot", o.KeyDist))
+			}
+			if o.Repeat < 1 || o.Repeat > 100 {
+				return exitWith(runner.ExitBadInput, fmt.Errorf("--repeat: %d is not in 1..100", o.Repeat))
 			}
 			if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 || o.Rate < 0 {
 				return exitWith(runner.ExitBadInput, fmt.Errorf("--clients %d, --keys %d, --duration %v, --rate %v: must be positive", o.Clients, o.Keys, o.Duration, o.Rate))
@@ -98,6 +102,7 @@ holds the usual results.json and report.`,
 	fl.StringVar(&o.Out, "out", "", "bench directory (default runs/bench-<time>)")
 	fl.BoolVar(&overhead, "overhead", false, "also run each lock with history recording off and report the cost of recording")
 	fl.BoolVar(&noCeil, "no-ceiling", false, "skip the redis-benchmark ceiling")
+	fl.IntVar(&o.Repeat, "repeat", 1, "runs per lock (with --overhead, recording on and off alternate); the median run is reported with the spread")
 	return cmd
 }
 

@@ -45,6 +45,10 @@ type BenchOptions struct {
 	Overhead bool
 	// Ceiling runs redis-benchmark for SET NX PX and the EVALSHA unlock.
 	Ceiling bool
+	// Repeat runs each lock this many times (with Overhead, alternating
+	// recording on and off) and reports the run with the median throughput
+	// and the spread. Default 1.
+	Repeat int
 }
 
 // BenchLock is one lock's numbers.
@@ -58,10 +62,14 @@ type BenchLock struct {
 	Fairness   float64                   `json:"fairness"`
 	LatencyUS  map[string]report.Latency `json:"latency_us"`
 	Server     *report.ServerCost        `json:"server,omitempty"`
-	// NoHistoryThroughput is the same run with recording off.
+	// NoHistoryThroughput is the same run with recording off (the median
+	// of Repeat runs).
 	NoHistoryThroughput float64 `json:"no_history_throughput,omitempty"`
-	Verdict             string  `json:"verdict"`
-	Dir                 string  `json:"dir"`
+	// Runs and NoHistoryRuns are every run's throughput when Repeat > 1.
+	Runs          []float64 `json:"runs,omitempty"`
+	NoHistoryRuns []float64 `json:"no_history_runs,omitempty"`
+	Verdict       string    `json:"verdict"`
+	Dir           string    `json:"dir"`
 }
 
 // Bench is the whole comparison.
@@ -69,6 +77,7 @@ type Bench struct {
 	Clients  int         `json:"clients"`
 	Keys     int         `json:"keys"`
 	KeyDist  string      `json:"key_dist"`
+	Repeat   int         `json:"repeat,omitempty"`
 	Duration string      `json:"duration"`
 	Mode     string      `json:"mode"`
 	Backend  string      `json:"backend"`
@@ -113,7 +122,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	if o.KeyDist == "" {
 		o.KeyDist = "uniform"
 	}
-	b := &Bench{Clients: o.Clients, Keys: o.Keys, KeyDist: o.KeyDist, Duration: o.Duration.String(), Mode: "closed", Backend: cl.Backend, Machine: machine()}
+	b := &Bench{Clients: o.Clients, Keys: o.Keys, KeyDist: o.KeyDist, Repeat: max(o.Repeat, 1), Duration: o.Duration.String(), Mode: "closed", Backend: cl.Backend, Machine: machine()}
 	if o.Rate > 0 {
 		b.Mode = fmt.Sprintf("open %.0f/s", o.Rate)
 	}
@@ -133,17 +142,24 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 			break
 		}
 		info, _, _ := lockimpl.Lookup(lock)
-		bl, err := benchLock(ctx, o, cl, admin, info, false)
-		if err != nil {
-			return b, err
-		}
-		if o.Overhead {
-			nh, err := benchLock(ctx, o, cl, admin, info, true)
-			if err == nil {
-				bl.NoHistoryThroughput = nh.Throughput
+		var runs []*BenchLock
+		var nh []float64
+		for r := 0; r < max(o.Repeat, 1) && ctx.Err() == nil; r++ {
+			bl, err := benchLock(ctx, o, cl, admin, info, false, r)
+			if err != nil {
+				return b, err
+			}
+			runs = append(runs, bl)
+			if o.Overhead {
+				if n, err := benchLock(ctx, o, cl, admin, info, true, r); err == nil {
+					nh = append(nh, n.Throughput)
+				}
 			}
 		}
-		b.Locks = append(b.Locks, *bl)
+		if len(runs) == 0 {
+			break
+		}
+		b.Locks = append(b.Locks, medianRun(runs, nh))
 	}
 	return b, nil
 }
@@ -158,7 +174,36 @@ func benchScenario(o BenchOptions, name, topo string) *scenarios.Scenario {
 	return s
 }
 
-func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, info lockimpl.Info, noHistory bool) (*BenchLock, error) {
+// medianRun is the run with the median throughput (the lower middle one of
+// an even count), with every run's throughput and the recording-off median.
+func medianRun(runs []*BenchLock, noHistory []float64) BenchLock {
+	sorted := append([]*BenchLock{}, runs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Throughput < sorted[j].Throughput })
+	bl := *sorted[(len(sorted)-1)/2]
+	if len(runs) > 1 {
+		for _, r := range runs {
+			bl.Runs = append(bl.Runs, r.Throughput)
+		}
+		bl.NoHistoryRuns = noHistory
+	}
+	if len(noHistory) > 0 {
+		nh := append([]float64{}, noHistory...)
+		sort.Float64s(nh)
+		bl.NoHistoryThroughput = nh[(len(nh)-1)/2]
+	}
+	return bl
+}
+
+// spread is "min–max" of vs.
+func spread(vs []float64) string {
+	lo, hi := vs[0], vs[0]
+	for _, v := range vs {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return fmt.Sprintf("%.0f–%.0f", lo, hi)
+}
+
+func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, info lockimpl.Info, noHistory bool, rep int) (*BenchLock, error) {
 	topo := cluster.Independent
 	if len(cl.Nodes) == 1 {
 		topo = cluster.Single
@@ -174,6 +219,9 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	dir := filepath.Join(o.Out, info.Name)
 	if noHistory {
 		dir += "-nohistory"
+	}
+	if rep > 0 {
+		dir += fmt.Sprintf("-run%d", rep+1)
 	}
 	ro := o.Base
 	ro.Scenario, ro.Lock, ro.Out, ro.Cluster, ro.NoHistory, ro.Progress = s, info.Name, dir, cl, noHistory, nil
@@ -306,6 +354,9 @@ func BenchMarkdown(b *Bench) string {
 		fmt.Fprintf(&sb, "redis-benchmark -c %d against node 1: SET NX PX %.0f/s, EVALSHA unlock %.0f/s → ceiling %.0f cycles/s.\n\n", b.Clients, b.SetNXPX, b.EvalSHA, b.CeilingCS)
 	}
 	fmt.Fprintf(&sb, "Single SET round trip p50: %.0f µs.\n\n", b.SetRTTP50US)
+	if b.Repeat > 1 {
+		fmt.Fprintf(&sb, "Each lock ran %d times; its row is the median run, cycles/s with the spread of all runs.\n\n", b.Repeat)
+	}
 	sb.WriteString("| lock | kind | cycles/s | of ceiling | acquire p50 | acquire p99 | hand-off p50 | hand-off/RTT | cycle p99 | failed acq | fairness | Redis cmds/cycle | Redis µs/cycle | recording overhead |\n")
 	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	locks := append([]BenchLock{}, b.Locks...)
@@ -325,7 +376,14 @@ func BenchMarkdown(b *Bench) string {
 		if ho.Count > 0 && b.SetRTTP50US > 0 {
 			ratio = fmt.Sprintf("%.1f×", ho.P50/b.SetRTTP50US)
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %d | %.3f | %s | %s | %s |\n", l.Lock, l.Kind, l.Throughput, ceil,
+		tp := fmt.Sprintf("%.0f", l.Throughput)
+		if len(l.Runs) > 1 {
+			tp += " (" + spread(l.Runs) + ")"
+		}
+		if len(l.NoHistoryRuns) > 1 {
+			ovh += " (off: " + spread(l.NoHistoryRuns) + ")"
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.3f | %s | %s | %s |\n", l.Lock, l.Kind, tp, ceil,
 			report.FormatUS(l.LatencyUS["acquire"].P50), report.FormatUS(l.LatencyUS["acquire"].P99), fmtOpt(ho), ratio,
 			report.FormatUS(l.LatencyUS["cycle"].P99), l.FailedAcq, l.Fairness, cmds, usec, ovh)
 	}
