@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -99,40 +100,43 @@ type pauseClient struct{ s Scheduled }
 // TTL) until the client actually froze and resumed, so the effect recorded is
 // the measured pause window.
 func (p *pauseClient) Start(ctx context.Context, env *Env) (Outcome, error) {
-	cs, err := pointTargets(env, p.s.Spec.Target)
-	if err != nil {
-		return Outcome{Target: p.s.Spec.Target, Effect: map[string]string{"reason": err.Error()}}, nil
+	out, h := atPoint(ctx, env, p.s.Spec, p.s.Duration+4*env.TTL+time.Second,
+		func(ctx context.Context, cs []int, point string) <-chan Hit {
+			return env.Clients.Pause(ctx, cs, point, p.s.Duration)
+		})
+	if out.Applied {
+		out.Effect["paused_at_ms"] = ms(h.From)
+		out.Effect["resumed_at_ms"] = ms(h.To)
+		out.Effect["paused_ms"] = ms(h.To - h.From)
 	}
-	point := p.s.Spec.Point
-	if point == "" {
-		point = "now"
-	}
-	wctx, cancel := context.WithTimeout(ctx, p.s.Duration+4*env.TTL+time.Second)
-	defer cancel()
-	h, ok := <-env.Clients.Pause(wctx, cs, point, p.s.Duration)
-	out := notReached(cs, point)
-	if !ok {
-		return out, nil
-	}
-	out.Target, out.Applied = fmt.Sprintf("client %d", h.Client), true
-	delete(out.Effect, "reason")
-	out.Effect["paused_at_ms"] = ms(h.From)
-	out.Effect["resumed_at_ms"] = ms(h.To)
-	out.Effect["paused_ms"] = ms(h.To - h.From)
 	return out, nil
 }
 
 func (p *pauseClient) Heal(context.Context, *Env) (map[string]string, error) { return nil, nil }
 
-// notReached is the outcome of a point fault none of clients cs reached; the
-// caller fills in the effect when one did.
-func notReached(cs []int, point string) Outcome {
-	who := "any client"
-	if len(cs) == 1 {
-		who = fmt.Sprintf("client %d", cs[0])
+// atPoint arms a point fault (pause, crash) through arm on the clients of
+// s.Target, at s.Point (default now), and waits at most wait for one of them
+// to reach it. The outcome names the client hit, or says why none was.
+func atPoint(ctx context.Context, env *Env, s Spec, wait time.Duration, arm func(context.Context, []int, string) <-chan Hit) (Outcome, Hit) {
+	cs, err := pointTargets(env, s.Target)
+	if err != nil {
+		return Outcome{Target: s.Target, Effect: map[string]string{"reason": err.Error()}}, Hit{}
 	}
-	return Outcome{Target: who, Effect: map[string]string{"point": point,
-		"reason": who + " did not reach point " + point + " in time"}}
+	point := cmp.Or(s.Point, "now")
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	h, ok := <-arm(wctx, cs, point)
+	out := Outcome{Effect: map[string]string{"point": point}}
+	if ok {
+		out.Target, out.Applied = fmt.Sprintf("client %d", h.Client), true
+		return out, h
+	}
+	out.Target = "any client"
+	if len(cs) == 1 {
+		out.Target = fmt.Sprintf("client %d", cs[0])
+	}
+	out.Effect["reason"] = out.Target + " did not reach point " + point + " in time"
+	return out, h
 }
 
 func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) }
@@ -140,24 +144,10 @@ func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 6
 type crashClient struct{ s Scheduled }
 
 func (p *crashClient) Start(ctx context.Context, env *Env) (Outcome, error) {
-	cs, err := pointTargets(env, p.s.Spec.Target)
-	if err != nil {
-		return Outcome{Target: p.s.Spec.Target, Effect: map[string]string{"reason": err.Error()}}, nil
+	out, h := atPoint(ctx, env, p.s.Spec, 4*env.TTL+time.Second, env.Clients.Crash)
+	if out.Applied {
+		out.Effect["crashed_at_ms"] = ms(h.From)
 	}
-	point := p.s.Spec.Point
-	if point == "" {
-		point = "now"
-	}
-	wctx, cancel := context.WithTimeout(ctx, 4*env.TTL+time.Second)
-	defer cancel()
-	h, ok := <-env.Clients.Crash(wctx, cs, point)
-	out := notReached(cs, point)
-	if !ok {
-		return out, nil
-	}
-	out.Target, out.Applied = fmt.Sprintf("client %d", h.Client), true
-	delete(out.Effect, "reason")
-	out.Effect["crashed_at_ms"] = ms(h.From)
 	return out, nil
 }
 
