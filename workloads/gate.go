@@ -173,18 +173,6 @@ func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
 	close(a.shot.reply)
 }
 
-// armedFor reports whether a fault waits for point in this gate.
-func (g *gate) armedFor(point string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, a := range g.armed {
-		if a.point == point && !a.shot.taken.Load() {
-			return true
-		}
-	}
-	return false
-}
-
 func (g *gate) setPhase(p string) {
 	g.mu.Lock()
 	g.phase = p
@@ -278,17 +266,21 @@ func (h gateHook) after(answered, ok bool) {
 		return
 	}
 	g := h.g
+	point := ""
 	g.mu.Lock()
-	ph, armed := g.phase, len(g.armed) > 0
-	g.mu.Unlock()
-	if !armed {
-		return
-	}
 	switch {
-	case ph == "acquiring" && ok && g.armedFor("in-acquire"):
-		_ = g.checkpoint("in-acquire")
-	case ph == "releasing" && g.armedFor("in-release"):
-		_ = g.checkpoint("in-release")
+	case len(g.armed) == 0:
+	case g.phase == "acquiring" && ok:
+		point = "in-acquire"
+	case g.phase == "releasing":
+		point = "in-release"
+	}
+	if point != "" && !slices.ContainsFunc(g.armed, func(a *armedFault) bool { return a.point == point && !a.shot.taken.Load() }) {
+		point = ""
+	}
+	g.mu.Unlock()
+	if point != "" {
+		_ = g.checkpoint(point)
 	}
 }
 
