@@ -6,12 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"lockchaos/report"
 	"lockchaos/runner"
+	"lockchaos/workloads"
 )
 
 func init() { extraCommands = append(extraCommands, newBenchCmd) }
@@ -46,10 +49,8 @@ holds the usual results.json and report.`,
 			if o.Out == "" {
 				o.Out = filepath.Join("runs", "bench-"+time.Now().Format("20060102-150405"))
 			}
-			switch o.KeyDist {
-			case "uniform", "per-client", "zipf", "hot":
-			default:
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--key-dist: %q is not one of uniform, per-client, zipf, hot", o.KeyDist))
+			if !slices.Contains(workloads.KeyDists, o.KeyDist) {
+				return exitWith(runner.ExitBadInput, fmt.Errorf("--key-dist: %q is not one of %s", o.KeyDist, strings.Join(workloads.KeyDists, ", ")))
 			}
 			if o.Repeat < 1 || o.Repeat > 100 {
 				return exitWith(runner.ExitBadInput, fmt.Errorf("--repeat: %d is not in 1..100", o.Repeat))

@@ -52,6 +52,9 @@ type Config struct {
 	Stagger time.Duration `yaml:"stagger"`
 }
 
+// KeyDists are the values of Config.KeyDist.
+var KeyDists = []string{"uniform", "zipf", "hot", "per-client"}
+
 // Range is a fixed duration or a uniform range, written "10ms" or "5ms-15ms".
 type Range struct {
 	Min, Max time.Duration
@@ -142,7 +145,7 @@ func (w *Config) Validate() error {
 			return fmt.Errorf("workload.hot_fraction: %v is not in (0, 1]", w.HotFraction)
 		}
 	default:
-		return fmt.Errorf("workload.key_dist: %q is not one of uniform, zipf, hot, per-client", w.KeyDist)
+		return fmt.Errorf("workload.key_dist: %q is not one of %s", w.KeyDist, strings.Join(KeyDists, ", "))
 	}
 	if w.Reentry < 0 || w.Reentry > 100 {
 		return fmt.Errorf("workload.reentry: %d is not in 0..100", w.Reentry)
