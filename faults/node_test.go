@@ -407,20 +407,27 @@ func TestFailoverLosesLaggingWrite(t *testing.T) {
 	}
 }
 
-func TestFaultRunnerRecordsNodeFault(t *testing.T) {
-	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single})
-	env := testEnv(c.Cluster)
+// runSchedule fires specs through a Runner for d from now, heals what is
+// left and returns the events recorded.
+func runSchedule(env *Env, specs []Spec, d time.Duration) []*history.Event {
 	var mu sync.Mutex
 	var evs []*history.Event
 	env.Record = func(e *history.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
 	r := NewRunner(env)
-	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	r.Start(ctx, env.Now(), Resolve([]Spec{{Kind: "pause-node", At: 50 * time.Millisecond, Duration: 100 * time.Millisecond}}, 1, time.Second))
+	r.Start(ctx, env.Now(), Resolve(specs, 1, time.Second))
 	<-ctx.Done()
 	r.HealAll(context.Background())
 	mu.Lock()
 	defer mu.Unlock()
+	return evs
+}
+
+func TestFaultRunnerRecordsNodeFault(t *testing.T) {
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single})
+	env := testEnv(c.Cluster)
+	evs := runSchedule(env, []Spec{{Kind: "pause-node", At: 50 * time.Millisecond, Duration: 100 * time.Millisecond}}, 400*time.Millisecond)
 	if len(evs) != 2 || evs[0].Op != history.OpFault || !evs[0].Fault.Applied || evs[0].Fault.Effect["state_after"] != "T" ||
 		evs[0].Node != "n1" || evs[1].Op != history.OpHeal || !evs[1].Fault.Applied {
 		for _, e := range evs {

@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -72,23 +71,13 @@ func TestWhenTriggersFault(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := testEnv(c.Cluster)
 			env.Clients = watchClients{reachAfter: tc.reach}
-			var mu sync.Mutex
-			var evs []*history.Event
-			env.Record = func(e *history.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
-			r := NewRunner(env)
-			ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
-			defer cancel()
-			start := env.Now()
 			spec := Spec{Kind: "pause-node", At: 10 * time.Millisecond, Every: 400 * time.Millisecond, Count: 1,
 				Duration: 50 * time.Millisecond, When: "any-client after-acquire"}
 			if err := Validate(spec, 0); err != nil {
 				t.Fatal(err)
 			}
-			r.Start(ctx, start, Resolve([]Spec{spec}, 1, time.Second))
-			<-ctx.Done()
-			r.HealAll(context.Background())
-			mu.Lock()
-			defer mu.Unlock()
+			start := env.Now()
+			evs := runSchedule(env, []Spec{spec}, 600*time.Millisecond)
 			if len(evs) == 0 || evs[0].Op != history.OpFault {
 				t.Fatalf("no fault recorded: %v", evs)
 			}
