@@ -60,8 +60,9 @@ type Options struct {
 	// Cluster, when set, is used instead of starting one (bench runs several
 	// locks on the same servers); Run does not stop it.
 	Cluster *cluster.Cluster
-	// PoolSize of each client's connections per node (default 4).
-	PoolSize int
+	// Conn tunes each client's connections (pool size, connection check);
+	// the zero value is what scenario runs use.
+	Conn cluster.ClientOptions
 	// NoObserver skips the keyspace-notification observer (bench: it costs
 	// Redis and harness CPU the lock under test does not).
 	NoObserver bool
@@ -197,7 +198,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 
 	w, err := workloads.New(workloads.Options{Config: s.Workload, Lock: o.Lock, LockOptions: s.Lock, Cluster: cl,
-		Rec: rec, Seed: s.Seed, Histograms: true, PoolSize: o.PoolSize})
+		Rec: rec, Seed: s.Seed, Histograms: true, Conn: o.Conn})
 	if err != nil {
 		stopObserver()
 		return nil, fail(ExitBadInput, "workload: %v", err)

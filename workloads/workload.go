@@ -27,8 +27,9 @@ type Options struct {
 	Seed        uint64
 	// Histograms keeps per-client HdrHistograms (acquire, release, cycle).
 	Histograms bool
-	// PoolSize of each client's connection to each node. Default 4.
-	PoolSize int
+	// Conn tunes each client's connections to each node (its Hooks are
+	// replaced by the client's fault gate).
+	Conn cluster.ClientOptions
 }
 
 // Workload is the set of clients of one run.
@@ -81,7 +82,9 @@ func New(o Options) (*Workload, error) {
 		}
 		conns := make([]redis.UniversalClient, len(eps))
 		for i, ep := range eps {
-			conns[i] = o.Cluster.NewClient(ep, cluster.ClientOptions{PoolSize: o.PoolSize, Hooks: []redis.Hook{c.gate.hook(i)}})
+			co := o.Conn
+			co.Hooks = []redis.Hook{c.gate.hook(i)}
+			conns[i] = o.Cluster.NewClient(ep, co)
 		}
 		w.conns = append(w.conns, conns...)
 		env := lockimpl.Env{ClientID: id, Conns: conns, Endpoints: leps, Clock: c.clock, Options: o.LockOptions, Note: c.note, Gate: &c.gate}
