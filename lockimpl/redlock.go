@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +20,7 @@ type redlock struct {
 	quorum int
 	// skipValidity accepts a quorum however long it took (the K5 control).
 	skipValidity bool
+	fan          *fanout
 }
 
 func init() {
@@ -41,7 +41,8 @@ func init() {
 
 func newRedlock(skipValidity bool) Factory {
 	return func(env Env) (Locker, error) {
-		return &redlock{env: env, quorum: len(env.Conns)/2 + 1, skipValidity: skipValidity || env.Options.SkipValidityCheck}, nil
+		return &redlock{env: env, quorum: len(env.Conns)/2 + 1, skipValidity: skipValidity || env.Options.SkipValidityCheck,
+			fan: newFanout(env.Conns)}, nil
 	}
 }
 
@@ -69,7 +70,7 @@ func (r *redlock) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	o := &r.env.Options
 	token := NewToken()
 	start := r.env.Clock.Now()
-	set := fanOut(ctx, r.env.Conns, o.CommandTimeout, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
+	set := r.fan.run(ctx, r.fan.every, o.CommandTimeout, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
 		return c.SetNX(ctx, key, token, o.TTL).Result()
 	})
 	end := r.env.Clock.Now()
@@ -97,18 +98,18 @@ func (r *redlock) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	// Undo wherever the key may have been set, including nodes that timed
 	// out. The caller's ctx may be what ended the attempt: do not inherit its end.
 	var errs []error
-	var undoOn []redis.UniversalClient
+	var undoOn []int
 	for i, s := range set {
 		if s.err != nil {
 			errs = append(errs, fmt.Errorf("node %d: %w", i+1, s.err))
 		}
 		if s.ok || maybeApplied(s.err) {
-			undoOn = append(undoOn, r.env.Conns[i])
+			undoOn = append(undoOn, i)
 		}
 	}
 	mayHold := 0
 	if len(undoOn) > 0 {
-		undo := fanOut(context.WithoutCancel(ctx), undoOn, o.CommandTimeout, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
+		undo := r.fan.run(context.WithoutCancel(ctx), undoOn, o.CommandTimeout, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
 			return deleteIfOwner(ctx, c, key, token)
 		})
 		for _, u := range undo {
@@ -138,7 +139,7 @@ func (r *redlock) driftAllowance() time.Duration {
 // succeeds if any node did; ErrNotOwner when every node answered and none had
 // it.
 func (r *redlock) release(ctx context.Context, key, token string) error {
-	res := fanOut(ctx, r.env.Conns, r.env.Options.CommandTimeout, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
+	res := r.fan.run(ctx, r.fan.every, r.env.Options.CommandTimeout, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
 		return deleteIfOwner(ctx, c, key, token)
 	})
 	var errs []error
@@ -162,29 +163,6 @@ func deleteIfOwner(ctx context.Context, c redis.UniversalClient, key, token stri
 	return n == 1, err
 }
 
-type nodeReply struct {
-	ok  bool
-	err error
-}
-
-// fanOut runs op on every node at once, each bounded by timeout, and
-// returns when all have answered or timed out.
-func fanOut(ctx context.Context, conns []redis.UniversalClient, timeout time.Duration, op func(context.Context, redis.UniversalClient) (bool, error)) []nodeReply {
-	out := make([]nodeReply, len(conns))
-	run := func(i int) {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		out[i].ok, out[i].err = op(cctx, conns[i])
-	}
-	var wg sync.WaitGroup
-	for i := 1; i < len(out); i++ {
-		wg.Go(func() { run(i) })
-	}
-	run(0)
-	wg.Wait()
-	return out
-}
-
 // maybeApplied reports whether a command that failed with err may still have
 // run on the server. A failed dial means it was never sent.
 func maybeApplied(err error) bool {
@@ -206,4 +184,8 @@ func (r *redlock) Config() map[string]any {
 	}
 }
 
-func (r *redlock) Close() error { return nil }
+// Close stops the fan-out goroutines.
+func (r *redlock) Close() error {
+	r.fan.close()
+	return nil
+}
