@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -76,6 +78,7 @@ type BenchLock struct {
 type Bench struct {
 	Clients  int         `json:"clients"`
 	Keys     int         `json:"keys"`
+	Nodes    int         `json:"nodes"`
 	KeyDist  string      `json:"key_dist"`
 	Repeat   int         `json:"repeat,omitempty"`
 	Duration string      `json:"duration"`
@@ -87,9 +90,17 @@ type Bench struct {
 	SetNXPX   float64 `json:"redis_benchmark_set_nx_px,omitempty"`
 	EvalSHA   float64 `json:"redis_benchmark_evalsha,omitempty"`
 	CeilingCS float64 `json:"ceiling_cycles_per_sec,omitempty"`
+	// GoRedisCS is the same cycle (SET NX PX, then the unlock script) from
+	// as many bare go-redis clients, connected as the bench's are, with no
+	// lock code, no harness and no recording: what the client library alone
+	// reaches, to tell its cost from the harness's.
+	GoRedisCS float64 `json:"go_redis_cycles_per_sec,omitempty"`
 	// SetRTTP50US is the p50 of a single SET round trip (one go-redis
 	// client, same node), the yardstick for hand-off latency.
 	SetRTTP50US float64 `json:"set_rtt_p50_us"`
+	// FanOutRTTP50US is the p50 of one SET to every node at once (bare
+	// go-redis, a goroutine per node): the yardstick for Redlock's acquire.
+	FanOutRTTP50US float64 `json:"fan_out_rtt_p50_us,omitempty"`
 }
 
 // RunBench runs the locks one after another on one set of servers.
@@ -122,7 +133,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	if o.KeyDist == "" {
 		o.KeyDist = "uniform"
 	}
-	b := &Bench{Clients: o.Clients, Keys: o.Keys, KeyDist: o.KeyDist, Repeat: max(o.Repeat, 1), Duration: o.Duration.String(), Mode: "closed", Backend: cl.Backend, Machine: machine()}
+	b := &Bench{Clients: o.Clients, Keys: o.Keys, Nodes: len(cl.Nodes), KeyDist: o.KeyDist, Repeat: max(o.Repeat, 1), Duration: o.Duration.String(), Mode: "closed", Backend: cl.Backend, Machine: machine()}
 	if o.Rate > 0 {
 		b.Mode = fmt.Sprintf("open %.0f/s", o.Rate)
 	}
@@ -130,12 +141,21 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	for i, n := range cl.Nodes {
 		admin[i] = cl.AdminClient(n)
 	}
-	b.SetRTTP50US = setRTT(ctx, admin[0])
+	// Yardsticks from clients connected as the bench's are.
+	var bare []redis.UniversalClient
+	for _, ep := range cl.Endpoints() {
+		bare = append(bare, cl.NewClient(ep, cluster.ClientOptions{PoolSize: 2, NoConnCheck: true}))
+	}
+	b.SetRTTP50US = setRTT(ctx, bare[:1])
+	if len(bare) > 1 {
+		b.FanOutRTTP50US = setRTT(ctx, bare)
+	}
 	if o.Ceiling {
 		b.SetNXPX, b.EvalSHA = redisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients)
 		if b.SetNXPX > 0 && b.EvalSHA > 0 {
 			b.CeilingCS = 1 / (1/b.SetNXPX + 1/b.EvalSHA)
 		}
+		b.GoRedisCS = goRedisCycles(ctx, cl, admin[0], o.Clients, min(o.Duration, 5*time.Second))
 	}
 	for _, lock := range o.Locks {
 		if ctx.Err() != nil {
@@ -293,19 +313,69 @@ func perCycle(cost map[string]cmdStat, cycles int64) *report.ServerCost {
 
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
 
-// setRTT measures one client's SET round trip for a second and returns p50 µs.
-func setRTT(ctx context.Context, c *redis.Client) float64 {
+// setRTT measures, for a second, a SET sent to every client in cs at once
+// (one goroutine each) and returns the p50 µs of the last reply.
+func setRTT(ctx context.Context, cs []redis.UniversalClient) float64 {
 	h := hdrhistogram.New(1, 10_000_000, 3)
 	end := time.Now().Add(time.Second)
 	for i := 0; time.Now().Before(end) && i < 200_000; i++ {
 		t := time.Now()
-		if err := c.Set(ctx, "lockchaos:rtt", i, 0).Err(); err != nil {
+		var failed atomic.Bool
+		var wg sync.WaitGroup
+		for _, c := range cs[1:] {
+			wg.Go(func() { failed.CompareAndSwap(false, c.Set(ctx, "lockchaos:rtt", i, 0).Err() != nil) })
+		}
+		failed.CompareAndSwap(false, cs[0].Set(ctx, "lockchaos:rtt", i, 0).Err() != nil)
+		wg.Wait()
+		if failed.Load() {
 			break
 		}
 		_ = h.RecordValue(max(time.Since(t).Microseconds(), 1))
 	}
-	_ = c.Del(ctx, "lockchaos:rtt").Err()
+	for _, c := range cs {
+		_ = c.Del(ctx, "lockchaos:rtt").Err()
+	}
 	return float64(h.ValueAtQuantile(50))
+}
+
+// unlockSrc is the simple lock's unlock script: compare-and-delete + publish.
+const unlockSrc = `if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("DEL", KEYS[1]) redis.call("PUBLISH", KEYS[2], "1") return 1 end return 0`
+
+// goRedisCycles runs clients bare go-redis clients, each on its own key, for
+// d: SET NX PX then the unlock script, nothing else. It returns cycles/s (0
+// if a command failed).
+func goRedisCycles(ctx context.Context, cl *cluster.Cluster, admin *redis.Client, clients int, d time.Duration) float64 {
+	sc := redis.NewScript(unlockSrc)
+	if err := sc.Load(ctx, admin).Err(); err != nil {
+		return 0
+	}
+	ep := cl.Endpoints()[0]
+	var cycles atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	end := time.Now().Add(d)
+	for i := 0; i < clients; i++ {
+		c := cl.NewClient(ep, cluster.ClientOptions{PoolSize: 2, NoConnCheck: true})
+		key := fmt.Sprintf("lockchaos:bare:%d", i)
+		keys := []string{key, key + ":released"}
+		wg.Go(func() {
+			defer c.Close()
+			for time.Now().Before(end) && ctx.Err() == nil && !failed.Load() {
+				if ok, err := c.SetNX(ctx, key, "t", 10*time.Second).Result(); err != nil || !ok {
+					failed.Store(true)
+				} else if n, err := sc.EvalSha(ctx, c, keys, "t").Int(); err != nil || n != 1 {
+					failed.Store(true)
+				} else {
+					cycles.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() {
+		return 0
+	}
+	return float64(cycles.Load()) / d.Seconds()
 }
 
 var rpsRE = regexp.MustCompile(`([0-9.]+) requests per second`)
@@ -336,10 +406,8 @@ func redisBenchmark(ctx context.Context, addr string, clients int) (setnx, evals
 		return v
 	}
 	setnx = run("SET", "lock:__rand_int__", "tok", "NX", "PX", "10000")
-	// The simple lock's unlock script: compare-and-delete + publish.
-	src := `if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("DEL", KEYS[1]) redis.call("PUBLISH", KEYS[2], "1") return 1 end return 0`
 	c := redis.NewClient(&redis.Options{Addr: addr})
-	sha, err := c.ScriptLoad(ctx, src).Result()
+	sha, err := c.ScriptLoad(ctx, unlockSrc).Result()
 	c.Close()
 	if err != nil {
 		return setnx, 0
@@ -355,7 +423,14 @@ func BenchMarkdown(b *Bench) string {
 	if b.CeilingCS > 0 {
 		fmt.Fprintf(&sb, "redis-benchmark -c %d against node 1: SET NX PX %.0f/s, EVALSHA unlock %.0f/s → ceiling %.0f cycles/s.\n\n", b.Clients, b.SetNXPX, b.EvalSHA, b.CeilingCS)
 	}
-	fmt.Fprintf(&sb, "Single SET round trip p50: %.0f µs.\n\n", b.SetRTTP50US)
+	if b.GoRedisCS > 0 && b.CeilingCS > 0 {
+		fmt.Fprintf(&sb, "Bare go-redis, %d clients each on its own key, the same two commands with no lock code, harness or recording: %.0f cycles/s = %.2f of the ceiling (the client library's own share of any gap).\n\n", b.Clients, b.GoRedisCS, b.GoRedisCS/b.CeilingCS)
+	}
+	fmt.Fprintf(&sb, "Single SET round trip p50: %.0f µs.", b.SetRTTP50US)
+	if b.FanOutRTTP50US > 0 && b.SetRTTP50US > 0 {
+		fmt.Fprintf(&sb, " One SET to all %d nodes at once (bare go-redis): %.0f µs p50 = %.1f× (the floor for a Redlock acquire).", b.Nodes, b.FanOutRTTP50US, b.FanOutRTTP50US/b.SetRTTP50US)
+	}
+	sb.WriteString("\n\n")
 	if b.Repeat > 1 {
 		fmt.Fprintf(&sb, "Each lock ran %d times; its row is the median run, cycles/s with the spread of all runs.\n\n", b.Repeat)
 	}

@@ -162,7 +162,11 @@ func (w *Workload) Run(ctx context.Context, stop <-chan struct{}) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.run(ctx, stop, tickets)
+			// A context per client: the per-command timeouts derived from it
+			// register with it, not all with one shared parent (its lock).
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			c.run(cctx, stop, tickets)
 		}()
 	}
 	wg.Wait()

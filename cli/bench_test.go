@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lockchaos/cluster"
+	"lockchaos/runner"
+)
+
+// The acceptance command, against a redis-server this test starts:
+// bench --backend external writes results.json with stats.throughput, and
+// bench.json has every lock's numbers and the yardsticks.
+func TestBenchExternal(t *testing.T) {
+	runSlot(t)
+	ctx := context.Background()
+	srv, err := cluster.Start(ctx, cluster.Spec{Backend: cluster.Process, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	_, ceilErr := exec.LookPath("redis-benchmark")
+
+	dir := filepath.Join(t.TempDir(), "bench")
+	code, stdout, stderr := lockchaos(t, "bench", "--lock", "simple", "--backend", "external", "--addrs", srv.Nodes[0].ServerAddr,
+		"--clients", "4", "--keys", "4", "--key-dist", "per-client", "--duration", "1s", "--out", dir)
+	wantExit(t, code, 0, stdout, stderr)
+	r := readResults(t, dir)
+	if r.Stats.Throughput <= 0 || r.Stats.Cycles == 0 || r.Stats.Server == nil || r.Stats.Server.CommandsPerCycle < 2 {
+		t.Fatalf("results.json stats: throughput %v, cycles %d, server %+v", r.Stats.Throughput, r.Stats.Cycles, r.Stats.Server)
+	}
+	var b runner.Bench
+	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Locks) != 1 || b.Locks[0].Throughput != r.Stats.Throughput || b.Locks[0].Fairness <= 0.5 || b.SetRTTP50US <= 0 || b.Nodes != 1 {
+		t.Fatalf("bench.json: %s", raw)
+	}
+	if ceilErr == nil {
+		// Per-client keys, 4 clients on 4 keys: nothing is contended, so the
+		// lock cannot beat the bare client by much, nor the server's ceiling.
+		if b.CeilingCS <= 0 || b.GoRedisCS <= 0 {
+			t.Fatalf("ceiling %v, bare go-redis %v with redis-benchmark on PATH", b.CeilingCS, b.GoRedisCS)
+		}
+		if lk := b.Locks[0].Throughput; lk > 1.5*b.GoRedisCS || lk > 1.5*b.CeilingCS {
+			t.Errorf("simple lock %v cycles/s above bare go-redis %v or the ceiling %v", lk, b.GoRedisCS, b.CeilingCS)
+		}
+		if !strings.Contains(stdout, "Bare go-redis") || !strings.Contains(stdout, "redis-benchmark -c 4") {
+			t.Errorf("bench.md lacks the yardsticks:\n%s", stdout)
+		}
+	}
+
+	// Two locks, one of them fanning out: one row each, no top-level results.json.
+	dir2 := filepath.Join(t.TempDir(), "bench2")
+	code, stdout, stderr = lockchaos(t, "bench", "--lock", "simple,redlock", "--backend", "external", "--addrs", srv.Nodes[0].ServerAddr,
+		"--clients", "3", "--keys", "1", "--duration", "1s", "--no-ceiling", "--out", dir2)
+	wantExit(t, code, 0, stdout, stderr)
+	for _, l := range []string{"| simple |", "| redlock |"} {
+		if !strings.Contains(stdout, l) {
+			t.Errorf("no row %q in:\n%s", l, stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir2, "redlock", "history.jsonl")); err != nil {
+		t.Error(err)
+	}
+
+	// Bad input names the flag and its value, and starts nothing.
+	code, stdout, stderr = lockchaos(t, "bench", "--clients", "0", "--out", filepath.Join(t.TempDir(), "b3"))
+	wantExit(t, code, runner.ExitBadInput, stdout, stderr)
+	if !strings.Contains(stderr, "--clients 0") {
+		t.Errorf("stderr %q does not name --clients 0", stderr)
+	}
+}
