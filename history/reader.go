@@ -3,7 +3,6 @@ package history
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +40,7 @@ func Scan(r io.Reader, fn func(*Event) error) (ScanInfo, error) {
 	var info ScanInfo
 	br := bufio.NewReaderSize(r, 1<<20)
 	var ev Event
+	var in interner
 	line := 0
 	for {
 		raw, err := br.ReadSlice('\n')
@@ -67,8 +67,7 @@ func Scan(r io.Reader, fn func(*Event) error) (ScanInfo, error) {
 			}
 			continue
 		}
-		ev = Event{}
-		if uerr := json.Unmarshal(raw, &ev); uerr != nil {
+		if uerr := decodeEvent(raw, &ev, &in); uerr != nil {
 			if !complete {
 				info.Torn = true
 				return info, nil
