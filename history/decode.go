@@ -56,27 +56,15 @@ func fastDecode(b []byte, ev *Event, in *interner) bool {
 		i = j + 2
 		var ok bool
 		switch string(name) {
-		case "t":
-			ev.T, i, ok = fastInt(b, i, end)
-		case "end":
-			ev.End, i, ok = fastInt(b, i, end)
-		case "client":
+		case "t", "end", "client", "depth", "deadline", "value", "fence":
+			if string(name) == "fence" && i < end && b[i] == '-' {
+				return false // unsigned: even -0 is an error
+			}
 			var v int64
 			v, i, ok = fastInt(b, i, end)
-			ev.Client = int(v)
-		case "depth":
-			var v int64
-			v, i, ok = fastInt(b, i, end)
-			ev.Depth = int(v)
-		case "deadline":
-			ev.Deadline, i, ok = fastInt(b, i, end)
-		case "value":
-			ev.Value, i, ok = fastInt(b, i, end)
-		case "fence":
-			var v int64
-			v, i, ok = fastInt(b, i, end)
-			ok = ok && v >= 0
-			ev.Fence = uint64(v)
+			if ok {
+				setInt(ev, string(name), v)
+			}
 		case "key", "op", "result", "token", "node", "err", "detail":
 			var s []byte
 			s, i, ok = fastStr(b, i, end)
@@ -116,6 +104,26 @@ func fastDecode(b []byte, ev *Event, in *interner) bool {
 		}
 	}
 	return true
+}
+
+// setInt sets ev's integer field name to v (a fence never arrives negative).
+func setInt(ev *Event, name string, v int64) {
+	switch name {
+	case "t":
+		ev.T = v
+	case "end":
+		ev.End = v
+	case "client":
+		ev.Client = int(v)
+	case "depth":
+		ev.Depth = int(v)
+	case "deadline":
+		ev.Deadline = v
+	case "value":
+		ev.Value = v
+	case "fence":
+		ev.Fence = uint64(v)
+	}
 }
 
 // fastInt reads a JSON integer that fits int64 at b[i:], followed by ',' or
