@@ -35,8 +35,10 @@ servers (independent masters: redlock-family locks use all of them, the others
 the first), and reports cycles/s, acquire/release/cycle/hand-off latency,
 failed acquires, fairness (Jain's index) and Redis's own cost per cycle (INFO
 commandstats). With redis-benchmark installed it also measures the ceiling for
-the simple lock's two commands in the same run. Each lock's run directory
-holds the usual results.json and report.`,
+the simple lock's two commands in the same run, and the same cycle from bare
+go-redis clients (the client library's share of any gap). Bench clients skip
+go-redis's per-checkout connection probe: no fault closes their connections.
+Each lock's run directory holds the usual results.json and report.`,
 		Example: `  lockchaos bench --lock simple,redlock,watchdog,redislock,redsync,rueidislock --clients 50 --keys 50 --duration 8s
   lockchaos bench --lock simple --keys 1 --clients 16 --duration 5s          # hand-off on one hot key
   lockchaos bench --lock simple --key-dist per-client --overhead --repeat 5  # uncontended, cost of recording, median of 5
