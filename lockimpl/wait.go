@@ -29,11 +29,12 @@ import (
 // short would make its outcome unknown (and could leave an unowned key).
 func waitAcquire(ctx context.Context, env *Env, key string, try func(context.Context) (Lease, error)) (Lease, error) {
 	o := &env.Options
+	deadline := time.Now().Add(o.AcquireTimeout)
 	l, err := try(ctx)
 	if !errors.Is(err, ErrNotAcquired) {
 		return l, err // the common case pays for no AcquireTimeout timer
 	}
-	wctx, cancel := context.WithTimeout(ctx, o.AcquireTimeout)
+	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	// Most contended waits are short (the holder is about to release): a
 	// few quick retries before paying for a subscription and its wake-ups.
