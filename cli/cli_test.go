@@ -160,6 +160,10 @@ func TestRunSmokeWritesRunDirectory(t *testing.T) {
 	if r.Scenario != "smoke" || r.Lock != "simple" || r.Backend != "process" {
 		t.Errorf("results name %s/%s on %s, want smoke/simple on process", r.Scenario, r.Lock, r.Backend)
 	}
+	// A 1s workload: the run lasts at least that, and started within the test.
+	if r.DurationMS < 1000 || r.DurationMS > 60_000 || time.Since(r.StartedAt) > 5*time.Minute || time.Since(r.StartedAt) < 0 {
+		t.Errorf("started_at %v, duration_ms %v: not this run's", r.StartedAt, r.DurationMS)
+	}
 
 	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"time"
 
 	"lockchaos/checker"
 	"lockchaos/history"
@@ -43,6 +44,10 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	if r.Backend == "" {
 		r.Backend, _ = meta[history.MetaBackend].(string)
 	}
+	if ns, ok := meta[history.MetaStartNS].(float64); ok && ns > 0 {
+		r.StartedAt = time.Unix(0, int64(ns)).UTC()
+	}
+	r.DurationMS = float64(an.EndNS) / 1e6 // run start to the last recorded event
 	if cres.Torn {
 		r.Notes = append(r.Notes, "the history's last line was torn (the run was killed while writing); it was skipped")
 	}
