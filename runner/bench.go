@@ -72,6 +72,8 @@ type BenchLock struct {
 	NoHistoryRuns []float64 `json:"no_history_runs,omitempty"`
 	Verdict       string    `json:"verdict"`
 	Dir           string    `json:"dir"`
+	// Interrupted: an interrupt cut this lock's (median) run short.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Bench is the whole comparison.
@@ -101,6 +103,8 @@ type Bench struct {
 	// FanOutRTTP50US is the p50 of one SET to every node at once (bare
 	// go-redis, a goroutine per node): the yardstick for Redlock's acquire.
 	FanOutRTTP50US float64 `json:"fan_out_rtt_p50_us,omitempty"`
+	// NotRun are the locks asked for that an interrupt left unbenched.
+	NotRun []string `json:"not_run,omitempty"`
 }
 
 // RunBench runs the locks one after another on one set of servers.
@@ -181,6 +185,9 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		}
 		b.Locks = append(b.Locks, medianRun(runs, nh))
 	}
+	for _, lock := range o.Locks[len(b.Locks):] {
+		b.NotRun = append(b.NotRun, lock)
+	}
 	return b, nil
 }
 
@@ -252,8 +259,11 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	if out == nil {
 		return nil, err
 	}
-	bl := &BenchLock{Lock: info.Name, Kind: string(info.Kind), Nodes: len(cl.Nodes), Dir: dir}
-	cost := serverCost(ctx, admin)
+	bl := &BenchLock{Lock: info.Name, Kind: string(info.Kind), Nodes: len(cl.Nodes), Dir: dir, Interrupted: out.Interrupted}
+	// The run happened: read its cost even when an interrupt ended it.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	cost := serverCost(cctx, admin)
+	cancel()
 	if out.Results != nil {
 		r := out.Results
 		bl.Throughput, bl.Cycles, bl.FailedAcq = r.Stats.Throughput, r.Stats.Cycles, r.Stats.Acquires.Fail
@@ -431,6 +441,9 @@ func BenchMarkdown(b *Bench) string {
 		fmt.Fprintf(&sb, " One SET to all %d nodes at once (bare go-redis): %.0f µs p50 = %.1f× (the floor for a Redlock acquire).", b.Nodes, b.FanOutRTTP50US, b.FanOutRTTP50US/b.SetRTTP50US)
 	}
 	sb.WriteString("\n\n")
+	if len(b.NotRun) > 0 {
+		fmt.Fprintf(&sb, "**Interrupted**: not run: %s.\n\n", strings.Join(b.NotRun, ", "))
+	}
 	if b.Repeat > 1 {
 		fmt.Fprintf(&sb, "Each lock ran %d times; its row is the median run, cycles/s with the spread of all runs.\n\n", b.Repeat)
 	}
@@ -460,7 +473,11 @@ func BenchMarkdown(b *Bench) string {
 		if len(l.NoHistoryRuns) > 1 {
 			ovh += " (off: " + spread(l.NoHistoryRuns) + ")"
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.3f | %s | %s | %s |\n", l.Lock, l.Kind, tp, ceil,
+		name := l.Lock
+		if l.Interrupted {
+			name += " (interrupted)"
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.3f | %s | %s | %s |\n", name, l.Kind, tp, ceil,
 			report.FormatUS(l.LatencyUS["acquire"].P50), report.FormatUS(l.LatencyUS["acquire"].P99), fmtOpt(ho), ratio,
 			report.FormatUS(l.LatencyUS["cycle"].P99), l.FailedAcq, l.Fairness, cmds, usec, ovh)
 	}

@@ -87,6 +87,8 @@ type Outcome struct {
 	ExitCode int
 	// Workload is the finished workload (its counters and histograms).
 	Workload *workloads.Workload
+	// Interrupted: the run was stopped before its workload phase ended.
+	Interrupted bool
 }
 
 // Error wraps a failure with the exit code it maps to.
@@ -222,11 +224,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		notes = append(notes, "interrupted: the run was stopped early; the verdict covers what ran")
 	}
 	if o.NoHistory {
-		return &Outcome{Dir: o.Out, Workload: w}, nil
+		return &Outcome{Dir: o.Out, Workload: w, Interrupted: interrupted}, nil
 	}
 	res, code, err := Evaluate(o.Out, s, o.Lock, EvalOptions{Expect: o.Expect, Thresholds: o.Thresholds, Notes: notes,
 		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted})
-	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code, Workload: w}
+	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code, Workload: w, Interrupted: interrupted}
 	if err != nil {
 		return out, err
 	}
