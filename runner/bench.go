@@ -124,6 +124,18 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	if o.Base.Backend == cluster.External && len(o.Base.Addrs) == 1 {
 		topo = cluster.Single
 	}
+	// Bad flags are found before any server starts or directory is made.
+	vo := o
+	if o.Base.Backend == cluster.External {
+		vo.Nodes = max(len(o.Base.Addrs), 1)
+	}
+	vtopo := cluster.Independent
+	if vo.Nodes == 1 {
+		vtopo = cluster.Single
+	}
+	if err := benchScenario(vo, "bench", vtopo).Validate(); err != nil {
+		return nil, fail(ExitBadInput, "bench: the flags make an invalid workload: %v", err)
+	}
 	spec := cluster.Spec{Topology: topo, Backend: o.Base.Backend, Nodes: o.Nodes, RedisServer: o.Base.RedisServer,
 		Image: o.Base.Image, Addrs: o.Base.Addrs, AllowRemote: o.Base.AllowRemote, Dir: o.Out}
 	if err := prepareDir(o.Out); err != nil {
