@@ -71,7 +71,7 @@ func (c *Client) run(ctx context.Context, stop <-chan struct{}, tickets <-chan i
 			default:
 			}
 		}
-		if err := c.cycle(ctx, c.w.pickKey(c), sched); errors.Is(err, ErrCrashed) || ctx.Err() != nil {
+		if err := c.cycle(ctx, stop, c.w.pickKey(c), sched); errors.Is(err, ErrCrashed) || ctx.Err() != nil {
 			return
 		}
 		sleep(c.w.sample(c.rng, cfg.Think), stop)
@@ -80,7 +80,9 @@ func (c *Client) run(ctx context.Context, stop <-chan struct{}, tickets <-chan i
 
 // cycle is acquire → read → hold → [re-enter] → check lease → write →
 // [re-release] → release. sched, in open mode, is when the cycle was due.
-func (c *Client) cycle(ctx context.Context, k int, sched int64) error {
+// The end of the run (stop) cuts the hold short; the cycle still writes and
+// releases, so the run ends on time and its history stays whole.
+func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched int64) error {
 	w, rec, g := c.w, c.rec, &c.gate
 	key := w.keyNames[k]
 	c.key.Store(int32(k))
@@ -112,7 +114,7 @@ func (c *Client) cycle(ctx context.Context, k int, sched int64) error {
 	// Critical section: read, hold, write value+1 — not atomic on purpose.
 	v, applied := w.res.Read(k, rec.Now)
 	rec.Record(&history.Event{T: applied, End: applied, Client: c.ID, Key: key, Op: history.OpRead, Value: v, Fence: fence})
-	sleep(w.sample(c.rng, w.cfg.Hold), nil)
+	sleep(w.sample(c.rng, w.cfg.Hold), stop)
 	var nested []lockimpl.Lease
 	for i := 0; i < w.cfg.Reentry && w.reentrant; i++ {
 		l2, ev2, err := c.acquire(ctx, key, i+2)

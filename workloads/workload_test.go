@@ -176,3 +176,27 @@ func TestPerClientKeys(t *testing.T) {
 		t.Fatalf("%d acquires in 300ms", acquires)
 	}
 }
+
+// A hold longer than the run ends at the run's end: every client still
+// writes and releases, and Run returns promptly (runFor fails after 10s).
+func TestHoldEndsWithRun(t *testing.T) {
+	c := startRedis(t)
+	cfg := workloads.Config{Clients: 3, Keys: 3, KeyDist: "per-client", Hold: workloads.Range{Min: time.Hour, Max: time.Hour}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	evs, _ := runFor(t, c, cfg, 200*time.Millisecond, nil)
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("run with a 1h hold took %v", el)
+	}
+	released := map[int]bool{}
+	for _, e := range evs {
+		if e.Op == history.OpRelease && e.Result == history.OK {
+			released[e.Client] = true
+		}
+	}
+	if len(released) != 3 {
+		t.Fatalf("clients that released: %v, want all 3", released)
+	}
+}
