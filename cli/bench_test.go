@@ -73,6 +73,28 @@ func TestBenchExternal(t *testing.T) {
 		t.Error(err)
 	}
 
+	// compare on bench directories: every lock benched in both, a note for
+	// the others; a bench against itself has no regression.
+	code, stdout, stderr = lockchaos(t, "compare", dir, dir)
+	wantExit(t, code, 0, stdout, stderr)
+	code, stdout, stderr = lockchaos(t, "compare", dir, dir2)
+	if code != 0 && code != runner.ExitViolated {
+		t.Fatalf("compare bench dirs: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "bench/simple") || !strings.Contains(stdout, "lock redlock: benched in "+dir2+" only") {
+		t.Errorf("compare of bench directories:\n%s", stdout)
+	}
+
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, "bench.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = lockchaos(t, "compare", dir, bad)
+	wantExit(t, code, runner.ExitBadInput, stdout, stderr)
+	if !strings.Contains(stderr, filepath.Join(bad, "bench.json")) {
+		t.Errorf("a malformed bench.json is not named: %q", stderr)
+	}
+
 	// Bad input names the flag and its value, and starts nothing.
 	code, stdout, stderr = lockchaos(t, "bench", "--clients", "0", "--out", filepath.Join(t.TempDir(), "b3"))
 	wantExit(t, code, runner.ExitBadInput, stdout, stderr)

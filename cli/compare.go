@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,6 +43,66 @@ func resultsPath(p string) string {
 	return p
 }
 
+type resultsPair struct{ base, cur string }
+
+// comparePairs is what to compare: the two results.json, or, when both are
+// bench directories (bench.json), each lock benched in both, with a note for
+// a lock benched in only one.
+func comparePairs(base, cur string) ([]resultsPair, []string, error) {
+	isBench := func(p string) bool {
+		st, err := os.Stat(filepath.Join(p, "bench.json"))
+		return err == nil && st.Mode().IsRegular()
+	}
+	if !isBench(base) || !isBench(cur) {
+		return []resultsPair{{resultsPath(base), resultsPath(cur)}}, nil, nil
+	}
+	bb, berr := readBench(base)
+	cb, cerr := readBench(cur)
+	if err := errors.Join(berr, cerr); err != nil {
+		return nil, nil, err
+	}
+	inCur := map[string]runner.BenchLock{}
+	for _, l := range cb.Locks {
+		inCur[l.Lock] = l
+	}
+	var pairs []resultsPair
+	var notes []string
+	for _, l := range bb.Locks {
+		c, ok := inCur[l.Lock]
+		if !ok {
+			notes = append(notes, fmt.Sprintf("lock %s: benched in %s only, not compared", l.Lock, base))
+			continue
+		}
+		delete(inCur, l.Lock)
+		// The run directories are found where the bench directory is now
+		// (a baseline is often a copied CI artifact).
+		pairs = append(pairs, resultsPair{filepath.Join(base, filepath.Base(l.Dir), "results.json"),
+			filepath.Join(cur, filepath.Base(c.Dir), "results.json")})
+	}
+	for _, l := range cb.Locks {
+		if _, ok := inCur[l.Lock]; ok {
+			notes = append(notes, fmt.Sprintf("lock %s: benched in %s only, not compared", l.Lock, cur))
+		}
+	}
+	if len(pairs) == 0 {
+		return nil, nil, fmt.Errorf("bench directories %s and %s have no lock in common", base, cur)
+	}
+	return pairs, notes, nil
+}
+
+// readBench reads dir/bench.json.
+func readBench(dir string) (*runner.Bench, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		return nil, err
+	}
+	var b runner.Bench
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "bench.json"), err)
+	}
+	return &b, nil
+}
+
 func newCompareCmd(stdout, _ io.Writer) *cobra.Command {
 	var (
 		maxReg   string
@@ -53,41 +115,53 @@ func newCompareCmd(stdout, _ io.Writer) *cobra.Command {
 change of every metric (throughput, latency p50/p99/p999 per operation,
 fairness) and every verdict. It exits 1 when a metric regressed by more than
 --max-regression (latency changes under 20µs never count: scheduler noise) or
-a verdict got worse (valid → unknown → invalid), 0 otherwise.`,
+a verdict got worse (valid → unknown → invalid), 0 otherwise. Given two bench
+directories it compares every lock benched in both (the median run of each)
+and exits 1 when any of them regressed.`,
 		Example: `  lockchaos compare baseline/results.json runs/smoke/results.json
-  lockchaos compare baseline.json runs/smoke --max-regression 5% --markdown compare.md`,
+  lockchaos compare baseline.json runs/smoke --max-regression 5% --markdown compare.md
+  lockchaos compare bench-base bench-new                      # every lock benched in both`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mr, err := parsePercent(maxReg)
 			if err != nil {
 				return exitWith(runner.ExitBadInput, fmt.Errorf("--max-regression: %v", err))
 			}
-			base, err := report.ReadResults(resultsPath(args[0]))
+			pairs, notes, err := comparePairs(args[0], args[1])
 			if err != nil {
 				return exitWith(runner.ExitBadInput, err)
 			}
-			cur, err := report.ReadResults(resultsPath(args[1]))
-			if err != nil {
-				return exitWith(runner.ExitBadInput, err)
+			var md strings.Builder
+			regressed := false
+			for i, pr := range pairs {
+				base, err := report.ReadResults(pr.base)
+				if err != nil {
+					return exitWith(runner.ExitBadInput, err)
+				}
+				cur, err := report.ReadResults(pr.cur)
+				if err != nil {
+					return exitWith(runner.ExitBadInput, err)
+				}
+				c := report.Compare(base, cur, mr)
+				regressed = regressed || c.Regressed
+				if i > 0 {
+					fmt.Fprintln(stdout)
+				}
+				if err := report.WriteCompareText(stdout, c); err != nil {
+					return exitWith(runner.ExitInfra, err)
+				}
+				_ = report.WriteCompareMarkdown(&md, c)
 			}
-			c := report.Compare(base, cur, mr)
-			if err := report.WriteCompareText(stdout, c); err != nil {
-				return exitWith(runner.ExitInfra, err)
+			for _, n := range notes {
+				fmt.Fprintln(stdout, n)
+				fmt.Fprintf(&md, "\n%s\n", n)
 			}
 			if markdown != "" {
-				f, err := os.Create(markdown)
-				if err != nil {
+				if err := os.WriteFile(markdown, []byte(md.String()), 0o644); err != nil {
 					return exitWith(runner.ExitBadInput, fmt.Errorf("--markdown: %v", err))
 				}
-				werr := report.WriteCompareMarkdown(f, c)
-				if cerr := f.Close(); werr == nil {
-					werr = cerr
-				}
-				if werr != nil {
-					return exitWith(runner.ExitInfra, werr)
-				}
 			}
-			if c.Regressed {
+			if regressed {
 				return exitWith(runner.ExitViolated, nil)
 			}
 			return nil
