@@ -97,6 +97,10 @@ type Bench struct {
 	// lock code, no harness and no recording: what the client library alone
 	// reaches, to tell its cost from the harness's.
 	GoRedisCS float64 `json:"go_redis_cycles_per_sec,omitempty"`
+	// CeilingRuns and GoRedisRuns are every measurement with Repeat > 1
+	// (the fields above are their medians).
+	CeilingRuns []float64 `json:"ceiling_runs,omitempty"`
+	GoRedisRuns []float64 `json:"go_redis_runs,omitempty"`
 	// SetRTTP50US is the p50 of a single SET round trip (one go-redis
 	// client, same node), the yardstick for hand-off latency.
 	SetRTTP50US float64 `json:"set_rtt_p50_us"`
@@ -167,11 +171,29 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		b.FanOutRTTP50US = setRTT(ctx, bare)
 	}
 	if o.Ceiling {
-		b.SetNXPX, b.EvalSHA = redisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients)
-		if b.SetNXPX > 0 && b.EvalSHA > 0 {
-			b.CeilingCS = 1 / (1/b.SetNXPX + 1/b.EvalSHA)
+		// With --repeat the yardsticks are measured as often as the locks
+		// and their medians used: the machine drifts by several percent.
+		type ceil struct{ setnx, evalsha, cycles, bare float64 }
+		var cs []ceil
+		for r := 0; r < b.Repeat && ctx.Err() == nil; r++ {
+			var c ceil
+			c.setnx, c.evalsha = redisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients)
+			if c.setnx > 0 && c.evalsha > 0 {
+				c.cycles = 1 / (1/c.setnx + 1/c.evalsha)
+			}
+			c.bare = goRedisCycles(ctx, cl, admin[0], o.Clients, min(o.Duration, 5*time.Second))
+			cs = append(cs, c)
+			b.CeilingRuns, b.GoRedisRuns = append(b.CeilingRuns, c.cycles), append(b.GoRedisRuns, c.bare)
 		}
-		b.GoRedisCS = goRedisCycles(ctx, cl, admin[0], o.Clients, min(o.Duration, 5*time.Second))
+		if len(cs) > 0 {
+			sort.Slice(cs, func(i, j int) bool { return cs[i].cycles < cs[j].cycles })
+			m := cs[(len(cs)-1)/2]
+			b.SetNXPX, b.EvalSHA, b.CeilingCS = m.setnx, m.evalsha, m.cycles
+			b.GoRedisCS = median(b.GoRedisRuns)
+		}
+		if len(cs) < 2 {
+			b.CeilingRuns, b.GoRedisRuns = nil, nil
+		}
 	}
 	for _, lock := range o.Locks {
 		if ctx.Err() != nil {
@@ -225,12 +247,18 @@ func medianRun(runs []*BenchLock, noHistory []float64) BenchLock {
 		}
 		bl.NoHistoryRuns = noHistory
 	}
-	if len(noHistory) > 0 {
-		nh := append([]float64{}, noHistory...)
-		sort.Float64s(nh)
-		bl.NoHistoryThroughput = nh[(len(nh)-1)/2]
-	}
+	bl.NoHistoryThroughput = median(noHistory)
 	return bl
+}
+
+// median of vs (the lower middle one of an even count); 0 for none.
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := append([]float64{}, vs...)
+	sort.Float64s(s)
+	return s[(len(s)-1)/2]
 }
 
 // spread is "min–max" of vs.
@@ -443,10 +471,18 @@ func BenchMarkdown(b *Bench) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# lockchaos bench\n\n%d clients, %d keys (%s), %s, %s loop, backend %s. Machine: %s.\n\n", b.Clients, b.Keys, b.KeyDist, b.Duration, b.Mode, b.Backend, b.Machine)
 	if b.CeilingCS > 0 {
-		fmt.Fprintf(&sb, "redis-benchmark -c %d against node 1: SET NX PX %.0f/s, EVALSHA unlock %.0f/s → ceiling %.0f cycles/s.\n\n", b.Clients, b.SetNXPX, b.EvalSHA, b.CeilingCS)
+		fmt.Fprintf(&sb, "redis-benchmark -c %d against node 1: SET NX PX %.0f/s, EVALSHA unlock %.0f/s → ceiling %.0f cycles/s", b.Clients, b.SetNXPX, b.EvalSHA, b.CeilingCS)
+		if len(b.CeilingRuns) > 1 {
+			fmt.Fprintf(&sb, " (median of %d, spread %s)", len(b.CeilingRuns), spread(b.CeilingRuns))
+		}
+		sb.WriteString(".\n\n")
 	}
 	if b.GoRedisCS > 0 && b.CeilingCS > 0 {
-		fmt.Fprintf(&sb, "Bare go-redis, %d clients each on its own key, the same two commands with no lock code, harness or recording: %.0f cycles/s = %.2f of the ceiling (the client library's own share of any gap).\n\n", b.Clients, b.GoRedisCS, b.GoRedisCS/b.CeilingCS)
+		fmt.Fprintf(&sb, "Bare go-redis, %d clients each on its own key, the same two commands with no lock code, harness or recording: %.0f cycles/s", b.Clients, b.GoRedisCS)
+		if len(b.GoRedisRuns) > 1 {
+			fmt.Fprintf(&sb, " (median of %d, spread %s)", len(b.GoRedisRuns), spread(b.GoRedisRuns))
+		}
+		fmt.Fprintf(&sb, " = %.2f of the ceiling (the client library's own share of any gap).\n\n", b.GoRedisCS/b.CeilingCS)
 	}
 	fmt.Fprintf(&sb, "Single SET round trip p50: %.0f µs.", b.SetRTTP50US)
 	if b.FanOutRTTP50US > 0 && b.SetRTTP50US > 0 {

@@ -17,8 +17,15 @@ func TestMedianRun(t *testing.T) {
 	if one.Dir != "a" || one.Runs != nil || one.NoHistoryThroughput != 0 {
 		t.Fatalf("single run %+v: want it as is, no runs list", one)
 	}
-	md := BenchMarkdown(&Bench{Repeat: 3, Locks: []BenchLock{bl}})
-	if !strings.Contains(md, "| 200 (100–300) |") || !strings.Contains(md, "ran 3 times") {
-		t.Fatalf("markdown does not show the median and spread:\n%s", md)
+	md := BenchMarkdown(&Bench{Repeat: 3, Locks: []BenchLock{bl}, SetNXPX: 2000, EvalSHA: 2000, CeilingCS: 1000,
+		CeilingRuns: []float64{900, 1000, 1100}, GoRedisCS: 800, GoRedisRuns: []float64{700, 800, 850}})
+	for _, want := range []string{"| 200 (100–300) |", "ran 3 times", "1000 cycles/s (median of 3, spread 900–1100)",
+		"800 cycles/s (median of 3, spread 700–850) = 0.80 of the ceiling", "| 0.20 |"} {
+		if !strings.Contains(md, want) {
+			t.Fatalf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if m := median([]float64{3, 1, 2, 4}); m != 2 {
+		t.Errorf("median of 1..4 = %v, want the lower middle 2", m)
 	}
 }
