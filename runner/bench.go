@@ -72,6 +72,9 @@ type BenchLock struct {
 	NoHistoryRuns []float64 `json:"no_history_runs,omitempty"`
 	Verdict       string    `json:"verdict"`
 	Dir           string    `json:"dir"`
+	// RecordingCostPct is the throughput recording costs, in percent of the
+	// recording-off throughput: the median over the on/off pairs (--overhead).
+	RecordingCostPct float64 `json:"recording_cost_pct,omitempty"`
 	// Interrupted: an interrupt cut this lock's (median) run short.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -237,6 +240,9 @@ func benchScenario(o BenchOptions, name, topo string) *scenarios.Scenario {
 
 // medianRun is the run with the median throughput (the lower middle one of
 // an even count), with every run's throughput and the recording-off median.
+// noHistory[i], when given, ran right after runs[i]: the cost of recording
+// is the median of those pairs' costs, which cancels the machine's drift
+// between pairs (the difference of two medians does not).
 func medianRun(runs []*BenchLock, noHistory []float64) BenchLock {
 	sorted := append([]*BenchLock{}, runs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Throughput < sorted[j].Throughput })
@@ -248,6 +254,17 @@ func medianRun(runs []*BenchLock, noHistory []float64) BenchLock {
 		bl.NoHistoryRuns = noHistory
 	}
 	bl.NoHistoryThroughput = median(noHistory)
+	if len(noHistory) == len(runs) {
+		var costs []float64
+		for i, r := range runs {
+			if noHistory[i] > 0 {
+				costs = append(costs, 100*(noHistory[i]-r.Throughput)/noHistory[i])
+			}
+		}
+		if len(costs) > 0 {
+			bl.RecordingCostPct = round2(median(costs))
+		}
+	}
 	return bl
 }
 
@@ -505,7 +522,7 @@ func BenchMarkdown(b *Bench) string {
 			ceil = fmt.Sprintf("%.2f", l.Throughput/b.CeilingCS)
 		}
 		if l.NoHistoryThroughput > 0 {
-			ovh = fmt.Sprintf("%+.1f%%", 100*(l.NoHistoryThroughput-l.Throughput)/l.NoHistoryThroughput)
+			ovh = fmt.Sprintf("%+.1f%%", l.RecordingCostPct)
 		}
 		if l.Server != nil {
 			cmds, usec = fmt.Sprintf("%.2f", l.Server.CommandsPerCycle), fmt.Sprintf("%.1f", l.Server.UsecPerCycle)
