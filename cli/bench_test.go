@@ -101,4 +101,13 @@ func TestBenchExternal(t *testing.T) {
 	if !strings.Contains(stderr, "--clients 0") {
 		t.Errorf("stderr %q does not name --clients 0", stderr)
 	}
+	b4 := filepath.Join(t.TempDir(), "b4")
+	code, stdout, stderr = lockchaos(t, "bench", "--wait", "bogus", "--out", b4)
+	wantExit(t, code, runner.ExitBadInput, stdout, stderr)
+	if !strings.Contains(stderr, `wait: "bogus"`) {
+		t.Errorf("stderr %q does not name the wait option and its value", stderr)
+	}
+	if _, err := os.Stat(b4); err == nil {
+		t.Errorf("a rejected bench left %s behind", b4)
+	}
 }
