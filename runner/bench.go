@@ -136,11 +136,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	if o.Base.Backend == cluster.External {
 		vo.Nodes = max(len(o.Base.Addrs), 1)
 	}
-	vtopo := cluster.Independent
-	if vo.Nodes == 1 {
-		vtopo = cluster.Single
-	}
-	if err := benchScenario(vo, "bench", vtopo).Validate(); err != nil {
+	if err := benchScenario(vo, "bench", benchTopology(vo.Nodes)).Validate(); err != nil {
 		return nil, fail(ExitBadInput, "bench: the flags make an invalid workload: %v", err)
 	}
 	spec := cluster.Spec{Topology: topo, Backend: o.Base.Backend, Nodes: o.Nodes, RedisServer: o.Base.RedisServer,
@@ -156,7 +152,8 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	if o.KeyDist == "" {
 		o.KeyDist = "uniform"
 	}
-	b := &Bench{Clients: o.Clients, Keys: o.Keys, Nodes: len(cl.Nodes), KeyDist: o.KeyDist, Repeat: max(o.Repeat, 1), Duration: o.Duration.String(), Mode: "closed", Backend: cl.Backend, Machine: machine()}
+	o.Repeat = max(o.Repeat, 1)
+	b := &Bench{Clients: o.Clients, Keys: o.Keys, Nodes: len(cl.Nodes), KeyDist: o.KeyDist, Repeat: o.Repeat, Duration: o.Duration.String(), Mode: "closed", Backend: cl.Backend, Machine: machine()}
 	if o.Rate > 0 {
 		b.Mode = fmt.Sprintf("open %.0f/s", o.Rate)
 	}
@@ -167,7 +164,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	// Yardsticks from clients connected as the bench's are.
 	var bare []redis.UniversalClient
 	for _, ep := range cl.Endpoints() {
-		bare = append(bare, cl.NewClient(ep, cluster.ClientOptions{PoolSize: 2, NoConnCheck: true}))
+		bare = append(bare, cl.NewClient(ep, benchConn))
 	}
 	b.SetRTTP50US = setRTT(ctx, bare[:1])
 	if len(bare) > 1 {
@@ -176,17 +173,17 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	if o.Ceiling {
 		// With --repeat the yardsticks are measured as often as the locks
 		// and their medians used: the machine drifts by several percent.
-		type ceil struct{ setnx, evalsha, cycles, bare float64 }
+		type ceil struct{ setnx, evalsha, cycles float64 }
 		var cs []ceil
-		for r := 0; r < b.Repeat && ctx.Err() == nil; r++ {
+		for r := 0; r < o.Repeat && ctx.Err() == nil; r++ {
 			var c ceil
 			c.setnx, c.evalsha = redisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients)
 			if c.setnx > 0 && c.evalsha > 0 {
 				c.cycles = 1 / (1/c.setnx + 1/c.evalsha)
 			}
-			c.bare = goRedisCycles(ctx, cl, admin[0], o.Clients, min(o.Duration, 5*time.Second))
 			cs = append(cs, c)
-			b.CeilingRuns, b.GoRedisRuns = append(b.CeilingRuns, c.cycles), append(b.GoRedisRuns, c.bare)
+			b.CeilingRuns = append(b.CeilingRuns, c.cycles)
+			b.GoRedisRuns = append(b.GoRedisRuns, goRedisCycles(ctx, cl, admin[0], o.Clients, min(o.Duration, 5*time.Second)))
 		}
 		if len(cs) > 0 {
 			sort.Slice(cs, func(i, j int) bool { return cs[i].cycles < cs[j].cycles })
@@ -205,7 +202,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		info, _, _ := lockimpl.Lookup(lock)
 		var runs []*BenchLock
 		var nh []float64
-		for r := 0; r < max(o.Repeat, 1) && ctx.Err() == nil; r++ {
+		for r := 0; r < o.Repeat && ctx.Err() == nil; r++ {
 			bl, err := benchLock(ctx, o, cl, admin, info, false, r)
 			if err != nil {
 				return b, err
@@ -287,12 +284,21 @@ func spread(vs []float64) string {
 	return fmt.Sprintf("%.0f–%.0f", lo, hi)
 }
 
-func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, info lockimpl.Info, noHistory bool, rep int) (*BenchLock, error) {
-	topo := cluster.Independent
-	if len(cl.Nodes) == 1 {
-		topo = cluster.Single
+// benchTopology is the scenario topology of a bench on n masters.
+func benchTopology(n int) string {
+	if n == 1 {
+		return cluster.Single
 	}
-	s := benchScenario(o, "bench", topo)
+	return cluster.Independent
+}
+
+// benchConn is how every bench client connects, the yardsticks' too. No fault
+// closes a bench client's connection, so go-redis's liveness probe on every
+// pool checkout (a recv syscall per command) is skipped.
+var benchConn = cluster.ClientOptions{PoolSize: 2, NoConnCheck: true}
+
+func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, info lockimpl.Info, noHistory bool, rep int) (*BenchLock, error) {
+	s := benchScenario(o, "bench", benchTopology(len(cl.Nodes)))
 	if err := s.Validate(); err != nil {
 		return nil, fail(ExitBadInput, "bench: %v", err)
 	}
@@ -309,9 +315,7 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	}
 	ro := o.Base
 	ro.Scenario, ro.Lock, ro.Out, ro.Cluster, ro.NoHistory, ro.Progress = s, info.Name, dir, cl, noHistory, nil
-	// No fault closes a bench client's connection, so go-redis's liveness
-	// probe on every pool checkout (a recv syscall per command) is skipped.
-	ro.Conn, ro.NoObserver = cluster.ClientOptions{PoolSize: 2, NoConnCheck: true}, true
+	ro.Conn, ro.NoObserver = benchConn, true
 	out, err := Run(ctx, ro)
 	if out == nil {
 		return nil, err
@@ -388,11 +392,16 @@ func setRTT(ctx context.Context, cs []redis.UniversalClient) float64 {
 	for i := 0; time.Now().Before(end) && i < 200_000; i++ {
 		t := time.Now()
 		var failed atomic.Bool
+		set := func(c redis.UniversalClient) {
+			if c.Set(ctx, "lockchaos:rtt", i, 0).Err() != nil {
+				failed.Store(true)
+			}
+		}
 		var wg sync.WaitGroup
 		for _, c := range cs[1:] {
-			wg.Go(func() { failed.CompareAndSwap(false, c.Set(ctx, "lockchaos:rtt", i, 0).Err() != nil) })
+			wg.Go(func() { set(c) })
 		}
-		failed.CompareAndSwap(false, cs[0].Set(ctx, "lockchaos:rtt", i, 0).Err() != nil)
+		set(cs[0])
 		wg.Wait()
 		if failed.Load() {
 			break
@@ -422,7 +431,7 @@ func goRedisCycles(ctx context.Context, cl *cluster.Cluster, admin *redis.Client
 	var wg sync.WaitGroup
 	end := time.Now().Add(d)
 	for i := 0; i < clients; i++ {
-		c := cl.NewClient(ep, cluster.ClientOptions{PoolSize: 2, NoConnCheck: true})
+		c := cl.NewClient(ep, benchConn)
 		key := fmt.Sprintf("lockchaos:bare:%d", i)
 		keys := []string{key, key + ":released"}
 		wg.Go(func() {
