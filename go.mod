@@ -1,4 +1,4 @@
-module lockchaos
+module github.com/lockchaos/lockchaos
 
 go 1.26.8
 

@@ -7,10 +7,10 @@ package main
 import (
 	"os"
 
-	"lockchaos/cli"
+	"github.com/lockchaos/lockchaos/cli"
 
 	// Built-in lock implementations register themselves.
-	_ "lockchaos/lockimpl"
+	_ "github.com/lockchaos/lockchaos/lockimpl"
 )
 
 func main() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // synthHistory writes a history of about n events: 16 clients over 64 keys

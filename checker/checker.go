@@ -40,7 +40,7 @@ import (
 	"fmt"
 	"sort"
 
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Verdict of a check or of the run.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 const ms = int64(1e6)

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // How a hold's belief ended.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lockchaos/report"
-	"lockchaos/runner"
-	"lockchaos/workloads"
+	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/workloads"
 )
 
 func init() { extraCommands = append(extraCommands, newBenchCmd) }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"lockchaos/cluster"
-	"lockchaos/runner"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/runner"
 )
 
 // The acceptance command, against a redis-server this test starts:

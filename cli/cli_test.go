@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/lockimpl"
-	"lockchaos/report"
-	"lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // runSlots bounds the lockchaos runs this package has going at once. The

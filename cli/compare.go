@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lockchaos/report"
-	"lockchaos/runner"
+	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/runner"
 )
 
 func init() { extraCommands = append(extraCommands, newCompareCmd) }

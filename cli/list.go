@@ -5,10 +5,10 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"lockchaos/faults"
-	"lockchaos/lockimpl"
-	"lockchaos/runner"
-	"lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 func listScenarios(w io.Writer) error {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lockchaos/runner"
-	"lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 func init() { extraCommands = append(extraCommands, newMatrixCmd) }

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/term"
 
-	"lockchaos/runner"
+	"github.com/lockchaos/lockchaos/runner"
 )
 
 // newProgress returns a progress display: one rewritten status line on a

@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lockchaos/runner"
+	"github.com/lockchaos/lockchaos/runner"
 )
 
 // exitError carries an exit code out of a command.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lockchaos/report"
-	"lockchaos/runner"
-	"lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // clusterFlags are the flags that choose where Redis runs.

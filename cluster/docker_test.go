@@ -150,7 +150,7 @@ func TestDockerProxied(t *testing.T) {
 
 func TestDockerMissingImage(t *testing.T) {
 	requireDocker(t)
-	_, err := Start(context.Background(), Spec{Backend: Docker, Image: "lockchaos/none:missing"})
+	_, err := Start(context.Background(), Spec{Backend: Docker, Image: "github.com/lockchaos/lockchaos/none:missing"})
 	if !errors.Is(err, ErrInfra) || !strings.Contains(err.Error(), "docker-image.sh") {
 		t.Errorf("missing image: %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Observe subscribes to every data node's keyspace notifications

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"lockchaos/cluster"
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Spec is one fault as a scenario asks for it. Times are offsets from the

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // Network faults: toxics on the in-process fault proxy in front of each node

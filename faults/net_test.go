@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 func netEnv(t *testing.T, proxy bool) *Env {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // Node-side faults: they act on the Redis servers through the cluster's node

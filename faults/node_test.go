@@ -11,9 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"lockchaos/cluster"
-	"lockchaos/cluster/clustertest"
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/clustertest"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 func testEnv(c *cluster.Cluster) *Env {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // holderWait bounds how long a "holder" target waits for some client to hold

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/cluster"
-	"lockchaos/cluster/clustertest"
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/clustertest"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // watchClients is a ClientControl whose only working part is Watch: client

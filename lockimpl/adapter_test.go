@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
 // Each adapter, against real redis-server: mutual exclusion between two

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
 // One uncontended acquire + release per op, for every registered lock, on

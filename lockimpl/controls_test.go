@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
 // Fencing tokens strictly increase from one owner to the next, including

@@ -11,9 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"lockchaos/cluster"
-	"lockchaos/cluster/clustertest"
-	"lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/clustertest"
+	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
 // startMasters starts n independent redis-server processes, stopped at the

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
 // Nested acquires count up, each release undoes one level, and the key is

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
 // notes collects a lock's background events.

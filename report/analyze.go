@@ -8,7 +8,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Names of the latency distributions, as used in results.json's

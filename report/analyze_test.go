@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 func acq(c int, key string, t, end int64, res history.Result, depth int) history.Event {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // writeHistory writes events as history.jsonl into dir and returns its path.

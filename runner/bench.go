@@ -18,11 +18,11 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
-	"lockchaos/cluster"
-	"lockchaos/lockimpl"
-	"lockchaos/report"
-	"lockchaos/scenarios"
-	"lockchaos/workloads"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/workloads"
 )
 
 // BenchOptions configure `lockchaos bench`: no faults, every lock on the same

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // An interrupt during a lock's run keeps that run (its numbers, its server

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"lockchaos/checker"
-	"lockchaos/history"
-	"lockchaos/report"
-	"lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // EvalOptions tune Evaluate.

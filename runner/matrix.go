@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 
-	"lockchaos/lockimpl"
-	"lockchaos/report"
-	"lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // MatrixOptions run locks × scenarios.

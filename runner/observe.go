@@ -3,8 +3,8 @@ package runner
 import (
 	"context"
 
-	"lockchaos/cluster"
-	"lockchaos/workloads"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/workloads"
 )
 
 // observe records the servers' keyspace notifications into the history.

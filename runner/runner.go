@@ -16,13 +16,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lockchaos/cluster"
-	"lockchaos/faults"
-	"lockchaos/history"
-	"lockchaos/lockimpl"
-	"lockchaos/report"
-	"lockchaos/scenarios"
-	"lockchaos/workloads"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/workloads"
 )
 
 // Exit codes (README "Exit codes").

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/runner"
-	"lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // The runner tests run one at a time: the cli package's end-to-end tests

@@ -16,9 +16,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lockchaos/faults"
-	"lockchaos/lockimpl"
-	"lockchaos/workloads"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/workloads"
 )
 
 // Scenario is one scenario file. YAML names are the snake_case of the Go

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	_ "lockchaos/lockimpl"
-	"lockchaos/scenarios"
-	"lockchaos/workloads"
+	_ "github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/workloads"
 )
 
 // Every built-in scenario parses, validates and states an expectation.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"lockchaos/history"
-	"lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
 // Client is one lock client: its Locker (one owner identity), clock, fault

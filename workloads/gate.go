@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"lockchaos/faults"
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // gate is one client's fault state: armed pauses, crashes and watches

@@ -8,7 +8,7 @@ package workloads
 import (
 	"time"
 
-	"lockchaos/history"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Recorder is the run clock plus the history sink. All times in the history

@@ -12,9 +12,9 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
-	"lockchaos/cluster"
-	"lockchaos/faults"
-	"lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
 // Options build a Workload.

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/cluster"
-	"lockchaos/cluster/clustertest"
-	"lockchaos/faults"
-	"lockchaos/history"
-	_ "lockchaos/lockimpl"
-	"lockchaos/workloads"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/clustertest"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/history"
+	_ "github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/workloads"
 )
 
 func startRedis(t *testing.T) *cluster.Cluster {

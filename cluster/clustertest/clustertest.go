@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // Cluster is a started deployment that remembers every pid it saw.

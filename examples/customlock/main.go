@@ -17,9 +17,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"lockchaos/lockimpl"
-	"lockchaos/runner"
-	"lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 func init() {

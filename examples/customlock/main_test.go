@@ -10,11 +10,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"lockchaos/cluster"
-	"lockchaos/cluster/clustertest"
-	"lockchaos/lockimpl"
-	"lockchaos/runner"
-	"lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/clustertest"
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 func TestRegistered(t *testing.T) {
