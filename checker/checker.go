@@ -13,7 +13,11 @@
 // "honours"), the belief is cut at that deadline — unless the client still
 // acted on the resource after it (a pause between its last check and its
 // write), in which case the belief lasts until that act finished. A client
-// that crashed believes until its last recorded act.
+// that crashed believes until its last recorded act. A lease that arrives
+// with its deadline already past (the client was frozen between the
+// server's reply and Acquire's return) and is never acted on starts no
+// belief at all: it overlaps nothing, although the key it set still counts
+// as the client's at the server.
 //
 // # Indeterminate operations
 //

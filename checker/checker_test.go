@@ -343,3 +343,32 @@ func TestCheckFileToleratesTornTail(t *testing.T) {
 		t.Fatalf("torn=%v verdict=%s, want torn and invalid", r.Torn, r.Verdict)
 	}
 }
+
+// A lease that arrives already past its deadline (the client was frozen
+// between the SET reply and Acquire's return) is no belief: a correct lock's
+// client that then sees the deadline and never writes must not be flagged,
+// while one that writes anyway still is.
+func TestExpiredOnArrivalLeaseIsNoBelief(t *testing.T) {
+	b := newHB(nil)
+	b.cycle(0, 0, 1)
+	// client 1: invoked at 20, frozen, ack at 200 with deadline 120.
+	b.acq(1, 20, 200, 120, history.OK, 1)
+	// client 2 took the expired key at 150 and holds it past 200.
+	b.acq(2, 150, 151, 251, history.OK, 1).read(2, 152, 1).write(2, 230, 231, 2, 0, true).rel(2, 240, 241, 0)
+	// client 1 checks its lease, finds it gone, reports the loss.
+	b.add(history.Event{T: 210 * ms, Client: 1, Key: "k", Op: history.OpLost})
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckMutex: Valid, CheckResource: Valid})
+	if got := r.Checks[CheckMutex].Stats["expired_on_arrival"]; got != 1 {
+		t.Errorf("expired_on_arrival = %v, want 1", got)
+	}
+
+	// The same, but client 1 writes after all: its belief is real.
+	b = newHB(nil)
+	b.cycle(0, 0, 1)
+	b.acq(1, 20, 200, 120, history.OK, 1)
+	b.acq(2, 150, 151, 251, history.OK, 1).read(2, 152, 1).write(2, 230, 231, 2, 0, true).rel(2, 240, 241, 0)
+	b.read(1, 201, 1).write(1, 205, 206, 2, 0, true).rel(1, 207, 208, 0)
+	r = Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckMutex: Invalid})
+}

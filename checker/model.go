@@ -33,6 +33,11 @@ type hold struct {
 	fence    uint64
 	belief   int64 // computed by finish: the end of the belief
 	heldTo   int64 // computed by finish: the end ignoring the deadline (release/loss/last act)
+	// empty (computed by finish): the lease arrived with its deadline
+	// already past and the client never acted on it, so it never believed
+	// it held the key. Such a hold overlaps nothing; it still counts as the
+	// client's key at the server (unlock attribution, liveness).
+	empty bool
 }
 
 // release is one release call (any depth), for unlock attribution.
@@ -412,6 +417,7 @@ func (m *model) finish(o Options) {
 			end = max(h.deadline, h.actAfter, h.start)
 		}
 		h.belief = end
+		h.empty = m.honours && h.deadline > 0 && h.deadline <= h.start && h.actAfter == 0
 	}
 	for _, f := range m.faults {
 		if !f.healRecorded {
@@ -465,7 +471,7 @@ func (m *model) otherHolderAt(k int32, not int32, t int64) int32 {
 	i := sort.Search(len(kd.holds), func(i int) bool { return m.holds[kd.holds[i]].start > t }) - 1
 	for ; i >= 0 && kd.pmax[i] >= t; i-- {
 		h := &m.holds[kd.holds[i]]
-		if h.client != not && h.belief >= t {
+		if h.client != not && !h.empty && h.belief >= t {
 			return kd.holds[i]
 		}
 	}

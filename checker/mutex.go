@@ -8,7 +8,7 @@ import "fmt"
 // the other client's belief ended is a violation. O(h log h) per key.
 func checkMutex(m *model, c *ctx) (CheckResult, bool) {
 	res := CheckResult{Stats: map[string]any{}}
-	var count, holds int
+	var count, holds, empty int
 	var overlapNS int64
 	for k, kd := range m.kd {
 		m.index(kd)
@@ -17,6 +17,10 @@ func checkMutex(m *model, c *ctx) (CheckResult, bool) {
 		a, b := int32(-1), int32(-1)
 		for _, hi := range kd.holds {
 			h := &m.holds[hi]
+			if h.empty {
+				empty++
+				continue
+			}
 			prev := a
 			if prev >= 0 && m.holds[prev].client == h.client {
 				prev = b
@@ -50,6 +54,10 @@ func checkMutex(m *model, c *ctx) (CheckResult, bool) {
 	res.Verdict = verdictOf(count, holds > 0)
 	res.Stats["holds"] = holds
 	res.Stats["overlap_ms"] = msOf(overlapNS)
+	if empty > 0 {
+		res.Stats["expired_on_arrival"] = empty
+		res.Notes = append(res.Notes, fmt.Sprintf("%d leases arrived already past their deadline and were never acted on: no belief, no overlap", empty))
+	}
 	if holds == 0 {
 		res.Notes = append(res.Notes, "no lock was ever acquired: nothing to check")
 	}
