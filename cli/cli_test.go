@@ -439,7 +439,7 @@ func lockchaosBinary(t *testing.T) string {
 			}
 		}
 	}
-	cmd := exec.Command("go", append(args, "lockchaos")...)
+	cmd := exec.Command("go", append(args, "github.com/lockchaos/lockchaos")...)
 	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
