@@ -372,3 +372,26 @@ func TestExpiredOnArrivalLeaseIsNoBelief(t *testing.T) {
 	r = Check(b.ev, Options{})
 	wantVerdicts(t, r, map[string]Verdict{CheckMutex: Invalid})
 }
+
+// A del is charged to a release that left depth > 0 only when no release
+// that freed the key was in flight too: back-to-back nested and top-level
+// releases (and another client's refused release) overlap within the
+// observer's lag.
+func TestDelChargedToFreeingRelease(t *testing.T) {
+	base := func() *hb {
+		b := newHB(map[string]any{"resource": "counter"})
+		b.acq(0, 0, 1, 101, history.OK, 1).read(0, 2, 0).acq(0, 3, 4, 104, history.OK, 2).write(0, 5, 6, 1, 0, true)
+		return b
+	}
+	// Nested release [7,8] leaves depth 1; the top release [8.5,9] frees
+	// the key, its del observed at 9 — also within the nested one's lag.
+	b := base()
+	b.rel(0, 7, 8, 1).add(history.Event{T: 8*ms + ms/2, End: 9 * ms, Client: 0, Key: "k", Op: history.OpRelease, Result: history.OK})
+	b.add(history.Event{T: 10 * ms, End: 12 * ms, Client: 1, Key: "k", Op: history.OpRelease, Depth: 1, Result: history.Fail, Err: "not the lock owner"})
+	b.srv(11, "del")
+	wantVerdicts(t, Check(b.ev, Options{ObserverLag: 5 * ms}), map[string]Verdict{CheckReentrancy: Valid})
+	// A del while only the nested release was in flight freed it early.
+	b = base()
+	b.rel(0, 7, 8, 1).srv(8, "del").rel(0, 30, 31, 0)
+	wantVerdicts(t, Check(b.ev, Options{ObserverLag: 5 * ms}), map[string]Verdict{CheckReentrancy: Invalid})
+}

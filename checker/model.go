@@ -45,6 +45,7 @@ type release struct {
 	client    int32
 	remaining int32 // hold count the client expects after it
 	t, end    int64
+	refused   bool // the server answered that the client was not the owner: it changed nothing
 }
 
 // renew is one renewal call, for unlock attribution.
@@ -354,7 +355,7 @@ func (m *model) addAcquire(e *history.Event) {
 func (m *model) addRelease(e *history.Event) {
 	c := m.client(e.Client)
 	k := m.key(e.Key)
-	m.kd[k].releases = append(m.kd[k].releases, release{int32(e.Client), int32(e.Depth), e.T, e.End})
+	m.kd[k].releases = append(m.kd[k].releases, release{int32(e.Client), int32(e.Depth), e.T, e.End, e.Result == history.Fail})
 	hi, ok := c.open[k]
 	if !ok {
 		return

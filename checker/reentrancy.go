@@ -1,6 +1,9 @@
 package checker
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
 // checkReentrancy: hold counts are consistent, a re-entry happens only while
 // the client still owns the key, and the key is freed only at depth 0.
@@ -65,8 +68,8 @@ func checkReentrancy(m *model, c *ctx) (CheckResult, bool) {
 			if s.kind != srvDel || !m.masterAt(s.node, s.t) {
 				continue
 			}
-			i := callAt(kd.releases, kd.relMax, releaseSpan, s.t, m.lag, func(int32) bool { return true })
-			if i < 0 || kd.releases[i].remaining <= 0 {
+			i := partialReleaseAt(kd, s.t, m.lag)
+			if i < 0 {
 				continue
 			}
 			r := kd.releases[i]
@@ -83,4 +86,27 @@ func checkReentrancy(m *model, c *ctx) (CheckResult, bool) {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d re-entries found the key gone and took it afresh (depth 1)", fresh))
 	}
 	return res, true
+}
+
+// partialReleaseAt returns the release in flight at x (within lag) that left
+// depth > 0 and may have deleted the key, or -1. A del is charged to it only
+// when no release that frees the key (depth 0) was in flight too, from any
+// client: back-to-back releases, or another client's, overlap within the
+// observer's lag. Refused releases (not the owner) changed nothing.
+func partialReleaseAt(kd *keyData, x, lag int64) int {
+	found := -1
+	i := sort.Search(len(kd.releases), func(i int) bool { return kd.releases[i].t > x }) - 1
+	for ; i >= 0 && kd.relMax[i]+lag >= x; i-- {
+		r := &kd.releases[i]
+		if r.refused || x > r.end+lag {
+			continue
+		}
+		if r.remaining <= 0 {
+			return -1
+		}
+		if found < 0 {
+			found = i
+		}
+	}
+	return found
 }
