@@ -11,13 +11,13 @@ import (
 
 // Client-side faults: they act through the workload's ClientControl.
 
-var clientPoints = map[string]bool{"now": true, "after-acquire": true, "before-write": true, "in-write": true, "before-release": true, "in-acquire": true, "in-release": true}
+var clientPoints = map[string]bool{"now": true, "before-acquire": true, "after-acquire": true, "before-write": true, "in-write": true, "before-release": true, "in-acquire": true, "in-release": true, "after-release": true}
 
 func validPoint(p string) error {
 	if p == "" || clientPoints[p] {
 		return nil
 	}
-	return fmt.Errorf("point: %q is not one of now, after-acquire, before-write, in-write, before-release, in-acquire, in-release", p)
+	return fmt.Errorf("point: %q is not one of now, before-acquire, in-acquire, after-acquire, before-write, in-write, before-release, in-release, after-release", p)
 }
 
 func init() {

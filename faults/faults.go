@@ -326,7 +326,7 @@ func parseWhen(w string) (who, point string, err error) {
 		return "", "", fmt.Errorf("%q: the client must be client:N or any-client", w)
 	}
 	if err := validPoint(f[1]); err != nil || f[1] == "now" {
-		return "", "", fmt.Errorf("%q: the point must be one of after-acquire, before-write, in-write, before-release, in-acquire, in-release", w)
+		return "", "", fmt.Errorf("%q: the point must be one of before-acquire, in-acquire, after-acquire, before-write, in-write, before-release, in-release, after-release", w)
 	}
 	return f[0], f[1], nil
 }

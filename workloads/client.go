@@ -87,7 +87,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	key := w.keyNames[k]
 	c.key.Store(int32(k))
 	defer c.key.Store(-1)
-	if err := g.checkpoint("idle"); err != nil {
+	if err := g.checkpoint("before-acquire"); err != nil {
 		return err
 	}
 	lease, ev, err := c.acquire(ctx, key, 1)
@@ -137,6 +137,9 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	end := c.release(lease, 0)
 	if c.gate.isDead() {
 		return ErrCrashed
+	}
+	if err := g.checkpoint("after-release"); err != nil {
+		return err
 	}
 	if c.hCycle != nil {
 		_ = c.hCycle.RecordValue(us(end - start))
