@@ -169,3 +169,48 @@ func TestReleaseCheckThenDeleteRace(t *testing.T) {
 		})
 	}
 }
+
+// watchdog-fixed-timer renews every 1733 ms whatever the TTL, and tells its
+// holder nothing: with a 300 ms TTL the key is gone long before the first
+// renewal, which is refused and only reported as a note, while the lease
+// still has no deadline and no Lost. With a TTL above the timer it renews.
+func TestFixedTimerWatchdogNeverTells(t *testing.T) {
+	s := startServer(t)
+	notes := make(chan lockimpl.Note, 8)
+	env := lockimpl.Env{Options: lockimpl.Options{TTL: 300 * time.Millisecond}, Note: func(n lockimpl.Note) { notes <- n }}
+	lk := s.lockerEnv(t, "watchdog-fixed-timer", env)
+	l := mustAcquire(t, lk, "ft")
+	if !l.Deadline().IsZero() || l.Lost() != nil {
+		t.Fatalf("deadline %v lost %v: the control must promise nothing", l.Deadline(), l.Lost())
+	}
+	s.awaitGone(t, "ft")
+	select {
+	case n := <-notes:
+		if !errors.Is(n.Err, lockimpl.ErrNotOwner) {
+			t.Fatalf("first renewal: %v, want refused (the key expired)", n.Err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no renewal within 3 s")
+	}
+	mustRelease(t, mustAcquire(t, lk, "ft2")) // a released lease stops renewing
+	long := s.lockerEnv(t, "watchdog-fixed-timer", lockimpl.Env{Options: lockimpl.Options{TTL: 2500 * time.Millisecond}, Note: func(n lockimpl.Note) { notes <- n }})
+	l2 := mustAcquire(t, long, "ft3")
+	deadline := time.After(3 * time.Second)
+	for got := false; !got; {
+		select {
+		case n := <-notes:
+			if n.Key != "ft3" {
+				continue // "ft" is never released: its refused renewals go on
+			}
+			if n.Err != nil {
+				t.Fatalf("renewal of a held key: %+v", n)
+			}
+			got = true
+		case <-deadline:
+			t.Fatal("no renewal within 3 s")
+		}
+	}
+	if !s.owns(t, "ft3", l2.Token()) {
+		t.Fatal("renewed key not owned")
+	}
+}
