@@ -89,8 +89,8 @@ func Render(dir string, r *Results, a *Analysis) error {
 				art.plots = append(art.plots, p.base)
 			}
 		}
-		names, errs := PlotTimelines(dir, a, r.Violations)
-		art.timelines = names
+		names, incNames, errs := plotAllTimelines(dir, a, r.Violations, r.Incidents)
+		art.timelines, art.incidentTimelines = names, incNames
 		for _, err := range errs {
 			if !errors.Is(err, errNoData) {
 				note("timeline plot failed: %v", err)
@@ -115,7 +115,7 @@ func Render(dir string, r *Results, a *Analysis) error {
 		errs = append(errs, err)
 	}
 	var md bytes.Buffer
-	if err := WriteSummaryMarkdown(&md, r, art.timelines); err == nil {
+	if err := writeSummaryMarkdown(&md, r, art); err == nil {
 		errs = append(errs, writeBytes(filepath.Join(dir, SummaryFile), md.Bytes()))
 	} else {
 		errs = append(errs, fmt.Errorf("summary.md: %w", err))
