@@ -293,7 +293,7 @@ func (m *model) sentence(inc *Incident, vs []Violation, p *pause, pc int) string
 	}
 	var parts []string
 	holder := l.Client
-	parts = append(parts, m.whatHappened(inc, p, pc))
+	parts = append(parts, m.whatHappened(inc, vs, p, pc))
 
 	// Acquires that overlapped the lease.
 	acq := map[int]bool{}
@@ -310,6 +310,8 @@ func (m *model) sentence(inc *Incident, vs []Violation, p *pause, pc int) string
 			writes = appendOnce(writes, fmt.Sprintf("client %d's", v.Clients[0]))
 		case v.Check == CheckResource && len(v.Clients) == 2 && v.Clients[0] == holder:
 			overwritten = appendOnce(overwritten, fmt.Sprintf("client %d", v.Clients[1]))
+		case v.Check == CheckUnlock && inc.Cause == CauseNonOwnerDel && v.Lease != nil && *v.Lease == *l:
+			// told by whatHappened
 		default:
 			other[v.Check]++
 		}
@@ -346,7 +348,7 @@ func (m *model) sentence(inc *Incident, vs []Violation, p *pause, pc int) string
 }
 
 // whatHappened is the cause's part of an incident's sentence.
-func (m *model) whatHappened(inc *Incident, p *pause, pc int) string {
+func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) string {
 	l := inc.Lease
 	c, key := l.Client, l.Key
 	f := m.faultBy[inc.FaultID]
@@ -388,6 +390,12 @@ func (m *model) whatHappened(inc *Incident, p *pause, pc int) string {
 	case CauseClockJump, CauseClockDrift:
 		return fmt.Sprintf("%s's clock ran ahead%s and expired client %d's key %s early", faultName(f), at, c, key)
 	case CauseNonOwnerDel:
+		// The unlock check names the release that deleted the key.
+		for _, i := range inc.Violations {
+			if v := &vs[i]; v.Check == CheckUnlock && v.Lease != nil && *v.Lease == *l && len(v.Clients) == 2 {
+				return fmt.Sprintf("client %d's release deleted client %d's key %s at %s while client %d held it", v.Clients[0], c, key, sec(v.Window[0]), c)
+			}
+		}
 		return fmt.Sprintf("another client's release deleted client %d's key %s while client %d held it", c, key, c)
 	case CauseRenewalFailed:
 		return fmt.Sprintf("client %d's renewals of %s failed and the key expired", c, key)
@@ -404,7 +412,8 @@ func (m *model) whatHappened(inc *Incident, p *pause, pc int) string {
 	case CauseLocalReentry:
 		return fmt.Sprintf("client %d re-entered %s after its key had expired at the server", c, key)
 	}
-	return fmt.Sprintf("client %d held %s (%s)", c, key, orStr(inc.Cause, CauseUnknown))
+	return fmt.Sprintf("client %d believed it held %s from %s to %s, and nothing in the fault or server record explains how another client got it",
+		c, key, sec(l.AcquiredNS), sec(l.BelievedToNS))
 }
 
 func faultName(f *fault) string {

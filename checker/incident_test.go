@@ -147,7 +147,7 @@ func TestNonOwnerDeleteIsAnIncidentWithoutFault(t *testing.T) {
 	if in.Counts[CheckMutex] != r.Checks[CheckMutex].Violations || in.Counts[CheckMutex] == 0 {
 		t.Errorf("incident counts %v, mutex check %d: want the mutex pair in the same incident", in.Counts, r.Checks[CheckMutex].Violations)
 	}
-	if !strings.Contains(in.Sentence, "deleted client 1's key k") {
+	if !strings.Contains(in.Sentence, "client 0's release deleted client 1's key k at 0.150 s") || strings.Contains(in.Sentence, "unlock violation") {
 		t.Errorf("sentence %q does not name the deletion", in.Sentence)
 	}
 }
