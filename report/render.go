@@ -47,7 +47,8 @@ const (
 
 // Render writes the run's report into dir: results.json, summary.md,
 // report.html, the plots (PNG and SVG: latency-percentiles,
-// latency-over-time, throughput-over-time, timeline-<n> per violation) and
+// latency-over-time, throughput-over-time, timeline-<n> per violation,
+// incident-<id> per incident) and
 // <op>.hgrm per latency distribution. a may be nil (no history): then only
 // the text outputs are written.
 //
