@@ -105,6 +105,11 @@ type Violation struct {
 	Cause       string   `json:"cause"`
 	Explanation string   `json:"explanation"`
 	Window      [2]int64 `json:"window_ns"`
+	// Lease is the hold whose belief the violation overlapped (the client
+	// that believed it held the key too long), when there is one.
+	Lease *Lease `json:"lease,omitempty"`
+	// FaultID is the fault the cause names (0: none).
+	FaultID int `json:"fault_id,omitempty"`
 }
 
 // Result is the checker's answer for a history.
@@ -115,6 +120,9 @@ type Result struct {
 	Events     int                    `json:"events"`
 	Torn       bool                   `json:"torn"`
 	Notes      []string               `json:"notes,omitempty"`
+	// Incidents group Violations: one per cause and fault or lease (see
+	// Incident), in order of their start.
+	Incidents []Incident `json:"incidents"`
 }
 
 // CheckFile streams a history file and checks it.
@@ -205,7 +213,11 @@ func (m *model) check(o Options) *Result {
 	if r.Violations == nil {
 		r.Violations = []Violation{}
 	}
+	r.Incidents = m.incidents(r.Violations)
 	r.Notes = append(m.notes, c.notes...)
+	if kept, all := len(r.Violations), countViolations(r.Checks); kept < all {
+		r.Notes = append(r.Notes, fmt.Sprintf("incidents group the %d violations kept with evidence; %d more were only counted", kept, all-kept))
+	}
 	if len(r.Checks) == 0 {
 		r.Verdict = Unknown
 		r.Notes = append(r.Notes, "no check applied to this history")

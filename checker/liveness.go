@@ -181,6 +181,7 @@ func checkLiveness(m *model, c *ctx) (CheckResult, bool) {
 		if lastAttempt > f.healT+allowed {
 			c.violate(Violation{Check: CheckLiveness, Clients: []int{}, AtMS: msOf(f.healT), Window: [2]int64{f.healT, lastAttempt},
 				Cause:       CauseNoRecovery,
+				FaultID:     f.id,
 				Detail:      fmt.Sprintf("no acquire succeeded after %s (fault %d) healed at %s, though clients tried until %s", f.kind, f.id, sec(f.healT), sec(lastAttempt)),
 				Explanation: fmt.Sprintf("after the %s was healed the lock never became available again.", f.kind)}, &count)
 		}

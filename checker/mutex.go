@@ -37,7 +37,7 @@ func checkMutex(m *model, c *ctx) (CheckResult, bool) {
 					AtMS: msOf(h.start), Window: [2]int64{h.start, end},
 					Detail: fmt.Sprintf("client %d acquired %s at %s while client %d believed it held it (acquired %s, believed until %s)",
 						h.client, m.keys[k], sec(h.start), p.client, sec(p.start), sec(p.belief)),
-					Cause: cause, Explanation: expl}, &count)
+					Cause: cause, Explanation: expl, Lease: m.lease(prev)}, &count)
 			}
 			switch {
 			case a < 0 || h.belief > m.holds[a].belief:

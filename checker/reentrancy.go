@@ -58,7 +58,7 @@ func checkReentrancy(m *model, c *ctx) (CheckResult, bool) {
 				expl = fmt.Sprintf("client %d re-entered %s at depth %d at %s, but its key had expired at the server at %s", r.client, m.keys[k], r.depth, sec(r.at), sec(expired))
 			}
 			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: clients, AtMS: msOf(r.at),
-				Window: [2]int64{r.t, r.at}, Cause: CauseLocalReentry, Explanation: expl + ": the hold count was not checked against the server.",
+				Window: [2]int64{r.t, r.at}, Cause: CauseLocalReentry, Explanation: expl + ": the hold count was not checked against the server.", Lease: m.lease(r.hold),
 				Detail: fmt.Sprintf("re-entry at depth %d by client %d after it had lost the key", r.depth, r.client)}, &count)
 		}
 		if !m.observerOK {

@@ -53,6 +53,7 @@ func checkResource(m *model, c *ctx) (CheckResult, bool) {
 				continue
 			}
 			cause, expl := CauseLostUpdate, ""
+			var lease *Lease
 			var ha, hb int32 = w.hold, p.hold
 			if ha >= 0 && hb >= 0 {
 				a, b := ha, hb
@@ -61,6 +62,7 @@ func checkResource(m *model, c *ctx) (CheckResult, bool) {
 				}
 				if m.holds[a].belief > m.holds[b].start {
 					cause, expl = m.cause(int32(k), a, b)
+					lease = m.lease(a)
 				}
 			}
 			what := "lost update"
@@ -76,7 +78,7 @@ func checkResource(m *model, c *ctx) (CheckResult, bool) {
 				expl += fmt.Sprintf(" Client %d's write at %s overwrote client %d's update.", w.client, sec(w.at), p.client)
 			}
 			c.violate(Violation{Check: CheckResource, Key: m.keys[k], Clients: []int{int(p.client), int(w.client)},
-				AtMS: msOf(w.at), Window: [2]int64{w.readAt, w.at}, Detail: detail, Cause: cause, Explanation: expl}, &count)
+				AtMS: msOf(w.at), Window: [2]int64{w.readAt, w.at}, Detail: detail, Cause: cause, Explanation: expl, Lease: lease}, &count)
 		}
 		if kind == "inventory" {
 			oversold += lost

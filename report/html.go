@@ -41,6 +41,14 @@ type htmlViolation struct {
 	TimelineSVGExists bool
 }
 
+// htmlIncident is one incident as report.html shows it.
+type htmlIncident struct {
+	In           IncidentSummary
+	Facts        string
+	Timeline     template.URL
+	TimelineFile string
+}
+
 type htmlData struct {
 	R          *Results
 	Marker     string
@@ -60,6 +68,11 @@ type htmlData struct {
 	Hgrm       []string
 	Stats      Stats
 	Duration   string
+
+	Incidents []htmlIncident
+	// NoPlot counts the incidents past MaxPlots (MaxIncidentTimelines),
+	// which get no plot.
+	NoPlot, MaxPlots int
 }
 
 // artifacts are the files Render produced, for the HTML and Markdown.
@@ -68,6 +81,8 @@ type artifacts struct {
 	plots     []string       // base names written, in display order
 	timelines map[int]string // violation index → base name
 	hgrm      []string
+	// incidentTimelines maps an incident's id to its timeline's base name.
+	incidentTimelines map[int]string
 }
 
 var plotCaptions = map[string][2]string{
@@ -128,6 +143,19 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 	for _, n := range sortedChecks(r) {
 		c := r.Checks[n]
 		d.Checks = append(d.Checks, htmlRow{n, c.Verdict, fmt.Sprint(c.Violations), expectedText(r, n, c.Verdict), strings.Join(c.Notes, "; ")})
+	}
+	d.MaxPlots = MaxIncidentTimelines
+	for i, in := range r.Incidents {
+		hi := htmlIncident{In: in, Facts: incidentFacts(in)}
+		if t := art.incidentTimelines[in.ID]; t != "" {
+			if u, err := dataURI(filepath.Join(art.dir, t+".png")); err == nil {
+				hi.Timeline, hi.TimelineFile = u, t
+			}
+		}
+		if i >= MaxIncidentTimelines {
+			d.NoPlot++
+		}
+		d.Incidents = append(d.Incidents, hi)
 	}
 	for i, v := range r.Violations {
 		if i == 50 {
@@ -249,6 +277,17 @@ code{background:#f3f3f3;padding:0 3px}
 <h1>lockchaos: {{.R.Scenario}} / {{.R.Lock}}</h1>
 <p><span class="badge {{.Marker}}">{{.Marker}}</span>
 verdict <span class="{{vclass .R.Verdict}}">{{.R.Verdict}}</span>{{if .Outcome}} · outcome <span class="{{vclass .Outcome}}">{{.Outcome}}</span>{{end}} · exit code {{.R.ExitCode}}</p>
+
+{{if .Incidents}}<h2>{{len .Incidents}} incident{{if ne (len .Incidents) 1}}s{{end}}</h2>
+{{range .Incidents}}<div class="viol">
+<h3>Incident {{.In.ID}}</h3>
+<p><b>{{.In.Sentence}}</b></p>
+<p>{{.Facts}}</p>
+{{if .Timeline}}<figure><img alt="holder timeline of incident {{.In.ID}}" src="{{.Timeline}}">
+<figcaption>Holder timeline ({{.TimelineFile}}.png / .svg) over the incident's span: one lane per client; bars are believed holds, hatched boxes are pauses, vertical ticks are lease deadlines; marks on the redis lanes are what the server reported for the key.</figcaption></figure>{{end}}
+</div>
+{{end}}{{if .NoPlot}}<p class="muted">Timelines are drawn for the first {{.MaxPlots}} incidents; {{.NoPlot}} more have none.</p>{{end}}
+<p class="muted">Each incident groups the violations below that share a cause and the fault it names or the lease the others overlapped; the violations are its evidence.</p>{{end}}
 
 <h2>Run</h2>
 <table>{{range .Meta}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>

@@ -47,7 +47,8 @@ const (
 
 // Render writes the run's report into dir: results.json, summary.md,
 // report.html, the plots (PNG and SVG: latency-percentiles,
-// latency-over-time, throughput-over-time, timeline-<n> per violation) and
+// latency-over-time, throughput-over-time, timeline-<n> per violation,
+// incident-<id> per incident) and
 // <op>.hgrm per latency distribution. a may be nil (no history): then only
 // the text outputs are written.
 //
@@ -89,8 +90,8 @@ func Render(dir string, r *Results, a *Analysis) error {
 				art.plots = append(art.plots, p.base)
 			}
 		}
-		names, errs := PlotTimelines(dir, a, r.Violations)
-		art.timelines = names
+		names, incNames, errs := plotAllTimelines(dir, a, r.Violations, r.Incidents)
+		art.timelines, art.incidentTimelines = names, incNames
 		for _, err := range errs {
 			if !errors.Is(err, errNoData) {
 				note("timeline plot failed: %v", err)
@@ -115,7 +116,7 @@ func Render(dir string, r *Results, a *Analysis) error {
 		errs = append(errs, err)
 	}
 	var md bytes.Buffer
-	if err := WriteSummaryMarkdown(&md, r, art.timelines); err == nil {
+	if err := writeSummaryMarkdown(&md, r, art); err == nil {
 		errs = append(errs, writeBytes(filepath.Join(dir, SummaryFile), md.Bytes()))
 	} else {
 		errs = append(errs, fmt.Errorf("summary.md: %w", err))

@@ -32,6 +32,7 @@ type Results struct {
 
 	Checks     map[string]CheckSummary `json:"checks"`
 	Violations []ViolationSummary      `json:"violations"`
+	Incidents  []IncidentSummary       `json:"incidents"`
 	Stats      Stats                   `json:"stats"`
 	Faults     []FaultSummary          `json:"faults,omitempty"`
 	Thresholds []ThresholdResult       `json:"thresholds,omitempty"`
@@ -64,6 +65,41 @@ type ViolationSummary struct {
 	Cause       string   `json:"cause"`
 	Explanation string   `json:"explanation"`
 	WindowNS    [2]int64 `json:"window_ns"`
+
+	// Lease is the hold whose belief the violation overlapped, if any.
+	Lease *LeaseSummary `json:"lease,omitempty"`
+	// FaultID is the fault the cause names (0: none).
+	FaultID int `json:"fault_id,omitempty"`
+}
+
+// LeaseSummary identifies a hold (checker.Lease).
+type LeaseSummary struct {
+	Client       int    `json:"client"`
+	Key          string `json:"key"`
+	AcquiredNS   int64  `json:"acquired_ns"`
+	DeadlineNS   int64  `json:"deadline_ns,omitempty"`
+	BelievedToNS int64  `json:"believed_to_ns"`
+}
+
+// IncidentSummary is one incident (checker.Incident): the violations that
+// share a cause and the fault it names or the lease the others overlapped.
+// Results.Incidents lists them in order of their start; Results.Violations
+// stays as their evidence.
+type IncidentSummary struct {
+	ID int `json:"id"`
+	// Sentence tells the incident to a person.
+	Sentence string        `json:"sentence"`
+	Cause    string        `json:"cause"`
+	FaultID  int           `json:"fault_id,omitempty"`
+	Lease    *LeaseSummary `json:"lease,omitempty"`
+	SpanNS   [2]int64      `json:"span_ns"`
+	Clients  []int         `json:"clients"`
+	Keys     []string      `json:"keys"`
+	// Counts are its violations per check (mutex: overlapping pairs of
+	// holds; resource: lost writes).
+	Counts map[string]int `json:"counts"`
+	// Violations are indices into Results.Violations.
+	Violations []int `json:"violations"`
 }
 
 // FaultSummary is one fault firing as recorded in the history.

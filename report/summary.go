@@ -85,10 +85,32 @@ func mapText(m map[string]string) string {
 // of the run. timelines maps a violation's index to its timeline plot's
 // base name ("" or missing = none).
 func WriteSummaryMarkdown(w io.Writer, r *Results, timelines map[int]string) error {
+	return writeSummaryMarkdown(w, r, artifacts{timelines: timelines})
+}
+
+// writeSummaryMarkdown is WriteSummaryMarkdown with every plot Render
+// made: the violations' and the incidents' timelines.
+func writeSummaryMarkdown(w io.Writer, r *Results, art artifacts) error {
+	timelines := art.timelines
 	var b strings.Builder
 	fmt.Fprintf(&b, "## lockchaos: %s / %s\n\n", orDash(r.Scenario), orDash(r.Lock))
 	fmt.Fprintf(&b, "**[%s]** verdict **%s**%s · exit %d · backend %s · topology %s · seed %d\n\n",
 		Marker(r.ExitCode), orDash(r.Verdict), outcomeSuffix(r.Outcome), r.ExitCode, orDash(r.Backend), orDash(r.Topology), r.Seed)
+
+	if n := len(r.Incidents); n > 0 {
+		fmt.Fprintf(&b, "### %s\n\n", incidentsHeading(n))
+		for i, in := range r.Incidents {
+			if i == maxTextIncidents {
+				fmt.Fprintf(&b, "\n... and %d more in results.json.\n", n-i)
+				break
+			}
+			fmt.Fprintf(&b, "%d. **%s**\n   <br>%s\n", in.ID, mdEscape(in.Sentence), mdEscape(incidentFacts(in)))
+			if t := art.incidentTimelines[in.ID]; t != "" {
+				fmt.Fprintf(&b, "   <br>timeline: `%s.png`\n", t)
+			}
+		}
+		b.WriteString("\n")
+	}
 
 	if len(r.Checks) > 0 {
 		b.WriteString("### Checks\n\n| check | verdict | violations | expected |\n|---|---|---:|---|\n")
@@ -105,13 +127,14 @@ func WriteSummaryMarkdown(w io.Writer, r *Results, timelines map[int]string) err
 
 	if n := len(r.Violations); n > 0 {
 		fmt.Fprintf(&b, "### Violations (%d)\n\n", n)
+		inc := incidentOf(r)
 		for i, v := range r.Violations {
 			if i == maxTextViolations {
 				fmt.Fprintf(&b, "\n... and %d more in results.json.\n", n-i)
 				break
 			}
-			fmt.Fprintf(&b, "%d. **%s** on %s, clients %s, at %s — cause: **%s**\n", i+1, v.Check, mdCode(v.Key),
-				joinInts(v.Clients), formatMS(v.AtMS), mdEscape(orDash(v.Cause)))
+			fmt.Fprintf(&b, "%d. **%s** on %s, clients %s, at %s — cause: **%s**%s\n", i+1, v.Check, mdCode(v.Key),
+				joinInts(v.Clients), formatMS(v.AtMS), mdEscape(orDash(v.Cause)), incidentRef(inc, i))
 			if v.Explanation != "" {
 				fmt.Fprintf(&b, "   %s\n", mdEscape(v.Explanation))
 			}

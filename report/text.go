@@ -19,6 +19,7 @@ func WriteText(w io.Writer, r *Results) error {
 	fmt.Fprintf(&b, "%s · lock %s · backend %s · topology %s · seed %d\n",
 		orDash(r.Scenario), orDash(r.Lock), orDash(r.Backend), orDash(r.Topology), r.Seed)
 	fmt.Fprintf(&b, "verdict: %s%s · exit %d\n", strings.ToUpper(orDash(r.Verdict)), outcomeSuffix(r.Outcome), r.ExitCode)
+	writeTextIncidents(&b, r)
 
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, name := range sortedChecks(r) {
@@ -41,12 +42,13 @@ func WriteText(w io.Writer, r *Results) error {
 
 	if n := len(r.Violations); n > 0 {
 		fmt.Fprintf(&b, "violations: %d\n", n)
+		inc := incidentOf(r)
 		for i, v := range r.Violations {
 			if i == maxTextViolations {
 				fmt.Fprintf(&b, "  ... %d more in results.json\n", n-i)
 				break
 			}
-			fmt.Fprintf(&b, "  %d. %s on %s, clients %s, at %s: %s\n", i+1, v.Check, orDash(v.Key), joinInts(v.Clients), formatMS(v.AtMS), orDash(v.Cause))
+			fmt.Fprintf(&b, "  %d. %s on %s, clients %s, at %s: %s%s\n", i+1, v.Check, orDash(v.Key), joinInts(v.Clients), formatMS(v.AtMS), orDash(v.Cause), incidentRef(inc, i))
 			if v.Explanation != "" {
 				fmt.Fprintf(&b, "     %s\n", v.Explanation)
 			} else if v.Detail != "" {
@@ -163,4 +165,30 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// writeTextIncidents writes "N incidents:" and each incident's sentence
+// with its facts; nothing when the run had no violation.
+func writeTextIncidents(b *strings.Builder, r *Results) {
+	n := len(r.Incidents)
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(b, "%s:\n", incidentsHeading(n))
+	for i, in := range r.Incidents {
+		if i == maxTextIncidents {
+			fmt.Fprintf(b, "  ... %d more in results.json\n", n-i)
+			break
+		}
+		fmt.Fprintf(b, "  %d. %s\n", in.ID, in.Sentence)
+		fmt.Fprintf(b, "     %s\n", incidentFacts(in))
+	}
+}
+
+// incidentRef is " (incident N)" for violation i, "" if it has none.
+func incidentRef(inc map[int]int, i int) string {
+	if id, ok := inc[i]; ok {
+		return fmt.Sprintf(" (incident %d)", id)
+	}
+	return ""
 }

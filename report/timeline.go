@@ -25,6 +25,10 @@ import (
 // MaxTimelines caps the holder timelines Render draws (one per violation).
 const MaxTimelines = 5
 
+// MaxIncidentTimelines caps the holder timelines Render draws for
+// incidents (one per incident, in order).
+const MaxIncidentTimelines = 10
+
 // Timeline limits: how much history around a violation is read and shown.
 const (
 	timelineMaxLanes  = 12
@@ -62,6 +66,9 @@ type timelineData struct {
 	pauses       []tlSpan
 	server       []tlMark
 	dropped      bool
+	// title and band name the plot and the shaded window ("" = a
+	// violation's).
+	title, band string
 }
 
 func newTimelineData(v ViolationSummary, ttlNS int64) *timelineData {
@@ -235,40 +242,84 @@ func leadingTimes(line []byte) (t, end int64, ok bool) {
 // It returns, per violation index, the base name written ("" = none) and
 // the errors of the plots that failed.
 func PlotTimelines(dir string, a *Analysis, vs []ViolationSummary) (map[int]string, []error) {
-	names := map[int]string{}
-	var idx []int
-	var sel []ViolationSummary
+	names, _, errs := plotAllTimelines(dir, a, vs, nil)
+	return names, errs
+}
+
+// tlSpec is one timeline to draw: the view, its file's base name, and
+// which violation (index) or incident (id) it belongs to.
+type tlSpec struct {
+	v           ViolationSummary
+	base        string
+	n           int
+	incident    bool
+	title, band string
+}
+
+// plotAllTimelines draws, reading the history once, timeline-<n> for the
+// first MaxTimelines violations that have a window and incident-<id> for
+// the first MaxIncidentTimelines incidents. It returns the base names
+// written per violation index and per incident id, and the errors of the
+// plots that failed.
+func plotAllTimelines(dir string, a *Analysis, vs []ViolationSummary, incs []IncidentSummary) (map[int]string, map[int]string, []error) {
+	names, incNames := map[int]string{}, map[int]string{}
+	var specs []tlSpec
+	drawable := func(v ViolationSummary) bool { return v.Key != "" && (v.WindowNS != [2]int64{} || v.AtMS != 0) }
 	for i, v := range vs {
-		if len(sel) == MaxTimelines {
+		if len(specs) == MaxTimelines {
 			break
 		}
-		if v.Key == "" || (v.WindowNS == [2]int64{} && v.AtMS == 0) {
+		if drawable(v) {
+			specs = append(specs, tlSpec{v: v, base: fmt.Sprintf("timeline-%d", len(specs)+1), n: i})
+		}
+	}
+	for i, in := range incs {
+		if i == MaxIncidentTimelines {
+			break
+		}
+		v := incidentTimelineView(in)
+		if !drawable(v) {
 			continue
 		}
-		idx = append(idx, i)
-		sel = append(sel, v)
+		title := fmt.Sprintf("incident %d on %s", in.ID, v.Key)
+		if len(in.Keys) > 1 {
+			title += fmt.Sprintf(" (1 of %d keys)", len(in.Keys))
+		}
+		if in.Cause != "" {
+			title += " — " + in.Cause
+		}
+		specs = append(specs, tlSpec{v: v, base: fmt.Sprintf("incident-%d", in.ID), n: in.ID, incident: true, title: title, band: "incident span"})
 	}
-	if len(sel) == 0 || a == nil || a.HistoryPath == "" {
-		return names, nil
+	if len(specs) == 0 || a == nil || a.HistoryPath == "" {
+		return names, incNames, nil
 	}
 	ttl := int64(0)
 	if ms, ok := metaInt(a.Meta, history.MetaTTLms); ok {
 		ttl = int64(ms) * 1_000_000
 	}
+	sel := make([]ViolationSummary, len(specs))
+	for i, s := range specs {
+		sel[i] = s.v
+	}
 	ds, err := collectTimelines(a.HistoryPath, sel, ttl)
 	if err != nil {
-		return names, []error{err}
+		return names, incNames, []error{err}
 	}
 	var errs []error
 	for j, d := range ds {
-		base := fmt.Sprintf("timeline-%d", j+1)
-		if err := plotTimeline(d, a, idx[j]+1, filepath.Join(dir, base)); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", base, err))
+		s := specs[j]
+		d.title, d.band = s.title, s.band
+		if err := plotTimeline(d, a, s.n+1, filepath.Join(dir, s.base)); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.base, err))
 			continue
 		}
-		names[idx[j]] = base
+		if s.incident {
+			incNames[s.n] = s.base
+		} else {
+			names[s.n] = s.base
+		}
 	}
-	return names, errs
+	return names, incNames, errs
 }
 
 // tlBars draws holds (filled bars), pauses (hatched boxes) and deadlines.
@@ -495,9 +546,16 @@ func plotTimeline(d *timelineData, a *Analysis, n int, base string) error {
 		return errNoData
 	}
 
-	title := fmt.Sprintf("violation %d: %s on %s", n, v.Check, v.Key)
-	if v.Cause != "" {
-		title += " — " + v.Cause
+	title := d.title
+	if title == "" {
+		title = fmt.Sprintf("violation %d: %s on %s", n, v.Check, v.Key)
+		if v.Cause != "" {
+			title += " — " + v.Cause
+		}
+	}
+	bandLabel := d.band
+	if bandLabel == "" {
+		bandLabel = "violation window"
 	}
 	p := newPlot(title, "time since start (ms)", "")
 	p.Y.Tick.Marker = ticks
@@ -506,9 +564,11 @@ func plotTimeline(d *timelineData, a *Analysis, n int, base string) error {
 	l := &legend{}
 
 	// The violation window, then faults, then bars and marks on top.
-	win := &bands{items: []band{{x0: nsMS(d.winLo), x1: nsMS(d.winHi), label: "violation window", col: palette[3]}}}
-	p.Add(win)
-	p.Add(faultBands(a.Faults, float64(a.EndNS)/1e6, 1))
+	// One set of bands, so that the window's label and the faults' labels
+	// take different rows instead of printing over each other.
+	fb := faultBands(a.Faults, float64(a.EndNS)/1e6, 1)
+	fb.items = append([]band{{x0: nsMS(d.winLo), x1: nsMS(d.winHi), label: bandLabel, col: palette[3]}}, fb.items...)
+	p.Add(fb)
 	var holds []tlHold
 	for _, h := range d.holds {
 		if _, ok := lane[h.client]; ok && h.to >= lo && h.from <= hi {
@@ -571,7 +631,7 @@ func plotTimeline(d *timelineData, a *Analysis, n int, base string) error {
 		p.Add(sc)
 		l.add(g.label, sc)
 	}
-	l.add("violation window", bandThumb{palette[3]})
+	l.add(bandLabel, bandThumb{palette[3]})
 	var inView []FaultSummary
 	for _, f := range a.Faults {
 		to := f.HealedMS

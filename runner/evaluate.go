@@ -59,7 +59,14 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	r.Violations = []report.ViolationSummary{}
 	for _, v := range cres.Violations {
 		r.Violations = append(r.Violations, report.ViolationSummary{Check: v.Check, Key: v.Key, Clients: v.Clients,
-			AtMS: v.AtMS, Detail: v.Detail, Cause: v.Cause, Explanation: v.Explanation, WindowNS: v.Window})
+			AtMS: v.AtMS, Detail: v.Detail, Cause: v.Cause, Explanation: v.Explanation, WindowNS: v.Window,
+			Lease: leaseSummary(v.Lease), FaultID: v.FaultID})
+	}
+	r.Incidents = []report.IncidentSummary{}
+	for _, in := range cres.Incidents {
+		r.Incidents = append(r.Incidents, report.IncidentSummary{ID: in.ID, Sentence: in.Sentence, Cause: in.Cause,
+			FaultID: in.FaultID, Lease: leaseSummary(in.Lease), SpanNS: in.Span, Clients: in.Clients, Keys: in.Keys,
+			Counts: in.Counts, Violations: in.Violations})
 	}
 	report.FillStats(r, an)
 
@@ -109,6 +116,13 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 		return r, ExitInfra, fail(ExitInfra, "render report into %s: %v", dir, err)
 	}
 	return r, code, nil
+}
+
+func leaseSummary(l *checker.Lease) *report.LeaseSummary {
+	if l == nil {
+		return nil
+	}
+	return &report.LeaseSummary{Client: l.Client, Key: l.Key, AcquiredNS: l.AcquiredNS, DeadlineNS: l.DeadlineNS, BelievedToNS: l.BelievedToNS}
 }
 
 // CheckDir re-runs the checker on a saved run directory, with the scenario

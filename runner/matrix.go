@@ -40,6 +40,7 @@ type Cell struct {
 	Expected   map[string]string `json:"expected,omitempty"`
 	Outcome    string            `json:"outcome"` // as-expected | unexpected | unknown | n/a | error
 	Causes     []string          `json:"causes,omitempty"`
+	Incidents  int               `json:"incidents,omitempty"` // violations grouped (results.json incidents)
 	Dir        string            `json:"dir,omitempty"`
 	Throughput float64           `json:"throughput,omitempty"`
 	Notes      []string          `json:"notes,omitempty"`
@@ -193,6 +194,7 @@ func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, 
 		}
 	}
 	sort.Strings(c.Causes)
+	c.Incidents = len(r.Incidents)
 	if err != nil && c.Outcome == "as-expected" {
 		c.Outcome, c.Reason = "unknown", err.Error()
 	}
@@ -236,7 +238,7 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 		}
 	}
 	fmt.Fprintf(&b, "# lockchaos matrix\n\n%d scenarios × %d locks; %d cells unexpected; exit code %d.\n\n", len(m.Scenarios), len(m.Locks), unexpected, m.ExitCode)
-	b.WriteString("Each cell: the overall verdict, then `ok` when every check matched the scenario's expectation for that lock, `UNEXPECTED` when not; `–` not applicable. Causes of violations in brackets.\n\n")
+	b.WriteString("Each cell: the overall verdict, then `ok` when every check matched the scenario's expectation for that lock, `UNEXPECTED` when not; `–` not applicable. Then the number of incidents (violations grouped by cause and the fault or lease they share), causes of violations in brackets.\n\n")
 	b.WriteString("| scenario |")
 	for _, l := range m.Locks {
 		b.WriteString(" " + l + " |")
@@ -270,8 +272,14 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 					mark += fmt.Sprintf(" (attempt %d)", c.Attempts)
 				}
 				cause := ""
+				switch {
+				case c.Incidents == 1:
+					cause = " · 1 incident"
+				case c.Incidents > 1:
+					cause = fmt.Sprintf(" · %d incidents", c.Incidents)
+				}
 				if len(c.Causes) > 0 {
-					cause = " [" + strings.Join(c.Causes, ", ") + "]"
+					cause += " [" + strings.Join(c.Causes, ", ") + "]"
 				}
 				fmt.Fprintf(&b, " %s %s%s |", c.Verdict, mark, cause)
 			}

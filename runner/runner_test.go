@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -86,6 +87,44 @@ func TestRunMatrixExpireThenUnlock(t *testing.T) {
 		}
 		if !strings.Contains(string(b), "expire-then-unlock") || !strings.Contains(string(b), "del-no-owner") {
 			t.Errorf("%s does not name the scenario and the locks:\n%s", f, b)
+		}
+	}
+}
+
+// gc-pause against simple is one incident: one holder's pause, however
+// many acquires overlapped it; the text summary leads with it.
+func TestRunGCPauseIsOneIncident(t *testing.T) {
+	s, err := scenarios.Load("gc-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "process", Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Results
+	if r.Checks["mutex"].Verdict != "invalid" {
+		t.Fatalf("mutex %s, want invalid as the catalog expects (checks %v)", r.Checks["mutex"].Verdict, r.Checks)
+	}
+	if len(r.Incidents) != 1 {
+		t.Fatalf("%d incidents, want 1: %+v", len(r.Incidents), r.Incidents)
+	}
+	in := r.Incidents[0]
+	if in.Cause != "expired-during-pause" || in.FaultID != 1 || in.Counts["mutex"] != r.Checks["mutex"].Violations ||
+		len(in.Violations) != len(r.Violations) || !strings.Contains(in.Sentence, "was paused 0.40 s") {
+		t.Errorf("incident %+v: want the pause (fault 1) holding all %d violations, %d mutex pairs", in, len(r.Violations), r.Checks["mutex"].Violations)
+	}
+	var buf strings.Builder
+	if err := report.WriteText(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(buf.String(), "\n"); len(lines) < 5 || lines[2] != "1 incident:" || !strings.Contains(lines[4], "contains ") {
+		t.Errorf("the summary does not lead with the incident:\n%s", buf.String())
+	}
+	for _, f := range []string{"incident-1.png", "summary.md", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
 		}
 	}
 }
