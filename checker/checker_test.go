@@ -395,3 +395,21 @@ func TestDelChargedToFreeingRelease(t *testing.T) {
 	b.rel(0, 7, 8, 1).srv(8, "del").rel(0, 30, 31, 0)
 	wantVerdicts(t, Check(b.ev, Options{ObserverLag: 5 * ms}), map[string]Verdict{CheckReentrancy: Invalid})
 }
+
+// A chain of plain-DEL releases: A's release deletes B's key; B, whose key
+// is gone, then releases with a DEL that removes C's. Both are foreign
+// unlocks: B's key was gone (deleted by A), not only expired.
+func TestNonOwnerUnlockChain(t *testing.T) {
+	b := newHB(nil)
+	b.acq(0, 0, 1, 101, history.OK, 1).srv(1, "set").read(0, 2, 0).write(0, 3, 4, 1, 0, true)
+	b.srv(101, "expired")
+	b.acq(1, 90, 110, 210, history.OK, 1).srv(109, "set").read(1, 111, 1)
+	b.rel(0, 150, 151, 0).srv(150, "del") // A's DEL removes B's key
+	b.acq(2, 140, 155, 255, history.OK, 1).srv(154, "set").read(2, 156, 1)
+	b.write(1, 170, 171, 2, 0, true).rel(1, 172, 173, 0).srv(172, "del") // B's DEL removes C's key
+	b.write(2, 180, 181, 2, 0, true).rel(2, 182, 183, 0)
+	r := Check(b.ev, Options{})
+	if n := r.Checks[CheckUnlock].Violations; n != 2 {
+		t.Fatalf("unlock violations %d, want 2 (A deleted B's key, then B deleted C's): %+v", n, r.Violations)
+	}
+}

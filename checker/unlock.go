@@ -195,19 +195,21 @@ func (m *model) attributeDels() {
 	}
 }
 
-// expiredBefore reports whether, on node, key k expired between the start
-// of client's latest hold begun before call and x: the client's own key was
-// gone when its call changed the key.
+// expiredBefore reports whether, on node, key k expired (or was deleted by
+// another client's call) between the start of client's latest hold begun
+// before call and x: the client's own key was gone when its call changed
+// the key.
 func (m *model) expiredBefore(k int32, node int16, client int32, call, x int64) bool {
 	kd := m.kd[k]
 	m.index(kd)
 	i := sort.Search(len(kd.holds), func(i int) bool { return m.holds[kd.holds[i]].start > call }) - 1
 	var from int64 = -1
+	own := int32(-1)
 	for n := 0; i >= 0 && n < 4096; i, n = i-1, n+1 {
 		if h := &m.holds[kd.holds[i]]; h.client == client {
 			// After its ack plus the observer's lag: an expiry seen just
 			// before is the previous owner's key, whose end let it in.
-			from = h.start + m.lag
+			from, own = h.start+m.lag, kd.holds[i]
 			break
 		}
 	}
@@ -216,6 +218,14 @@ func (m *model) expiredBefore(k int32, node int16, client int32, call, x int64) 
 	}
 	for j := m.srvFrom(k, from); j < len(kd.srv) && kd.srv[j].t < x; j++ {
 		if kd.srv[j].kind == srvExpired && kd.srv[j].node == node {
+			return true
+		}
+	}
+	// Or another client's call removed it (a chain: a release that deleted
+	// the next owner's key makes that owner's own release a foreign one).
+	// attributeDels appends in time order, so the earlier ones are here.
+	for _, d := range m.badDels[k] {
+		if d.release && d.node == node && d.victim == own && d.t < x {
 			return true
 		}
 	}
