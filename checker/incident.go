@@ -124,8 +124,8 @@ func (m *model) namedFault(v *Violation) int {
 
 // incidents groups vs (sorted by window start) into incidents: violations
 // with the same cause join when they name the same fault or overlap the
-// same lease; violations with neither join others of their cause and key
-// whose windows overlap theirs. It also fills each violation's FaultID.
+// same lease; violations that name no fault also join others of their
+// cause and key whose windows overlap theirs. It also fills each violation's FaultID.
 func (m *model) incidents(vs []Violation) []Incident {
 	if len(vs) == 0 {
 		return []Incident{}
@@ -155,8 +155,9 @@ func (m *model) incidents(vs []Violation) []Incident {
 			first[id] = i
 		}
 	}
-	// Violations with neither fault nor lease: per cause and key, chained
-	// while their windows overlap (vs is sorted by window start).
+	// Violations that name no fault: per cause and key, chained while their
+	// windows overlap (vs is sorted by window start), so a cascade (each
+	// plain-DEL release deleting the next owner's key) is one incident.
 	type chain struct {
 		last int
 		end  int64
@@ -171,7 +172,7 @@ func (m *model) incidents(vs []Violation) []Incident {
 		if l := v.Lease; l != nil {
 			join(i, fmt.Sprintf("l\x00%s\x00%d\x00%s\x00%d", v.Cause, l.Client, l.Key, l.AcquiredNS))
 		}
-		if v.FaultID > 0 || v.Lease != nil {
+		if v.FaultID > 0 {
 			continue
 		}
 		id := v.Cause + "\x00" + v.Key
