@@ -181,6 +181,13 @@ func TestExternalUserServerUntouched(t *testing.T) {
 		wantExit(t, code, 0, stdout, stderr)
 		u.untouched(t, "run "+strings.Join(args, " "))
 	}
+
+	// bench used to FLUSHALL between locks and to write lockchaos:rtt.
+	dir = filepath.Join(t.TempDir(), "bench")
+	code, stdout, stderr = lockchaos(t, "bench", "--lock", "simple,fenced", "--backend", "external", "--addrs", u.addr,
+		"--clients", "2", "--keys", "2", "--duration", "1s", "--out", dir)
+	wantExit(t, code, 0, stdout, stderr)
+	u.untouched(t, "bench")
 }
 
 // A run whose prefixed keys exist already is refused before it starts,

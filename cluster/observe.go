@@ -97,7 +97,7 @@ func Observe(ctx context.Context, c *Cluster, p keyspace.Prefix, record func(*hi
 		}
 		cl := c.AdminClient(n)
 		if c.Backend == External {
-			restore, changed, cerr := enableNotify(ctx, c, n)
+			restore, old, changed, cerr := enableNotify(ctx, c, n)
 			if cerr != nil {
 				refused = append(refused, n.Name+": "+cerr.Error())
 				record(&history.Event{T: now(), Client: -1, Op: history.OpServer, Node: n.Name, Detail: "observer-unavailable",
@@ -105,7 +105,7 @@ func Observe(ctx context.Context, c *Cluster, p keyspace.Prefix, record func(*hi
 				continue
 			}
 			if changed {
-				enabled = append(enabled, n.Name)
+				enabled = append(enabled, fmt.Sprintf("%s (was %q)", n.Name, old))
 				restores = append(restores, restore)
 			}
 		}
@@ -168,24 +168,24 @@ func Observe(ctx context.Context, c *Cluster, p keyspace.Prefix, record func(*hi
 // enableNotify adds notifyFlags to node n's notify-keyspace-events. It
 // returns the restore function (idempotent; also registered with the
 // cluster's Stop) and whether it changed anything.
-func enableNotify(ctx context.Context, c *Cluster, n *Node) (restore func() error, changed bool, err error) {
+func enableNotify(ctx context.Context, c *Cluster, n *Node) (restore func() error, old string, changed bool, err error) {
 	cl := c.AdminClient(n)
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	v, err := cl.ConfigGet(cctx, "notify-keyspace-events").Result()
 	if err != nil {
-		return nil, false, fmt.Errorf("CONFIG GET notify-keyspace-events: %w", err)
+		return nil, "", false, fmt.Errorf("CONFIG GET notify-keyspace-events: %w", err)
 	}
 	old, ok := v["notify-keyspace-events"]
 	if !ok {
-		return nil, false, fmt.Errorf("CONFIG GET notify-keyspace-events: no such parameter")
+		return nil, "", false, fmt.Errorf("CONFIG GET notify-keyspace-events: no such parameter")
 	}
 	want := MergeNotify(old, notifyFlags)
 	if want == old {
-		return func() error { return nil }, false, nil
+		return func() error { return nil }, old, false, nil
 	}
 	if err := cl.ConfigSet(cctx, "notify-keyspace-events", want).Err(); err != nil {
-		return nil, false, fmt.Errorf("CONFIG SET notify-keyspace-events %s: %w", want, err)
+		return nil, old, false, fmt.Errorf("CONFIG SET notify-keyspace-events %s: %w", want, err)
 	}
 	var once sync.Once
 	var rerr error
@@ -205,7 +205,7 @@ func enableNotify(ctx context.Context, c *Cluster, n *Node) (restore func() erro
 		return rerr
 	}
 	c.onStop(restore)
-	return restore, true, nil
+	return restore, old, true, nil
 }
 
 // MergeNotify is the notify-keyspace-events value that has every class of

@@ -363,7 +363,9 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 
 type cmdStat struct{ calls, usec float64 }
 
-// serverCost sums INFO commandstats over the nodes (reset before the run).
+// serverCost sums INFO commandstats over the nodes (costSince subtracts the
+// counts before the run: the counters are never reset, the servers may be
+// the user's).
 func serverCost(ctx context.Context, admin []*redis.Client) map[string]cmdStat {
 	out := map[string]cmdStat{}
 	re := regexp.MustCompile(`^cmdstat_([^:]+):calls=(\d+),usec=(\d+)`)
@@ -375,6 +377,8 @@ func serverCost(ctx context.Context, admin []*redis.Client) map[string]cmdStat {
 		sc := bufio.NewScanner(strings.NewReader(txt))
 		for sc.Scan() {
 			m := re.FindStringSubmatch(sc.Text())
+			// INFO is this function's; SCAN and UNLINK are the harness's
+			// preflight and clean-up of its prefix (no lock sends them).
 			if m == nil || m[1] == "info" || m[1] == "scan" || m[1] == "unlink" {
 				continue
 			}
