@@ -115,3 +115,4 @@ func TestExternalConfigRefused(t *testing.T) {
 		t.Errorf("no note says CONFIG was refused: %q", r.Notes)
 	}
 }
+
