@@ -115,4 +115,3 @@ func TestExternalConfigRefused(t *testing.T) {
 		t.Errorf("no note says CONFIG was refused: %q", r.Notes)
 	}
 }
-
