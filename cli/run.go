@@ -18,6 +18,7 @@ type clusterFlags struct {
 	backend, redisServer, redisSentinel, image string
 	addrs                                      []string
 	allowRemote                                bool
+	keyPrefix                                  string
 }
 
 func (f *clusterFlags) add(cmd *cobra.Command) {
@@ -28,11 +29,12 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.image, "image", "", "docker image with redis-server (backend docker)")
 	fl.StringSliceVar(&f.addrs, "addrs", nil, "external servers: host:port or redis:// URLs, comma-separated (backend external; password from LOCKCHAOS_REDIS_PASSWORD)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow non-loopback external addresses")
+	fl.StringVar(&f.keyPrefix, "key-prefix", "", "prefix of every key the run creates at the server (default lc:<random run id>:; matrix adds the cell's number)")
 }
 
 func (f *clusterFlags) apply(o *runner.Options) {
 	o.Backend, o.RedisServer, o.RedisSentinel, o.Image = f.backend, f.redisServer, f.redisSentinel, f.image
-	o.Addrs, o.AllowRemote = f.addrs, f.allowRemote
+	o.Addrs, o.AllowRemote, o.KeyPrefix = f.addrs, f.allowRemote, f.keyPrefix
 }
 
 // overrideFlags change a loaded scenario.

@@ -218,3 +218,48 @@ func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
 	}
 	return certFile, keyFile
 }
+
+func TestMergeNotify(t *testing.T) {
+	for _, tc := range []struct{ have, want string }{
+		{"", "Kg$hxe"},
+		{"Ex", "ExKg$he"},
+		{"AKE", "AKE"}, // A covers g$lshzxetd
+		{"KEA", "KEA"},
+		{"Kg$hxe", "Kg$hxe"},
+	} {
+		if got := MergeNotify(tc.have, notifyFlags); got != tc.want {
+			t.Errorf("MergeNotify(%q) = %q, want %q", tc.have, got, tc.want)
+		}
+	}
+}
+
+// DeleteKeys removes the matches of its pattern and nothing else, and
+// refuses a pattern that is not a prefix's.
+func TestDeleteKeysOnlyPrefix(t *testing.T) {
+	srv := startRedis(t)
+	ctx := context.Background()
+	c := &Cluster{Nodes: []*Node{srv}}
+	defer c.Stop()
+	a := c.AdminClient(srv)
+	for _, k := range []string{"run:{k0}", "run:{k0}:fence", "runner", "other", "ru*n:x"} {
+		if err := a.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []string{"", "*"} {
+		if _, err := c.DeleteKeys(ctx, bad); !errors.Is(err, ErrBadSpec) {
+			t.Errorf("DeleteKeys(%q) = %v, want refused", bad, err)
+		}
+	}
+	found, err := c.FindKeys(ctx, "run:*", 10)
+	if err != nil || len(found["n1"]) != 2 {
+		t.Fatalf("FindKeys = %v, %v", found, err)
+	}
+	n, err := c.DeleteKeys(ctx, "run:*")
+	if err != nil || n != 2 {
+		t.Fatalf("DeleteKeys = %d, %v", n, err)
+	}
+	if left := a.Exists(ctx, "runner", "other", "ru*n:x").Val(); left != 3 {
+		t.Errorf("%d of the 3 other keys left", left)
+	}
+}

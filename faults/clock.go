@@ -58,13 +58,16 @@ type shiftResult struct {
 	before, after int64
 }
 
-// shiftTTLs shifts every key's expiry on the node behind cl by d (rounded to
-// whole ms), SCANning in batches.
-func shiftTTLs(ctx context.Context, cl *redis.Client, d time.Duration) (shiftResult, error) {
+// shiftTTLs shifts the expiry of every key matching pattern ("" = all) on
+// the node behind cl by d (rounded to whole ms), SCANning in batches.
+func shiftTTLs(ctx context.Context, cl *redis.Client, pattern string, d time.Duration) (shiftResult, error) {
 	var res shiftResult
 	var cursor uint64
+	if pattern == "" {
+		pattern = "*"
+	}
 	for {
-		keys, next, err := cl.Scan(ctx, cursor, "*", 512).Result()
+		keys, next, err := cl.Scan(ctx, cursor, pattern, 512).Result()
 		if err != nil {
 			return res, fmt.Errorf("SCAN: %w", err)
 		}
@@ -104,7 +107,7 @@ func (f *clockJump) Start(ctx context.Context, env *Env) (Outcome, error) {
 	sc.out.Effect["delta"] = delta.String()
 	for _, n := range sc.nodes {
 		cl := env.Cluster.AdminClient(n)
-		res, err := shiftTTLs(ctx, cl, delta)
+		res, err := shiftTTLs(ctx, cl, env.KeyPattern, delta)
 		_ = cl.Close()
 		if err != nil {
 			sc.fail(n, err)
@@ -155,7 +158,7 @@ func (f *clockDrift) Start(ctx context.Context, env *Env) (Outcome, error) {
 	var cls []*redis.Client
 	for _, n := range sc.nodes {
 		cl := env.Cluster.AdminClient(n)
-		res, err := shiftTTLs(ctx, cl, 0)
+		res, err := shiftTTLs(ctx, cl, env.KeyPattern, 0)
 		if err != nil {
 			_ = cl.Close()
 			sc.fail(n, err)
@@ -179,14 +182,14 @@ func (f *clockDrift) Start(ctx context.Context, env *Env) (Outcome, error) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		f.loop(lctx, cls, rate)
+		f.loop(lctx, cls, env.KeyPattern, rate)
 	}()
 	return out, nil
 }
 
 // loop takes (rate-1)×elapsed off every TTL each tick; sub-millisecond
 // amounts are carried over so slow drifts (1.005) still add up.
-func (f *clockDrift) loop(ctx context.Context, cls []*redis.Client, rate float64) {
+func (f *clockDrift) loop(ctx context.Context, cls []*redis.Client, pattern string, rate float64) {
 	t := time.NewTicker(driftTick)
 	defer t.Stop()
 	last := time.Now()
@@ -206,7 +209,7 @@ func (f *clockDrift) loop(ctx context.Context, cls []*redis.Client, rate float64
 			carry -= float64(d)
 			f.shift.Add(d)
 			for _, cl := range cls {
-				res, err := shiftTTLs(ctx, cl, time.Duration(d)*time.Millisecond)
+				res, err := shiftTTLs(ctx, cl, pattern, time.Duration(d)*time.Millisecond)
 				f.keys.Add(res.keys)
 				if err != nil && ctx.Err() == nil {
 					f.errs.Add(1)

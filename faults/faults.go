@@ -106,6 +106,10 @@ type Env struct {
 	Now func() int64
 	// Record appends to the history.
 	Record func(*history.Event)
+	// KeyPattern is the SCAN MATCH glob of the run's keys: faults that act
+	// on keys (server clock jumps) touch these only, never a user's other
+	// keys. "" means every key (tests on servers they started).
+	KeyPattern string
 }
 
 // Injector is one fault instance: Start applies it and measures its effect;

@@ -459,3 +459,32 @@ func TestFailoverManual(t *testing.T) {
 		t.Fatal("a manual failover restarted the old master")
 	}
 }
+
+// With Env.KeyPattern a clock jump shifts the run's keys only: another
+// key's absolute expiry is unchanged.
+func TestClockJumpOnlyRunKeys(t *testing.T) {
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single})
+	env := testEnv(c.Cluster)
+	env.KeyPattern = "run:*"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	admin := c.AdminClient(c.Nodes[0])
+	for _, k := range []string{"run:{k0}", "user:session"} {
+		if err := admin.Set(ctx, k, "v", time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	userAt := admin.PExpireTime(ctx, "user:session").Val()
+	runAt := admin.PExpireTime(ctx, "run:{k0}").Val()
+	out, err := inject("clock-jump", "", map[string]string{"delta": "2s"}, 0).Start(ctx, env)
+	mustApply(t, out, err)
+	if out.Effect["keys_shifted"] != "1" {
+		t.Fatalf("keys shifted %q, want 1", out.Effect["keys_shifted"])
+	}
+	if at := admin.PExpireTime(ctx, "user:session").Val(); at != userAt {
+		t.Errorf("the other key's expiry moved from %v to %v", userAt, at)
+	}
+	if at := admin.PExpireTime(ctx, "run:{k0}").Val(); runAt-at != 2*time.Second {
+		t.Errorf("the run's key moved by %v, want 2s", runAt-at)
+	}
+}

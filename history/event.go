@@ -102,4 +102,8 @@ const (
 	MetaFenced   = "fenced"  // true when the resource rejects stale fences
 	MetaHonours  = "honours" // true when clients honour Lost/Deadline before acting
 	MetaStartNS  = "start_unix_ns"
+	// MetaRunID and MetaKeyPrefix name the run and the prefix of every key
+	// it created at the server (keyspace.Prefix).
+	MetaRunID     = "run_id"
+	MetaKeyPrefix = "key_prefix"
 )

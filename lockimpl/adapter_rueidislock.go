@@ -21,8 +21,8 @@ import (
 // every Do/DoMulti — the library's background extensions included —
 // through Env.Gate: a paused client's renewals stop, stalls and cuts apply.
 // Its subscription (Receive) is not gated: it only listens.
-// Its keys are named rueidislock:0:<key>, and its owner value is internal
-// (Lease.Token is empty).
+// Its keys are named <Env.KeyPrefix>rueidislock:0:<key>, and its owner
+// value is internal (Lease.Token is empty).
 //
 // Seen in v1.0.79 under load (go test -race): a WithContext waiter is
 // sometimes not woken by a release and waits until its context ends (here
@@ -63,6 +63,7 @@ func newRueidislock(env Env) (Locker, error) {
 		ClientOption:   co,
 		KeyValidity:    env.Options.TTL,
 		KeyMajority:    1,
+		KeyPrefix:      env.KeyPrefix + "rueidislock",
 		NoLoopTracking: noLoop,
 		ClientBuilder: func(o rueidis.ClientOption) (rueidis.Client, error) {
 			c, err := rueidis.NewClient(o)
@@ -176,7 +177,7 @@ func (r *rueidislockLock) Config() map[string]any {
 	return map[string]any{
 		"library": "github.com/redis/rueidis v1.0.79 rueidislock", "key_validity": o.TTL.String(),
 		"extend_interval": (o.TTL / 2).String(), "try_next_after": "20ms", "key_majority": 1,
-		"key_prefix": "rueidislock", "no_loop_tracking": r.noLoop, "fallback_setpx": false,
+		"key_prefix": r.env.KeyPrefix + "rueidislock", "no_loop_tracking": r.noLoop, "fallback_setpx": false,
 		"client_side_caching": true, "acquire_timeout": o.AcquireTimeout.String(), "release_timeout": o.CommandTimeout.String(),
 		"client": "own rueidis client (go-redis hooks do not apply)", "clock": "machine",
 	}

@@ -137,6 +137,11 @@ type Env struct {
 	// (background ones too) and After with whether its reply did something.
 	// Conns already pass through it.
 	Gate CommandGate
+	// KeyPrefix is the run's key prefix; the keys a lock is given are under
+	// it already. A lock that names keys of its own (not derived from the
+	// key it is given by appending) puts them under it too, so that a run
+	// on a user's server touches no key of the user's.
+	KeyPrefix string
 }
 
 // CommandGate is the harness's per-client fault gate (Env.Gate).

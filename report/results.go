@@ -19,6 +19,15 @@ type Results struct {
 	Backend  string `json:"backend"`
 	Topology string `json:"topology"`
 	Seed     uint64 `json:"seed"`
+	// RunID names the run; KeyPrefix is the prefix of every key it created
+	// at the server.
+	RunID     string `json:"run_id,omitempty"`
+	KeyPrefix string `json:"key_prefix,omitempty"`
+	// Notifications says how the observer got the servers' keyspace
+	// notifications: harness-servers | enabled-for-run (a user's server,
+	// set back afterwards) | already-on | config-refused (the unlock check
+	// was skipped) | unavailable (embedded).
+	Notifications string `json:"keyspace_notifications,omitempty"`
 	// Verdict is the checker's overall verdict: valid | invalid | unknown.
 	Verdict string `json:"verdict"`
 	// Expected is the scenario's expectation for this lock (check → verdict),

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -144,11 +145,26 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	if err := prepareDir(o.Out); err != nil {
 		return nil, fail(ExitBadInput, "--out %s: %v", o.Out, err)
 	}
+	prefix := keyspace.Default(keyspace.NewRunID())
+	if o.Base.KeyPrefix != "" {
+		if err := keyspace.Check(o.Base.KeyPrefix); err != nil {
+			return nil, fail(ExitBadInput, "--key-prefix: %v", err)
+		}
+		prefix = keyspace.Prefix(o.Base.KeyPrefix)
+	}
+	// Every lock's run uses the bench's prefix: each one removes its keys
+	// when it ends, so the next one's preflight finds none.
+	o.Base.KeyPrefix = string(prefix)
 	cl, err := cluster.Start(ctx, spec)
 	if err != nil {
 		return nil, &Error{Code: ExitCodeOf(err), Err: fmt.Errorf("bench: start servers: %w", err)}
 	}
 	defer cl.Stop()
+	if err := preflight(ctx, cl, prefix); err != nil {
+		return nil, err
+	}
+	// The yardsticks' keys too, also when the bench is interrupted.
+	defer cleanUp(ctx, cl, prefix, true)
 	if o.KeyDist == "" {
 		o.KeyDist = "uniform"
 	}
@@ -166,9 +182,9 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	for _, ep := range cl.Endpoints() {
 		bare = append(bare, cl.NewClient(ep, benchConn))
 	}
-	b.SetRTTP50US = setRTT(ctx, bare[:1])
+	b.SetRTTP50US = setRTT(ctx, bare[:1], prefix)
 	if len(bare) > 1 {
-		b.FanOutRTTP50US = setRTT(ctx, bare)
+		b.FanOutRTTP50US = setRTT(ctx, bare, prefix)
 	}
 	if o.Ceiling {
 		// With --repeat the yardsticks are measured as often as the locks
@@ -177,13 +193,13 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		var cs []ceil
 		for r := 0; r < o.Repeat && ctx.Err() == nil; r++ {
 			var c ceil
-			c.setnx, c.evalsha = redisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients)
+			c.setnx, c.evalsha = redisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients, prefix)
 			if c.setnx > 0 && c.evalsha > 0 {
 				c.cycles = 1 / (1/c.setnx + 1/c.evalsha)
 			}
 			cs = append(cs, c)
 			b.CeilingRuns = append(b.CeilingRuns, c.cycles)
-			b.GoRedisRuns = append(b.GoRedisRuns, goRedisCycles(ctx, cl, admin[0], o.Clients, min(o.Duration, 5*time.Second)))
+			b.GoRedisRuns = append(b.GoRedisRuns, goRedisCycles(ctx, cl, admin[0], o.Clients, min(o.Duration, 5*time.Second), prefix))
 		}
 		if len(cs) > 0 {
 			sort.Slice(cs, func(i, j int) bool { return cs[i].cycles < cs[j].cycles })
@@ -302,10 +318,13 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	if err := s.Validate(); err != nil {
 		return nil, fail(ExitBadInput, "bench: %v", err)
 	}
-	for _, a := range admin {
-		_ = a.FlushAll(ctx).Err()
-		_ = a.ConfigResetStat(ctx).Err()
+	// Only the bench's own keys are removed (never FLUSHALL: the servers
+	// may be the user's), and the server's command counters are read before
+	// and after rather than reset.
+	if _, err := cl.DeleteKeys(ctx, keyspace.Prefix(o.Base.KeyPrefix).Pattern()); err != nil && ctx.Err() == nil {
+		return nil, fail(ExitInfra, "bench: remove the previous run's keys: %v", err)
 	}
+	before := serverCost(ctx, admin)
 	dir := filepath.Join(o.Out, info.Name)
 	if noHistory {
 		dir += "-nohistory"
@@ -323,7 +342,7 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	bl := &BenchLock{Lock: info.Name, Kind: string(info.Kind), Nodes: len(cl.Nodes), Dir: dir, Interrupted: out.Interrupted}
 	// The run happened: read its cost even when an interrupt ended it.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	cost := serverCost(cctx, admin)
+	cost := costSince(before, serverCost(cctx, admin))
 	cancel()
 	if out.Results != nil {
 		r := out.Results
@@ -344,7 +363,9 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 
 type cmdStat struct{ calls, usec float64 }
 
-// serverCost sums INFO commandstats over the nodes (reset before the run).
+// serverCost sums INFO commandstats over the nodes (costSince subtracts the
+// counts before the run: the counters are never reset, the servers may be
+// the user's).
 func serverCost(ctx context.Context, admin []*redis.Client) map[string]cmdStat {
 	out := map[string]cmdStat{}
 	re := regexp.MustCompile(`^cmdstat_([^:]+):calls=(\d+),usec=(\d+)`)
@@ -356,7 +377,9 @@ func serverCost(ctx context.Context, admin []*redis.Client) map[string]cmdStat {
 		sc := bufio.NewScanner(strings.NewReader(txt))
 		for sc.Scan() {
 			m := re.FindStringSubmatch(sc.Text())
-			if m == nil || m[1] == "info" || m[1] == "config|resetstat" || m[1] == "flushall" {
+			// INFO is this function's; SCAN and UNLINK are the harness's
+			// preflight and clean-up of its prefix (no lock sends them).
+			if m == nil || m[1] == "info" || m[1] == "scan" || m[1] == "unlink" {
 				continue
 			}
 			c, _ := strconv.ParseFloat(m[2], 64)
@@ -365,6 +388,21 @@ func serverCost(ctx context.Context, admin []*redis.Client) map[string]cmdStat {
 			s.calls += c
 			s.usec += u
 			out[m[1]] = s
+		}
+	}
+	return out
+}
+
+// costSince is after − before per command; nil when either is missing.
+func costSince(before, after map[string]cmdStat) map[string]cmdStat {
+	if before == nil || after == nil {
+		return nil
+	}
+	out := map[string]cmdStat{}
+	for name, a := range after {
+		b := before[name]
+		if d := (cmdStat{a.calls - b.calls, a.usec - b.usec}); d.calls > 0 {
+			out[name] = d
 		}
 	}
 	return out
@@ -386,14 +424,15 @@ func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
 
 // setRTT measures, for a second, a SET sent to every client in cs at once
 // (one goroutine each) and returns the p50 µs of the last reply.
-func setRTT(ctx context.Context, cs []redis.UniversalClient) float64 {
+func setRTT(ctx context.Context, cs []redis.UniversalClient, p keyspace.Prefix) float64 {
+	key := p.Aux("rtt")
 	h := hdrhistogram.New(1, 10_000_000, 3)
 	end := time.Now().Add(time.Second)
 	for i := 0; time.Now().Before(end) && i < 200_000; i++ {
 		t := time.Now()
 		var failed atomic.Bool
 		set := func(c redis.UniversalClient) {
-			if c.Set(ctx, "lockchaos:rtt", i, 0).Err() != nil {
+			if c.Set(ctx, key, i, 0).Err() != nil {
 				failed.Store(true)
 			}
 		}
@@ -409,7 +448,7 @@ func setRTT(ctx context.Context, cs []redis.UniversalClient) float64 {
 		_ = h.RecordValue(max(time.Since(t).Microseconds(), 1))
 	}
 	for _, c := range cs {
-		_ = c.Del(ctx, "lockchaos:rtt").Err()
+		_ = c.Del(ctx, key).Err()
 	}
 	return float64(h.ValueAtQuantile(50))
 }
@@ -420,7 +459,7 @@ const unlockSrc = `if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("DEL
 // goRedisCycles runs clients bare go-redis clients, each on its own key, for
 // d: SET NX PX then the unlock script, nothing else. It returns cycles/s (0
 // if a command failed).
-func goRedisCycles(ctx context.Context, cl *cluster.Cluster, admin *redis.Client, clients int, d time.Duration) float64 {
+func goRedisCycles(ctx context.Context, cl *cluster.Cluster, admin *redis.Client, clients int, d time.Duration, p keyspace.Prefix) float64 {
 	sc := redis.NewScript(unlockSrc)
 	if err := sc.Load(ctx, admin).Err(); err != nil {
 		return 0
@@ -432,7 +471,7 @@ func goRedisCycles(ctx context.Context, cl *cluster.Cluster, admin *redis.Client
 	end := time.Now().Add(d)
 	for i := 0; i < clients; i++ {
 		c := cl.NewClient(ep, benchConn)
-		key := fmt.Sprintf("lockchaos:bare:%d", i)
+		key := p.Aux(fmt.Sprintf("bare:%d", i))
 		keys := []string{key, key + ":released"}
 		wg.Go(func() {
 			defer c.Close()
@@ -459,7 +498,7 @@ var rpsRE = regexp.MustCompile(`([0-9.]+) requests per second`)
 // redisBenchmark runs redis-benchmark (if installed) for the two commands of
 // the simple lock's cycle with the same number of connections; 0 when it is
 // not available.
-func redisBenchmark(ctx context.Context, addr string, clients int) (setnx, evalsha float64) {
+func redisBenchmark(ctx context.Context, addr string, clients int, p keyspace.Prefix) (setnx, evalsha float64) {
 	bin, err := exec.LookPath("redis-benchmark")
 	if err != nil {
 		return 0, 0
@@ -481,14 +520,15 @@ func redisBenchmark(ctx context.Context, addr string, clients int) (setnx, evals
 		v, _ := strconv.ParseFloat(string(m[1]), 64)
 		return v
 	}
-	setnx = run("SET", "lock:__rand_int__", "tok", "NX", "PX", "10000")
+	key := p.Aux("lock:__rand_int__")
+	setnx = run("SET", key, "tok", "NX", "PX", "10000")
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	sha, err := c.ScriptLoad(ctx, unlockSrc).Result()
 	c.Close()
 	if err != nil {
 		return setnx, 0
 	}
-	evalsha = run("EVALSHA", sha, "2", "lock:__rand_int__", "chan:__rand_int__", "tok")
+	evalsha = run("EVALSHA", sha, "2", key, p.Aux("chan:__rand_int__"), "tok")
 	return setnx, evalsha
 }
 

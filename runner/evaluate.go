@@ -21,6 +21,8 @@ type EvalOptions struct {
 	LockConfig  map[string]any
 	Backend     string
 	Interrupted bool
+	// Notifications is cluster.Notify.Mode of the run.
+	Notifications string
 }
 
 // Evaluate checks a run directory's history, compares the verdicts with the
@@ -44,6 +46,9 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	if r.Backend == "" {
 		r.Backend, _ = meta[history.MetaBackend].(string)
 	}
+	r.RunID, _ = meta[history.MetaRunID].(string)
+	r.KeyPrefix, _ = meta[history.MetaKeyPrefix].(string)
+	r.Notifications = eo.Notifications
 	if ns, ok := meta[history.MetaStartNS].(float64); ok && ns > 0 {
 		r.StartedAt = time.Unix(0, int64(ns)).UTC()
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -85,6 +87,13 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 			}
 		}
 	}
+	if o.Base.KeyPrefix != "" {
+		// Each cell's keys go under the prefix plus the cell's number, so
+		// cells run in parallel do not meet each other's keys.
+		if err := keyspace.Check(o.Base.KeyPrefix + "0000:"); err != nil {
+			return nil, fail(ExitBadInput, "--key-prefix: %v", err)
+		}
+	}
 	infos := map[string]lockimpl.Info{}
 	for _, l := range o.Locks {
 		info, _, err := lockimpl.Lookup(l)
@@ -134,11 +143,11 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c := runCell(ctx, o, j.s, j.lock, "")
+			c := runCell(ctx, o, j.s, j.lock, "", j.i)
 			c.Attempts = 1
 			for a := 2; a <= o.Retries+1 && c.Outcome != "as-expected" && ctx.Err() == nil; a++ {
 				prev := c
-				c = runCell(ctx, o, j.s, j.lock, fmt.Sprintf("-attempt%d", a))
+				c = runCell(ctx, o, j.s, j.lock, fmt.Sprintf("-attempt%d", a), j.i)
 				c.Attempts = a
 				c.Notes = append(c.Notes, fmt.Sprintf("attempt %d was %s (verdict %s, checks %v) in %s", a-1, prev.Outcome, prev.Verdict, prev.Checks, prev.Dir))
 			}
@@ -169,9 +178,12 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 	return m, nil
 }
 
-func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, suffix string) Cell {
+func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, suffix string, cell int) Cell {
 	c := Cell{Scenario: s.Name, Lock: lock, Applicable: true}
 	ro := o.Base
+	if ro.KeyPrefix != "" {
+		ro.KeyPrefix += strconv.Itoa(cell) + ":"
+	}
 	ro.Scenario, ro.Lock, ro.Expect, ro.Progress = s, lock, true, nil
 	ro.Out = filepath.Join(o.Out, s.Name, lock+suffix)
 	c.Dir = ro.Out

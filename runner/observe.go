@@ -2,19 +2,70 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/workloads"
 )
 
-// observe records the servers' keyspace notifications into the history.
-func observe(ctx context.Context, cl *cluster.Cluster, rec *workloads.Recorder) (func(), error) {
+// observe records the servers' keyspace notifications for the run's keys
+// into the history.
+func observe(ctx context.Context, cl *cluster.Cluster, rec *workloads.Recorder, p keyspace.Prefix) (func() error, cluster.Notify, error) {
+	none := func() error { return nil }
 	if !rec.Enabled() {
-		return func() {}, nil
+		return none, cluster.Notify{}, nil
 	}
-	stop, err := cluster.Observe(ctx, cl, rec.Record, rec.Now)
+	stop, st, err := cluster.Observe(ctx, cl, p, rec.Record, rec.Now)
 	if err != nil {
-		return func() {}, err
+		return none, st, err
 	}
-	return stop, nil
+	return stop, st, nil
+}
+
+// preflightShow is how many keys per node the refusal names.
+const preflightShow = 5
+
+// preflight refuses a run whose keys already exist on a server (a user's
+// key of the same name, a run that was killed, two runs with one
+// --key-prefix): the run would report that key's life as the lock's, and
+// its clean-up would delete it.
+func preflight(ctx context.Context, cl *cluster.Cluster, p keyspace.Prefix) error {
+	found, err := cl.FindKeys(ctx, p.Pattern(), preflightShow+1)
+	if err != nil {
+		return fail(ExitInfra, "preflight: %v", err)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	var parts []string
+	for node, keys := range found {
+		more := ""
+		if len(keys) > preflightShow {
+			keys, more = keys[:preflightShow], ", ..."
+		}
+		sort.Strings(keys)
+		parts = append(parts, fmt.Sprintf("%s: %s%s", node, strings.Join(keys, ", "), more))
+	}
+	sort.Strings(parts)
+	return fail(ExitBadInput, "preflight: keys under the run's prefix %q already exist (%s); the run would mistake them for its own: choose another --key-prefix or remove them", string(p), strings.Join(parts, "; "))
+}
+
+// cleanUp removes the run's keys (its prefix only) from servers that outlive
+// the run: the user's (external) and a shared cluster (bench). Servers the
+// run started are discarded with their data. It returns notes.
+func cleanUp(ctx context.Context, cl *cluster.Cluster, p keyspace.Prefix, shared bool) []string {
+	if cl.Backend != cluster.External && !shared {
+		return nil
+	}
+	// An interrupted run cleans up too.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, err := cl.DeleteKeys(cctx, p.Pattern()); err != nil {
+		return []string{fmt.Sprintf("the run's keys (prefix %q) could not all be removed: %v", string(p), err)}
+	}
+	return nil
 }

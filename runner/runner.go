@@ -19,6 +19,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -66,6 +67,9 @@ type Options struct {
 	// NoObserver skips the keyspace-notification observer (bench: it costs
 	// Redis and harness CPU the lock under test does not).
 	NoObserver bool
+	// KeyPrefix is the prefix of every key the run creates at the server
+	// (keyspace.Prefix). Default "lc:<run id>:", the run id random per run.
+	KeyPrefix string
 }
 
 // Progress is a snapshot for progress displays.
@@ -140,6 +144,14 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := cluster.CheckBackend(o.Backend); err != nil {
 		return nil, fail(ExitBadInput, "--backend: %v", err)
 	}
+	runID := keyspace.NewRunID()
+	prefix := keyspace.Default(runID)
+	if o.KeyPrefix != "" {
+		if err := keyspace.Check(o.KeyPrefix); err != nil {
+			return nil, fail(ExitBadInput, "--key-prefix: %v", err)
+		}
+		prefix = keyspace.Prefix(o.KeyPrefix)
+	}
 	if o.Out == "" {
 		o.Out = DefaultOut(s.Name, o.Lock)
 	}
@@ -166,6 +178,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		stopCluster = func() { _ = cl.Stop() }
 	}
 	defer stopCluster()
+	if err := preflight(ctx, cl, prefix); err != nil {
+		return nil, err
+	}
 
 	histPath := filepath.Join(o.Out, "history.jsonl")
 	var hw *history.Writer
@@ -184,36 +199,48 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		history.MetaClients: s.Workload.Clients, history.MetaKeys: s.Workload.Keys,
 		history.MetaFenced: info.Fenced && s.Workload.Resource == "register", history.MetaHonours: honour,
 		history.MetaStartNS: rec.Start().UnixNano(), "nodes": len(cl.Nodes), "duration_ms": s.Duration.Milliseconds(),
-		"recovery_ms": s.Recovery.Milliseconds(),
+		"recovery_ms": s.Recovery.Milliseconds(), history.MetaRunID: runID, history.MetaKeyPrefix: string(prefix),
 	}})
 	var notes []string
 	if cl.Why != "" {
 		notes = append(notes, cl.Why)
 	}
 
-	stopObserver := func() {}
+	stopObserver := func() error { return nil }
+	var notify cluster.Notify
 	if !o.NoObserver {
 		var oerr error
-		if stopObserver, oerr = observe(ctx, cl, rec); oerr != nil {
+		if stopObserver, notify, oerr = observe(ctx, cl, rec, prefix); oerr != nil {
 			notes = append(notes, "observer not running: "+oerr.Error())
 		}
+		if notify.Note != "" {
+			notes = append(notes, notify.Note)
+		}
 	}
+	// Every exit path sets the servers' configuration back (stop is
+	// idempotent), a failed or interrupted run's too.
+	defer func() { _ = stopObserver() }()
 
 	w, err := workloads.New(workloads.Options{Config: s.Workload, Lock: o.Lock, LockOptions: s.Lock, Cluster: cl,
-		Rec: rec, Seed: s.Seed, Histograms: true, Conn: o.Conn})
+		Rec: rec, Seed: s.Seed, Histograms: true, Conn: o.Conn, KeyPrefix: prefix})
 	if err != nil {
-		stopObserver()
 		return nil, fail(ExitBadInput, "workload: %v", err)
 	}
 	defer w.Close()
 
 	sched := faults.Resolve(s.Faults, s.Seed, s.Duration)
 	_ = report.WriteJSON(filepath.Join(o.Out, "schedule.json"), map[string]any{"seed": s.Seed, "faults": sched})
-	fenv := &faults.Env{Cluster: cl, Clients: w, Rand: newRand(s.Seed), TTL: lockOpts.TTL, Now: rec.Now, Record: rec.Record}
+	fenv := &faults.Env{Cluster: cl, Clients: w, Rand: newRand(s.Seed), TTL: lockOpts.TTL, Now: rec.Now, Record: rec.Record,
+		KeyPattern: prefix.Pattern()}
 	fr := faults.NewRunner(fenv)
 
 	interrupted := drive(ctx, o, s, rec, w, fr, sched)
-	stopObserver()
+	w.Close() // no lock goroutine (renewals) writes a key after the clean-up
+	if err := stopObserver(); err != nil {
+		notes = append(notes, err.Error())
+	}
+	// The observer is stopped first: the clean-up's dels are no lock's.
+	notes = append(notes, cleanUp(ctx, cl, prefix, o.Cluster != nil)...)
 	stopCluster() // nothing left running before the (possibly slow) analysis
 	if hw != nil {
 		if err := hw.Close(); err != nil {
@@ -227,7 +254,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		return &Outcome{Dir: o.Out, Workload: w, Interrupted: interrupted}, nil
 	}
 	res, code, err := Evaluate(o.Out, s, o.Lock, EvalOptions{Expect: o.Expect, Thresholds: o.Thresholds, Notes: notes,
-		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted})
+		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted, Notifications: notify.Mode})
 	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code, Workload: w, Interrupted: interrupted}
 	if err != nil {
 		return out, err

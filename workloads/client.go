@@ -90,7 +90,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	if err := g.checkpoint("before-acquire"); err != nil {
 		return err
 	}
-	lease, ev, err := c.acquire(ctx, key, 1)
+	lease, ev, err := c.acquire(ctx, k, 1)
 	if sched != 0 && ev != nil {
 		ev.Value = ev.T - sched // open loop: how long the cycle waited to start
 	}
@@ -117,7 +117,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	sleep(w.sample(c.rng, w.cfg.Hold), stop)
 	var nested []lockimpl.Lease
 	for i := 0; i < w.cfg.Reentry && w.reentrant; i++ {
-		l2, ev2, err := c.acquire(ctx, key, i+2)
+		l2, ev2, err := c.acquire(ctx, k, i+2)
 		rec.Record(ev2)
 		if err != nil || l2 == nil {
 			break
@@ -209,17 +209,18 @@ func (c *Client) leaseGone(l lockimpl.Lease) bool {
 	return !d.IsZero() && !c.clock.Now().Before(d)
 }
 
-// acquire runs one Acquire (or TryAcquire) and returns the event for it.
-func (c *Client) acquire(ctx context.Context, key string, depth int) (lockimpl.Lease, *history.Event, error) {
-	rec := c.rec
+// acquire runs one Acquire (or TryAcquire) of key k and returns the event
+// for it.
+func (c *Client) acquire(ctx context.Context, k int, depth int) (lockimpl.Lease, *history.Event, error) {
+	rec, key, srvKey := c.rec, c.w.keyNames[k], c.w.srvKeys[k]
 	c.gate.setPhase("acquiring")
 	t0 := rec.Now()
 	var l lockimpl.Lease
 	var err error
 	if c.w.cfg.Try {
-		l, err = c.lk.TryAcquire(ctx, key)
+		l, err = c.lk.TryAcquire(ctx, srvKey)
 	} else {
-		l, err = c.lk.Acquire(ctx, key)
+		l, err = c.lk.Acquire(ctx, srvKey)
 	}
 	t1 := rec.Now()
 	c.gate.setPhase("")
@@ -261,7 +262,7 @@ func (c *Client) release(l lockimpl.Lease, remaining int) int64 {
 	err := l.Release(context.Background())
 	t1 := rec.Now()
 	c.gate.setPhase("")
-	ev := &history.Event{T: t0, End: t1, Client: c.ID, Key: l.Key(), Op: history.OpRelease, Token: l.Token(), Depth: remaining, Result: history.OK}
+	ev := &history.Event{T: t0, End: t1, Client: c.ID, Key: c.w.shortKey(l.Key()), Op: history.OpRelease, Token: l.Token(), Depth: remaining, Result: history.OK}
 	switch {
 	case err == nil:
 	case lockimpl.IsIndeterminate(err) || errors.Is(err, ErrCrashed):
@@ -285,7 +286,7 @@ func (c *Client) note(n lockimpl.Note) {
 		return
 	}
 	end := c.rec.Now()
-	ev := &history.Event{T: end - int64(n.End.Sub(n.Start)), End: end, Client: c.ID, Key: n.Key, Token: n.Token, Op: history.OpRenew, Result: history.OK}
+	ev := &history.Event{T: end - int64(n.End.Sub(n.Start)), End: end, Client: c.ID, Key: c.w.shortKey(n.Key), Token: n.Token, Op: history.OpRenew, Result: history.OK}
 	switch {
 	case n.Err == nil:
 	case lockimpl.IsIndeterminate(n.Err):

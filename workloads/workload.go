@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
@@ -30,6 +31,9 @@ type Options struct {
 	// Conn tunes each client's connections to each node (its Hooks are
 	// replaced by the client's fault gate).
 	Conn cluster.ClientOptions
+	// KeyPrefix puts every key the locks create at the server under it
+	// (keyspace.Prefix.Key); history events keep the short names (k0, ...).
+	KeyPrefix keyspace.Prefix
 }
 
 // Workload is the set of clients of one run.
@@ -37,7 +41,9 @@ type Workload struct {
 	cfg       Config
 	clients   []*Client
 	res       *Resource
-	keyNames  []string
+	keyNames  []string // as history events name the keys: k0, k1, ...
+	srvKeys   []string // as the locks (and the server) name them: <prefix>{k0}, ...
+	prefix    keyspace.Prefix
 	reentrant bool
 	honour    bool
 	lockInfo  lockimpl.Info
@@ -48,7 +54,8 @@ type Workload struct {
 	overlaps  atomic.Int64
 }
 
-// KeyName is the Redis key of lock key index i.
+// KeyName is the name of lock key index i in the history (the server's key
+// is Options.KeyPrefix.Key of it).
 func KeyName(i int) string { return "k" + strconv.Itoa(i) }
 
 // New builds the clients, each with its own Locker and connections (with the
@@ -62,10 +69,11 @@ func New(o Options) (*Workload, error) {
 		return nil, err
 	}
 	w := &Workload{cfg: o.Config, res: NewResource(o.Config.Resource, o.Config.Keys, o.Config.Stock),
-		reentrant: info.Reentrant, honour: *o.Config.HonourLost, lockInfo: info, rec: o.Rec}
+		reentrant: info.Reentrant, honour: *o.Config.HonourLost, lockInfo: info, rec: o.Rec, prefix: o.KeyPrefix}
 	w.holders = make([]atomic.Int32, o.Config.Keys)
 	for i := 0; i < o.Config.Keys; i++ {
 		w.keyNames = append(w.keyNames, KeyName(i))
+		w.srvKeys = append(w.srvKeys, o.KeyPrefix.Key(KeyName(i)))
 	}
 	eps := o.Cluster.Endpoints()
 	leps := make([]lockimpl.Endpoint, len(eps))
@@ -87,7 +95,8 @@ func New(o Options) (*Workload, error) {
 			conns[i] = o.Cluster.NewClient(ep, co)
 		}
 		w.conns = append(w.conns, conns...)
-		env := lockimpl.Env{ClientID: id, Conns: conns, Endpoints: leps, Clock: c.clock, Options: o.LockOptions, Note: c.note, Gate: &c.gate}
+		env := lockimpl.Env{ClientID: id, Conns: conns, Endpoints: leps, Clock: c.clock, Options: o.LockOptions, Note: c.note, Gate: &c.gate,
+			KeyPrefix: string(o.KeyPrefix)}
 		lk, err := lockimpl.New(o.Lock, env)
 		if err != nil {
 			w.Close()
@@ -197,11 +206,20 @@ func (w *Workload) dispatch(stop <-chan struct{}, tickets chan<- int64) {
 	}
 }
 
-// Close closes every client's Locker and connections.
+// shortKey is the history's name of a key a lock reports (a lease's, a
+// note's).
+func (w *Workload) shortKey(key string) string {
+	s, _ := w.prefix.Short(key)
+	return s
+}
+
+// Close closes every client's Locker and connections. It may be called more
+// than once.
 func (w *Workload) Close() {
 	for _, c := range w.clients {
 		if c.lk != nil {
 			_ = c.lk.Close()
+			c.lk = nil
 		}
 	}
 	for _, cn := range w.conns {
