@@ -130,6 +130,12 @@ type Kind struct {
 	Validate func(s Spec) error
 	// New builds the injector for one firing.
 	New func(s Scheduled) Injector
+	// Outlasts: its effect runs its whole duration even past the workload
+	// phase (a freeze cannot be cut short); other kinds are healed when the
+	// workload phase ends. See ValidateRun.
+	Outlasts bool
+	// Topology, when set, is the only topology the kind works in.
+	Topology string
 }
 
 var kinds = map[string]Kind{}

@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/workloads"
@@ -214,8 +215,15 @@ func (s *Scenario) Validate() error {
 	if err := s.Workload.Validate(); err != nil {
 		return err
 	}
+	run := faults.Run{Duration: s.Duration, Recovery: s.Recovery, Clients: s.Workload.Clients,
+		Topology: s.Topology, Nodes: cluster.DataNodes(s.Topology, s.Nodes), AOF: s.AOF}
 	for i, f := range s.Faults {
 		if err := faults.Validate(f, i); err != nil {
+			return err
+		}
+		// Against this run (again after CLI overrides of duration or
+		// clients): a fault that cannot fire or aims at nothing is refused.
+		if err := faults.ValidateRun(f, i, run); err != nil {
 			return err
 		}
 	}
