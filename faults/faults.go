@@ -245,7 +245,8 @@ type activeFault struct {
 func NewRunner(env *Env) *Runner { return &Runner{env: env, active: map[int]activeFault{}} }
 
 // Start fires every scheduled fault at its offset from start (run ns) in the
-// background. Faults past ctx's end do not fire.
+// background. Faults past ctx's end do not fire; each is recorded as a fault
+// that did not take effect.
 func (r *Runner) Start(ctx context.Context, start int64, sched []Scheduled) {
 	for _, s := range sched {
 		r.wg.Add(1)
@@ -257,6 +258,10 @@ func (r *Runner) Start(ctx context.Context, start int64, sched []Scheduled) {
 				select {
 				case <-ctx.Done():
 					t.Stop()
+					// Recorded, so that the run cannot pass as if it had
+					// fired: the checker makes it unknown.
+					r.record(s, nil, r.env.Now(), Outcome{Target: s.Spec.Target, Effect: map[string]string{
+						"reason": "never fired: the workload phase ended (the run was cut short) before its time " + s.At.String()}}, nil, nil)
 					return
 				case <-t.C:
 				}

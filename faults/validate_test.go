@@ -80,3 +80,17 @@ func TestValidateRun(t *testing.T) {
 }
 
 func aof(r Run) Run { r.AOF = true; return r }
+
+// A firing whose time has not come when the workload phase ends (the run
+// was cut short) is recorded as a fault that did not take effect, with the
+// reason, rather than left out of the history.
+func TestUnfiredFiringIsRecorded(t *testing.T) {
+	env := testEnv(nil)
+	evs := runSchedule(env, []Spec{{Kind: "pause-node", At: 800 * time.Millisecond}}, 50*time.Millisecond)
+	if len(evs) != 1 || evs[0].Fault == nil {
+		t.Fatalf("%d events, want the one firing recorded", len(evs))
+	}
+	if f := evs[0].Fault; f.Applied || f.ID != 1 || !strings.Contains(f.Effect["reason"], "never fired") {
+		t.Fatalf("fault %+v, want id 1 not applied, reason \"never fired …\"", f)
+	}
+}

@@ -102,4 +102,8 @@ const (
 	MetaFenced   = "fenced"  // true when the resource rejects stale fences
 	MetaHonours  = "honours" // true when clients honour Lost/Deadline before acting
 	MetaStartNS  = "start_unix_ns"
+	// MetaFaultsScheduled lists the firings the schedule holds, each
+	// {"id", "kind", "at_ms"}: the checker compares it with the fault
+	// events, so a firing that never happened is not silently missing.
+	MetaFaultsScheduled = "faults_scheduled"
 )

@@ -177,6 +177,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	rec := workloads.NewRecorder(hw)
 	honour := *s.Workload.HonourLost
+	sched := faults.Resolve(s.Faults, s.Seed, s.Duration)
+	scheduled := make([]map[string]any, len(sched))
+	for i, f := range sched {
+		scheduled[i] = map[string]any{"id": f.ID, "kind": f.Spec.Kind, "at_ms": float64(f.At) / 1e6}
+	}
 	rec.Record(&history.Event{T: 0, Client: -1, Op: history.OpRun, Meta: map[string]any{
 		history.MetaScenario: s.Name, history.MetaLock: o.Lock, history.MetaBackend: cl.Backend,
 		history.MetaTopology: s.Topology, history.MetaSeed: s.Seed, history.MetaTTLms: float64(lockOpts.TTL) / 1e6,
@@ -184,7 +189,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		history.MetaClients: s.Workload.Clients, history.MetaKeys: s.Workload.Keys,
 		history.MetaFenced: info.Fenced && s.Workload.Resource == "register", history.MetaHonours: honour,
 		history.MetaStartNS: rec.Start().UnixNano(), "nodes": len(cl.Nodes), "duration_ms": s.Duration.Milliseconds(),
-		"recovery_ms": s.Recovery.Milliseconds(),
+		"recovery_ms": s.Recovery.Milliseconds(), history.MetaFaultsScheduled: scheduled,
 	}})
 	var notes []string
 	if cl.Why != "" {
@@ -207,7 +212,6 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	defer w.Close()
 
-	sched := faults.Resolve(s.Faults, s.Seed, s.Duration)
 	_ = report.WriteJSON(filepath.Join(o.Out, "schedule.json"), map[string]any{"seed": s.Seed, "faults": sched})
 	fenv := &faults.Env{Cluster: cl, Clients: w, Rand: newRand(s.Seed), TTL: lockOpts.TTL, Now: rec.Now, Record: rec.Record}
 	fr := faults.NewRunner(fenv)
