@@ -7,12 +7,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -76,7 +79,10 @@ func Parse(data []byte, source string) (*Scenario, error) {
 	dec.KnownFields(true)
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, source, cleanYAMLErr(nameFields(data, err)))
+		if errors.Is(err, io.EOF) { // yaml's own message is a bare "EOF"
+			return nil, fmt.Errorf("%w: %s: document: no YAML in it (a scenario with every default is {})", ErrBadInput, source)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, source, cleanYAMLErr(data, nameFields(data, err)))
 	}
 	s.Source = source
 	if s.Name == "" {
@@ -89,8 +95,20 @@ func Parse(data []byte, source string) (*Scenario, error) {
 	return &s, nil
 }
 
-func cleanYAMLErr(err error) string {
-	return strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n  ", "; ")
+func cleanYAMLErr(data []byte, err error) string {
+	msg := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n  ", "; ")
+	if strings.HasPrefix(msg, "line ") || strings.HasPrefix(msg, "unmarshal errors:") {
+		return msg
+	}
+	// yaml names no line for a bad character (control, invalid UTF-8) nor
+	// for an error on the first line: find the bad character's line, else
+	// the error is the document's as a whole.
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if !utf8.Valid(line) || bytes.ContainsFunc(line, func(r rune) bool { return unicode.IsControl(r) && r != '\t' && r != '\r' }) {
+			return fmt.Sprintf("line %d: %s", i+1, msg)
+		}
+	}
+	return "document: " + msg
 }
 
 // typeErrLine matches a yaml type error: "line N: cannot unmarshal !!tag
@@ -228,21 +246,34 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	for lock, m := range s.Expect {
+		lp := keyPath("expect", lock)
 		if lock != "default" {
 			if _, _, err := lockimpl.Lookup(lock); err != nil {
-				return fmt.Errorf("expect.%s: %v", lock, err)
+				return fmt.Errorf("%s: %v", lp, err)
 			}
 		}
 		for check, v := range m {
 			if check != "*" && !contains(CheckNames, check) {
-				return fmt.Errorf("expect.%s.%s: %q is not a check (known: %s, or *)", lock, check, check, strings.Join(CheckNames, ", "))
+				return fmt.Errorf("%s: %q is not a check (known: %s, or *)", keyPath(lp, check), check, strings.Join(CheckNames, ", "))
 			}
 			if !verdicts[v] {
-				return fmt.Errorf("expect.%s.%s: %q is not one of valid, invalid, unknown, any", lock, check, v)
+				return fmt.Errorf("%s: %q is not one of valid, invalid, unknown, any", keyPath(lp, check), v)
 			}
 		}
 	}
 	return nil
+}
+
+// plainKey is a map key that reads plainly in a field path (expect.simple).
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_*-]+$`)
+
+// keyPath is the field path of map key k under path: path.k, or path["k"]
+// when k is empty or holds spaces, dots or other punctuation.
+func keyPath(path, k string) string {
+	if plainKey.MatchString(k) {
+		return path + "." + k
+	}
+	return fmt.Sprintf("%s[%q]", path, k)
 }
 
 func contains(xs []string, x string) bool {
