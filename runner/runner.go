@@ -133,6 +133,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if s == nil {
 		return nil, fail(ExitBadInput, "no scenario")
 	}
+	// Again here, for scenarios built in code or changed after Parse: a
+	// fault that cannot take effect is refused before anything starts.
+	if err := s.Validate(); err != nil {
+		return nil, fail(ExitBadInput, "scenario %s: %v", s.Name, err)
+	}
 	info, _, err := lockimpl.Lookup(o.Lock)
 	if err != nil {
 		return nil, fail(ExitBadInput, "--lock: %v", err)

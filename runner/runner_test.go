@@ -89,3 +89,22 @@ func TestRunMatrixExpireThenUnlock(t *testing.T) {
 		}
 	}
 }
+
+// A scenario changed in code after Parse (here: fewer clients than its
+// faults aim at) is validated again by Run and refused before anything
+// starts: exit 3 naming the field, no run directory.
+func TestRunRevalidates(t *testing.T) {
+	s, err := scenarios.Load("restart-empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Workload.Clients = 1
+	out := filepath.Join(t.TempDir(), "run")
+	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "process", Out: out})
+	if runner.ExitCodeOf(err) != runner.ExitBadInput || err == nil || !strings.Contains(err.Error(), `faults[1].target: "client:1"`) {
+		t.Fatalf("err %v (exit %d), want exit 3 naming faults[1].target", err, runner.ExitCodeOf(err))
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("run directory %s was made (%v): the run started", out, err)
+	}
+}
