@@ -126,7 +126,11 @@ func targetExists(t string, r Run) error {
 	case strings.HasPrefix(t, "client:"):
 		n, _ := strconv.Atoi(strings.TrimPrefix(t, "client:"))
 		if n < 0 || n >= r.Clients {
-			return fmt.Errorf("%q is not a client of this run (workload.clients: %d, so client:0..client:%d)", t, r.Clients, r.Clients-1)
+			which := fmt.Sprintf("client:0..client:%d", r.Clients-1)
+			if r.Clients == 1 {
+				which = "only client:0"
+			}
+			return fmt.Errorf("%q is not a client of this run (workload.clients: %d, so %s)", t, r.Clients, which)
 		}
 	case t == "replica" && r.Topology != cluster.Sentinel && r.Topology != "" && r.Nodes > 0:
 		return fmt.Errorf("%q: topology %s has no replica (only sentinel has)", t, r.Topology)
