@@ -108,3 +108,37 @@ func TestRunRevalidates(t *testing.T) {
 		t.Errorf("run directory %s was made (%v): the run started", out, err)
 	}
 }
+
+// A run saved with a scenario that validation now refuses up front (a
+// fault after the run's end, as runs made before that rule could have) is
+// still checked: the run happened, and is never lost to a newer rule.
+func TestCheckDirAcceptsSavedScenarioRefusedBeforeRun(t *testing.T) {
+	s, err := scenarios.Load("smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Duration = 500 * time.Millisecond
+	out := filepath.Join(t.TempDir(), "run")
+	if _, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "embedded", Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	saved := filepath.Join(out, "scenario.yaml")
+	b, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withFault := strings.Replace(string(b), "faults: []\n", "faults:\n  - {kind: pause-client, at: 5s, target: holder, duration: 100ms}\n", 1)
+	if withFault == string(b) {
+		t.Fatalf("no \"faults: []\" in the saved scenario:\n%s", b)
+	}
+	b = []byte(withFault)
+	if err := os.WriteFile(saved, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenarios.LoadFile(saved); err == nil || !strings.Contains(err.Error(), "faults[0].at: 5s") {
+		t.Fatalf("LoadFile: %v, want the fault refused before a run", err)
+	}
+	if _, code, err := runner.CheckDir(out, runner.EvalOptions{}); err != nil {
+		t.Fatalf("check of the saved run: exit %d: %v", code, err)
+	}
+}

@@ -74,7 +74,16 @@ var ErrBadInput = errors.New("bad input")
 
 // Parse decodes and validates a scenario. Unknown fields are errors naming
 // the field and line. source names the input in messages.
-func Parse(data []byte, source string) (*Scenario, error) {
+func Parse(data []byte, source string) (*Scenario, error) { return parse(data, source, true) }
+
+// ParseSaved decodes a scenario saved in a run directory. The run already
+// happened: the rules that refuse a fault before a run starts (firings
+// outside the run, targets that do not exist: faults.ValidateRun) do not
+// apply, so that a run made before a rule existed can still be checked; the
+// checker reports what its faults did.
+func ParseSaved(data []byte, source string) (*Scenario, error) { return parse(data, source, false) }
+
+func parse(data []byte, source string, beforeRun bool) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var s Scenario
@@ -89,7 +98,7 @@ func Parse(data []byte, source string) (*Scenario, error) {
 		base := source[strings.LastIndexAny(source, "/:")+1:]
 		s.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
 	}
-	if err := s.Validate(); err != nil {
+	if err := s.validate(beforeRun); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, source, err)
 	}
 	return &s, nil
@@ -191,8 +200,11 @@ var verdicts = map[string]bool{"valid": true, "invalid": true, "unknown": true, 
 // CheckNames are the checker's checks an expectation may name.
 var CheckNames = []string{"mutex", "resource", "fencing", "unlock", "reentrancy", "liveness"}
 
-// Validate fills defaults and reports the first bad field with its value.
-func (s *Scenario) Validate() error {
+// Validate fills defaults and reports the first bad field with its value,
+// including faults that could not take effect in this run.
+func (s *Scenario) Validate() error { return s.validate(true) }
+
+func (s *Scenario) validate(beforeRun bool) error {
 	if s.Topology == "" {
 		s.Topology = "single"
 	}
@@ -241,6 +253,9 @@ func (s *Scenario) Validate() error {
 		}
 		// Against this run (again after CLI overrides of duration or
 		// clients): a fault that cannot fire or aims at nothing is refused.
+		if !beforeRun {
+			continue
+		}
 		if err := faults.ValidateRun(f, i, run); err != nil {
 			return err
 		}
