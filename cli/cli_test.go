@@ -326,6 +326,15 @@ func TestBadInput(t *testing.T) {
 		{"clients", []string{"run", "smoke", "--clients", "-1"}, []string{"--clients", "-1"}},
 		{"lock", []string{"run", "smoke", "--lock", "nosuchlock"}, []string{"--lock", `"nosuchlock"`}},
 		{"backend", []string{"run", "smoke", "--backend", "nosuch"}, []string{"backend", `"nosuch"`}},
+		// Issue 16: faults that could not take effect are refused up front.
+		{"fault after the run", []string{"run", "../scenarios/testdata/bad/fault-after-end.yaml"},
+			[]string{"faults[0].at: 5s", "duration 2s"}},
+		{"no such client", []string{"run", "../scenarios/testdata/bad/no-such-client.yaml"},
+			[]string{`faults[0].target: "client:99"`, "workload.clients: 3"}},
+		{"client gone after --clients", []string{"run", "restart-empty", "--clients", "1"},
+			[]string{"after flags", `faults[1].target: "client:1"`, "workload.clients: 1"}},
+		{"fault after --duration", []string{"run", "gc-pause", "--duration", "400ms"},
+			[]string{"after flags", "faults[0].at: 500ms", "duration 400ms"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -36,6 +36,21 @@ const (
 	RedisCluster = "cluster"
 )
 
+// DataNodes is how many data nodes a topology starts (nodes: the
+// scenario's count, for independent), 0 when it is not known before the
+// topology starts. Scenario validation checks node targets against it.
+func DataNodes(topology string, nodes int) int {
+	switch topology {
+	case "", Single:
+		return 1
+	case Sentinel:
+		return sentinelDataNodes
+	case Independent:
+		return nodes
+	}
+	return 0
+}
+
 // Spec says what to start.
 type Spec struct {
 	Topology string // single | sentinel | independent | cluster

@@ -26,6 +26,8 @@ const (
 	sentinelMasterName = "lockchaos"
 	sentinelDownAfter  = 1000 // ms
 	sentinelFailoverTO = 3000 // ms
+	// sentinelDataNodes: a master and two replicas.
+	sentinelDataNodes = 3
 )
 
 func init() { topologies[Sentinel] = startSentinel }
@@ -37,7 +39,7 @@ func startSentinel(ctx context.Context, c *Cluster, bin string) error {
 	}
 	c.MasterName = sentinelMasterName
 	var master *Node
-	for i := 1; i <= 3; i++ {
+	for i := 1; i <= sentinelDataNodes; i++ {
 		px, err := newReplProxy()
 		if err != nil {
 			return err

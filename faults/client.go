@@ -33,7 +33,8 @@ func init() {
 			}
 			return validPoint(s.Point)
 		},
-		New: func(s Scheduled) Injector { return &pauseClient{s: s} },
+		New:      func(s Scheduled) Injector { return &pauseClient{s: s} },
+		Outlasts: true,
 	})
 	Register(Kind{
 		Name:        "crash-client",

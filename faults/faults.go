@@ -134,6 +134,12 @@ type Kind struct {
 	Validate func(s Spec) error
 	// New builds the injector for one firing.
 	New func(s Scheduled) Injector
+	// Outlasts: its effect runs its whole duration even past the workload
+	// phase (a freeze cannot be cut short); other kinds are healed when the
+	// workload phase ends. See ValidateRun.
+	Outlasts bool
+	// Topology, when set, is the only topology the kind works in.
+	Topology string
 }
 
 var kinds = map[string]Kind{}
@@ -243,7 +249,8 @@ type activeFault struct {
 func NewRunner(env *Env) *Runner { return &Runner{env: env, active: map[int]activeFault{}} }
 
 // Start fires every scheduled fault at its offset from start (run ns) in the
-// background. Faults past ctx's end do not fire.
+// background. Faults past ctx's end do not fire; each is recorded as a fault
+// that did not take effect.
 func (r *Runner) Start(ctx context.Context, start int64, sched []Scheduled) {
 	for _, s := range sched {
 		r.wg.Add(1)
@@ -255,6 +262,10 @@ func (r *Runner) Start(ctx context.Context, start int64, sched []Scheduled) {
 				select {
 				case <-ctx.Done():
 					t.Stop()
+					// Recorded, so that the run cannot pass as if it had
+					// fired: the checker makes it unknown.
+					r.record(s, nil, r.env.Now(), Outcome{Target: s.Spec.Target, Effect: map[string]string{
+						"reason": "never fired: the workload phase ended (the run was cut short) before its time " + s.At.String()}}, nil, nil)
 					return
 				case <-t.C:
 				}

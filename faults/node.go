@@ -48,8 +48,12 @@ func init() {
 			_, _, err := failoverParams(s.Params)
 			return err
 		},
-		New: func(s Scheduled) Injector { return &failover{s: s} },
+		New:      func(s Scheduled) Injector { return &failover{s: s} },
+		Topology: cluster.Sentinel,
 	})
+	lag := kinds["replication-lag"] // only sentinel's master has replicas to stream to
+	lag.Topology = cluster.Sentinel
+	kinds[lag.Name] = lag
 	masterLookup = sentinelMaster
 }
 

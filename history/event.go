@@ -106,4 +106,8 @@ const (
 	// it created at the server (keyspace.Prefix).
 	MetaRunID     = "run_id"
 	MetaKeyPrefix = "key_prefix"
+	// MetaFaultsScheduled lists the firings the schedule holds, each
+	// {"id", "kind", "at_ms"}: the checker compares it with the fault
+	// events, so a firing that never happened is not silently missing.
+	MetaFaultsScheduled = "faults_scheduled"
 )

@@ -141,7 +141,12 @@ func CheckDir(dir string, eo EvalOptions) (*report.Results, int, error) {
 	if err != nil {
 		return nil, ExitBadInput, fail(ExitBadInput, "%v", err)
 	}
-	s, err := scenarios.LoadFile(filepath.Join(dir, "scenario.yaml"))
+	sp := filepath.Join(dir, "scenario.yaml")
+	b, err := os.ReadFile(sp)
+	if err != nil {
+		return nil, ExitBadInput, fail(ExitBadInput, "%s is not a run directory: %v", dir, err)
+	}
+	s, err := scenarios.ParseSaved(b, sp)
 	if err != nil {
 		return nil, ExitBadInput, fail(ExitBadInput, "%v", err)
 	}

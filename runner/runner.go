@@ -137,6 +137,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if s == nil {
 		return nil, fail(ExitBadInput, "no scenario")
 	}
+	// Again here, for scenarios built in code or changed after Parse: a
+	// fault that cannot take effect is refused before anything starts.
+	if err := s.Validate(); err != nil {
+		return nil, fail(ExitBadInput, "scenario %s: %v", s.Name, err)
+	}
 	info, _, err := lockimpl.Lookup(o.Lock)
 	if err != nil {
 		return nil, fail(ExitBadInput, "--lock: %v", err)
@@ -192,6 +197,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	rec := workloads.NewRecorder(hw)
 	honour := *s.Workload.HonourLost
+	sched := faults.Resolve(s.Faults, s.Seed, s.Duration)
+	scheduled := make([]map[string]any, len(sched))
+	for i, f := range sched {
+		scheduled[i] = map[string]any{"id": f.ID, "kind": f.Spec.Kind, "at_ms": float64(f.At) / 1e6}
+	}
 	rec.Record(&history.Event{T: 0, Client: -1, Op: history.OpRun, Meta: map[string]any{
 		history.MetaScenario: s.Name, history.MetaLock: o.Lock, history.MetaBackend: cl.Backend,
 		history.MetaTopology: s.Topology, history.MetaSeed: s.Seed, history.MetaTTLms: float64(lockOpts.TTL) / 1e6,
@@ -200,6 +210,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		history.MetaFenced: info.Fenced && s.Workload.Resource == "register", history.MetaHonours: honour,
 		history.MetaStartNS: rec.Start().UnixNano(), "nodes": len(cl.Nodes), "duration_ms": s.Duration.Milliseconds(),
 		"recovery_ms": s.Recovery.Milliseconds(), history.MetaRunID: runID, history.MetaKeyPrefix: string(prefix),
+		history.MetaFaultsScheduled: scheduled,
 	}})
 	var notes []string
 	if cl.Why != "" {
@@ -228,7 +239,6 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	defer w.Close()
 
-	sched := faults.Resolve(s.Faults, s.Seed, s.Duration)
 	_ = report.WriteJSON(filepath.Join(o.Out, "schedule.json"), map[string]any{"seed": s.Seed, "faults": sched})
 	fenv := &faults.Env{Cluster: cl, Clients: w, Rand: newRand(s.Seed), TTL: lockOpts.TTL, Now: rec.Now, Record: rec.Record,
 		KeyPattern: prefix.Pattern()}

@@ -128,3 +128,56 @@ func TestRunGCPauseIsOneIncident(t *testing.T) {
 		}
 	}
 }
+
+// A scenario changed in code after Parse (here: fewer clients than its
+// faults aim at) is validated again by Run and refused before anything
+// starts: exit 3 naming the field, no run directory.
+func TestRunRevalidates(t *testing.T) {
+	s, err := scenarios.Load("restart-empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Workload.Clients = 1
+	out := filepath.Join(t.TempDir(), "run")
+	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "process", Out: out})
+	if runner.ExitCodeOf(err) != runner.ExitBadInput || err == nil || !strings.Contains(err.Error(), `faults[1].target: "client:1"`) {
+		t.Fatalf("err %v (exit %d), want exit 3 naming faults[1].target", err, runner.ExitCodeOf(err))
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("run directory %s was made (%v): the run started", out, err)
+	}
+}
+
+// A run saved with a scenario that validation now refuses up front (a
+// fault after the run's end, as runs made before that rule could have) is
+// still checked: the run happened, and is never lost to a newer rule.
+func TestCheckDirAcceptsSavedScenarioRefusedBeforeRun(t *testing.T) {
+	s, err := scenarios.Load("smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Duration = 500 * time.Millisecond
+	out := filepath.Join(t.TempDir(), "run")
+	if _, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "embedded", Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	saved := filepath.Join(out, "scenario.yaml")
+	b, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withFault := strings.Replace(string(b), "faults: []\n", "faults:\n  - {kind: pause-client, at: 5s, target: holder, duration: 100ms}\n", 1)
+	if withFault == string(b) {
+		t.Fatalf("no \"faults: []\" in the saved scenario:\n%s", b)
+	}
+	b = []byte(withFault)
+	if err := os.WriteFile(saved, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenarios.LoadFile(saved); err == nil || !strings.Contains(err.Error(), "faults[0].at: 5s") {
+		t.Fatalf("LoadFile: %v, want the fault refused before a run", err)
+	}
+	if _, code, err := runner.CheckDir(out, runner.EvalOptions{}); err != nil {
+		t.Fatalf("check of the saved run: exit %d: %v", code, err)
+	}
+}

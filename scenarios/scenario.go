@@ -7,15 +7,19 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/workloads"
@@ -70,26 +74,50 @@ var ErrBadInput = errors.New("bad input")
 
 // Parse decodes and validates a scenario. Unknown fields are errors naming
 // the field and line. source names the input in messages.
-func Parse(data []byte, source string) (*Scenario, error) {
+func Parse(data []byte, source string) (*Scenario, error) { return parse(data, source, true) }
+
+// ParseSaved decodes a scenario saved in a run directory. The run already
+// happened: the rules that refuse a fault before a run starts (firings
+// outside the run, targets that do not exist: faults.ValidateRun) do not
+// apply, so that a run made before a rule existed can still be checked; the
+// checker reports what its faults did.
+func ParseSaved(data []byte, source string) (*Scenario, error) { return parse(data, source, false) }
+
+func parse(data []byte, source string, beforeRun bool) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, source, cleanYAMLErr(nameFields(data, err)))
+		if errors.Is(err, io.EOF) { // yaml's own message is a bare "EOF"
+			return nil, fmt.Errorf("%w: %s: document: no YAML in it (a scenario with every default is {})", ErrBadInput, source)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, source, cleanYAMLErr(data, nameFields(data, err)))
 	}
 	s.Source = source
 	if s.Name == "" {
 		base := source[strings.LastIndexAny(source, "/:")+1:]
 		s.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
 	}
-	if err := s.Validate(); err != nil {
+	if err := s.validate(beforeRun); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, source, err)
 	}
 	return &s, nil
 }
 
-func cleanYAMLErr(err error) string {
-	return strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n  ", "; ")
+func cleanYAMLErr(data []byte, err error) string {
+	msg := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n  ", "; ")
+	if strings.HasPrefix(msg, "line ") || strings.HasPrefix(msg, "unmarshal errors:") {
+		return msg
+	}
+	// yaml names no line for a bad character (control, invalid UTF-8) nor
+	// for an error on the first line: find the bad character's line, else
+	// the error is the document's as a whole.
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if !utf8.Valid(line) || bytes.ContainsFunc(line, func(r rune) bool { return unicode.IsControl(r) && r != '\t' && r != '\r' }) {
+			return fmt.Sprintf("line %d: %s", i+1, msg)
+		}
+	}
+	return "document: " + msg
 }
 
 // typeErrLine matches a yaml type error: "line N: cannot unmarshal !!tag
@@ -172,8 +200,11 @@ var verdicts = map[string]bool{"valid": true, "invalid": true, "unknown": true, 
 // CheckNames are the checker's checks an expectation may name.
 var CheckNames = []string{"mutex", "resource", "fencing", "unlock", "reentrancy", "liveness"}
 
-// Validate fills defaults and reports the first bad field with its value.
-func (s *Scenario) Validate() error {
+// Validate fills defaults and reports the first bad field with its value,
+// including faults that could not take effect in this run.
+func (s *Scenario) Validate() error { return s.validate(true) }
+
+func (s *Scenario) validate(beforeRun bool) error {
 	if s.Topology == "" {
 		s.Topology = "single"
 	}
@@ -214,27 +245,50 @@ func (s *Scenario) Validate() error {
 	if err := s.Workload.Validate(); err != nil {
 		return err
 	}
+	run := faults.Run{Duration: s.Duration, Recovery: s.Recovery, Clients: s.Workload.Clients,
+		Topology: s.Topology, Nodes: cluster.DataNodes(s.Topology, s.Nodes), AOF: s.AOF}
 	for i, f := range s.Faults {
 		if err := faults.Validate(f, i); err != nil {
 			return err
 		}
+		// Against this run (again after CLI overrides of duration or
+		// clients): a fault that cannot fire or aims at nothing is refused.
+		if !beforeRun {
+			continue
+		}
+		if err := faults.ValidateRun(f, i, run); err != nil {
+			return err
+		}
 	}
 	for lock, m := range s.Expect {
+		lp := keyPath("expect", lock)
 		if lock != "default" {
 			if _, _, err := lockimpl.Lookup(lock); err != nil {
-				return fmt.Errorf("expect.%s: %v", lock, err)
+				return fmt.Errorf("%s: %v", lp, err)
 			}
 		}
 		for check, v := range m {
 			if check != "*" && !contains(CheckNames, check) {
-				return fmt.Errorf("expect.%s.%s: %q is not a check (known: %s, or *)", lock, check, check, strings.Join(CheckNames, ", "))
+				return fmt.Errorf("%s: %q is not a check (known: %s, or *)", keyPath(lp, check), check, strings.Join(CheckNames, ", "))
 			}
 			if !verdicts[v] {
-				return fmt.Errorf("expect.%s.%s: %q is not one of valid, invalid, unknown, any", lock, check, v)
+				return fmt.Errorf("%s: %q is not one of valid, invalid, unknown, any", keyPath(lp, check), v)
 			}
 		}
 	}
 	return nil
+}
+
+// plainKey is a map key that reads plainly in a field path (expect.simple).
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_*-]+$`)
+
+// keyPath is the field path of map key k under path: path.k, or path["k"]
+// when k is empty or holds spaces, dots or other punctuation.
+func keyPath(path, k string) string {
+	if plainKey.MatchString(k) {
+		return path + "." + k
+	}
+	return fmt.Sprintf("%s[%q]", path, k)
 }
 
 func contains(xs []string, x string) bool {
