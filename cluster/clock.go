@@ -59,12 +59,31 @@ func BuildShim() (string, error) {
 	case "off", "0", "false", "no":
 		return "", fmt.Errorf("disabled by %s=%s", NoRealClockEnv, os.Getenv(NoRealClockEnv))
 	}
-	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir()
+	// The user's cache first; the temp dir when it cannot be written
+	// (a read-only home).
+	var errs []error
+	for _, base := range cacheBases() {
+		p, err := buildShim(filepath.Join(base, "lockchaos", "clockshim"))
+		if err == nil {
+			return p, nil
+		}
+		if errors.Is(err, errNoCompiler) {
+			return "", err
+		}
+		errs = append(errs, err)
 	}
-	return buildShim(filepath.Join(base, "lockchaos", "clockshim"))
+	return "", errors.Join(errs...)
 }
+
+func cacheBases() []string {
+	if base, err := os.UserCacheDir(); err == nil {
+		return []string{base, os.TempDir()}
+	}
+	return []string{os.TempDir()}
+}
+
+// errNoCompiler marks a shim that cannot be built anywhere: no gcc.
+var errNoCompiler = errors.New("no C compiler")
 
 func buildShim(dir string) (string, error) {
 	sum := sha256.Sum256(shimSource)
@@ -84,7 +103,7 @@ func buildShim(dir string) (string, error) {
 	}
 	gcc, err := exec.LookPath(cc)
 	if err != nil {
-		return "", fmt.Errorf("%s not found to build the clock shim: %w", cc, err)
+		return "", fmt.Errorf("%w: %s not found to build the clock shim: %v", errNoCompiler, cc, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("clock shim cache: %w", err)
