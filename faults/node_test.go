@@ -296,6 +296,13 @@ func testClockDrift(t *testing.T, spec cluster.Spec, mech string) {
 		if mech == ttlRewrite && (eff["ticks"] == "0" || eff["errors"] != "0") {
 			t.Errorf("rate %s: heal effect %v", tc.rate, eff)
 		}
+		if mech == realClock {
+			// The server's TIME ran ahead by what the clock says it gained.
+			srv, clk := effectMs(t, eff, "server_offset_ms"), effectMs(t, eff, "clock_offset_ms")
+			if clk <= 0 || srv < clk-10 || srv > clk+10 {
+				t.Errorf("rate %s: server TIME %vms ahead of the host, clock %vms; want equal ±10ms and > 0", tc.rate, srv, clk)
+			}
+		}
 		_ = admin.Del(ctx, "lock")
 	}
 }
