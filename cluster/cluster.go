@@ -77,6 +77,11 @@ type Spec struct {
 	AOF bool
 	// Proxy routes every client↔node link through an in-process fault proxy.
 	Proxy bool
+	// RealClock gives every redis-server its own wall clock (Node.Clock),
+	// which clock faults move: process backend only, through the clock shim
+	// (clock.go). Where it is unavailable the nodes have none and
+	// Cluster.ClockWhy says why.
+	RealClock bool
 }
 
 // ErrInfra marks failures of the infrastructure (could not start Redis, ...)
@@ -97,6 +102,9 @@ type Cluster struct {
 	// Sentinels are the sentinel processes (sentinel topology).
 	Sentinels  []*Node
 	MasterName string
+	// ClockWhy says, when Spec.RealClock asked for real server clocks,
+	// whether the nodes got them and if not why.
+	ClockWhy string
 
 	mu      sync.Mutex
 	clients []redis.UniversalClient
@@ -107,6 +115,8 @@ type Cluster struct {
 	password string
 	// proxies are the fault proxies by node (Spec.Proxy), see proxy.go.
 	proxies map[*Node]*nodeProxy
+	// shim is the built clock shim (Spec.RealClock, process backend), or "".
+	shim string
 }
 
 // Node is one Redis server (or sentinel).
@@ -127,6 +137,9 @@ type Node struct {
 	// CurrentMaster.
 	Role string // master | replica | sentinel
 	Ctl  NodeControl
+	// Clock is the server's own wall clock (Spec.RealClock on the process
+	// backend), or nil: then its clock is the host's.
+	Clock *ServerClock
 
 	repl *replProxy // the proxy at ReplAddr, or nil
 
@@ -194,6 +207,9 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 	}
 	if err == nil && spec.Proxy {
 		err = c.startProxies()
+	}
+	if err == nil && spec.RealClock && c.ClockWhy == "" {
+		c.ClockWhy = "real server clock: not available on the " + backend + " backend; clock faults rewrite TTLs"
 	}
 	if err != nil {
 		_ = c.Stop()

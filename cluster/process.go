@@ -24,7 +24,8 @@ type procNode struct {
 	dir  string   // node working directory (data, config)
 	log  string   // log file path
 	port int
-	conf string // config file to pass first (sentinel), or ""
+	conf string   // config file to pass first (sentinel), or ""
+	env  []string // added to the harness's environment (the clock shim)
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -36,6 +37,15 @@ func startProcess(ctx context.Context, c *Cluster) error {
 	bin, err := lookRedisServer(c.Spec.RedisServer)
 	if err != nil {
 		return fmt.Errorf("%w: backend process: redis-server not found (%v); install it (apt-get install redis-server) or pass --redis-server PATH", ErrInfra, err)
+	}
+	if c.Spec.RealClock {
+		// A shim that cannot be built is not fatal: clock faults fall back
+		// to rewriting TTLs, and ClockWhy reaches the run's notes.
+		if c.shim, err = BuildShim(); err != nil {
+			c.ClockWhy = "real server clock unavailable (" + err.Error() + "); clock faults rewrite TTLs"
+		} else {
+			c.ClockWhy = "real server clock: each redis-server runs with the clock shim " + c.shim
+		}
 	}
 	switch c.Spec.Topology {
 	case Single:
@@ -84,12 +94,24 @@ func (c *Cluster) startServer(ctx context.Context, bin, name string, extra []str
 	}
 	args = append(args, extra...)
 	p := &procNode{bin: bin, args: args, dir: dir, log: filepath.Join(c.Spec.Dir, "nodes", name+".log")}
+	var clock *ServerClock
+	if c.shim != "" {
+		// The clock file lives beside the node's directory, not in it: an
+		// empty restart clears the directory, and a restarted server keeps
+		// its clock (p.env is passed at every start).
+		var err error
+		if clock, err = newServerClock(filepath.Join(c.Spec.Dir, "nodes", name+".clock")); err != nil {
+			return nil, fmt.Errorf("%w: redis-server %s: %v", ErrInfra, name, err)
+		}
+		c.onStop(clock.close)
+		p.env = []string{"LD_PRELOAD=" + c.shim, ClockEnv + "=" + clock.Path()}
+	}
 	if err := p.startFresh(ctx); err != nil {
 		return nil, fmt.Errorf("%w: start redis-server %s: %v", ErrInfra, name, err)
 	}
 	c.onStop(p.stop)
 	addr := p.addr()
-	n := &Node{Name: name, Addr: addr, ServerAddr: addr, Ctl: p}
+	n := &Node{Name: name, Addr: addr, ServerAddr: addr, Ctl: p, Clock: clock}
 	c.Nodes = append(c.Nodes, n)
 	return n, nil
 }
@@ -125,6 +147,9 @@ func (p *procNode) start(ctx context.Context) error {
 	}
 	cmd := exec.Command(p.bin, args...)
 	cmd.Dir = p.dir
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return err

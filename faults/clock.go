@@ -8,14 +8,71 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/redis/go-redis/v9"
 )
 
-// Server clock faults. Redis keeps a key's expiry as an absolute time on its
-// own clock, and a lock's TTL is relative: when the server's clock jumps
-// forward by Δ, every key's remaining TTL shrinks by Δ. Shifting each key's
-// expiry by Δ is therefore exactly what a jump does to lock keys, without
-// touching the host's clock (which would hit every process on it).
+// Server clock faults, by one of two mechanisms, recorded in the effect as
+// "mechanism":
+//
+// real-clock: the node runs with its own wall clock (cluster.Spec.RealClock,
+// process backend, see cluster/clock.go). A jump moves it, a drift sets its
+// rate; TIME, expiry, PXAT and PEXPIREAT all follow it, for keys set before
+// and after. The effect records the server's TIME against the host clock
+// before and after (server_offset_*_ms).
+//
+// ttl-rewrite, the fallback where a node has no real clock (other backends,
+// no gcc, LOCKCHAOS_REAL_CLOCK=off): Redis keeps a key's expiry as an
+// absolute time on its own clock, and a lock's TTL is relative, so when the
+// clock jumps forward by Δ every key's remaining TTL shrinks by Δ. Shifting
+// each existing key's expiry by Δ is exactly what a jump does to lock keys,
+// but TIME is unchanged and keys set afterwards are not affected.
+
+const (
+	realClock  = "real-clock"
+	ttlRewrite = "ttl-rewrite"
+)
+
+// measureTimeout bounds a TIME measure: a paused node must not hold the fault.
+const measureTimeout = 500 * time.Millisecond
+
+// clockMechanism records which mechanism acts on each node: plain
+// "mechanism" when all share one (per node as well when there are several),
+// and, for ttl-rewrite, why the cluster has no real clock when it says.
+func clockMechanism(env *Env, sc *nodeScope) {
+	seen := map[string]bool{}
+	for _, n := range sc.nodes {
+		m := ttlRewrite
+		if n.Clock != nil {
+			m = realClock
+		}
+		seen[m] = true
+		sc.put(n, "mechanism", m)
+	}
+	switch {
+	case len(seen) > 1:
+		sc.out.Effect["mechanism"] = "mixed"
+	default:
+		for m := range seen {
+			sc.out.Effect["mechanism"] = m
+		}
+	}
+	if seen[ttlRewrite] && env.Cluster.ClockWhy != "" {
+		sc.out.Effect["clock_note"] = env.Cluster.ClockWhy
+	}
+}
+
+// measureOffset is the node's TIME minus the host clock.
+func measureOffset(ctx context.Context, cl *redis.Client) (time.Duration, error) {
+	mctx, cancel := context.WithTimeout(ctx, measureTimeout)
+	defer cancel()
+	off, _, err := cluster.MeasureOffset(mctx, cl)
+	return off, err
+}
+
+func msOf(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
+}
 
 // shiftScript moves the expiry of every key in KEYS that has one by
 // -ARGV[1] ms, leaving at least 1ms so the key still expires (and the
@@ -105,8 +162,14 @@ func (f *clockJump) Start(ctx context.Context, env *Env) (Outcome, error) {
 		return sc.out, nil
 	}
 	sc.out.Effect["delta"] = delta.String()
+	clockMechanism(env, sc)
 	for _, n := range sc.nodes {
 		cl := env.Cluster.AdminClient(n)
+		if n.Clock != nil {
+			jumpClock(ctx, sc, n, cl, delta)
+			_ = cl.Close()
+			continue
+		}
 		res, err := shiftTTLs(ctx, cl, env.KeyPattern, delta)
 		_ = cl.Close()
 		if err != nil {
@@ -123,6 +186,36 @@ func (f *clockJump) Start(ctx context.Context, env *Env) (Outcome, error) {
 	return sc.done(), nil
 }
 
+// jumpClock moves n's real clock by delta and measures it. The jump takes
+// effect even when the node does not answer (a paused server's clock moves
+// too); only the measure is then missing.
+func jumpClock(ctx context.Context, sc *nodeScope, n *cluster.Node, cl *redis.Client, delta time.Duration) {
+	before, berr := measureOffset(ctx, cl)
+	off, err := n.Clock.Jump(delta)
+	if err != nil {
+		sc.fail(n, err)
+		return
+	}
+	sc.put(n, "clock_offset_ms", msOf(off))
+	after, aerr := measureOffset(ctx, cl)
+	if berr != nil || aerr != nil {
+		sc.put(n, "measure_error", fmt.Sprint(firstErr(berr, aerr)))
+		return
+	}
+	sc.put(n, "server_offset_before_ms", msOf(before))
+	sc.put(n, "server_offset_after_ms", msOf(after))
+	sc.put(n, "measured_jump_ms", msOf(after-before))
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
 func (f *clockJump) Heal(context.Context, *Env) (map[string]string, error) { return nil, nil }
 
 // driftTick is how often clock-drift shifts TTLs.
@@ -130,6 +223,8 @@ const driftTick = 10 * time.Millisecond
 
 type clockDrift struct {
 	s       Scheduled
+	real    []*cluster.Node // nodes whose real clock runs at the rate
+	multi   bool            // several targets: heal effects are per node
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 	ticks   atomic.Int64
@@ -154,10 +249,24 @@ func (f *clockDrift) Start(ctx context.Context, env *Env) (Outcome, error) {
 		return sc.out, nil
 	}
 	sc.out.Effect["rate"] = strconv.FormatFloat(rate, 'f', -1, 64)
-	sc.out.Effect["tick"] = driftTick.String()
+	clockMechanism(env, sc)
+	f.multi = len(sc.nodes) > 1
 	var cls []*redis.Client
 	for _, n := range sc.nodes {
 		cl := env.Cluster.AdminClient(n)
+		if n.Clock != nil {
+			if before, err := measureOffset(ctx, cl); err == nil {
+				sc.put(n, "server_offset_before_ms", msOf(before))
+			}
+			_ = cl.Close()
+			if _, err := n.Clock.SetRate(rate); err != nil {
+				sc.fail(n, err)
+				continue
+			}
+			f.real = append(f.real, n)
+			continue
+		}
+		sc.out.Effect["tick"] = driftTick.String()
 		res, err := shiftTTLs(ctx, cl, env.KeyPattern, 0)
 		if err != nil {
 			_ = cl.Close()
@@ -168,7 +277,7 @@ func (f *clockDrift) Start(ctx context.Context, env *Env) (Outcome, error) {
 		cls = append(cls, cl)
 	}
 	out := sc.done()
-	if !out.Applied {
+	if !out.Applied || len(cls) == 0 {
 		for _, cl := range cls {
 			_ = cl.Close()
 		}
@@ -222,21 +331,42 @@ func (f *clockDrift) loop(ctx context.Context, cls []*redis.Client, pattern stri
 	}
 }
 
-func (f *clockDrift) Heal(context.Context, *Env) (map[string]string, error) {
+// Heal puts the real clocks back to real speed, keeping the offset they
+// reached (a clock that ran fast does not jump back), and stops the TTL
+// rewriting.
+func (f *clockDrift) Heal(ctx context.Context, env *Env) (map[string]string, error) {
+	eff := map[string]string{}
+	for _, n := range f.real {
+		key := func(k string) string {
+			if f.multi {
+				return n.Name + "." + k
+			}
+			return k
+		}
+		off, err := n.Clock.SetRate(1)
+		if err != nil {
+			eff[key("error")] = err.Error()
+			continue
+		}
+		eff[key("clock_offset_ms")] = msOf(off)
+		cl := env.Cluster.AdminClient(n)
+		if m, err := measureOffset(ctx, cl); err == nil {
+			eff[key("server_offset_ms")] = msOf(m)
+		}
+		_ = cl.Close()
+	}
 	if f.stop == nil {
-		return nil, nil
+		return eff, nil
 	}
 	f.stop()
 	f.wg.Wait()
 	for _, cl := range f.clients {
 		_ = cl.Close()
 	}
-	eff := map[string]string{
-		"ticks":        strconv.FormatInt(f.ticks.Load(), 10),
-		"keys_touched": strconv.FormatInt(f.keys.Load(), 10),
-		"shifted_ms":   strconv.FormatInt(f.shift.Load(), 10),
-		"errors":       strconv.FormatInt(f.errs.Load(), 10),
-	}
+	eff["ticks"] = strconv.FormatInt(f.ticks.Load(), 10)
+	eff["keys_touched"] = strconv.FormatInt(f.keys.Load(), 10)
+	eff["shifted_ms"] = strconv.FormatInt(f.shift.Load(), 10)
+	eff["errors"] = strconv.FormatInt(f.errs.Load(), 10)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.last != nil {

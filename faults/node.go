@@ -12,7 +12,7 @@ import (
 
 // Node-side faults: they act on the Redis servers through the cluster's node
 // primitives (signals, restarts, Sentinel, the replication proxies) and
-// through commands (the clock faults shift TTLs). Each measures what it did;
+// through commands or the servers' own clocks (the clock faults, clock.go). Each measures what it did;
 // when it did not take effect, Outcome.Applied is false and Effect["error"]
 // says why.
 
@@ -29,12 +29,14 @@ func init() {
 		"params.latency late at their replicas, until healed",
 		func(p map[string]string) error { _, err := durationParam(p, "latency", true); return err },
 		func(s Scheduled) Injector { return &replLag{s: s} })
-	registerNode("clock-jump", "the target nodes' clocks jump by params.delta (positive: forward): every key's TTL is shifted by it "+
-		"(at least 1ms is left), as a wall-clock jump does to relative TTLs; default target master",
+	registerNode("clock-jump", "the target nodes' clocks jump by params.delta (positive: forward): the server's own clock (TIME, expiry, "+
+		"PXAT) where it has one (process backend), else every key's TTL is shifted by it (at least 1ms is left), as a wall-clock "+
+		"jump does to relative TTLs; effect.mechanism says which (real-clock, ttl-rewrite); default target master",
 		func(p map[string]string) error { _, err := durationParam(p, "delta", true); return err },
 		func(s Scheduled) Injector { return &clockJump{s: s} })
-	registerNode("clock-drift", "the target nodes' clocks run at params.rate (3 = three times fast, 0.5 = half speed): every 10ms "+
-		"each key's TTL is shortened by (rate-1)×elapsed, until healed; default target master",
+	registerNode("clock-drift", "the target nodes' clocks run at params.rate (3 = three times fast, 0.5 = half speed) until healed: "+
+		"the server's own clock where it has one (process backend), else every 10ms each key's TTL is shortened by (rate-1)×elapsed; "+
+		"effect.mechanism says which (real-clock, ttl-rewrite); default target master",
 		func(p map[string]string) error { _, err := rateParam(p); return err },
 		func(s Scheduled) Injector { return &clockDrift{s: s} })
 	Register(Kind{

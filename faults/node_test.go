@@ -247,7 +247,13 @@ func TestClockJump(t *testing.T) {
 }
 
 func TestClockDrift(t *testing.T) {
-	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single})
+	testClockDrift(t, cluster.Spec{Topology: cluster.Single}, ttlRewrite)
+}
+
+// testClockDrift checks that keys expire at the drifted rate, by mechanism
+// mech (spec decides which the nodes get).
+func testClockDrift(t *testing.T, spec cluster.Spec, mech string) {
+	c := clustertest.Start(t, spec)
 	env := testEnv(c.Cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -264,6 +270,9 @@ func TestClockDrift(t *testing.T) {
 		inj := inject("clock-drift", "", map[string]string{"rate": tc.rate}, 0)
 		out, err := inj.Start(ctx, env)
 		mustApply(t, out, err)
+		if out.Effect["mechanism"] != mech {
+			t.Fatalf("mechanism %q, want %q", out.Effect["mechanism"], mech)
+		}
 		set := time.Now()
 		if err := admin.Set(ctx, "lock", "a", tc.ttl).Err(); err != nil {
 			t.Fatal(err)
@@ -284,8 +293,15 @@ func TestClockDrift(t *testing.T) {
 		if gone < tc.min || gone > tc.max {
 			t.Errorf("rate %s: key with TTL %v gone after %v, want in [%v, %v]", tc.rate, tc.ttl, gone, tc.min, tc.max)
 		}
-		if eff["ticks"] == "0" || eff["errors"] != "0" {
+		if mech == ttlRewrite && (eff["ticks"] == "0" || eff["errors"] != "0") {
 			t.Errorf("rate %s: heal effect %v", tc.rate, eff)
+		}
+		if mech == realClock {
+			// The server's TIME ran ahead by what the clock says it gained.
+			srv, clk := effectMs(t, eff, "server_offset_ms"), effectMs(t, eff, "clock_offset_ms")
+			if clk <= 0 || srv < clk-10 || srv > clk+10 {
+				t.Errorf("rate %s: server TIME %vms ahead of the host, clock %vms; want equal ±10ms and > 0", tc.rate, srv, clk)
+			}
 		}
 		_ = admin.Del(ctx, "lock")
 	}

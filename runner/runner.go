@@ -169,7 +169,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	lockOpts := s.Lock.WithDefaults()
 	spec := cluster.Spec{Topology: s.Topology, Backend: o.Backend, Nodes: s.Nodes, RedisServer: o.RedisServer,
 		RedisSentinel: o.RedisSentinel, Image: o.Image, Addrs: o.Addrs, AllowRemote: o.AllowRemote,
-		Dir: o.Out, AOF: s.AOF, Proxy: s.Proxy || needsProxy(s)}
+		Dir: o.Out, AOF: s.AOF, Proxy: s.Proxy || needsProxy(s), RealClock: needsRealClock(s)}
 	if s.Topology == cluster.Single {
 		spec.Nodes = 1
 	}
@@ -215,6 +215,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	var notes []string
 	if cl.Why != "" {
 		notes = append(notes, cl.Why)
+	}
+	if cl.ClockWhy != "" {
+		notes = append(notes, cl.ClockWhy)
 	}
 
 	stopObserver := func() error { return nil }
@@ -379,6 +382,17 @@ func needsProxy(s *scenarios.Scenario) bool {
 	for _, f := range s.Faults {
 		switch f.Kind {
 		case "partition", "latency", "replication-lag":
+			return true
+		}
+	}
+	return false
+}
+
+// needsRealClock: clock faults act on the servers' own clocks where the
+// backend can give them one (else they rewrite TTLs).
+func needsRealClock(s *scenarios.Scenario) bool {
+	for _, f := range s.Faults {
+		if f.Kind == "clock-jump" || f.Kind == "clock-drift" {
 			return true
 		}
 	}
