@@ -134,7 +134,7 @@ type Env struct {
 	// Gate, when set, carries the harness's client faults (pause, crash,
 	// stall, cut) to implementations that talk to Redis through their own
 	// client library instead of Conns: call Before ahead of every command
-	// (background ones too) and After with whether its reply did something.
+	// (background ones too) and After when it returned.
 	// Conns already pass through it.
 	Gate CommandGate
 }
@@ -145,10 +145,12 @@ type CommandGate interface {
 	// is cut off from node (an index into Conns/Endpoints); name is the
 	// command's name, lower case.
 	Before(ctx context.Context, node int, name string) error
-	// After reports that a command to node returned; ok means its reply
-	// did something (a lock taken or freed), which fires in-acquire and
-	// in-release faults.
-	After(node int, ok bool)
+	// After reports that a command to node returned. answered: the server
+	// replied (an error reply or a refusal included; not a timeout or a
+	// broken connection), which fires an in-release fault during a release;
+	// ok: the reply did something (a lock taken or freed), which an
+	// in-acquire fault needs.
+	After(node int, answered, ok bool)
 }
 
 // NoteKind names a background event.
