@@ -1,0 +1,102 @@
+package locktest_test
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/locktest"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// A built-in correct lock passes (the short subset, three scenarios).
+func TestSimplePasses(t *testing.T) {
+	locktest.Run(t, "simple", nil, locktest.Quick(), locktest.Scenarios("smoke", "expire-then-unlock", "gc-pause"))
+}
+
+// The broken control del-no-owner (release by plain DEL) fails
+// expire-then-unlock with the checker's sentence. A failing subtest fails
+// its parent, so it runs in a child process: this test binary, running
+// only TestHelperBroken.
+func TestBrokenFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child test process")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBroken$", "-test.v")
+	cmd.Env = append(os.Environ(), "LOCKTEST_HELPER=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the child passed; want a failure:\n%s", out)
+	}
+	for _, want := range []string{
+		"--- FAIL: TestHelperBroken/expire-then-unlock",
+		"expire-then-unlock with del-no-owner: verdicts worse than a correct lock of its kind must get",
+		"violation: unlock [deleted-by-non-owner]",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("child output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestHelperBroken(t *testing.T) {
+	if os.Getenv("LOCKTEST_HELPER") == "" {
+		t.Skip("run by TestBrokenFails")
+	}
+	locktest.Run(t, "del-no-owner", nil, locktest.Quick(), locktest.Scenarios("expire-then-unlock"))
+}
+
+// Each capability set picks the built-in lock of that kind as its bar, and
+// the scenarios that apply follow from it.
+func TestReferenceAndApplies(t *testing.T) {
+	for _, tc := range []struct {
+		info lockimpl.Info
+		ref  string
+		in   []string // scenarios that must apply
+		out  []string // and must not
+	}{
+		{lockimpl.Info{}, "simple", []string{"smoke", "gc-pause", "expire-then-unlock", "failover"}, []string{"reentrant-expiry", "renewal-starved", "clock-drift"}},
+		{lockimpl.Info{Renews: true}, "watchdog", []string{"renewal-starved", "gc-pause"}, []string{"reentrant-expiry"}},
+		{lockimpl.Info{Reentrant: true, Renews: true}, "watchdog", []string{"renewal-starved", "reentrant-expiry"}, nil},
+		{lockimpl.Info{Fenced: true}, "fenced", []string{"gc-pause", "failover"}, []string{"renewal-starved"}},
+		{lockimpl.Info{NeedsReplicas: true}, "simple-wait", []string{"failover"}, nil},
+		{lockimpl.Info{MinNodes: 1}, "redlock", []string{"clock-drift", "restart-delayed"}, []string{"reentrant-expiry"}},
+	} {
+		ref := locktest.ReferenceFor(tc.info)
+		if ref != tc.ref {
+			t.Errorf("%s: reference %s, want %s", tc.info.Capabilities(), ref, tc.ref)
+			continue
+		}
+		refInfo, _, err := lockimpl.Lookup(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range append(append([]string{}, tc.in...), tc.out...) {
+			s, err := scenarios.Builtin(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, why := locktest.Applies(tc.info, refInfo, s)
+			if want := slices.Contains(tc.in, name); ok != want {
+				t.Errorf("%s: %s applies %v (%s), want %v", tc.info.Capabilities(), name, ok, why, want)
+			}
+		}
+	}
+}
+
+// The bar is the reference's expectation, "invalid" relaxed to "any".
+func TestBar(t *testing.T) {
+	s, err := scenarios.Builtin("gc-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := locktest.Bar(s, "fenced"); got["mutex"] != "any" || got["resource"] != "valid" {
+		t.Errorf("gc-pause bar for fenced: %v, want mutex any, resource valid", got)
+	}
+	if got := locktest.Bar(s, "simple"); got["mutex"] != "any" || got["resource"] != "any" {
+		t.Errorf("gc-pause bar for simple: %v, want mutex any, resource any", got)
+	}
+}
