@@ -49,6 +49,36 @@ func TestHelperBroken(t *testing.T) {
 	locktest.Run(t, "del-no-owner", nil, locktest.Quick(), locktest.Scenarios("expire-then-unlock"))
 }
 
+// A lock that declares Renews but reports no renewal (here the watchdog
+// with Env.Note dropped) fails: its renewals would be invisible.
+func TestSilentRenewerFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child test process")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSilent$", "-test.v")
+	cmd.Env = append(os.Environ(), "LOCKTEST_HELPER=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the child passed; want a failure:\n%s", out)
+	}
+	want := "renewal-starved with silent-renewer: it declares Renews but reported no renewal through Env.Note"
+	if !strings.Contains(string(out), want) {
+		t.Errorf("child output lacks %q:\n%s", want, out)
+	}
+}
+
+func TestHelperSilent(t *testing.T) {
+	if os.Getenv("LOCKTEST_HELPER") == "" {
+		t.Skip("run by TestSilentRenewerFails")
+	}
+	silent := func(env lockimpl.Env) (lockimpl.Locker, error) {
+		env.Note = nil
+		return lockimpl.New("watchdog", env)
+	}
+	locktest.Run(t, "silent-renewer", silent, locktest.Info(lockimpl.Info{Reentrant: true, Renews: true}),
+		locktest.Quick(), locktest.Scenarios("renewal-starved"))
+}
+
 // Each capability set picks the built-in lock of that kind as its bar, and
 // the scenarios that apply follow from it.
 func TestReferenceAndApplies(t *testing.T) {
@@ -63,7 +93,8 @@ func TestReferenceAndApplies(t *testing.T) {
 		{lockimpl.Info{Reentrant: true, Renews: true}, "watchdog", []string{"renewal-starved", "reentrant-expiry"}, nil},
 		{lockimpl.Info{Fenced: true}, "fenced", []string{"gc-pause", "failover"}, []string{"renewal-starved"}},
 		{lockimpl.Info{NeedsReplicas: true}, "simple-wait", []string{"failover"}, nil},
-		{lockimpl.Info{MinNodes: 1}, "redlock", []string{"clock-drift", "restart-delayed"}, []string{"reentrant-expiry"}},
+		{lockimpl.Info{MinNodes: 1}, "redlock", []string{"clock-drift", "restart-delayed", "smoke"}, []string{"reentrant-expiry"}},
+		{lockimpl.Info{MinNodes: 3}, "redlock", []string{"clock-drift", "restart-delayed"}, []string{"smoke", "gc-pause"}},
 	} {
 		ref := locktest.ReferenceFor(tc.info)
 		if ref != tc.ref {

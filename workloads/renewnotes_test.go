@@ -30,7 +30,7 @@ func TestRenewalNotesFlag(t *testing.T) {
 		w.sawHold(int64(tc.hold))
 		w.lockNotes.Store(tc.notes)
 		notes := w.Notes()
-		if got := len(notes) == 1 && strings.Contains(notes[0], "declares Renews but reported no renewal"); got != tc.flagged {
+		if got := len(notes) == 1 && strings.Contains(notes[0], SilentRenewals); got != tc.flagged {
 			t.Errorf("%s: notes %q, flagged %v, want %v", tc.name, notes, got, tc.flagged)
 		}
 	}

@@ -142,9 +142,13 @@ func (w *Workload) Notes() []string {
 	if longest <= 2*o.RenewInterval+o.CommandTimeout {
 		return nil
 	}
-	return []string{fmt.Sprintf("lock %s declares Renews but reported no renewal through Env.Note, although a hold lasted %v "+
-		"(renew interval %v): its renewals are invisible to the checker", w.lockInfo.Name, longest.Round(time.Millisecond), o.RenewInterval)}
+	return []string{fmt.Sprintf("lock %s %s, although a hold lasted %v (renew interval %v): its renewals are invisible to the checker",
+		w.lockInfo.Name, SilentRenewals, longest.Round(time.Millisecond), o.RenewInterval)}
 }
+
+// SilentRenewals is in the note Notes gives a renewing lock that reported
+// no renewal (locktest fails such a lock).
+const SilentRenewals = "declares Renews but reported no renewal through Env.Note"
 
 // LockConfig is the lock's effective configuration, when it reports one.
 func (w *Workload) LockConfig() map[string]any { return w.config }
