@@ -22,20 +22,25 @@ func TestSimplePasses(t *testing.T) {
 // its parent, so it runs in a child process: this test binary, running
 // only TestHelperBroken.
 func TestBrokenFails(t *testing.T) {
+	childFails(t, "TestHelperBroken",
+		"--- FAIL: TestHelperBroken/expire-then-unlock",
+		"expire-then-unlock with del-no-owner: verdicts worse than a correct lock of its kind must get",
+		"violation: unlock [deleted-by-non-owner]")
+}
+
+// childFails runs helper in a child process of this test binary (a failing
+// subtest fails its parent) and wants it to fail with each of wants.
+func childFails(t *testing.T, helper string, wants ...string) {
 	if testing.Short() {
 		t.Skip("runs a child test process")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBroken$", "-test.v")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.v")
 	cmd.Env = append(os.Environ(), "LOCKTEST_HELPER=1")
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("the child passed; want a failure:\n%s", out)
 	}
-	for _, want := range []string{
-		"--- FAIL: TestHelperBroken/expire-then-unlock",
-		"expire-then-unlock with del-no-owner: verdicts worse than a correct lock of its kind must get",
-		"violation: unlock [deleted-by-non-owner]",
-	} {
+	for _, want := range wants {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("child output lacks %q:\n%s", want, out)
 		}
@@ -52,19 +57,8 @@ func TestHelperBroken(t *testing.T) {
 // A lock that declares Renews but reports no renewal (here the watchdog
 // with Env.Note dropped) fails: its renewals would be invisible.
 func TestSilentRenewerFails(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a child test process")
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSilent$", "-test.v")
-	cmd.Env = append(os.Environ(), "LOCKTEST_HELPER=1")
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("the child passed; want a failure:\n%s", out)
-	}
-	want := "renewal-starved with silent-renewer: it declares Renews but reported no renewal through Env.Note"
-	if !strings.Contains(string(out), want) {
-		t.Errorf("child output lacks %q:\n%s", want, out)
-	}
+	childFails(t, "TestHelperSilent",
+		"renewal-starved with silent-renewer: it declares Renews but reported no renewal through Env.Note")
 }
 
 func TestHelperSilent(t *testing.T) {
