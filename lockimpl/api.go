@@ -1,9 +1,16 @@
 // Package lockimpl is lockchaos's public lock API: the Locker/Lease interfaces
-// every lock under test implements, the registry that names them, and the
-// built-in implementations (correct locks, broken controls, library adapters).
+// every lock under test implements, the registry that names them with their
+// declared capabilities (Info), the building blocks the built-in locks are
+// made of, and those built-in locks (correct locks and broken controls). It
+// imports go-redis and the standard library only; the third-party library
+// adapters live in lockimpl/adapters.
 //
 // A user's own lock plugs in by implementing Locker and calling Register from
-// any Go package; see examples/ in the repository.
+// any Go package. The blocks make a plain lock short: WaitAcquire (the
+// blocking wait), NewLease, Classify (error classification), the standard
+// scripts CompareAndDelete and RenewOwned, and Renewal (background renewal
+// that reports through Env.Note). Test it with the locktest package, or
+// build lockchaos with it (cli.Main); see examples/customlock.
 package lockimpl
 
 import (
