@@ -251,7 +251,7 @@ func runScenario(t *testing.T, c config, name string, info lockimpl.Info, ref st
 			// Renewals the checker cannot see make every deadline it judges
 			// the first one: the lock must report them (Env.Note, Renewal).
 		case r.Outcome == "as-expected":
-			t.Logf("%s with %s (%s, bar: %s's expectation): verdict %s, %d cycles, as a correct lock of its kind must", s.Name, name, info.Capabilities(), ref, r.Verdict, r.Stats.Cycles)
+			t.Logf("%s with %s (%s): verdict %s, %d cycles; meets the bar (%s's expectation, invalid relaxed to any: %v)", s.Name, name, info.Capabilities(), r.Verdict, r.Stats.Cycles, ref, sc.Expect[name])
 			return
 		case r.Outcome == "unknown":
 			// The checker could not decide (e.g. outcomes left unknown by
