@@ -26,13 +26,13 @@ func listScenarios(w io.Writer) error {
 
 func listLocks(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tDESCRIPTION")
+	fmt.Fprintln(tw, "NAME\tKIND\tCAPABILITIES\tDESCRIPTION")
 	for _, l := range lockimpl.List() {
 		d := l.Description
 		if l.Mistake != "" {
 			d += " — mistake: " + l.Mistake
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, l.Kind, d)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Name, l.Kind, l.Capabilities(), d)
 	}
 	tw.Flush()
 }

@@ -1,9 +1,16 @@
 // Package lockimpl is lockchaos's public lock API: the Locker/Lease interfaces
-// every lock under test implements, the registry that names them, and the
-// built-in implementations (correct locks, broken controls, library adapters).
+// every lock under test implements, the registry that names them with their
+// declared capabilities (Info), the building blocks the built-in locks are
+// made of, and those built-in locks (correct locks and broken controls). It
+// imports go-redis and the standard library only; the third-party library
+// adapters live in lockimpl/adapters.
 //
 // A user's own lock plugs in by implementing Locker and calling Register from
-// any Go package; see examples/ in the repository.
+// any Go package. The blocks make a plain lock short: WaitAcquire (the
+// blocking wait), NewLease, Classify (error classification), the standard
+// scripts CompareAndDelete and RenewOwned, and Renewal (background renewal
+// that reports through Env.Note). Test it with the locktest package, or
+// build lockchaos with it (cli.Main); see examples/customlock.
 package lockimpl
 
 import (
@@ -134,7 +141,7 @@ type Env struct {
 	// Gate, when set, carries the harness's client faults (pause, crash,
 	// stall, cut) to implementations that talk to Redis through their own
 	// client library instead of Conns: call Before ahead of every command
-	// (background ones too) and After with whether its reply did something.
+	// (background ones too) and After when it returned.
 	// Conns already pass through it.
 	Gate CommandGate
 	// KeyPrefix is the run's key prefix; the keys a lock is given are under
@@ -150,10 +157,12 @@ type CommandGate interface {
 	// is cut off from node (an index into Conns/Endpoints); name is the
 	// command's name, lower case.
 	Before(ctx context.Context, node int, name string) error
-	// After reports that a command to node returned; ok means its reply
-	// did something (a lock taken or freed), which fires in-acquire and
-	// in-release faults.
-	After(node int, ok bool)
+	// After reports that a command to node returned. answered: the server
+	// replied (an error reply or a refusal included; not a timeout or a
+	// broken connection), which fires an in-release fault during a release;
+	// ok: the reply did something (a lock taken or freed), which an
+	// in-acquire fault needs.
+	After(node int, answered, ok bool)
 }
 
 // NoteKind names a background event.

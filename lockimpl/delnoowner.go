@@ -17,7 +17,7 @@ func plainDel(ctx context.Context, b *nodeBase, key, _ string) error {
 	err := b.conn.Del(cctx, key).Err()
 	cancel()
 	if err != nil {
-		return classify("release", key, err)
+		return Classify("release", key, err)
 	}
 	b.publishRelease(ctx, key)
 	return nil

@@ -35,7 +35,7 @@ func (f *fenced) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	n, err := fencedAcquireScript.Run(cctx, f.conn, []string{key, fenceKey(key)}, token, f.ttlMS()).Int64()
 	cancel()
 	if err != nil {
-		return nil, classify("acquire", key, err)
+		return nil, Classify("acquire", key, err)
 	}
 	if n == 0 {
 		return nil, ErrNotAcquired

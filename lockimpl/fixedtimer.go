@@ -26,10 +26,12 @@ var fixedTimerRenewScript = script("fixedtimer_renew")
 
 func init() {
 	Register(Info{
-		Name: "watchdog-fixed-timer",
-		Kind: Broken,
-		Description: "simple + an owner-checked PEXPIRE every 1733 ms whatever the TTL; a failed renewal is only logged — " +
-			"mistake: the lease promises no deadline and the holder is never told: a key that expires between renewals, or whose renewal is refused, is still believed held",
+		Name:        "watchdog-fixed-timer",
+		Kind:        Broken,
+		Renews:      true,
+		Description: "simple + an owner-checked PEXPIRE every 1733 ms whatever the TTL; a failed renewal is only logged",
+		Mistake: "the lease promises no deadline and the holder is never told: a key that expires between renewals, " +
+			"or whose renewal is refused, is still believed held",
 	}, func(env Env) (Locker, error) {
 		ctx, cancel := context.WithCancel(context.Background())
 		return &fixedTimer{simple: simple{nodeBase: newNodeBase(env)}, ctx: ctx, cancel: cancel}, nil
@@ -82,7 +84,7 @@ func (f *fixedTimer) renew(key, token string, stop <-chan struct{}) {
 		if err == nil && n == 0 {
 			err = ErrNotOwner
 		}
-		f.env.note(Note{Kind: NoteRenew, Key: key, Token: token, Start: start, End: f.env.Clock.Now(), Err: classify("renew", key, err)})
+		f.env.note(Note{Kind: NoteRenew, Key: key, Token: token, Start: start, End: f.env.Clock.Now(), Err: Classify("renew", key, err)})
 	}
 }
 

@@ -25,7 +25,7 @@ func getThenDel(ctx context.Context, b *nodeBase, key, token string) error {
 	case errors.Is(err, redis.Nil):
 		return ErrNotOwner
 	case err != nil:
-		return classify("release (get)", key, err)
+		return Classify("release (get)", key, err)
 	case v != token:
 		return ErrNotOwner
 	}
@@ -34,7 +34,7 @@ func getThenDel(ctx context.Context, b *nodeBase, key, token string) error {
 	err = b.conn.Del(cctx, key).Err()
 	cancel()
 	if err != nil {
-		return classify("release (del)", key, err)
+		return Classify("release (del)", key, err)
 	}
 	b.publishRelease(ctx, key)
 	return nil

@@ -165,9 +165,9 @@ func beforeFirst(name string, armed *atomic.Bool, f func()) redis.Hook {
 
 func TestRegistered(t *testing.T) {
 	want := map[string]lockimpl.Info{
-		"simple-wait":     {Kind: lockimpl.Correct},
+		"simple-wait":     {Kind: lockimpl.Correct, NeedsReplicas: true},
 		"reentrant":       {Kind: lockimpl.Correct, Reentrant: true},
-		"watchdog":        {Kind: lockimpl.Correct, Reentrant: true},
+		"watchdog":        {Kind: lockimpl.Correct, Reentrant: true, Renews: true},
 		"fenced":          {Kind: lockimpl.Correct, Fenced: true},
 		"setnx-expire":    {Kind: lockimpl.Broken},
 		"get-del":         {Kind: lockimpl.Broken},
@@ -180,8 +180,8 @@ func TestRegistered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.Kind != w.Kind || info.Reentrant != w.Reentrant || info.Fenced != w.Fenced {
-			t.Errorf("%s: kind %s reentrant %v fenced %v, want %s %v %v", name, info.Kind, info.Reentrant, info.Fenced, w.Kind, w.Reentrant, w.Fenced)
+		if info.Kind != w.Kind || info.Capabilities() != w.Capabilities() {
+			t.Errorf("%s: kind %s, %s; want %s, %s", name, info.Kind, info.Capabilities(), w.Kind, w.Capabilities())
 		}
 		if info.Description == "" || (info.Kind == lockimpl.Broken) != (info.Mistake != "") {
 			t.Errorf("%s: description %q, mistake %q", name, info.Description, info.Mistake)

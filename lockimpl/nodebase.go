@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -25,22 +24,18 @@ func (b *nodeBase) cmdCtx(ctx context.Context) (context.Context, context.CancelF
 
 // wait turns a lock's single attempt into its blocking Acquire.
 func (b *nodeBase) wait(ctx context.Context, key string, try func(context.Context, string) (Lease, error)) (Lease, error) {
-	return waitAcquire(ctx, &b.env, key, func(ctx context.Context) (Lease, error) { return try(ctx, key) })
+	return WaitAcquire(ctx, &b.env, key, func(ctx context.Context) (Lease, error) { return try(ctx, key) })
 }
 
 // publishRelease wakes the waiters of key after a release made without the
 // release script. It is best effort: waiters poll as well.
 func (b *nodeBase) publishRelease(ctx context.Context, key string) {
-	cctx, cancel := b.cmdCtx(ctx)
-	defer cancel()
-	_ = b.conn.Publish(cctx, releaseChannel(key), "1").Err()
+	PublishRelease(ctx, b.conn, &b.env.Options, key)
 }
 
 // ttlMS is the TTL in whole milliseconds for scripts, rounded up so that the
 // key never expires before the deadline computed from Options.TTL.
-func (b *nodeBase) ttlMS() int64 {
-	return int64((b.env.Options.TTL + time.Millisecond - 1) / time.Millisecond)
-}
+func (b *nodeBase) ttlMS() int64 { return ttlMS(b.env.Options.TTL) }
 
 // Config reports the effective options (results.json lock_config).
 func (b *nodeBase) Config() map[string]any {

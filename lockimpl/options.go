@@ -2,6 +2,7 @@ package lockimpl
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -77,6 +78,17 @@ func (o Options) WithDefaults() Options {
 		o.ReplicaTimeout = 100 * time.Millisecond
 	}
 	return o
+}
+
+// RetryPause is one pause between two attempts of a blocked Acquire:
+// RetryDelay plus a random part of RetryJitter, so waiters do not retry in
+// lockstep.
+func (o *Options) RetryPause() time.Duration {
+	d := o.RetryDelay
+	if o.RetryJitter > 0 {
+		d += rand.N(o.RetryJitter)
+	}
+	return d
 }
 
 // Validate reports the first option that cannot work, naming it.

@@ -57,7 +57,7 @@ func (r *redlock) Acquire(ctx context.Context, key string) (Lease, error) {
 		if !errors.Is(err, ErrNotAcquired) {
 			return l, err
 		}
-		if r.env.Clock.Sleep(ctx, retryDelay(o)) != nil {
+		if r.env.Clock.Sleep(ctx, o.RetryPause()) != nil {
 			return nil, ErrNotAcquired
 		}
 	}
@@ -152,14 +152,14 @@ func (r *redlock) release(ctx context.Context, key, token string) error {
 		}
 	}
 	if len(errs) > 0 {
-		return classify("redlock release", key, errors.Join(errs...))
+		return Classify("redlock release", key, errors.Join(errs...))
 	}
 	return ErrNotOwner
 }
 
 // deleteIfOwner runs lua/release.lua on one node.
 func deleteIfOwner(ctx context.Context, c redis.UniversalClient, key, token string) (bool, error) {
-	n, err := releaseScript.Run(ctx, c, []string{key, releaseChannel(key)}, token).Int()
+	n, err := releaseScript.Run(ctx, c, []string{key, ReleaseChannel(key)}, token).Int()
 	return n == 1, err
 }
 

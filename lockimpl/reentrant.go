@@ -57,7 +57,7 @@ func (r *reentrant) enter(ctx context.Context, key string) (time.Time, int, erro
 	defer cancel()
 	n, err := reentrantAcquireScript.Run(cctx, r.conn, []string{key}, r.owner, r.ttlMS()).Int()
 	if err != nil {
-		return start, 0, classify("acquire", key, err)
+		return start, 0, Classify("acquire", key, err)
 	}
 	if n == 0 {
 		return start, 0, ErrNotAcquired
@@ -69,9 +69,9 @@ func (r *reentrant) enter(ctx context.Context, key string) (time.Time, int, erro
 func (r *reentrant) leave(ctx context.Context, key string) (int, error) {
 	cctx, cancel := r.cmdCtx(ctx)
 	defer cancel()
-	n, err := reentrantReleaseScript.Run(cctx, r.conn, []string{key}, r.owner, releaseChannel(key)).Int()
+	n, err := reentrantReleaseScript.Run(cctx, r.conn, []string{key}, r.owner, ReleaseChannel(key)).Int()
 	if err != nil {
-		return 0, classify("release", key, err)
+		return 0, Classify("release", key, err)
 	}
 	if n < 0 {
 		return 0, ErrNotOwner

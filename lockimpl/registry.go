@@ -3,6 +3,7 @@ package lockimpl
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -31,6 +32,49 @@ type Info struct {
 	// MinNodes is how many independent masters it needs (redlock: 1 or more;
 	// 0 means it uses the first connection only).
 	MinNodes int
+	// Renews: leases are kept alive in the background. Such a lock must
+	// report each renewal attempt through Env.Note (Renewal does): a run in
+	// which it held longer than two renewal intervals without one note is
+	// flagged in the results.
+	Renews bool
+	// NeedsReplicas: the lock waits for replicas to acknowledge (WAIT), so
+	// it runs only in topologies with replicas (sentinel).
+	NeedsReplicas bool
+}
+
+// Capabilities are an Info's declarations that decide which scenarios and
+// which checks apply to a lock, e.g. "reentrant, renews" ("plain" for none).
+func (i Info) Capabilities() string {
+	var cs []string
+	for _, c := range []struct {
+		on   bool
+		name string
+	}{{i.Reentrant, "reentrant"}, {i.Fenced, "fenced"}, {i.Renews, "renews"}, {i.NeedsReplicas, "needs-replicas"}, {i.MinNodes > 0, "multi-node"}} {
+		if c.on {
+			cs = append(cs, c.name)
+		}
+	}
+	if len(cs) == 0 {
+		return "plain"
+	}
+	return strings.Join(cs, ", ")
+}
+
+// check reports the first declaration that cannot hold.
+func (i Info) check() error {
+	switch {
+	case i.Name == "" || strings.ContainsAny(i.Name, " \t\n/"):
+		return fmt.Errorf("name %q: empty or containing a space or slash", i.Name)
+	case i.Kind != Correct && i.Kind != Broken && i.Kind != Control && i.Kind != Adapter && i.Kind != User:
+		return fmt.Errorf("lock %s: kind %q is not one of correct, broken, control, adapter, user", i.Name, i.Kind)
+	case i.Kind == Broken && i.Mistake == "":
+		return fmt.Errorf("lock %s: a broken control must say its Mistake", i.Name)
+	case i.MinNodes < 0:
+		return fmt.Errorf("lock %s: MinNodes %d is negative", i.Name, i.MinNodes)
+	case i.NeedsReplicas && i.MinNodes > 0:
+		return fmt.Errorf("lock %s: NeedsReplicas (sentinel topology) and MinNodes %d (independent masters) exclude each other", i.Name, i.MinNodes)
+	}
+	return nil
 }
 
 // Factory builds one client's Locker.
@@ -46,14 +90,18 @@ var (
 	registry = map[string]entry{}
 )
 
-// Register makes a lock available by name. It panics on a duplicate or empty
-// name, since that is a programming error at init time.
+// Register makes a lock available by name. It panics on a duplicate name, a
+// nil factory or an Info whose declarations contradict each other, since
+// that is a programming error at init time. An empty Kind means User.
 func Register(info Info, f Factory) {
-	if info.Name == "" || f == nil {
-		panic("lockimpl.Register: empty name or nil factory")
-	}
 	if info.Kind == "" {
 		info.Kind = User
+	}
+	if err := info.check(); err != nil {
+		panic("lockimpl.Register: " + err.Error())
+	}
+	if f == nil {
+		panic("lockimpl.Register: nil factory for " + info.Name)
 	}
 	regMu.Lock()
 	defer regMu.Unlock()
@@ -127,5 +175,16 @@ func New(name string, env Env) (Locker, error) {
 	if info.MinNodes > len(env.Conns) {
 		return nil, fmt.Errorf("lock %s: needs %d nodes, topology has %d", name, info.MinNodes, len(env.Conns))
 	}
-	return f(env)
+	lk, err := f(env)
+	if err != nil {
+		return nil, err
+	}
+	// Reentrancy is declared once, in Info: the workload re-enters only
+	// locks that declare it, so a Locker that says otherwise would have its
+	// reentrancy go untested (or be re-entered without support).
+	if r, ok := lk.(Reentrant); ok && r.Reentrant() != info.Reentrant {
+		_ = lk.Close()
+		return nil, fmt.Errorf("lock %s: its Locker's Reentrant() is %v but Info.Reentrant is %v; declare it in Info", name, r.Reentrant(), info.Reentrant)
+	}
+	return lk, nil
 }

@@ -1,8 +1,10 @@
 package lockimpl
 
 import (
+	"context"
 	"embed"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -21,5 +23,60 @@ func script(name string) *redis.Script {
 	return redis.NewScript(string(src))
 }
 
-// releaseChannel is the pub/sub channel a release of key publishes on.
-func releaseChannel(key string) string { return "lockchaos:released:" + key }
+var (
+	releaseScript    = script("release")
+	renewValueScript = script("renew_value")
+)
+
+// ReleaseChannel is the pub/sub channel a release of key publishes on, and
+// the one WaitAcquire's pub/sub wait listens to.
+func ReleaseChannel(key string) string { return "lockchaos:released:" + key }
+
+// CompareAndDelete is the standard release of a lock stored as key = token:
+// one Lua script deletes key only if it still holds token and publishes on
+// ReleaseChannel(key) to wake waiters. It returns ErrNotOwner when the key
+// is gone or held by another token, and an error wrapping ErrIndeterminate
+// when the reply did not come within o.CommandTimeout.
+func CompareAndDelete(ctx context.Context, conn redis.Scripter, o *Options, key, token string) error {
+	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
+	defer cancel()
+	n, err := releaseScript.Run(cctx, conn, []string{key, ReleaseChannel(key)}, token).Int()
+	if err != nil {
+		return Classify("release", key, err)
+	}
+	if n == 0 {
+		return ErrNotOwner
+	}
+	return nil
+}
+
+// RenewOwned is the standard owner-checked renewal of a lock stored as
+// key = token: it resets key's TTL to o.TTL only while key holds token.
+// Same errors as CompareAndDelete.
+func RenewOwned(ctx context.Context, conn redis.Scripter, o *Options, key, token string) error {
+	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
+	defer cancel()
+	n, err := renewValueScript.Run(cctx, conn, []string{key}, token, ttlMS(o.TTL)).Int()
+	if err != nil {
+		return Classify("renew", key, err)
+	}
+	if n == 0 {
+		return ErrNotOwner
+	}
+	return nil
+}
+
+// PublishRelease wakes the waiters of key (WaitAcquire under "pubsub")
+// after a release made without CompareAndDelete. It is best effort: waiters
+// poll as well.
+func PublishRelease(ctx context.Context, conn redis.UniversalClient, o *Options, key string) {
+	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
+	defer cancel()
+	_ = conn.Publish(cctx, ReleaseChannel(key), "1").Err()
+}
+
+// ttlMS is a TTL in whole milliseconds for scripts, rounded up so that the
+// key never expires before the deadline computed from the TTL.
+func ttlMS(ttl time.Duration) int64 {
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+}

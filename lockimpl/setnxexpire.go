@@ -27,7 +27,7 @@ func (s *setnxExpire) TryAcquire(ctx context.Context, key string) (Lease, error)
 	ok, err := s.conn.SetNX(cctx, key, token, 0).Result() // expiration 0: a bare SETNX
 	cancel()
 	if err != nil {
-		return nil, classify("acquire", key, err)
+		return nil, Classify("acquire", key, err)
 	}
 	if !ok {
 		return nil, ErrNotAcquired
@@ -37,7 +37,7 @@ func (s *setnxExpire) TryAcquire(ctx context.Context, key string) (Lease, error)
 	err = s.conn.PExpire(cctx, key, s.env.Options.TTL).Err()
 	cancel()
 	if err != nil {
-		return nil, classify("acquire (expire)", key, err)
+		return nil, Classify("acquire (expire)", key, err)
 	}
 	return s.lease(key, token, start), nil
 }

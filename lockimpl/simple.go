@@ -3,8 +3,6 @@ package lockimpl
 import (
 	"context"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // simple is SET key token NX PX ttl; release by a Lua compare-and-delete.
@@ -14,8 +12,6 @@ type simple struct {
 	// unlock frees key held with token; nil means compare-and-delete.
 	unlock func(ctx context.Context, b *nodeBase, key, token string) error
 }
-
-var releaseScript = script("release")
 
 func init() {
 	Register(Info{
@@ -37,7 +33,7 @@ func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	ok, err := s.conn.SetNX(cctx, key, token, o.TTL).Result()
 	cancel()
 	if err != nil {
-		return nil, classify("acquire", key, err)
+		return nil, Classify("acquire", key, err)
 	}
 	if !ok {
 		return nil, ErrNotAcquired
@@ -51,25 +47,11 @@ func (s *simple) lease(key, token string, start time.Time) *basicLease {
 	unlock := s.unlock
 	if unlock == nil {
 		unlock = func(ctx context.Context, b *nodeBase, key, token string) error {
-			return compareAndDelete(ctx, b.conn, &b.env.Options, key, token)
+			return CompareAndDelete(ctx, b.conn, &b.env.Options, key, token)
 		}
 	}
 	return &basicLease{
 		key: key, token: token, deadline: start.Add(s.env.Options.TTL),
 		release: func(ctx context.Context) error { return unlock(ctx, &s.nodeBase, key, token) },
 	}
-}
-
-// compareAndDelete runs the release script: delete key only if it holds token.
-func compareAndDelete(ctx context.Context, conn redis.Scripter, o *Options, key, token string) error {
-	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
-	defer cancel()
-	n, err := releaseScript.Run(cctx, conn, []string{key, releaseChannel(key)}, token).Int()
-	if err != nil {
-		return classify("release", key, err)
-	}
-	if n == 0 {
-		return ErrNotOwner
-	}
-	return nil
 }

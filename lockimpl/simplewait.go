@@ -21,9 +21,10 @@ type simpleWait struct{ simple }
 
 func init() {
 	Register(Info{
-		Name:        "simple-wait",
-		Kind:        Correct,
-		Description: "simple, then WAIT replicas timeout; gives the key back when too few replicas acknowledge",
+		Name:          "simple-wait",
+		Kind:          Correct,
+		Description:   "simple, then WAIT replicas timeout; gives the key back when too few replicas acknowledge",
+		NeedsReplicas: true,
 	}, func(env Env) (Locker, error) { return &simpleWait{simple{nodeBase: newNodeBase(env)}}, nil })
 }
 
@@ -53,7 +54,7 @@ func (s *simpleWait) TryAcquire(ctx context.Context, key string) (Lease, error) 
 	})
 	cancel()
 	if err := set.Err(); err != nil {
-		return nil, classify("acquire", key, err)
+		return nil, Classify("acquire", key, err)
 	}
 	if !set.Val() {
 		return nil, ErrNotAcquired

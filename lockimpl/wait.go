@@ -3,19 +3,19 @@ package lockimpl
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// waitAcquire turns a single attempt into a blocking Acquire: it retries try
+// WaitAcquire turns a single attempt into a blocking Acquire: it retries try
 // until it succeeds, fails with something other than ErrNotAcquired, or
-// Options.AcquireTimeout passes.
+// env.Options.AcquireTimeout passes (then it returns ErrNotAcquired). try is
+// a lock's TryAcquire on key; env.Conns[0] carries the pub/sub wait.
 //
 // Under Wait "pubsub" a blocked caller subscribes to the key's release
-// channel (published by the release script) and retries as soon as a release
+// channel (ReleaseChannel, published by CompareAndDelete and PublishRelease) and retries as soon as a release
 // is announced, or after RetryDelay at the latest (a release by expiry
 // publishes nothing). The uncontended path costs one round trip: the
 // subscription is made only after the first attempt and a few quick retries
@@ -27,7 +27,7 @@ import (
 //
 // The timeout ends the wait, not an attempt in flight: cutting a SET NX
 // short would make its outcome unknown (and could leave an unowned key).
-func waitAcquire(ctx context.Context, env *Env, key string, try func(context.Context) (Lease, error)) (Lease, error) {
+func WaitAcquire(ctx context.Context, env *Env, key string, try func(context.Context) (Lease, error)) (Lease, error) {
 	o := &env.Options
 	deadline := time.Now().Add(o.AcquireTimeout)
 	l, err := try(ctx)
@@ -51,7 +51,7 @@ func waitAcquire(ctx context.Context, env *Env, key string, try func(context.Con
 	var wake <-chan struct{}
 	if o.Wait == "pubsub" {
 		w := wakerFor(env.Conns[0])
-		sub := w.subscribe(releaseChannel(key))
+		sub := w.subscribe(ReleaseChannel(key))
 		defer w.unsubscribe(sub)
 		// Wait (bounded) until the server confirmed the subscription, so
 		// a release between here and the next attempt is not missed.
@@ -69,11 +69,7 @@ func waitAcquire(ctx context.Context, env *Env, key string, try func(context.Con
 		if !errors.Is(err, ErrNotAcquired) {
 			return l, err
 		}
-		d := o.RetryDelay
-		if o.RetryJitter > 0 {
-			d += rand.N(o.RetryJitter)
-		}
-		t := time.NewTimer(d)
+		t := time.NewTimer(o.RetryPause())
 		select {
 		case <-wctx.Done():
 			t.Stop()

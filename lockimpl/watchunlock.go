@@ -32,7 +32,7 @@ func watchThenDel(ctx context.Context, b *nodeBase, key, token string) error {
 	if err == nil || errors.Is(err, ErrNotOwner) {
 		return err
 	}
-	return classify("release", key, err)
+	return Classify("release", key, err)
 }
 
 func watchThenDelOnce(ctx context.Context, b *nodeBase, key, token string) error {
@@ -48,7 +48,7 @@ func watchThenDelOnce(ctx context.Context, b *nodeBase, key, token string) error
 		}
 		_, err = tx.TxPipelined(cctx, func(p redis.Pipeliner) error {
 			p.Del(cctx, key)
-			p.Publish(cctx, releaseChannel(key), "1")
+			p.Publish(cctx, ReleaseChannel(key), "1")
 			return nil
 		})
 		return err

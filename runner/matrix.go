@@ -68,7 +68,7 @@ func Applicable(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
 		}
 		return false, "scenario is meant for " + strings.Join(s.Locks, ", ")
 	}
-	if info.Name == "simple-wait" && s.Topology != "sentinel" {
+	if info.NeedsReplicas && s.Topology != "sentinel" {
 		return false, "needs a replica (sentinel topology)"
 	}
 	if info.MinNodes > 1 && s.Topology != "independent" {

@@ -260,6 +260,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 			return nil, fail(ExitInfra, "history: %v", err)
 		}
 	}
+	notes = append(notes, w.Notes()...)
 	if interrupted {
 		notes = append(notes, "interrupted: the run was stopped early; the verdict covers what ran")
 	}

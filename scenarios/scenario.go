@@ -23,6 +23,10 @@ import (
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/workloads"
+
+	// The catalog names the adapters (locks:, expect:): they must be
+	// registered wherever scenarios are loaded.
+	_ "github.com/lockchaos/lockchaos/lockimpl/adapters"
 )
 
 // Scenario is one scenario file. YAML names are the snake_case of the Go

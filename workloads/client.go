@@ -135,6 +135,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	}
 	c.hold(k, false)
 	end := c.release(lease, 0)
+	w.sawHold(end - ev.End)
 	if c.gate.isDead() {
 		return ErrCrashed
 	}
@@ -282,6 +283,7 @@ func (c *Client) release(l lockimpl.Lease, remaining int) int64 {
 
 // note records a lock's background event (renewals).
 func (c *Client) note(n lockimpl.Note) {
+	c.w.lockNotes.Add(1)
 	if n.Kind != lockimpl.NoteRenew {
 		return
 	}

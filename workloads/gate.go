@@ -188,7 +188,7 @@ func (g *gate) Before(ctx context.Context, node int, name string) error {
 	return gateHook{g: g, idx: node}.before(ctx, name)
 }
 
-func (g *gate) After(node int, ok bool) { gateHook{g: g, idx: node}.after(ok, ok) }
+func (g *gate) After(node int, answered, ok bool) { gateHook{g: g, idx: node}.after(answered, ok) }
 
 type gateHook struct {
 	g   *gate
@@ -204,7 +204,7 @@ func (h gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return err
 		}
 		err := next(ctx, cmd)
-		h.after(err == nil, err == nil && succeeded(cmd))
+		h.after(answered(err), err == nil && succeeded(cmd))
 		return err
 	}
 }
@@ -222,7 +222,7 @@ func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 			return err
 		}
 		err := next(ctx, cmds)
-		h.after(err == nil, err == nil)
+		h.after(answered(err), err == nil)
 		return err
 	}
 }
@@ -288,6 +288,13 @@ func (g *gate) isDead() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.dead
+}
+
+// answered reports whether a command's error still means the server
+// replied: no error, a nil reply, or an error reply (a script's refusal).
+func answered(err error) bool {
+	var re redis.Error
+	return err == nil || errors.Is(err, redis.Nil) || errors.As(err, &re) && !errors.Is(err, ErrCrashed)
 }
 
 // succeeded reports whether a reply means the command did something: not

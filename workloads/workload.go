@@ -52,6 +52,12 @@ type Workload struct {
 	conns     []redis.UniversalClient
 	holders   []atomic.Int32 // per key: clients that believe they hold it
 	overlaps  atomic.Int64
+	lockOpts  lockimpl.Options // with defaults
+	// lockNotes counts Env.Note calls; longestHold is the longest hold
+	// (acquire reply to release reply, ns): together they tell whether a
+	// lock that declares Renews reported its renewals (RenewalNotes).
+	lockNotes   atomic.Int64
+	longestHold atomic.Int64
 }
 
 // KeyName is the name of lock key index i in the history (the server's key
@@ -69,7 +75,8 @@ func New(o Options) (*Workload, error) {
 		return nil, err
 	}
 	w := &Workload{cfg: o.Config, res: NewResource(o.Config.Resource, o.Config.Keys, o.Config.Stock),
-		reentrant: info.Reentrant, honour: *o.Config.HonourLost, lockInfo: info, rec: o.Rec, prefix: o.KeyPrefix}
+		reentrant: info.Reentrant, honour: *o.Config.HonourLost, lockInfo: info, rec: o.Rec, prefix: o.KeyPrefix,
+		lockOpts: o.LockOptions.WithDefaults()}
 	w.holders = make([]atomic.Int32, o.Config.Keys)
 	for i := 0; i < o.Config.Keys; i++ {
 		w.keyNames = append(w.keyNames, KeyName(i))
@@ -117,6 +124,40 @@ func New(o Options) (*Workload, error) {
 	}
 	return w, nil
 }
+
+// sawHold records a hold of d ns.
+func (w *Workload) sawHold(d int64) {
+	for {
+		old := w.longestHold.Load()
+		if d <= old || w.longestHold.CompareAndSwap(old, d) {
+			return
+		}
+	}
+}
+
+// Notes are the workload's findings about the lock itself, for the results.
+// A lock that declares Info.Renews must report each renewal through
+// Env.Note, or the checker cannot see its renewals (and judges its holds by
+// the first deadline only). When a hold lasted longer than two renewal
+// intervals plus a command timeout, a renewal attempt must have finished
+// inside it; if the lock reported none during the whole run, it is flagged
+// here rather than trusted.
+func (w *Workload) Notes() []string {
+	if !w.lockInfo.Renews || w.lockNotes.Load() > 0 {
+		return nil
+	}
+	o := &w.lockOpts
+	longest := time.Duration(w.longestHold.Load())
+	if longest <= 2*o.RenewInterval+o.CommandTimeout {
+		return nil
+	}
+	return []string{fmt.Sprintf("lock %s %s, although a hold lasted %v (renew interval %v): its renewals are invisible to the checker",
+		w.lockInfo.Name, SilentRenewals, longest.Round(time.Millisecond), o.RenewInterval)}
+}
+
+// SilentRenewals is in the note Notes gives a renewing lock that reported
+// no renewal (locktest fails such a lock).
+const SilentRenewals = "declares Renews but reported no renewal through Env.Note"
 
 // LockConfig is the lock's effective configuration, when it reports one.
 func (w *Workload) LockConfig() map[string]any { return w.config }

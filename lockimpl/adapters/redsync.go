@@ -1,9 +1,10 @@
-package lockimpl
+package adapters
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/lockimpl"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
@@ -12,20 +13,20 @@ import (
 )
 
 // redsyncLock adapts go-redsync/redsync v4: Redlock over every master in
-// Env.Conns through its go-redis v9 pool, so client faults reach it. It
+// lockimpl.Env.Conns through its go-redis v9 pool, so client faults reach it. It
 // times with the machine clock; see adapter.go.
 type redsyncLock struct {
-	env Env
+	env lockimpl.Env
 	rs  *redsync.Redsync
 }
 
 func init() {
-	Register(Info{
+	lockimpl.Register(lockimpl.Info{
 		Name:        "redsync",
-		Kind:        Adapter,
+		Kind:        lockimpl.Adapter,
 		Description: "go-redsync/redsync v4.18 (Redlock) over every master, via its goredis/v9 pool; library defaults except expiry, tries, retry delay and drift",
 		MinNodes:    1,
-	}, func(env Env) (Locker, error) {
+	}, func(env lockimpl.Env) (lockimpl.Locker, error) {
 		pools := make([]redsyncredis.Pool, len(env.Conns))
 		for i, c := range env.Conns {
 			pools[i] = goredis.NewPool(c)
@@ -45,45 +46,45 @@ func (r *redsyncLock) mutex(key string) *redsync.Mutex {
 	return r.rs.NewMutex(key,
 		redsync.WithExpiry(o.TTL),
 		redsync.WithTries(r.tries()),
-		redsync.WithRetryDelayFunc(func(int) time.Duration { return retryDelay(o) }),
+		redsync.WithRetryDelayFunc(func(int) time.Duration { return o.RetryPause() }),
 		redsync.WithDriftFactor(o.Drift),
 	)
 }
 
-func (r *redsyncLock) Acquire(ctx context.Context, key string) (Lease, error) {
+func (r *redsyncLock) Acquire(ctx context.Context, key string) (lockimpl.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.env.Options.AcquireTimeout)
 	defer cancel()
 	m := r.mutex(key)
 	return r.lease(m, m.LockContext(ctx))
 }
 
-func (r *redsyncLock) TryAcquire(ctx context.Context, key string) (Lease, error) {
+func (r *redsyncLock) TryAcquire(ctx context.Context, key string) (lockimpl.Lease, error) {
 	m := r.mutex(key)
 	return r.lease(m, m.TryLockContext(ctx))
 }
 
-func (r *redsyncLock) lease(m *redsync.Mutex, err error) (Lease, error) {
+func (r *redsyncLock) lease(m *redsync.Mutex, err error) (lockimpl.Lease, error) {
 	var taken *redsync.ErrTaken
 	switch {
 	case err == nil:
 	case errors.Is(err, redsync.ErrFailed), errors.As(err, &taken):
-		return nil, ErrNotAcquired
-	case IsIndeterminate(err):
+		return nil, lockimpl.ErrNotAcquired
+	case lockimpl.IsIndeterminate(err):
 		// A node did not answer the last try; redsync's clean-up may not
 		// have reached it either.
-		return nil, classify("redsync acquire", m.Name(), err)
+		return nil, lockimpl.Classify("redsync acquire", m.Name(), err)
 	default:
 		var nodeTaken *redsync.ErrNodeTaken
 		if errors.As(err, &nodeTaken) {
-			return nil, fmt.Errorf("redsync acquire %s: %w: %w", m.Name(), ErrNotAcquired, err)
+			return nil, fmt.Errorf("redsync acquire %s: %w: %w", m.Name(), lockimpl.ErrNotAcquired, err)
 		}
 		return nil, fmt.Errorf("redsync acquire %s: %w", m.Name(), err)
 	}
-	return &basicLease{key: m.Name(), token: m.Value(), deadline: onClientClock(r.env.Clock, m.Until()),
-		release: func(ctx context.Context) error { return r.release(ctx, m) }}, nil
+	return lockimpl.NewLease(lockimpl.LeaseFields{Key: m.Name(), Token: m.Value(), Deadline: onClientClock(r.env.Clock, m.Until()),
+		Release: func(ctx context.Context) error { return r.release(ctx, m) }}), nil
 }
 
-// release maps redsync's "fewer than a quorum deleted" to ErrNotOwner unless
+// release maps redsync's "fewer than a quorum deleted" to lockimpl.ErrNotOwner unless
 // a node's silence could have made the difference.
 func (r *redsyncLock) release(ctx context.Context, m *redsync.Mutex) error {
 	ctx, cancel := commandCtx(ctx, &r.env.Options)
@@ -94,10 +95,10 @@ func (r *redsyncLock) release(ctx context.Context, m *redsync.Mutex) error {
 	switch {
 	case ok:
 		return nil
-	case IsIndeterminate(err):
-		return classify("redsync release", m.Name(), err)
+	case lockimpl.IsIndeterminate(err):
+		return lockimpl.Classify("redsync release", m.Name(), err)
 	case err == nil, errors.Is(err, redsync.ErrLockAlreadyExpired), errors.As(err, &taken), errors.As(err, &nodeTaken):
-		return fmt.Errorf("redsync release %s: %w: %w", m.Name(), ErrNotOwner, err)
+		return fmt.Errorf("redsync release %s: %w: %w", m.Name(), lockimpl.ErrNotOwner, err)
 	}
 	return fmt.Errorf("redsync release %s: %w", m.Name(), err)
 }

@@ -1,9 +1,10 @@
-package lockimpl
+package adapters
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/lockimpl"
 	"strconv"
 	"strings"
 	"time"
@@ -16,13 +17,13 @@ import (
 // library (extended every ExtendInterval) and watched through client-side
 // caching, whose context is cancelled the moment the key is lost.
 //
-// It needs its own rueidis client, built from Env.Endpoints[0]. rueidis does
+// It needs its own rueidis client, built from lockimpl.Env.Endpoints[0]. rueidis does
 // not go through go-redis, so that client is wrapped (gatedClient) to pass
 // every Do/DoMulti — the library's background extensions included —
-// through Env.Gate: a paused client's renewals stop, stalls and cuts apply.
+// through lockimpl.Env.Gate: a paused client's renewals stop, stalls and cuts apply.
 // Its subscription (Receive) is not gated: it only listens.
 // Its keys are named <Env.KeyPrefix>rueidislock:0:<key>, and its owner
-// value is internal (Lease.Token is empty).
+// value is internal (lockimpl.Lease.Token is empty).
 //
 // Seen in v1.0.79 under load (go test -race): a WithContext waiter is
 // sometimes not woken by a release and waits until its context ends (here
@@ -33,20 +34,23 @@ import (
 // should wake it finds no gate. The adapter keeps the library's behaviour:
 // it is what the liveness check should see.
 type rueidislockLock struct {
-	env    Env
+	env    lockimpl.Env
 	lk     rueidislock.Locker
 	noLoop bool
 }
 
 func init() {
-	Register(Info{
+	lockimpl.Register(lockimpl.Info{
 		Name:        "rueidislock",
-		Kind:        Adapter,
+		Kind:        lockimpl.Adapter,
 		Description: "rueidis v1.0.79 rueidislock on the first node (own rueidis client: go-redis hook faults such as in-acquire pauses do not reach it); auto-extended, Lost on loss",
+		// It extends its keys itself and reports none of it (no Env.Note):
+		// declared, so the results say its renewals are invisible.
+		Renews: true,
 	}, newRueidislock)
 }
 
-func newRueidislock(env Env) (Locker, error) {
+func newRueidislock(env lockimpl.Env) (lockimpl.Locker, error) {
 	if len(env.Endpoints) == 0 {
 		return nil, errors.New("rueidislock: no endpoint address in Env (it needs its own rueidis client)")
 	}
@@ -80,7 +84,7 @@ func newRueidislock(env Env) (Locker, error) {
 }
 
 // serverAtLeast asks the first node's INFO for its version.
-func serverAtLeast(env Env, want ...int) bool {
+func serverAtLeast(env lockimpl.Env, want ...int) bool {
 	ctx, cancel := commandCtx(context.Background(), &env.Options)
 	defer cancel()
 	info, err := env.Conns[0].Info(ctx, "server").Result()
@@ -109,7 +113,7 @@ func serverAtLeast(env Env, want ...int) bool {
 // lock's context must outlive the wait, so the wait is bounded by cancelling
 // a detached parent rather than by a deadline, which rueidislock would also
 // apply to the lock itself.
-func (r *rueidislockLock) Acquire(ctx context.Context, key string) (Lease, error) {
+func (r *rueidislockLock) Acquire(ctx context.Context, key string) (lockimpl.Lease, error) {
 	parent, cancelParent := context.WithCancel(context.WithoutCancel(ctx))
 	timer := time.AfterFunc(r.env.Options.AcquireTimeout, cancelParent)
 	stopCtx := context.AfterFunc(ctx, cancelParent)
@@ -125,32 +129,26 @@ func (r *rueidislockLock) Acquire(ctx context.Context, key string) (Lease, error
 	return r.lease(key, lctx, func() { unlock(); cancelParent() }, err, cancelParent)
 }
 
-func (r *rueidislockLock) TryAcquire(ctx context.Context, key string) (Lease, error) {
+func (r *rueidislockLock) TryAcquire(ctx context.Context, key string) (lockimpl.Lease, error) {
 	parent, cancelParent := context.WithCancel(context.WithoutCancel(ctx))
 	lctx, unlock, err := r.lk.TryWithContext(parent, key)
 	return r.lease(key, lctx, func() { unlock(); cancelParent() }, err, cancelParent)
 }
 
-func (r *rueidislockLock) lease(key string, lctx context.Context, unlock func(), err error, cancelParent func()) (Lease, error) {
+func (r *rueidislockLock) lease(key string, lctx context.Context, unlock func(), err error, cancelParent func()) (lockimpl.Lease, error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, rueidislock.ErrNotLocked), errors.Is(err, context.Canceled):
 		cancelParent()
-		return nil, ErrNotAcquired
+		return nil, lockimpl.ErrNotAcquired
 	default:
 		cancelParent()
-		return nil, classify("rueidislock acquire", key, err)
+		return nil, lockimpl.Classify("rueidislock acquire", key, err)
 	}
-	return &rueidisLease{basicLease{key: key, release: func(ctx context.Context) error { return r.release(ctx, key, lctx, unlock) }}, lctx}, nil
+	// Lost when the library cancels the lock's context.
+	return lockimpl.NewLease(lockimpl.LeaseFields{Key: key, Lost: lctx.Done(),
+		Release: func(ctx context.Context) error { return r.release(ctx, key, lctx, unlock) }}), nil
 }
-
-// rueidisLease is lost when the library cancels the lock's context.
-type rueidisLease struct {
-	basicLease
-	ctx context.Context
-}
-
-func (l *rueidisLease) Lost() <-chan struct{} { return l.ctx.Done() }
 
 // release cancels the lock's context; rueidislock then deletes its key. A
 // lock already lost is ErrNotOwner: the library removed nothing of ours.
@@ -163,10 +161,10 @@ func (r *rueidislockLock) release(ctx context.Context, key string, lctx context.
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return classify("rueidislock release", key, ctx.Err())
+		return lockimpl.Classify("rueidislock release", key, ctx.Err())
 	}
 	if lost {
-		return fmt.Errorf("rueidislock release %s: %w: the lock was lost before", key, ErrNotOwner)
+		return fmt.Errorf("rueidislock release %s: %w: the lock was lost before", key, lockimpl.ErrNotOwner)
 	}
 	return nil
 }
@@ -189,10 +187,10 @@ func (r *rueidislockLock) Close() error {
 }
 
 // gatedClient passes a rueidis client's commands through the harness's
-// fault gate (Env.Gate), as the go-redis hooks do for Env.Conns.
+// fault gate (lockimpl.Env.Gate), as the go-redis hooks do for lockimpl.Env.Conns.
 type gatedClient struct {
 	rueidis.Client
-	gate CommandGate
+	gate lockimpl.CommandGate
 }
 
 func (g gatedClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
@@ -200,7 +198,7 @@ func (g gatedClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Redi
 		return rueidis.NewErrorResult(err)
 	}
 	r := g.Client.Do(ctx, cmd)
-	g.gate.After(0, r.Error() == nil)
+	g.gate.After(0, answered(r.Error()), r.Error() == nil)
 	return r
 }
 
@@ -217,12 +215,19 @@ func (g gatedClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []
 		return out
 	}
 	r := g.Client.DoMulti(ctx, multi...)
-	ok := true
+	ok, ans := true, true
 	for _, x := range r {
 		ok = ok && x.Error() == nil
+		ans = ans && answered(x.Error())
 	}
-	g.gate.After(0, ok)
+	g.gate.After(0, ans, ok)
 	return r
+}
+
+// answered: the server replied, if only with nil or an error reply.
+func answered(err error) bool {
+	_, isRedisErr := rueidis.IsRedisErr(err)
+	return err == nil || isRedisErr || rueidis.IsRedisNil(err)
 }
 
 func cmdName(args []string) string {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/lockimpl"
+	_ "github.com/lockchaos/lockchaos/lockimpl/adapters"
 )
 
 // Each adapter, against real redis-server: mutual exclusion between two

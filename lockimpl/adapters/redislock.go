@@ -1,37 +1,38 @@
-package lockimpl
+package adapters
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/lockimpl"
 	"time"
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 )
 
-// redislockLock adapts bsm/redislock: one node (Env.Conns[0]), SET NX PX by
+// redislockLock adapts bsm/redislock: one node (lockimpl.Env.Conns[0]), SET NX PX by
 // Lua, a blocking Obtain that retries on a RetryStrategy. Its commands run
 // under the caller's context only: the library has no per-command timeout.
 type redislockLock struct {
-	env Env
+	env lockimpl.Env
 }
 
 func init() {
-	Register(Info{
+	lockimpl.Register(lockimpl.Info{
 		Name:        "redislock",
-		Kind:        Adapter,
+		Kind:        lockimpl.Adapter,
 		Description: "bsm/redislock v0.10 on the first node: Obtain with LinearBackoff(retry_delay) bounded by acquire_timeout; Release maps ErrLockNotHeld to ErrNotOwner",
-	}, func(env Env) (Locker, error) { return &redislockLock{env: env}, nil })
+	}, func(env lockimpl.Env) (lockimpl.Locker, error) { return &redislockLock{env: env}, nil })
 }
 
-func (r *redislockLock) Acquire(ctx context.Context, key string) (Lease, error) {
+func (r *redislockLock) Acquire(ctx context.Context, key string) (lockimpl.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.env.Options.AcquireTimeout)
 	defer cancel()
 	return r.obtain(ctx, key, &redislock.Options{RetryStrategy: redislock.LinearBackoff(r.env.Options.RetryDelay)})
 }
 
-func (r *redislockLock) TryAcquire(ctx context.Context, key string) (Lease, error) {
+func (r *redislockLock) TryAcquire(ctx context.Context, key string) (lockimpl.Lease, error) {
 	ctx, cancel := commandCtx(ctx, &r.env.Options)
 	defer cancel()
 	return r.obtain(ctx, key, nil) // nil: the library's NoRetry
@@ -40,18 +41,18 @@ func (r *redislockLock) TryAcquire(ctx context.Context, key string) (Lease, erro
 // obtain runs Obtain through a Scripter that notes when each attempt was
 // sent, so the lease's Deadline is the successful attempt's start + TTL
 // without an extra PTTL round trip.
-func (r *redislockLock) obtain(ctx context.Context, key string, opt *redislock.Options) (Lease, error) {
+func (r *redislockLock) obtain(ctx context.Context, key string, opt *redislock.Options) (lockimpl.Lease, error) {
 	sc := &stampScripter{Scripter: r.env.Conns[0], clock: r.env.Clock}
 	lock, err := redislock.New(sc).Obtain(ctx, key, r.env.Options.TTL, opt)
 	switch {
 	case errors.Is(err, redislock.ErrNotObtained):
 		// Also when the wait timed out: Obtain joins ErrNotObtained with ctx.Err().
-		return nil, ErrNotAcquired
+		return nil, lockimpl.ErrNotAcquired
 	case err != nil:
-		return nil, classify("redislock obtain", key, err)
+		return nil, lockimpl.Classify("redislock obtain", key, err)
 	}
-	return &basicLease{key: key, token: lock.Token(), deadline: sc.sent.Add(r.env.Options.TTL),
-		release: func(ctx context.Context) error { return r.release(ctx, lock) }}, nil
+	return lockimpl.NewLease(lockimpl.LeaseFields{Key: key, Token: lock.Token(), Deadline: sc.sent.Add(r.env.Options.TTL),
+		Release: func(ctx context.Context) error { return r.release(ctx, lock) }}), nil
 }
 
 func (r *redislockLock) release(ctx context.Context, lock *redislock.Lock) error {
@@ -61,16 +62,16 @@ func (r *redislockLock) release(ctx context.Context, lock *redislock.Lock) error
 	case err == nil:
 		return nil
 	case errors.Is(err, redislock.ErrLockNotHeld):
-		return fmt.Errorf("redislock release %s: %w: %w", lock.Key(), ErrNotOwner, err)
+		return fmt.Errorf("redislock release %s: %w: %w", lock.Key(), lockimpl.ErrNotOwner, err)
 	default:
-		return classify("redislock release", lock.Key(), err)
+		return lockimpl.Classify("redislock release", lock.Key(), err)
 	}
 }
 
 // stampScripter records the client-clock time of the last script sent.
 type stampScripter struct {
 	redis.Scripter
-	clock Clock
+	clock lockimpl.Clock
 	sent  time.Time
 }
 

@@ -1,0 +1,32 @@
+// Command runone runs one catalog scenario on seq-lock from Go, through
+// runner.Run, and prints the verdict of each check.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
+
+	_ "example.com/customlock/seqlock" // registers seq-lock
+)
+
+func main() {
+	s, err := scenarios.Builtin("gc-pause")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(runner.ExitBadInput)
+	}
+	out, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "seq-lock", Expect: true})
+	if out == nil || out.Results == nil {
+		fmt.Fprintln(os.Stderr, "run failed:", err)
+		os.Exit(runner.ExitCodeOf(err))
+	}
+	for name, c := range out.Results.Checks {
+		fmt.Printf("%-12s %s\n", name, c.Verdict)
+	}
+	fmt.Printf("verdict %s, %s; report in %s\n", out.Results.Verdict, out.Results.Outcome, out.Dir)
+	os.Exit(out.ExitCode)
+}

@@ -1,0 +1,332 @@
+// Package locktest is lockchaos's conformance suite for a lock written
+// outside lockchaos, run from the lock author's own `go test`, in the spirit
+// of testing/fstest:
+//
+//	func TestMyLock(t *testing.T) {
+//		locktest.Run(t, "my-lock", mylock.New, locktest.Info(lockimpl.Info{Renews: true}))
+//	}
+//
+// Run starts Redis (the process backend when redis-server is installed, the
+// embedded in-process one otherwise), runs every catalog scenario that
+// applies to the lock's declared capabilities (lockimpl.Info: reentrant,
+// fenced, renews, needs replicas, nodes), one subtest per scenario, and fails
+// a subtest with the checker's violation sentences when a check's verdict is
+// worse than a correct lock of that kind must get. `go test -run
+// 'TestMyLock/gc-pause'` selects scenarios; -short runs a fast subset with
+// shorter durations.
+//
+// What a correct lock of a kind must get: each capability set has a
+// reference, the built-in correct lock of that kind (Reference), and a
+// scenario's expectation for the reference is the bar. A check the
+// reference must pass ("valid") the lock must pass too. A check the
+// reference is expected to fail ("invalid": the scenario demonstrates a
+// limit of the design, such as a pause past the TTL without fencing) is not
+// held against the lock either way: doing better than the reference is not a
+// failure, and doing as badly is what the kind allows.
+package locktest
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/workloads"
+)
+
+// T is what Run needs of a test: *testing.T.
+type T interface {
+	testing.TB
+	Run(name string, f func(t *testing.T)) bool
+}
+
+// An Option tunes Run.
+type Option func(*config)
+
+type config struct {
+	info      lockimpl.Info
+	backend   string
+	scenarios []string
+	reference string
+	keep      string
+	quick     bool
+}
+
+// Info declares the lock's capabilities (Reentrant, Fenced, Renews,
+// NeedsReplicas, MinNodes) and description when Run registers it; Name and
+// Kind are set by Run. Ignored when the lock is already registered: its
+// registered Info counts.
+func Info(info lockimpl.Info) Option { return func(c *config) { c.info = info } }
+
+// Backend chooses the Redis backend (default "auto": process when
+// redis-server is on PATH, else embedded).
+func Backend(name string) Option { return func(c *config) { c.backend = name } }
+
+// Scenarios restricts the run to these catalog scenarios (when they apply).
+func Scenarios(names ...string) Option { return func(c *config) { c.scenarios = names } }
+
+// Reference overrides the built-in lock whose expectations are the bar
+// (default: ReferenceFor the lock's Info).
+func Reference(lock string) Option { return func(c *config) { c.reference = lock } }
+
+// KeepRuns writes each scenario's run directory (history, report) under dir
+// instead of a temporary one, to inspect a failure.
+func KeepRuns(dir string) Option { return func(c *config) { c.keep = dir } }
+
+// Quick runs the fast subset with short durations, as -short does.
+func Quick() Option { return func(c *config) { c.quick = true } }
+
+// ReferenceFor names the built-in correct lock of info's kind.
+func ReferenceFor(info lockimpl.Info) string {
+	switch {
+	case info.NeedsReplicas:
+		return "simple-wait"
+	case info.MinNodes > 0:
+		return "redlock"
+	case info.Renews:
+		return "watchdog"
+	case info.Fenced:
+		return "fenced"
+	case info.Reentrant:
+		return "reentrant"
+	}
+	return "simple"
+}
+
+// ShortScenarios are the scenarios -short runs (those that apply): one
+// without faults and the single-node faults that catch the classic release
+// and expiry mistakes, each about a second long.
+var ShortScenarios = []string{"smoke", "expire-then-unlock", "gc-pause", "stall-unlock", "crash-between", "reentrant-expiry", "renewal-starved"}
+
+// registered remembers the locks Run registered, so a second Run (-count=2)
+// reuses them instead of registering twice.
+var (
+	regMu      sync.Mutex
+	registered = map[string]bool{}
+)
+
+// Run runs the conformance suite on the lock name. With a nil factory the
+// lock must already be registered (by its package's init); otherwise Run
+// registers factory under name with the Info option's capabilities.
+func Run(t T, name string, factory lockimpl.Factory, opts ...Option) {
+	t.Helper()
+	c := config{backend: cluster.Auto}
+	for _, o := range opts {
+		o(&c)
+	}
+	info, err := register(name, factory, c.info)
+	if err != nil {
+		t.Fatalf("locktest: %v", err)
+	}
+	ref := c.reference
+	if ref == "" {
+		ref = ReferenceFor(info)
+	}
+	refInfo, _, err := lockimpl.Lookup(ref)
+	if err != nil {
+		t.Fatalf("locktest: reference lock: %v", err)
+	}
+	all, err := scenarios.All()
+	if err != nil {
+		t.Fatalf("locktest: %v", err)
+	}
+	ran := 0
+	for _, s := range all {
+		if len(c.scenarios) > 0 && !slices.Contains(c.scenarios, s.Name) {
+			continue
+		}
+		if (c.quick || testing.Short()) && !slices.Contains(ShortScenarios, s.Name) {
+			continue
+		}
+		if ok, _ := Applies(info, refInfo, s); !ok {
+			continue
+		}
+		ran++
+		t.Run(s.Name, func(t *testing.T) { runScenario(t, c, name, info, ref, s) })
+	}
+	if ran == 0 {
+		t.Fatalf("locktest: no catalog scenario applies to %s (%s, reference %s)", name, info.Capabilities(), ref)
+	}
+}
+
+// register returns the Info of name, registering factory under it first
+// when given.
+func register(name string, factory lockimpl.Factory, info lockimpl.Info) (lockimpl.Info, error) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if factory != nil && !registered[name] {
+		if _, _, err := lockimpl.Lookup(name); err == nil {
+			return lockimpl.Info{}, fmt.Errorf("lock %q is already registered (by its package's init?): pass a nil factory to test it", name)
+		}
+		info.Name, info.Kind = name, lockimpl.User
+		if info.Description == "" {
+			info.Description = "registered by locktest.Run"
+		}
+		var perr error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					perr = fmt.Errorf("%v", r)
+				}
+			}()
+			lockimpl.Register(info, factory)
+		}()
+		if perr != nil {
+			return lockimpl.Info{}, perr
+		}
+		registered[name] = true
+	}
+	got, _, err := lockimpl.Lookup(name)
+	return got, err
+}
+
+// Applies says whether scenario s tests a lock with info, whose reference
+// built-in lock is ref: the scenario must apply to the reference (its
+// topology and its locks: list) and to the lock's own needs (nodes,
+// replicas), and a scenario that re-enters the lock
+// needs a reentrant one.
+func Applies(info, ref lockimpl.Info, s *scenarios.Scenario) (bool, string) {
+	if ok, why := runner.Applicable(ref, s); !ok {
+		return false, fmt.Sprintf("not for the reference %s: %s", ref.Name, why)
+	}
+	own := *s
+	own.Locks = nil // the scenario's locks: list names built-ins, not this lock
+	if ok, why := runner.Applicable(info, &own); !ok {
+		return false, why
+	}
+	if s.Workload.Reentry > 0 && !info.Reentrant {
+		return false, "re-enters the lock, which does not declare Reentrant"
+	}
+	return true, ""
+}
+
+// Bar is the expectation a lock is held to in s: the reference's, with
+// every "invalid" relaxed to "any" (see the package documentation).
+func Bar(s *scenarios.Scenario, ref string) map[string]string {
+	bar := map[string]string{}
+	for check, v := range s.Expectation(ref) {
+		if v == "invalid" {
+			v = "any"
+		}
+		bar[check] = v
+	}
+	return bar
+}
+
+func runScenario(t *testing.T, c config, name string, info lockimpl.Info, ref string, s *scenarios.Scenario) {
+	if s.Topology != cluster.Single && s.Topology != cluster.Independent {
+		if _, err := exec.LookPath("redis-server"); err != nil && (c.backend == cluster.Auto || c.backend == "") {
+			t.Skipf("scenario %s needs topology %s: redis-server is not installed and the embedded backend runs only single and independent", s.Name, s.Topology)
+		}
+	}
+	sc := *s
+	sc.Expect = map[string]map[string]string{name: Bar(s, ref)}
+	if c.quick || testing.Short() {
+		sc.Duration = shortDuration(s)
+	}
+	for attempt := 1; ; attempt++ {
+		out := t.TempDir()
+		if c.keep != "" {
+			out = filepath.Join(c.keep, fmt.Sprintf("%s-%s-%d", s.Name, name, time.Now().UnixNano()))
+		}
+		res, err := runner.Run(context.Background(), runner.Options{Scenario: &sc, Lock: name, Backend: c.backend, Out: out, Expect: true})
+		if res == nil || res.Results == nil {
+			t.Fatalf("%s with %s: the run did not happen: %v", s.Name, name, err)
+		}
+		r := res.Results
+		silent := slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, workloads.SilentRenewals) })
+		switch {
+		case silent:
+			// Renewals the checker cannot see make every deadline it judges
+			// the first one: the lock must report them (Env.Note, Renewal).
+		case r.Outcome == "as-expected":
+			t.Logf("%s with %s (%s): verdict %s, %d cycles; meets the bar (%s's expectation, invalid relaxed to any: %v)", s.Name, name, info.Capabilities(), r.Verdict, r.Stats.Cycles, ref, sc.Expect[name])
+			return
+		case r.Outcome == "unknown":
+			// The checker could not decide (e.g. outcomes left unknown by
+			// a loaded machine): once more before calling it inconclusive.
+			if attempt < 2 {
+				t.Logf("%s with %s: inconclusive (%s); running it again", s.Name, name, strings.Join(r.Notes, "; "))
+				continue
+			}
+		}
+		t.Errorf("%s", failure(s, name, ref, r.Outcome, r.Verdict, res.Dir, r.Notes, violations(r.Violations)))
+		return
+	}
+}
+
+// failure is the message of a scenario the lock did not pass.
+func failure(s *scenarios.Scenario, name, ref, outcome, verdict, dir string, notes, viol []string) string {
+	var b strings.Builder
+	what := "verdicts worse than a correct lock of its kind must get"
+	switch {
+	case slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, workloads.SilentRenewals) }):
+		what = "it " + workloads.SilentRenewals
+	case outcome == "unknown":
+		what = "inconclusive twice"
+	}
+	fmt.Fprintf(&b, "%s with %s: %s (verdict %s; bar: the catalog's expectation for %s)\n", s.Name, name, what, verdict, ref)
+	fmt.Fprintf(&b, "  scenario: %s\n", strings.TrimSpace(firstSentence(s.Description)))
+	for _, n := range notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
+	for _, v := range viol {
+		fmt.Fprintf(&b, "  violation: %s\n", v)
+	}
+	fmt.Fprintf(&b, "  run directory: %s (use locktest.KeepRuns to keep it)", dir)
+	return b.String()
+}
+
+// violations are the checker's sentences, one per distinct check and cause
+// (the first of each), at most 10.
+func violations(vs []report.ViolationSummary) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range vs {
+		k := v.Check + "\x00" + v.Cause
+		if seen[k] || len(out) >= 10 {
+			continue
+		}
+		seen[k] = true
+		s := fmt.Sprintf("%s [%s] at %.0fms, key %s, clients %v: %s", v.Check, v.Cause, v.AtMS, v.Key, v.Clients, v.Explanation)
+		if v.Detail != "" {
+			s += " (" + v.Detail + ")"
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// shortDuration is a scenario's workload phase under -short: 1s, or long
+// enough for its first faults to fire and end, never longer than the full
+// run.
+func shortDuration(s *scenarios.Scenario) time.Duration {
+	d := time.Second
+	for _, f := range s.Faults {
+		at := f.At
+		if len(f.Random) == 2 {
+			at = f.Random[1]
+		}
+		d = max(d, at+f.Duration+300*time.Millisecond)
+	}
+	return min(d, s.Duration)
+}
+
+func firstSentence(s string) string {
+	if i := strings.Index(s, ". "); i >= 0 {
+		return s[:i+1]
+	}
+	return s
+}

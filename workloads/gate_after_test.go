@@ -1,0 +1,60 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// CommandGate.After tells "the server answered" from "it did something": a
+// release the server refused (answered, not ok) is still a release reply,
+// so an armed in-release fault fires on it; an unanswered command (timeout)
+// fires nothing, and in-acquire needs a command that took the lock.
+func TestGateAfterAnsweredVsSucceeded(t *testing.T) {
+	for _, tc := range []struct {
+		phase, point string
+		answered, ok bool
+		fires        bool
+	}{
+		{"releasing", "in-release", true, false, true},   // refused release
+		{"releasing", "in-release", false, false, false}, // no reply
+		{"acquiring", "in-acquire", true, false, false},  // refused SET NX
+		{"acquiring", "in-acquire", true, true, true},
+	} {
+		c := &Client{ID: 0, rec: NewRecorder(nil)}
+		g := &c.gate
+		g.c = c
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		hit := arm(ctx, []*gate{g}, tc.point, armWatch, 0)
+		g.setPhase(tc.phase)
+		g.After(0, tc.answered, tc.ok)
+		g.setPhase("")
+		cancel()
+		_, fired := <-hit
+		if fired != tc.fires {
+			t.Errorf("%s, After(answered %v, ok %v): %s fired %v, want %v", tc.phase, tc.answered, tc.ok, tc.point, fired, tc.fires)
+		}
+	}
+}
+
+func TestAnswered(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, true}, {redis.Nil, true}, {redisErr("NOSCRIPT no such script"), true},
+		{context.DeadlineExceeded, false}, {errCut, false}, {ErrCrashed, false}, {errors.New("x"), false},
+	} {
+		if got := answered(tc.err); got != tc.want {
+			t.Errorf("answered(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+type redisErr string
+
+func (e redisErr) Error() string { return string(e) }
+func (e redisErr) RedisError()   {}
