@@ -66,6 +66,8 @@ type Options struct {
 	// NoObserver skips the keyspace-notification observer (bench: it costs
 	// Redis and harness CPU the lock under test does not).
 	NoObserver bool
+	// NoPlots skips the report's plots (matrix cells unless --plots).
+	NoPlots bool
 }
 
 // Progress is a snapshot for progress displays.
@@ -227,7 +229,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		return &Outcome{Dir: o.Out, Workload: w, Interrupted: interrupted}, nil
 	}
 	res, code, err := Evaluate(o.Out, s, o.Lock, EvalOptions{Expect: o.Expect, Thresholds: o.Thresholds, Notes: notes,
-		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted})
+		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted, NoPlots: o.NoPlots})
 	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code, Workload: w, Interrupted: interrupted}
 	if err != nil {
 		return out, err
