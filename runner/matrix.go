@@ -181,6 +181,11 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 			}
 			sr := SeedRun{Seed: j.seed, Dir: c.Dir, Verdict: c.Verdict, Checks: c.Checks, Outcome: c.Outcome,
 				ExitCode: c.exitCode, Error: c.Reason, Attempts: c.Attempts}
+			for _, n := range c.Notes {
+				if strings.HasPrefix(n, "attempt ") {
+					sr.Notes = append(sr.Notes, n)
+				}
+			}
 			mu.Lock()
 			seedRuns[j.i][j.k] = sr
 			left[j.i]--
@@ -273,6 +278,9 @@ func seedCell(o MatrixOptions, s *scenarios.Scenario, lock string, runs []SeedRu
 		c.Attempts = max(c.Attempts, r.Attempts)
 		if r.Error != "" {
 			c.Notes = append(c.Notes, fmt.Sprintf("seed %d: %s", r.Seed, r.Error))
+		}
+		for _, n := range r.Notes {
+			c.Notes = append(c.Notes, fmt.Sprintf("seed %d: %s", r.Seed, n))
 		}
 	}
 	c.Notes = append(c.Notes, sum.Mismatches...)

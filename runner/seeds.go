@@ -122,8 +122,10 @@ type SeedRun struct {
 	Outcome  string            `json:"outcome"` // of this seed alone, as in its results.json
 	ExitCode int               `json:"exit_code"`
 	Error    string            `json:"error,omitempty"`
-	// Attempts is how many runs the seed took (matrix --retries).
-	Attempts int `json:"attempts,omitempty"`
+	// Attempts is how many runs the seed took (matrix --retries), and
+	// Notes what the earlier attempts were.
+	Attempts int      `json:"attempts,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
 }
 
 // SeedSummary aggregates the seeds of one scenario × lock.
