@@ -23,6 +23,8 @@ func newMatrixCmd(stdout, stderr io.Writer) *cobra.Command {
 		out      string
 		parallel int
 		retries  int
+		seedList string
+		plots    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "matrix",
@@ -31,9 +33,15 @@ func newMatrixCmd(stdout, stderr io.Writer) *cobra.Command {
 registered lock × the whole catalog), compares each cell's verdicts with the
 expectation written in the scenario, and writes matrix.md, matrix.json and a
 verdict grid plot. It is the harness checking itself: exit 1 if any cell is
-unexpected, 2 if any is unknown, 0 otherwise.`,
+unexpected, 2 if any is unknown, 0 otherwise.
+
+With --seeds each cell runs once per seed (in <out>/<scenario>/<lock>/seed-N)
+and is judged over them: a plain expectation must hold on every seed, a rate
+expectation ({invalid: ">=0.8", why: ...}) over the seeds. matrix.md lists
+each check's rate with its 95% Wilson interval where the seeds disagreed.`,
 		Example: `  lockchaos matrix --backend process
-  lockchaos matrix --locks simple,fenced,redlock --scenarios gc-pause,restart-empty --parallel 2`,
+  lockchaos matrix --locks simple,fenced,redlock --scenarios gc-pause,restart-empty --parallel 2
+  lockchaos matrix --backend process --seeds 1-3      # what CI runs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var list []*scenarios.Scenario
@@ -53,10 +61,21 @@ unexpected, 2 if any is unknown, 0 otherwise.`,
 			if retries < 0 || retries > 5 {
 				return exitWith(runner.ExitBadInput, fmt.Errorf("--retries: %d is not in 0..5", retries))
 			}
-			o := runner.MatrixOptions{Locks: locks, Scenarios: list, Out: out, Parallel: parallel, Retries: retries}
+			var seeds []uint64
+			if cmd.Flags().Changed("seeds") {
+				var err error
+				if seeds, err = runner.ParseSeeds(seedList); err != nil {
+					return exitWith(runner.ExitBadInput, fmt.Errorf("--seeds: %v", err))
+				}
+			}
+			o := runner.MatrixOptions{Locks: locks, Scenarios: list, Out: out, Parallel: parallel, Retries: retries, Seeds: seeds, Plots: plots}
 			cf.apply(&o.Base)
 			o.OnCell = func(c runner.Cell) {
-				fmt.Fprintf(stderr, "%-20s %-20s %-8s %s\n", c.Scenario, c.Lock, c.Verdict, c.Outcome)
+				v := c.Verdict
+				if c.Label != "" {
+					v = c.Label
+				}
+				fmt.Fprintf(stderr, "%-20s %-20s %-8s %s\n", c.Scenario, c.Lock, v, c.Outcome)
 			}
 			start := time.Now()
 			m, err := runner.RunMatrix(cmd.Context(), o)
@@ -80,6 +99,8 @@ unexpected, 2 if any is unknown, 0 otherwise.`,
 	fl.StringSliceVar(&scens, "scenarios", nil, "scenarios (names or files), comma-separated (default: the catalog)")
 	fl.StringVar(&out, "out", "", "directory for the matrix (default runs/matrix-<time>)")
 	fl.IntVar(&parallel, "parallel", 1, "cells run at once")
+	fl.StringVar(&seedList, "seeds", "", "run every cell once per seed and judge it over them: 1-3, 1,5,9")
+	fl.BoolVar(&plots, "plots", false, "render every cell's plots (default: none; lockchaos report DIR renders a cell's)")
 	fl.IntVar(&retries, "retries", 0, "re-run a cell that did not come out as expected up to N times (marked in matrix.md, every attempt kept)")
 	return cmd
 }

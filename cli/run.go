@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -105,6 +106,8 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		expect     bool
 		quiet      bool
 		thresholds []string
+		seedList   string
+		repeat     int
 	)
 	cmd := &cobra.Command{
 		Use:   "run NAME|FILE.yaml",
@@ -114,13 +117,20 @@ workload while its faults fire, heals, lets a recovery window run, stops
 everything, then checks the history and writes the report into the run
 directory (--out; default runs/<scenario>-<lock>-<time>).
 
+With --seeds (1-10, 1,3,5) or --repeat N (N seeds from --seed, default the
+scenario's seed: --repeat 10 is seeds 1-10) the scenario runs once per seed,
+each in <out>/seed-N; <out>/seeds.json, seeds.md and report.html give each
+check's rate over the seeds with its 95% Wilson interval.
+
 The exit code follows the verdict (0 valid, 1 invalid or a failed threshold,
 2 unknown); with --expect it follows the scenario's expectation for the lock
 instead (0 = the harness found exactly what the scenario expects).`,
 		Example: `  lockchaos run smoke --lock simple --duration 5s --out runs/smoke
   lockchaos run gc-pause --lock fenced            # fenced keeps the resource safe
   lockchaos run my-scenario.yaml --lock watchdog --backend process --seed 7
-  lockchaos run smoke --lock redislock --threshold 'acquire.p99 < 5ms' --threshold 'throughput > 1000'`,
+  lockchaos run smoke --lock redislock --threshold 'acquire.p99 < 5ms' --threshold 'throughput > 1000'
+  lockchaos run gc-pause --lock simple --seeds 1-10   # hit rate per check over 10 seeds
+  lockchaos run gc-pause --lock simple --repeat 5 --seed 20   # seeds 20-24`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := scenarios.Load(args[0])
@@ -135,8 +145,15 @@ instead (0 = the harness found exactly what the scenario expects).`,
 					return exitWith(runner.ExitBadInput, fmt.Errorf("--threshold %q: %v", t, err))
 				}
 			}
+			seeds, err := seedsFlag(cmd, seedList, repeat, s.Seed)
+			if err != nil {
+				return exitWith(runner.ExitBadInput, err)
+			}
 			o := runner.Options{Scenario: s, Lock: lock, Out: out, Expect: expect, Thresholds: thresholds}
 			cf.apply(&o)
+			if seeds != nil {
+				return runSeeds(cmd, stdout, stderr, o, seeds)
+			}
 			if !quiet {
 				o.Progress = newProgress(stderr, s.Name, lock)
 			}
@@ -167,7 +184,77 @@ instead (0 = the harness found exactly what the scenario expects).`,
 	fl.BoolVar(&expect, "expect", false, "exit 0 when the verdicts match the scenario's expectation for the lock")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress display")
 	fl.StringArrayVar(&thresholds, "threshold", nil, "k6-style threshold over results, repeatable (e.g. 'acquire.p99 < 5ms')")
+	fl.StringVar(&seedList, "seeds", "", "run once per seed and report each check's rate: 1-10, 1,3,5 (each seed in <out>/seed-N)")
+	fl.IntVar(&repeat, "repeat", 0, "run N seeds from --seed (default the scenario's): --repeat 10 is seeds 1-10")
 	return cmd
+}
+
+// seedsFlag reads --seeds / --repeat (nil: neither, one run as before).
+func seedsFlag(cmd *cobra.Command, list string, repeat int, first uint64) ([]uint64, error) {
+	fl := cmd.Flags()
+	if fl.Changed("seeds") && fl.Changed("repeat") {
+		return nil, fmt.Errorf("--seeds and --repeat: give one of them")
+	}
+	if fl.Changed("seeds") && fl.Changed("seed") {
+		return nil, fmt.Errorf("--seeds and --seed: --seeds lists every seed; --seed with --repeat N runs N seeds from it")
+	}
+	if fl.Changed("repeat") {
+		if repeat < 1 || repeat > runner.MaxSeeds {
+			return nil, fmt.Errorf("--repeat: %d is not in 1..%d", repeat, runner.MaxSeeds)
+		}
+		return runner.RepeatSeeds(first, repeat), nil
+	}
+	if !fl.Changed("seeds") {
+		return nil, nil
+	}
+	seeds, err := runner.ParseSeeds(list)
+	if err != nil {
+		return nil, fmt.Errorf("--seeds: %v", err)
+	}
+	return seeds, nil
+}
+
+// runSeeds is run with --seeds/--repeat: one line per seed, then the rates.
+func runSeeds(cmd *cobra.Command, stdout, stderr io.Writer, o runner.Options, seeds []uint64) error {
+	s := o.Scenario
+	fmt.Fprintf(stderr, "lockchaos: running %s with lock %s over %d seeds (backend %s)\n", s.Name, o.Lock, len(seeds), o.Backend)
+	sum, err := runner.RunSeeds(cmd.Context(), o, seeds, func(r runner.SeedRun, _ *runner.Outcome) {
+		v := r.Verdict
+		if v == "" {
+			v = "error: " + r.Error
+		}
+		fmt.Fprintf(stdout, "seed %-4d %-8s %-11s %s\n", r.Seed, v, r.Outcome, r.Dir)
+	})
+	if sum != nil {
+		fmt.Fprintf(stdout, "%s · lock %s · %d seeds · outcome %s · exit %d\n", s.Name, o.Lock, len(sum.Runs), sum.Outcome, sum.ExitCode)
+		for _, c := range scenarios.CheckNames {
+			if _, ok := sum.Rates[c]; ok {
+				fmt.Fprintf(stdout, "  %-11s %s\n", c, sum.RateText(c))
+			}
+		}
+		for _, m := range sum.Mismatches {
+			fmt.Fprintf(stdout, "  not as expected: %s\n", m)
+		}
+		fmt.Fprintf(stdout, "run directory: %s (seeds.md, report.html)\n", runDir(o, sum))
+	}
+	if err != nil {
+		code := runner.ExitCodeOf(err)
+		if sum != nil {
+			code = max(code, sum.ExitCode)
+		}
+		return exitWith(code, err)
+	}
+	if sum.ExitCode != 0 {
+		return exitWith(sum.ExitCode, nil)
+	}
+	return nil
+}
+
+func runDir(o runner.Options, sum *runner.SeedSummary) string {
+	if len(sum.Runs) > 0 {
+		return filepath.Dir(sum.Runs[0].Dir)
+	}
+	return o.Out
 }
 
 func newCheckCmd(stdout io.Writer) *cobra.Command {

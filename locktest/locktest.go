@@ -216,7 +216,7 @@ func Applies(info, ref lockimpl.Info, s *scenarios.Scenario) (bool, string) {
 func Bar(s *scenarios.Scenario, ref string) map[string]string {
 	bar := map[string]string{}
 	for check, v := range s.Expectation(ref) {
-		if v == "invalid" {
+		if v == "invalid" || strings.HasPrefix(v, "invalid ") { // a rate too
 			v = "any"
 		}
 		bar[check] = v
@@ -231,7 +231,15 @@ func runScenario(t *testing.T, c config, name string, info lockimpl.Info, ref st
 		}
 	}
 	sc := *s
-	sc.Expect = map[string]map[string]string{name: Bar(s, ref)}
+	want := map[string]scenarios.Want{}
+	for check, v := range Bar(s, ref) {
+		w, err := scenarios.ParseWant(v)
+		if err != nil {
+			t.Fatalf("%s: the bar for %s: %v", s.Name, check, err)
+		}
+		want[check] = w
+	}
+	sc.Expect = map[string]map[string]scenarios.Want{name: want}
 	if c.quick || testing.Short() {
 		sc.Duration = shortDuration(s)
 	}

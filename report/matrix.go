@@ -20,6 +20,9 @@ type MatrixCell struct {
 	// Expected is false when the verdicts did not match the scenario's
 	// expectation for the lock; the cell is then marked.
 	Expected bool
+	// Label, when set, is written instead of Verdict (a multi-seed cell
+	// whose seeds disagree: "invalid 2/3"; Verdict colours it).
+	Label string
 }
 
 var verdictColors = map[string]color.RGBA{
@@ -105,6 +108,9 @@ func (m *matrixCells) Plot(c draw.Canvas, p *plot.Plot) {
 		pts := []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}
 		c.FillPolygon(col, pts)
 		label := cell.Verdict
+		if cell.Label != "" {
+			label = cell.Label
+		}
 		if !cell.Expected && cell.Verdict != "n/a" {
 			c.StrokeLines(draw.LineStyle{Color: colBlack, Width: 2.5}, append(pts, pts[0]))
 			label = "! " + label

@@ -56,6 +56,19 @@ const (
 // written; the error returned is only for results.json, summary.md or
 // report.html that could not be written.
 func Render(dir string, r *Results, a *Analysis) error {
+	return RenderWith(dir, r, a, RenderOptions{})
+}
+
+// RenderOptions tune RenderWith.
+type RenderOptions struct {
+	// NoPlots skips the PNG/SVG plots (most of the rendering time; a matrix
+	// of hundreds of runs needs its verdicts, not their pictures). `lockchaos
+	// report DIR` renders them later.
+	NoPlots bool
+}
+
+// RenderWith is Render with options.
+func RenderWith(dir string, r *Results, a *Analysis, o RenderOptions) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
@@ -71,7 +84,10 @@ func Render(dir string, r *Results, a *Analysis) error {
 	}
 
 	art := artifacts{dir: dir, timelines: map[int]string{}}
-	if a != nil {
+	if a != nil && o.NoPlots {
+		note("plots not rendered (lockchaos report %s renders them)", dir)
+	}
+	if a != nil && !o.NoPlots {
 		plots := []struct {
 			base string
 			fn   func(*Analysis, string) error
@@ -97,6 +113,8 @@ func Render(dir string, r *Results, a *Analysis) error {
 				note("timeline plot failed: %v", err)
 			}
 		}
+	}
+	if a != nil {
 		for _, op := range Ops {
 			h := a.Histograms[op]
 			if h == nil || h.TotalCount() == 0 {

@@ -23,6 +23,8 @@ type EvalOptions struct {
 	Interrupted bool
 	// Notifications is cluster.Notify.Mode of the run.
 	Notifications string
+	// NoPlots skips the plots (matrix cells; see report.RenderOptions).
+	NoPlots bool
 }
 
 // Evaluate checks a run directory's history, compares the verdicts with the
@@ -117,7 +119,7 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 		code = ExitUnknown
 	}
 	r.ExitCode = code
-	if err := report.Render(dir, r, an); err != nil {
+	if err := report.RenderWith(dir, r, an, report.RenderOptions{NoPlots: eo.NoPlots}); err != nil {
 		return r, ExitInfra, fail(ExitInfra, "render report into %s: %v", dir, err)
 	}
 	return r, code, nil

@@ -25,10 +25,19 @@ type MatrixOptions struct {
 	// many times. The scenarios are timing experiments on a shared machine;
 	// a retried cell says so in matrix.md and keeps every attempt's run dir.
 	Retries int
+	// Seeds, when set, runs every cell once per seed (each in
+	// <cell>/seed-N) and judges the cell over them; nil runs each scenario
+	// once with its own seed, in <cell> itself.
+	Seeds []uint64
 	// Base carries the cluster settings (backend, binaries, ...).
 	Base Options
+	// Plots renders every cell's plots (off by default: they were an eighth
+	// of the matrix's wall time; `lockchaos report DIR` renders a cell's).
+	Plots bool
 	// OnCell is called as each cell finishes (for progress output).
 	OnCell func(c Cell)
+	// OnSeed, with Seeds, is called as each seed of a cell finishes.
+	OnSeed func(c Cell, r SeedRun)
 }
 
 // Cell is one lock × scenario outcome.
@@ -48,14 +57,25 @@ type Cell struct {
 	Notes      []string          `json:"notes,omitempty"`
 	// Attempts is how many runs the cell took (more than 1: retried).
 	Attempts int `json:"attempts,omitempty"`
+	// With seeds: each seed's run, the rates per check over them, and
+	// Label ("invalid 2/3" where the seeds' verdicts differ). Verdict is
+	// then the most common verdict and Checks give a check's verdict where
+	// every seed agreed, else its rate.
+	Seeds []SeedRun         `json:"seeds,omitempty"`
+	Rates map[string][]Rate `json:"rates,omitempty"`
+	Label string            `json:"label,omitempty"`
+
+	exitCode int // of the single run, for SeedRun
 }
 
 // Matrix is the whole table.
 type Matrix struct {
 	Locks     []string `json:"locks"`
 	Scenarios []string `json:"scenarios"`
-	Cells     []Cell   `json:"cells"`
-	ExitCode  int      `json:"exit_code"`
+	// Seeds each cell ran with (empty: each scenario's own seed, once).
+	Seeds    []uint64 `json:"seeds,omitempty"`
+	Cells    []Cell   `json:"cells"`
+	ExitCode int      `json:"exit_code"`
 }
 
 // Applicable says whether a lock can run in a scenario's topology.
@@ -112,11 +132,13 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}
-	m := &Matrix{Locks: o.Locks}
+	m := &Matrix{Locks: o.Locks, Seeds: o.Seeds}
 	type job struct {
 		i    int
 		s    *scenarios.Scenario
 		lock string
+		seed uint64 // 0: the scenario's own seed, no seed directory
+		k    int    // index of the seed in o.Seeds
 	}
 	var jobs []job
 	for _, s := range o.Scenarios {
@@ -126,15 +148,29 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 			ok, why := Applicable(infos[l], s)
 			c.Applicable, c.Reason = ok, why
 			m.Cells = append(m.Cells, c)
-			if ok {
-				jobs = append(jobs, job{len(m.Cells) - 1, s, l})
+			if !ok {
+				continue
 			}
+			if len(o.Seeds) == 0 {
+				jobs = append(jobs, job{len(m.Cells) - 1, s, l, 0, 0})
+			}
+			for k, seed := range o.Seeds {
+				jobs = append(jobs, job{len(m.Cells) - 1, s, l, seed, k})
+			}
+		}
+	}
+	seedRuns := make([][]SeedRun, len(m.Cells))
+	left := make([]int, len(m.Cells))
+	for _, j := range jobs {
+		if j.seed != 0 {
+			seedRuns[j.i] = make([]SeedRun, len(o.Seeds))
+			left[j.i] = len(o.Seeds)
 		}
 	}
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for _, j := range jobs {
+	for jn, j := range jobs {
 		if ctx.Err() != nil {
 			break
 		}
@@ -143,23 +179,57 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c := runCell(ctx, o, j.s, j.lock, "", j.i)
-			c.Attempts = 1
-			for a := 2; a <= o.Retries+1 && c.Outcome != "as-expected" && ctx.Err() == nil; a++ {
-				prev := c
-				c = runCell(ctx, o, j.s, j.lock, fmt.Sprintf("-attempt%d", a), j.i)
-				c.Attempts = a
-				c.Notes = append(c.Notes, fmt.Sprintf("attempt %d was %s (verdict %s, checks %v) in %s", a-1, prev.Outcome, prev.Verdict, prev.Checks, prev.Dir))
+			c := runCellRetried(ctx, o, j.s, j.lock, j.seed, jn)
+			if j.seed == 0 {
+				mu.Lock()
+				m.Cells[j.i] = c
+				mu.Unlock()
+				if o.OnCell != nil {
+					o.OnCell(c)
+				}
+				return
+			}
+			sr := SeedRun{Seed: j.seed, Dir: c.Dir, Verdict: c.Verdict, Checks: c.Checks, Outcome: c.Outcome,
+				ExitCode: c.exitCode, Error: c.Reason, Attempts: c.Attempts}
+			for _, n := range c.Notes {
+				if strings.HasPrefix(n, "attempt ") {
+					sr.Notes = append(sr.Notes, n)
+				}
 			}
 			mu.Lock()
-			m.Cells[j.i] = c
+			seedRuns[j.i][j.k] = sr
+			left[j.i]--
+			done := left[j.i] == 0
+			if done {
+				m.Cells[j.i] = seedCell(o, j.s, j.lock, seedRuns[j.i])
+				c = m.Cells[j.i]
+			}
 			mu.Unlock()
-			if o.OnCell != nil {
+			if o.OnSeed != nil {
+				o.OnSeed(c, sr)
+			}
+			if done && o.OnCell != nil {
 				o.OnCell(c)
 			}
 		}()
 	}
 	wg.Wait()
+	for i, runs := range seedRuns {
+		// A cell cut short (ctx ended) is judged over the seeds that ran.
+		if runs != nil && left[i] > 0 {
+			var ran []SeedRun
+			for _, r := range runs {
+				if r.Seed != 0 {
+					ran = append(ran, r)
+				}
+			}
+			if len(ran) > 0 {
+				c := m.Cells[i]
+				sc, _ := scenarioByName(o.Scenarios, c.Scenario)
+				m.Cells[i] = seedCell(o, sc, c.Lock, ran)
+			}
+		}
+	}
 	unexpected, unknown := false, false
 	for _, c := range m.Cells {
 		switch c.Outcome {
@@ -178,20 +248,83 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 	return m, nil
 }
 
-func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, suffix string, cell int) Cell {
+// runCellRetried runs one cell (with seed when not 0, in its seed
+// directory) and re-runs it up to o.Retries times while not as expected.
+// job numbers the run among the matrix's: its keys get their own prefix.
+func runCellRetried(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock string, seed uint64, job int) Cell {
+	dir := filepath.Join(o.Out, s.Name, lock)
+	if seed != 0 {
+		sc := *s
+		sc.Seed = seed
+		s, dir = &sc, SeedDir(dir, seed)
+	}
+	c := runCell(ctx, o, s, lock, dir, job)
+	c.Attempts = 1
+	for a := 2; a <= o.Retries+1 && c.Outcome != "as-expected" && ctx.Err() == nil; a++ {
+		prev := c
+		c = runCell(ctx, o, s, lock, fmt.Sprintf("%s-attempt%d", dir, a), job)
+		c.Attempts = a
+		c.Notes = append(c.Notes, fmt.Sprintf("attempt %d was %s (verdict %s, checks %v) in %s", a-1, prev.Outcome, prev.Verdict, prev.Checks, prev.Dir))
+	}
+	return c
+}
+
+// seedCell judges a cell over its seeds' runs and writes its seeds.json,
+// seeds.md and index report.html into the cell directory.
+func seedCell(o MatrixOptions, s *scenarios.Scenario, lock string, runs []SeedRun) Cell {
+	dir := filepath.Join(o.Out, s.Name, lock)
+	sum := Summarize(s.Name, lock, s.Expectation(lock), runs, true)
+	c := Cell{Scenario: s.Name, Lock: lock, Applicable: true, Dir: dir, Expected: sum.Expected, Outcome: sum.Outcome,
+		Verdict: sum.Majority(), Label: sum.Label(), Seeds: runs, Rates: sum.Rates, Checks: map[string]string{}}
+	if c.Verdict == "error" {
+		c.Verdict = ""
+	}
+	for check, rates := range sum.Rates {
+		c.Checks[check] = rates[0].Verdict
+		if rates[0].Hits != rates[0].N {
+			c.Checks[check] = fmt.Sprintf("%s %d/%d", rates[0].Verdict, rates[0].Hits, rates[0].N)
+		}
+	}
+	for _, r := range runs {
+		c.Attempts = max(c.Attempts, r.Attempts)
+		if r.Error != "" {
+			c.Notes = append(c.Notes, fmt.Sprintf("seed %d: %s", r.Seed, r.Error))
+		}
+		for _, n := range r.Notes {
+			c.Notes = append(c.Notes, fmt.Sprintf("seed %d: %s", r.Seed, n))
+		}
+	}
+	c.Notes = append(c.Notes, sum.Mismatches...)
+	if err := WriteSeeds(dir, sum); err != nil {
+		c.Notes = append(c.Notes, "seeds summary: "+err.Error())
+	}
+	return c
+}
+
+func scenarioByName(list []*scenarios.Scenario, name string) (*scenarios.Scenario, bool) {
+	for _, s := range list {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, dir string, job int) Cell {
 	c := Cell{Scenario: s.Name, Lock: lock, Applicable: true}
 	ro := o.Base
 	if ro.KeyPrefix != "" {
-		ro.KeyPrefix += strconv.Itoa(cell) + ":"
+		ro.KeyPrefix += strconv.Itoa(job) + ":"
 	}
-	ro.Scenario, ro.Lock, ro.Expect, ro.Progress = s, lock, true, nil
-	ro.Out = filepath.Join(o.Out, s.Name, lock+suffix)
+	ro.Scenario, ro.Lock, ro.Expect, ro.Progress, ro.NoPlots = s, lock, true, nil, !o.Plots
+	ro.Out = dir
 	c.Dir = ro.Out
 	out, err := Run(ctx, ro)
 	if out == nil || out.Results == nil {
-		c.Outcome, c.Reason = "error", fmt.Sprint(err)
+		c.Outcome, c.Reason, c.exitCode = "error", fmt.Sprint(err), ExitCodeOf(err)
 		return c
 	}
+	c.exitCode = out.ExitCode
 	r := out.Results
 	c.Verdict, c.Expected, c.Outcome, c.Throughput, c.Notes = r.Verdict, r.Expected, r.Outcome, r.Stats.Throughput, r.Notes
 	c.Checks = map[string]string{}
@@ -220,7 +353,11 @@ func WriteMatrix(dir string, m *Matrix) error {
 	}
 	var cells []report.MatrixCell
 	for _, c := range m.Cells {
-		cells = append(cells, report.MatrixCell{Scenario: c.Scenario, Lock: c.Lock, Verdict: cellVerdict(c), Expected: c.Outcome != "unexpected" && c.Outcome != "error"})
+		mc := report.MatrixCell{Scenario: c.Scenario, Lock: c.Lock, Verdict: cellVerdict(c), Expected: c.Outcome != "unexpected" && c.Outcome != "error"}
+		if c.Label != c.Verdict {
+			mc.Label = c.Label
+		}
+		cells = append(cells, mc)
 	}
 	var notes []string
 	if err := report.PlotMatrix(cells, filepath.Join(dir, "matrix")); err != nil {
@@ -249,7 +386,10 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 			unexpected++
 		}
 	}
-	fmt.Fprintf(&b, "# lockchaos matrix\n\n%d scenarios × %d locks; %d cells unexpected; exit code %d.\n\n", len(m.Scenarios), len(m.Locks), unexpected, m.ExitCode)
+	fmt.Fprintf(&b, "# lockchaos matrix\n\n%d scenarios × %d locks%s; %d cells unexpected; exit code %d.\n\n", len(m.Scenarios), len(m.Locks), seedsText(m.Seeds), unexpected, m.ExitCode)
+	if len(m.Seeds) > 0 {
+		b.WriteString("Each cell ran once per seed. A plain expectation must hold on every seed, a rate expectation (`invalid >=0.8`) over the seeds. Where the seeds' overall verdicts differ the cell shows the most common one with its count (`invalid 2/3`); the rates per check are listed below the table.\n\n")
+	}
 	b.WriteString("Each cell: the overall verdict, then `ok` when every check matched the scenario's expectation for that lock, `UNEXPECTED` when not; `–` not applicable. Then the number of incidents (violations grouped by cause and the fault or lease they share), causes of violations in brackets.\n\n")
 	b.WriteString("| scenario |")
 	for _, l := range m.Locks {
@@ -293,11 +433,16 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 				if len(c.Causes) > 0 {
 					cause += " [" + strings.Join(c.Causes, ", ") + "]"
 				}
-				fmt.Fprintf(&b, " %s %s%s |", c.Verdict, mark, cause)
+				v := c.Verdict
+				if c.Label != "" {
+					v = c.Label
+				}
+				fmt.Fprintf(&b, " %s %s%s |", v, mark, cause)
 			}
 		}
 		b.WriteString("\n")
 	}
+	mixedRates(&b, m)
 	var bad []Cell
 	for _, c := range m.Cells {
 		if c.Outcome == "unexpected" || c.Outcome == "error" || c.Outcome == "unknown" {
@@ -308,6 +453,11 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 		b.WriteString("\n## Cells that did not match\n\n")
 		for _, c := range bad {
 			fmt.Fprintf(&b, "- **%s / %s**: %s %s; checks %v; expected %v; run dir `%s`\n", c.Scenario, c.Lock, c.Outcome, c.Reason, c.Checks, c.Expected, c.Dir)
+			for _, r := range c.Seeds {
+				if r.Outcome != "as-expected" {
+					fmt.Fprintf(&b, "  - seed %d: %s, checks %v, run dir `%s`\n", r.Seed, r.Outcome, r.Checks, r.Dir)
+				}
+			}
 			for _, n := range c.Notes {
 				fmt.Fprintf(&b, "  - %s\n", n)
 			}
@@ -317,4 +467,61 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 		fmt.Fprintf(&b, "\nNote: %s\n", n)
 	}
 	return b.String()
+}
+
+func seedsText(seeds []uint64) string {
+	switch len(seeds) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf(" × seed %d", seeds[0])
+	}
+	return fmt.Sprintf(" × %d seeds (%s)", len(seeds), seedListText(seeds))
+}
+
+// seedListText is "1-10" for a run of consecutive seeds, else the list.
+func seedListText(seeds []uint64) string {
+	consecutive := true
+	for i := 1; i < len(seeds); i++ {
+		consecutive = consecutive && seeds[i] == seeds[i-1]+1
+	}
+	if consecutive && len(seeds) > 1 {
+		return fmt.Sprintf("%d-%d", seeds[0], seeds[len(seeds)-1])
+	}
+	parts := make([]string, len(seeds))
+	for i, s := range seeds {
+		parts[i] = fmt.Sprint(s)
+	}
+	return strings.Join(parts, ",")
+}
+
+// mixedRates lists, for every cell whose seeds disagreed on a check, that
+// check's rates with their 95% Wilson intervals.
+func mixedRates(b *strings.Builder, m *Matrix) {
+	head := false
+	for _, c := range m.Cells {
+		var checks []string
+		for check, rates := range c.Rates {
+			if len(rates) > 1 || rates[0].Hits != rates[0].N {
+				checks = append(checks, check)
+			}
+		}
+		if len(checks) == 0 {
+			continue
+		}
+		if !head {
+			b.WriteString("\n## Checks whose verdict differed between seeds\n\n")
+			head = true
+		}
+		sort.Strings(checks)
+		for _, check := range checks {
+			var parts []string
+			for _, r := range c.Rates[check] {
+				if r.Hits > 0 {
+					parts = append(parts, r.String())
+				}
+			}
+			fmt.Fprintf(b, "- %s / %s: %s %s (expected %s)\n", c.Scenario, c.Lock, check, strings.Join(parts, ", "), scenarios.WantFor(c.Expected, check))
+		}
+	}
 }

@@ -70,6 +70,8 @@ type Options struct {
 	// KeyPrefix is the prefix of every key the run creates at the server
 	// (keyspace.Prefix). Default "lc:<run id>:", the run id random per run.
 	KeyPrefix string
+	// NoPlots skips the report's plots (matrix cells unless --plots).
+	NoPlots bool
 }
 
 // Progress is a snapshot for progress displays.
@@ -268,7 +270,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		return &Outcome{Dir: o.Out, Workload: w, Interrupted: interrupted}, nil
 	}
 	res, code, err := Evaluate(o.Out, s, o.Lock, EvalOptions{Expect: o.Expect, Thresholds: o.Thresholds, Notes: notes,
-		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted, Notifications: notify.Mode})
+		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted, Notifications: notify.Mode, NoPlots: o.NoPlots})
 	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code, Workload: w, Interrupted: interrupted}
 	if err != nil {
 		return out, err

@@ -63,9 +63,11 @@ type Scenario struct {
 	// Faults in schedule order.
 	Faults []faults.Spec `yaml:"faults"`
 	// Expect maps a lock name (or "default") to check → expected verdict
-	// (valid | invalid | unknown | any). Checks not listed must be valid,
-	// unless "*" gives another verdict for them.
-	Expect map[string]map[string]string `yaml:"expect"`
+	// (valid | invalid | unknown | any), which every seed must meet; or to a
+	// rate, {invalid: ">=0.8", why: "..."}: the verdict on at least that
+	// share of the seeds, with the reason it is not every seed. Checks not
+	// listed must be valid, unless "*" gives another verdict for them.
+	Expect map[string]map[string]Want `yaml:"expect"`
 	// Thresholds are k6-style conditions over results (e.g. "throughput > 100").
 	Thresholds []string `yaml:"thresholds"`
 
@@ -199,8 +201,6 @@ func Load(nameOrPath string) (*Scenario, error) {
 	return Builtin(nameOrPath)
 }
 
-var verdicts = map[string]bool{"valid": true, "invalid": true, "unknown": true, "any": true}
-
 // CheckNames are the checker's checks an expectation may name.
 var CheckNames = []string{"mutex", "resource", "fencing", "unlock", "reentrancy", "liveness"}
 
@@ -271,12 +271,12 @@ func (s *Scenario) validate(beforeRun bool) error {
 				return fmt.Errorf("%s: %v", lp, err)
 			}
 		}
-		for check, v := range m {
+		for check, w := range m {
 			if check != "*" && !contains(CheckNames, check) {
 				return fmt.Errorf("%s: %q is not a check (known: %s, or *)", keyPath(lp, check), check, strings.Join(CheckNames, ", "))
 			}
-			if !verdicts[v] {
-				return fmt.Errorf("%s: %q is not one of valid, invalid, unknown, any", keyPath(lp, check), v)
+			if err := w.validate(); err != nil {
+				return fmt.Errorf("%s%v", keyPath(lp, check), err)
 			}
 		}
 	}
@@ -305,35 +305,94 @@ func contains(xs []string, x string) bool {
 }
 
 // Expectation returns check → expected verdict for lock (its own entry, else
-// "default"); nil when the scenario states none.
+// "default"); nil when the scenario states none. A rate expectation reads
+// "invalid >=0.8" (see ParseWant).
 func (s *Scenario) Expectation(lock string) map[string]string {
-	if m, ok := s.Expect[lock]; ok {
-		return m
+	m, ok := s.Expect[lock]
+	if !ok {
+		m = s.Expect["default"]
 	}
-	return s.Expect["default"]
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for check, w := range m {
+		out[check] = w.String()
+	}
+	return out
 }
 
-// Matches reports whether the checks' verdicts meet the expectation
-// (nil expectation: every check valid), with the mismatches.
+// Matches reports whether one run's check verdicts meet the expectation
+// (nil expectation: every check valid), with the mismatches. One run is one
+// seed: a rate expectation ">=F" is then met only by its verdict.
 func Matches(exp map[string]string, checks map[string]string) (bool, []string) {
-	var bad []string
-	others := "valid"
-	if v, ok := exp["*"]; ok {
-		others = v
+	counts := map[string]map[string]int{}
+	for n, v := range checks {
+		counts[n] = map[string]int{v: 1}
 	}
-	names := make([]string, 0, len(checks))
-	for n := range checks {
-		names = append(names, n)
+	return MatchRates(exp, counts, 1)
+}
+
+// MatchRates reports whether the verdicts of n seeds meet the expectation:
+// counts[check][verdict] is on how many seeds the check had that verdict. A
+// plain expectation must hold on every seed; a rate ">=F" holds when the
+// verdict's share of the n seeds is at least F.
+func MatchRates(exp map[string]string, counts map[string]map[string]int, n int) (bool, []string) {
+	var bad []string
+	names := make([]string, 0, len(counts))
+	for c := range counts {
+		names = append(names, c)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		want, ok := exp[n]
-		if !ok {
-			want = others
+	for _, c := range names {
+		want := WantFor(exp, c)
+		w, err := ParseWant(want)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: expectation %q: %v", c, want, err))
+			continue
 		}
-		if want != "any" && checks[n] != want {
-			bad = append(bad, fmt.Sprintf("%s: %s, expected %s", n, checks[n], want))
+		if w.Verdict == "any" {
+			continue
 		}
+		hits := counts[c][w.Verdict]
+		if w.Met(hits, n) {
+			continue
+		}
+		if n == 1 {
+			got := ""
+			for v := range counts[c] {
+				got = v
+			}
+			bad = append(bad, fmt.Sprintf("%s: %s, expected %s", c, got, want))
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("%s: %s in %d/%d seeds (%s), expected %s", c, w.Verdict, hits, n, VerdictCounts(counts[c]), want))
 	}
 	return len(bad) == 0, bad
+}
+
+// VerdictCounts is "invalid 2, valid 1": how many seeds had each verdict.
+// WantFor is exp's expectation for check: its own entry, else "*", else
+// valid.
+func WantFor(exp map[string]string, check string) string {
+	if w, ok := exp[check]; ok {
+		return w
+	}
+	if w, ok := exp["*"]; ok {
+		return w
+	}
+	return "valid"
+}
+
+func VerdictCounts(m map[string]int) string {
+	vs := make([]string, 0, len(m))
+	for v := range m {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("%s %d", v, m[v])
+	}
+	return strings.Join(parts, ", ")
 }
