@@ -327,9 +327,21 @@ func shortDuration(s *scenarios.Scenario) time.Duration {
 		if len(f.Random) == 2 {
 			at = f.Random[1]
 		}
+		if f.Every > 0 && f.Count > 1 {
+			at += time.Duration(f.Count-1) * f.Every // the last of its firings
+		}
 		d = max(d, at+f.Duration+300*time.Millisecond)
 	}
-	return min(d, s.Duration)
+	if d >= s.Duration {
+		return s.Duration
+	}
+	// The short run must still be a valid scenario (every firing inside it).
+	short := *s
+	short.Duration = d
+	if short.Validate() != nil {
+		return s.Duration
+	}
+	return d
 }
 
 func firstSentence(s string) string {
