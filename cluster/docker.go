@@ -22,7 +22,7 @@ import (
 
 // DefaultImage is the docker backend's default image, built locally (without
 // any registry) by scripts/docker-image.sh.
-const DefaultImage = "github.com/lockchaos/lockchaos/redis:local"
+const DefaultImage = "lockchaos/redis:local"
 
 func init() { backends[Docker] = startDocker }
 

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,9 +11,16 @@ import (
 	"github.com/moby/moby/client"
 )
 
+// requireDocker skips a test when no docker engine or image is there,
+// except where LOCKCHAOS_REQUIRE_DOCKER is set (CI, after it built the
+// image): there a missing engine or image fails the test instead of
+// quietly skipping it.
 func requireDocker(t *testing.T) {
 	t.Helper()
 	if err := DockerAvailable(context.Background(), DefaultImage); err != nil {
+		if os.Getenv("LOCKCHAOS_REQUIRE_DOCKER") != "" {
+			t.Fatalf("docker backend unavailable although LOCKCHAOS_REQUIRE_DOCKER is set: %v", err)
+		}
 		t.Skipf("docker backend unavailable: %v", err)
 	}
 }
@@ -150,7 +158,7 @@ func TestDockerProxied(t *testing.T) {
 
 func TestDockerMissingImage(t *testing.T) {
 	requireDocker(t)
-	_, err := Start(context.Background(), Spec{Backend: Docker, Image: "github.com/lockchaos/lockchaos/none:missing"})
+	_, err := Start(context.Background(), Spec{Backend: Docker, Image: "lockchaos/none:missing"})
 	if !errors.Is(err, ErrInfra) || !strings.Contains(err.Error(), "docker-image.sh") {
 		t.Errorf("missing image: %v", err)
 	}
