@@ -31,6 +31,12 @@ type gate struct {
 	stallOn map[string]bool // nil = all commands
 	cuts    map[int]string  // node index → reset | drop
 	phase   string          // "", acquiring, releasing
+	// replied counts the answered commands of the current phase: in-release
+	// fires after the first only, so a fault armed in the middle of a
+	// two-command release (get-del's GET, then DEL) waits for the next
+	// release instead of freezing this one after its DEL, where it changes
+	// nothing.
+	replied int
 }
 
 type armKind int
@@ -175,7 +181,7 @@ func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
 
 func (g *gate) setPhase(p string) {
 	g.mu.Lock()
-	g.phase = p
+	g.phase, g.replied = p, 0
 	g.mu.Unlock()
 }
 
@@ -259,8 +265,9 @@ func (h gateHook) before(ctx context.Context, name string) error {
 // between setnx-expire's SETNX and EXPIRE, or between get-del's GET and DEL.
 // A refused command (SET NX on a held key) does not fire "in-acquire": the
 // point is "after the command that took the lock". "in-release" fires after
-// any answered release command: a one-command release (a script returning
-// the count left, 0) is then frozen after its only reply.
+// the first answered command of a release: a one-command release (a script
+// returning the count left, 0) is then frozen after its only reply, and a
+// two-command one (GET, then DEL) between the two.
 func (h gateHook) after(answered, ok bool) {
 	if !answered {
 		return
@@ -268,11 +275,12 @@ func (h gateHook) after(answered, ok bool) {
 	g := h.g
 	point := ""
 	g.mu.Lock()
+	g.replied++
 	switch {
 	case len(g.armed) == 0:
 	case g.phase == "acquiring" && ok:
 		point = "in-acquire"
-	case g.phase == "releasing":
+	case g.phase == "releasing" && g.replied == 1:
 		point = "in-release"
 	}
 	if point != "" && !slices.ContainsFunc(g.armed, func(a *armedFault) bool { return a.point == point && !a.shot.taken.Load() }) {

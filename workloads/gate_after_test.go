@@ -58,3 +58,34 @@ type redisErr string
 
 func (e redisErr) Error() string { return string(e) }
 func (e redisErr) RedisError()   {}
+
+// in-release fires after the first reply of a release only: a fault armed
+// between get-del's GET and DEL replies does not freeze the client after
+// its DEL (where the freeze changes nothing) but waits for the next
+// release, which it freezes after its GET.
+func TestInReleaseFiresAfterFirstReplyOnly(t *testing.T) {
+	c := &Client{ID: 0, rec: NewRecorder(nil)}
+	g := &c.gate
+	g.c = c
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	g.setPhase("releasing")
+	g.After(0, true, true) // GET answered before the fault was armed
+	hit := arm(ctx, []*gate{g}, "in-release", armWatch, 0)
+	g.After(0, true, true) // DEL: the second reply of this release
+	g.setPhase("")
+	select {
+	case h, ok := <-hit:
+		if ok {
+			t.Fatalf("in-release fired after the release's second reply: %+v", h)
+		}
+		t.Fatal("the armed fault ended before the next release")
+	case <-time.After(20 * time.Millisecond):
+	}
+	g.setPhase("releasing")
+	g.After(0, true, true) // the next release's GET
+	g.setPhase("")
+	if _, fired := <-hit; !fired {
+		t.Fatal("in-release did not fire after the next release's first reply")
+	}
+}
