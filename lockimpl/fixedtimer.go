@@ -22,8 +22,6 @@ type fixedTimer struct {
 // fixedRenewEvery is the timer of the code this control is modelled on.
 const fixedRenewEvery = 1733 * time.Millisecond
 
-var fixedTimerRenewScript = script("fixedtimer_renew")
-
 func init() {
 	Register(Info{
 		Name:        "watchdog-fixed-timer",
@@ -48,43 +46,28 @@ func (f *fixedTimer) TryAcquire(ctx context.Context, key string) (Lease, error) 
 		return nil, err
 	}
 	bl := l.(*basicLease)
-	stop := make(chan struct{})
-	var once sync.Once
+	// The lease's renewals end at its release or at Close, whichever first.
+	hold, stop := context.WithCancel(f.ctx)
 	release := bl.release
 	bl.deadline = time.Time{} // "the watchdog keeps it alive"
 	bl.release = func(ctx context.Context) error {
-		once.Do(func() { close(stop) })
+		stop()
 		return release(ctx)
 	}
-	f.wg.Go(func() { f.renew(key, bl.token, stop) })
+	f.wg.Go(func() { f.renew(hold, key, bl.token) })
 	return bl, nil
 }
 
-// renew runs until the lease is released; failures are reported as notes
-// (the log line) and change nothing.
-func (f *fixedTimer) renew(key, token string, stop <-chan struct{}) {
-	o := &f.env.Options
-	ctx, cancel := context.WithCancel(f.ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	for f.env.Clock.Sleep(ctx, fixedRenewEvery) == nil {
+// renew runs until hold ends; failures are reported as notes (the log
+// line) and change nothing.
+func (f *fixedTimer) renew(hold context.Context, key, token string) {
+	for f.env.Clock.Sleep(hold, fixedRenewEvery) == nil {
 		start := f.env.Clock.Now()
-		cctx, cc := context.WithTimeout(ctx, o.CommandTimeout)
-		n, err := fixedTimerRenewScript.Run(cctx, f.conn, []string{key}, token, o.TTL.Milliseconds()).Int()
-		cc()
-		if ctx.Err() != nil {
+		err := RenewOwned(hold, f.conn, &f.env.Options, key, token)
+		if hold.Err() != nil {
 			return
 		}
-		if err == nil && n == 0 {
-			err = ErrNotOwner
-		}
-		f.env.note(Note{Kind: NoteRenew, Key: key, Token: token, Start: start, End: f.env.Clock.Now(), Err: Classify("renew", key, err)})
+		f.env.note(Note{Kind: NoteRenew, Key: key, Token: token, Start: start, End: f.env.Clock.Now(), Err: err})
 	}
 }
 
