@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -140,37 +141,60 @@ func checkFencing(m *model, c *ctx) (CheckResult, bool) {
 			}
 			maxF, maxC = w.fence, w.client
 		}
-		// Tokens across successive owners must increase.
-		m.index(kd)
-		var prev int32 = -1
-		for _, hi := range kd.holds {
-			h := &m.holds[hi]
-			if h.fence == 0 {
-				continue
-			}
-			if prev >= 0 {
-				p := &m.holds[prev]
-				if p.client != h.client && h.start > p.heldTo && h.fence <= p.fence {
-					cause, expl := CauseUnknown, fmt.Sprintf("the fencing counter went backwards (%d after %d).", h.fence, p.fence)
-					for _, f := range m.faults {
-						if (f.kind == "failover" || f.kind == "restart-node" || f.kind == "kill-node") && f.t >= p.start && f.t <= h.start {
-							cause, expl = CauseFailover, fmt.Sprintf("the fencing counter went backwards (%d after %d) across the %s at %s: the counter key was lost with the node's data.", h.fence, p.fence, f.kind, sec(f.t))
-							if f.kind != "failover" {
-								cause = CauseEmptyRestart
-							}
-							break
-						}
-					}
-					c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(p.client), int(h.client)}, AtMS: msOf(h.start),
-						Window: [2]int64{p.start, h.start}, Cause: cause, Explanation: expl,
-						Detail: fmt.Sprintf("client %d got token %d at %s, not greater than client %d's token %d from %s", h.client, h.fence, sec(h.start), p.client, p.fence, sec(p.start))}, &count)
-				}
-			}
-			prev = hi
-		}
+		// Tokens must follow the order of the grants. A grant happens
+		// somewhere between the acquire's invoke and its ack, so a hold
+		// whose acquire was invoked after another's ack was certainly
+		// granted after it and must carry a greater token. Holds whose
+		// windows overlap may have been granted in either order: a
+		// client frozen between the server's reply and its ack (a GC
+		// pause in acquire) returns with a token older than tokens
+		// granted meanwhile, and that is the counter working.
+		fencingOrder(m, c, k, kd, &count)
 	}
 	res.Violations = count
 	res.Verdict = verdictOf(count, true)
 	res.Stats["fenced_writes"] = checked
 	return res, true
+}
+
+// fencingOrder flags, on one key, each hold whose token is not greater than
+// the greatest token of the holds acked before its acquire was invoked.
+func fencingOrder(m *model, c *ctx, k int, kd *keyData, count *int) {
+	var hs []int32
+	for _, hi := range kd.holds {
+		if m.holds[hi].fence > 0 {
+			hs = append(hs, hi)
+		}
+	}
+	byAck := slices.Clone(hs)
+	sort.SliceStable(byAck, func(i, j int) bool { return m.holds[byAck[i]].start < m.holds[byAck[j]].start })
+	sort.SliceStable(hs, func(i, j int) bool { return m.holds[hs[i]].acqT < m.holds[hs[j]].acqT })
+	var prev int32 = -1 // the hold with the greatest token among those acked so far
+	next := 0
+	for _, hi := range hs {
+		h := &m.holds[hi]
+		for next < len(byAck) && m.holds[byAck[next]].start < h.acqT {
+			if q := byAck[next]; prev < 0 || m.holds[q].fence > m.holds[prev].fence {
+				prev = q
+			}
+			next++
+		}
+		if prev < 0 || h.fence > m.holds[prev].fence {
+			continue
+		}
+		p := &m.holds[prev]
+		cause, expl := CauseUnknown, fmt.Sprintf("the fencing counter went backwards (%d after %d).", h.fence, p.fence)
+		for _, f := range m.faults {
+			if (f.kind == "failover" || f.kind == "restart-node" || f.kind == "kill-node") && f.t >= p.start && f.t <= h.start {
+				cause, expl = CauseFailover, fmt.Sprintf("the fencing counter went backwards (%d after %d) across the %s at %s: the counter key was lost with the node's data.", h.fence, p.fence, f.kind, sec(f.t))
+				if f.kind != "failover" {
+					cause = CauseEmptyRestart
+				}
+				break
+			}
+		}
+		c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(p.client), int(h.client)}, AtMS: msOf(h.start),
+			Window: [2]int64{p.start, h.start}, Cause: cause, Explanation: expl,
+			Detail: fmt.Sprintf("client %d's acquire invoked at %s got token %d, not greater than token %d that client %d had been granted by %s", h.client, sec(h.acqT), h.fence, p.fence, p.client, sec(p.start))}, count)
+	}
 }
