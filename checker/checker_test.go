@@ -439,3 +439,26 @@ func TestFencingOrdersGrantsByTheirWindows(t *testing.T) {
 	r = Check(b.ev, Options{})
 	wantVerdicts(t, r, map[string]Verdict{CheckFencing: Invalid})
 }
+
+// A write applied before a newer token's write but answered after it (its
+// client frozen on the way back) is not a stale token getting through.
+func TestFencedWritesOrderedByTheirWindows(t *testing.T) {
+	b := newHB(map[string]any{"resource": "register"})
+	b.acq(0, 0, 1, 101, history.OK, 1).read(0, 2, 0).write(0, 3, 400, 1, 1, true).rel(0, 401, 402, 0)
+	b.acq(1, 150, 151, 251, history.OK, 1).read(1, 152, 1).write(1, 153, 154, 2, 2, true).rel(1, 155, 156, 0)
+	b.ev[1].Fence, b.ev[5].Fence = 1, 2
+	var stale int
+	r := Check(b.ev, Options{})
+	for _, v := range r.Violations {
+		if v.Check == CheckFencing && strings.Contains(v.Explanation, "stale token") {
+			stale++
+		}
+	}
+	if stale != 0 {
+		t.Errorf("%d stale-token violations for a write sent before the newer token's write was answered: %+v", stale, r.Violations)
+	}
+	// Sent after the token-2 write was answered, token 1 got through stale.
+	b.ev[3].T = 160 * ms
+	r = Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckFencing: Invalid})
+}

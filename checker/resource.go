@@ -120,26 +120,36 @@ func checkFencing(m *model, c *ctx) (CheckResult, bool) {
 	res := CheckResult{Stats: map[string]any{}}
 	var count, checked int
 	for k, kd := range m.kd {
+		// An accepted write whose token is lower than that of a write the
+		// resource had accepted before it was sent got through stale.
+		// Writes whose windows overlap may have been applied in either
+		// order.
 		ws := make([]int, 0, len(kd.writes))
 		for i := range kd.writes {
 			if kd.writes[i].ok && kd.writes[i].fence > 0 {
 				ws = append(ws, i)
 			}
 		}
-		sort.SliceStable(ws, func(i, j int) bool { return kd.writes[ws[i]].at < kd.writes[ws[j]].at })
-		var maxF uint64
-		var maxC int32
+		byAck := slices.Clone(ws)
+		sort.SliceStable(byAck, func(i, j int) bool { return kd.writes[byAck[i]].at < kd.writes[byAck[j]].at })
+		sort.SliceStable(ws, func(i, j int) bool { return kd.writes[ws[i]].t < kd.writes[ws[j]].t })
+		maxW, next := -1, 0
 		for _, i := range ws {
 			w := &kd.writes[i]
+			for next < len(byAck) && kd.writes[byAck[next]].at < w.t {
+				if q := byAck[next]; maxW < 0 || kd.writes[q].fence > kd.writes[maxW].fence {
+					maxW = q
+				}
+				next++
+			}
 			checked++
-			if w.fence < maxF {
+			if maxW >= 0 && w.fence < kd.writes[maxW].fence {
+				maxF, maxC := kd.writes[maxW].fence, kd.writes[maxW].client
 				c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(maxC), int(w.client)}, AtMS: msOf(w.at),
 					Window: [2]int64{w.t, w.at}, Cause: CauseUnknown,
 					Detail:      fmt.Sprintf("the resource accepted client %d's write with token %d at %s after accepting token %d from client %d", w.client, w.fence, sec(w.at), maxF, maxC),
 					Explanation: fmt.Sprintf("a stale token (%d < %d) got through: the resource does not enforce fencing.", w.fence, maxF)}, &count)
-				continue
 			}
-			maxF, maxC = w.fence, w.client
 		}
 		// Tokens must follow the order of the grants. A grant happens
 		// somewhere between the acquire's invoke and its ack, so a hold
