@@ -77,6 +77,9 @@ type Spec struct {
 	AOF bool
 	// Proxy routes every client↔node link through an in-process fault proxy.
 	Proxy bool
+	// Links gives each of the first Links clients its own fault proxy to
+	// every data node (links.go), for faults on one client × node link.
+	Links int
 	// RealClock gives every redis-server its own wall clock (Node.Clock),
 	// which clock faults move: process backend only, through the clock shim
 	// (clock.go). Where it is unavailable the nodes have none and
@@ -115,6 +118,8 @@ type Cluster struct {
 	password string
 	// proxies are the fault proxies by node (Spec.Proxy), see proxy.go.
 	proxies map[*Node]*nodeProxy
+	// links are the per-client link proxies (Spec.Links), see links.go.
+	links map[linkKey]*nodeProxy
 	// shim is the built clock shim (Spec.RealClock, process backend), or "".
 	shim string
 }
@@ -207,6 +212,9 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 	}
 	if err == nil && spec.Proxy {
 		err = c.startProxies()
+	}
+	if err == nil && spec.Links > 0 {
+		err = c.startLinks(spec.Links)
 	}
 	if err == nil && spec.RealClock && c.ClockWhy == "" {
 		c.ClockWhy = "real server clock: not available on the " + backend + " backend; clock faults rewrite TTLs"
@@ -302,6 +310,9 @@ type Endpoint struct {
 	Password      string `json:"-"`
 	// TLS, when set, is the client's TLS configuration (external rediss://).
 	TLS *tls.Config `json:"-"`
+	// link is 1 + the client whose link proxies this endpoint goes
+	// through (ClientEndpoints), 0 for the shared ones.
+	link int
 }
 
 // Endpoints are what lock clients use: the one master for single, the
@@ -362,6 +373,9 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 	if ep.MasterName != "" {
 		// Sentinel announces the servers' own addresses: map them to proxies.
 		dialer := c.proxyDialer()
+		if ep.link > 0 {
+			dialer = c.linkDialer(ep.link - 1)
+		}
 		if o.NoConnCheck {
 			dialer = noConnCheck(dialer, o.Timeout)
 		}

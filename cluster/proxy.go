@@ -173,6 +173,10 @@ func (c *Cluster) Toxics(n *Node) []string {
 	if err != nil {
 		return nil
 	}
+	return toxicNames(np)
+}
+
+func toxicNames(np *nodeProxy) []string {
 	var out []string
 	for _, t := range np.p.Toxics.GetToxicArray() {
 		if w, ok := t.(*toxics.ToxicWrapper); ok {
@@ -231,6 +235,12 @@ func (c *Cluster) proxyDialer() func(ctx context.Context, network, addr string) 
 		}
 	}
 	c.mu.Unlock()
+	return mapDialer(m)
+}
+
+// mapDialer dials the address m maps addr to (addr itself when unmapped);
+// nil when m is empty.
+func mapDialer(m map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	if len(m) == 0 {
 		return nil
 	}

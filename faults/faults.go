@@ -140,6 +140,20 @@ type Kind struct {
 	Outlasts bool
 	// Topology, when set, is the only topology the kind works in.
 	Topology string
+	// NeedsLinks: the kind acts on one client's own link proxies, which
+	// the cluster starts for every client (cluster Spec.Links).
+	NeedsLinks bool
+}
+
+// NeedLinks reports whether any of specs is of a kind that needs per-client
+// link proxies.
+func NeedLinks(specs []Spec) bool {
+	for _, s := range specs {
+		if kinds[s.Kind].NeedsLinks {
+			return true
+		}
+	}
+	return false
 }
 
 var kinds = map[string]Kind{}

@@ -122,6 +122,12 @@ func lastFiring(s Spec, i int, d time.Duration) (time.Duration, error) {
 // master, random-node, ...) exist in every run, except replica and minority
 // where the topology has none.
 func targetExists(t string, r Run) error {
+	if c, n, ok := strings.Cut(t, "->"); ok { // a link: both ends must exist
+		if err := targetExists(strings.TrimSpace(c), r); err != nil {
+			return err
+		}
+		return targetExists(strings.TrimSpace(n), r)
+	}
 	switch {
 	case strings.HasPrefix(t, "client:"):
 		n, _ := strconv.Atoi(strings.TrimPrefix(t, "client:"))

@@ -58,6 +58,9 @@ func TestValidateRun(t *testing.T) {
 		{"failover on single", Spec{Kind: "failover", At: time.Second}, single, `faults[0].kind: "failover" needs topology sentinel, not single`},
 		{"replication lag on independent", Spec{Kind: "replication-lag", Params: map[string]string{"latency": "1s"}}, indep, `faults[0].kind: "replication-lag" needs topology sentinel`},
 		{"failover on sentinel", Spec{Kind: "failover", At: time.Second}, sentinel, ""},
+		{"link to node 2 of single", Spec{Kind: "link", Target: "holder -> node:2", Params: map[string]string{"delay": "10ms"}}, single, `faults[0].target: "node:2"`},
+		{"link from client 3 of 3", Spec{Kind: "link", Target: "client:3 -> master", Params: map[string]string{"delay": "10ms"}}, single, `faults[0].target: "client:3" is not a client`},
+		{"link client 1 to node 5", Spec{Kind: "link", Target: "client:1 -> node:5", Params: map[string]string{"mode": "drop"}}, indep, ""},
 		{"restart from aof without aof", Spec{Kind: "restart-node", Params: map[string]string{"mode": "aof"}}, single, `faults[0].params.mode: "aof"`},
 		{"restart from aof with aof", Spec{Kind: "restart-node", Params: map[string]string{"mode": "aof"}}, aof(single), ""},
 	}

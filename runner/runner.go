@@ -175,6 +175,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if s.Topology == cluster.Single {
 		spec.Nodes = 1
 	}
+	if faults.NeedLinks(s.Faults) {
+		spec.Links = s.Workload.Clients
+	}
 	cl := o.Cluster
 	stopCluster := func() {}
 	if cl == nil {

@@ -82,12 +82,14 @@ func New(o Options) (*Workload, error) {
 		w.keyNames = append(w.keyNames, KeyName(i))
 		w.srvKeys = append(w.srvKeys, o.KeyPrefix.Key(KeyName(i)))
 	}
-	eps := o.Cluster.Endpoints()
-	leps := make([]lockimpl.Endpoint, len(eps))
-	for i, ep := range eps {
-		leps[i] = lockimpl.Endpoint{Addr: ep.Addr, MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password}
-	}
 	for id := 0; id < o.Config.Clients; id++ {
+		// Each client's own endpoints: through its link proxies when the
+		// cluster has them (link faults), else the shared ones.
+		eps := o.Cluster.ClientEndpoints(id)
+		leps := make([]lockimpl.Endpoint, len(eps))
+		for i, ep := range eps {
+			leps[i] = lockimpl.Endpoint{Addr: ep.Addr, MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password}
+		}
 		c := &Client{ID: id, clock: lockimpl.NewSkewClock(), rec: o.Rec, w: w,
 			rng: rand.New(rand.NewPCG(o.Seed, uint64(id)+1))}
 		c.gate.c = c
