@@ -7,21 +7,25 @@ import (
 
 // Causes a violation can be attributed to.
 const (
-	CauseFailover      = "lost-in-failover"
-	CauseEmptyRestart  = "reacquired-after-empty-restart"
-	CauseClockJump     = "expired-early-clock-jump"
-	CauseClockDrift    = "expired-early-clock-drift"
-	CauseNonOwnerDel   = "deleted-by-non-owner"
-	CausePause         = "expired-during-pause"
-	CauseRenewalFailed = "renewal-failed"
-	CausePartitioned   = "holder-partitioned"
-	CauseStalled       = "commands-stalled"
-	CauseClockSkew     = "client-clock-skew"
-	CauseActedLate     = "acted-after-lease-expired"
-	CauseExpired       = "expired-while-held"
-	CauseLocalReentry  = "local-reentry-after-expiry"
-	CauseLostUpdate    = "lost-update"
-	CauseUnknown       = "unknown"
+	CauseFailover     = "lost-in-failover"
+	CauseEmptyRestart = "reacquired-after-empty-restart"
+	CauseClockJump    = "expired-early-clock-jump"
+	CauseClockDrift   = "expired-early-clock-drift"
+	CauseNonOwnerDel  = "deleted-by-non-owner"
+	// CauseRenewalOverwrote: another client's renewal (a SET without an
+	// owner check, arriving after its own key had expired) rewrote the
+	// key the owner held: ownership taken without an acquire.
+	CauseRenewalOverwrote = "renewal-overwrote-owner"
+	CausePause            = "expired-during-pause"
+	CauseRenewalFailed    = "renewal-failed"
+	CausePartitioned      = "holder-partitioned"
+	CauseStalled          = "commands-stalled"
+	CauseClockSkew        = "client-clock-skew"
+	CauseActedLate        = "acted-after-lease-expired"
+	CauseExpired          = "expired-while-held"
+	CauseLocalReentry     = "local-reentry-after-expiry"
+	CauseLostUpdate       = "lost-update"
+	CauseUnknown          = "unknown"
 )
 
 // cause explains why hold b could start while hold a (another client's) was

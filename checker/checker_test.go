@@ -462,3 +462,39 @@ func TestFencedWritesOrderedByTheirWindows(t *testing.T) {
 	r = Check(b.ev, Options{})
 	wantVerdicts(t, r, map[string]Verdict{CheckFencing: Invalid})
 }
+
+// A renewal that SETs the key without an owner check, sent before the
+// renewer's key expired and never answered, lands while another client
+// holds the key: the unlock check blames that renewal
+// (renewal-overwrote-owner). Answered in time, or with no renewal of
+// another client to explain it, the same write is nobody's fault.
+func TestLateBlindRenewalOverwritesOwner(t *testing.T) {
+	build := func(renewEnd int64, res history.Result) *hb {
+		b := newHB(nil)
+		b.acq(0, 0, 1, 101, history.OK, 1).srv(1, "set").srv(1, "expire")
+		b.add(history.Event{T: 30 * ms, End: renewEnd * ms, Client: 0, Key: "k", Op: history.OpRenew, Result: res})
+		b.add(history.Event{T: 101 * ms, Client: 0, Key: "k", Op: history.OpLost})
+		b.srv(101, "expired")
+		b.acq(1, 90, 102, 202, history.OK, 1).srv(102, "set").srv(102, "expire")
+		b.srv(130, "set").srv(130, "expire") // client 0's renewal lands
+		b.rel(1, 180, 181, 0).srv(181, "del")
+		return b
+	}
+	r := Check(build(80, history.Unknown).ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckUnlock: Invalid, CheckMutex: Valid})
+	var found bool
+	for _, v := range r.Violations {
+		if v.Check == CheckUnlock && v.Cause == CauseRenewalOverwrote && len(v.Clients) == 2 && v.Clients[0] == 0 && v.Clients[1] == 1 && v.AtMS == 130 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no renewal-overwrote-owner violation by client 0 on client 1 at 130 ms: %+v", r.Violations)
+	}
+	// Answered at 31 ms: it was not on the wire at 130 ms.
+	wantVerdicts(t, Check(build(31, history.OK).ev, Options{}), map[string]Verdict{CheckUnlock: Valid})
+	// The owner's own renewal at that moment explains the write.
+	b := build(80, history.Unknown)
+	b.add(history.Event{T: 129 * ms, End: 131 * ms, Client: 1, Key: "k", Op: history.OpRenew, Result: history.OK})
+	wantVerdicts(t, Check(b.ev, Options{}), map[string]Verdict{CheckUnlock: Valid})
+}

@@ -311,7 +311,7 @@ func (m *model) sentence(inc *Incident, vs []Violation, p *pause, pc int) string
 			writes = appendOnce(writes, fmt.Sprintf("client %d's", v.Clients[0]))
 		case v.Check == CheckResource && len(v.Clients) == 2 && v.Clients[0] == holder:
 			overwritten = appendOnce(overwritten, fmt.Sprintf("client %d", v.Clients[1]))
-		case v.Check == CheckUnlock && inc.Cause == CauseNonOwnerDel && v.Lease != nil && *v.Lease == *l:
+		case v.Check == CheckUnlock && (inc.Cause == CauseNonOwnerDel || inc.Cause == CauseRenewalOverwrote) && v.Lease != nil && *v.Lease == *l:
 			// told by whatHappened
 		default:
 			other[v.Check]++
@@ -398,6 +398,14 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 			}
 		}
 		return fmt.Sprintf("another client's release deleted client %d's key %s while client %d held it", c, key, c)
+	case CauseRenewalOverwrote:
+		for _, i := range inc.Violations {
+			if v := &vs[i]; v.Check == CheckUnlock && v.Lease != nil && *v.Lease == *l && len(v.Clients) == 2 {
+				return fmt.Sprintf("client %d's renewal, on the wire after its own key had expired, overwrote client %d's key %s at %s while client %d held it: the lock changed hands without an acquire",
+					v.Clients[0], c, key, sec(v.Window[0]), c)
+			}
+		}
+		return fmt.Sprintf("another client's renewal overwrote client %d's key %s while client %d held it", c, key, c)
 	case CauseRenewalFailed:
 		return fmt.Sprintf("client %d's renewals of %s failed and the key expired", c, key)
 	case CausePartitioned:

@@ -52,6 +52,9 @@ type release struct {
 type renewal struct {
 	client int32
 	t, end int64
+	// unanswered: the outcome is unknown (timeout, broken link): the
+	// command may reach the server any time after t.
+	unanswered bool
 }
 
 // write is one write to the protected resource.
@@ -253,7 +256,7 @@ func (m *model) add(e *history.Event) {
 		}
 	case history.OpRenew:
 		k := m.key(e.Key)
-		m.kd[k].renewals = append(m.kd[k].renewals, renewal{int32(e.Client), e.T, e.End})
+		m.kd[k].renewals = append(m.kd[k].renewals, renewal{int32(e.Client), e.T, e.End, e.Result == history.Unknown})
 		c := m.client(e.Client)
 		if hi, ok := c.open[k]; ok {
 			h := &m.holds[hi]

@@ -119,6 +119,7 @@ type badDel struct {
 	victim  int32 // hold whose key was changed
 	culprit int32 // client whose call changed it
 	release bool  // a release deleted it (else a renewal extended it)
+	set     bool  // a renewal overwrote it (SET with its own token)
 }
 
 // attributeDels walks every key's server record once: the key's owner on a
@@ -141,6 +142,12 @@ func (m *model) attributeDels() {
 				// HINCRBY) keep it the owner; a new owner can only write
 				// after the key was deleted or expired.
 				if o, ok := owner[s.node]; ok && o >= 0 && (s.t <= m.holds[o].heldTo+m.lag || m.ownCallAt(k, m.holds[o].client, s.t, m.lag)) {
+					// Unless it was another client's renewal that rewrote
+					// the key (a renewal by SET without an owner check):
+					// then the owner's lock was taken without an acquire.
+					if i := m.foreignRewrite(k, o, s); i >= 0 {
+						m.badDels[k] = append(m.badDels[k], badDel{t: s.t, node: s.node, victim: o, culprit: kd.renewals[i].client, set: true})
+					}
 					continue
 				}
 				if matched[s.node] == nil {
@@ -186,10 +193,10 @@ func (m *model) attributeDels() {
 			const near = int64(1e6)
 			if s.kind == srvDel {
 				if i := m.releaserAt(k, h.client, s.t, near); i >= 0 && m.expiredBefore(k, s.node, kd.releases[i].client, kd.releases[i].t, s.t) {
-					m.badDels[k] = append(m.badDels[k], badDel{s.t, s.node, o, kd.releases[i].client, true})
+					m.badDels[k] = append(m.badDels[k], badDel{t: s.t, node: s.node, victim: o, culprit: kd.releases[i].client, release: true})
 				}
 			} else if i := m.renewerAt(k, h.client, s.t, near); i >= 0 && m.expiredBefore(k, s.node, kd.renewals[i].client, kd.renewals[i].t, s.t) {
-				m.badDels[k] = append(m.badDels[k], badDel{s.t, s.node, o, kd.renewals[i].client, false})
+				m.badDels[k] = append(m.badDels[k], badDel{t: s.t, node: s.node, victim: o, culprit: kd.renewals[i].client})
 			}
 		}
 	}
@@ -247,12 +254,15 @@ func checkUnlock(m *model, c *ctx) (CheckResult, bool) {
 		key := m.keys[k]
 		for _, d := range bds {
 			h := &m.holds[d.victim]
-			call, what := "release", "deleted"
-			if !d.release {
+			call, what, cause := "release", "deleted", CauseNonOwnerDel
+			switch {
+			case d.set:
+				call, what, cause = "renewal", "overwrote", CauseRenewalOverwrote
+			case !d.release:
 				call, what = "renewal", "extended"
 			}
 			c.violate(Violation{Check: CheckUnlock, Key: key, Clients: []int{int(d.culprit), int(h.client)},
-				AtMS: msOf(d.t), Window: [2]int64{d.t, d.t}, Cause: CauseNonOwnerDel, Lease: m.lease(d.victim),
+				AtMS: msOf(d.t), Window: [2]int64{d.t, d.t}, Cause: cause, Lease: m.lease(d.victim),
 				Detail: fmt.Sprintf("client %d's %s %s %s on %s at %s while client %d held it (acquired %s)",
 					d.culprit, call, what, key, m.nodes[d.node], sec(d.t), h.client, sec(h.start)),
 				Explanation: fmt.Sprintf("client %d no longer owned %s but its %s %s client %d's lock at %s.", d.culprit, key, call, what, h.client, sec(d.t)),
@@ -280,4 +290,47 @@ func (m *model) masterAt(node int16, t int64) bool {
 		}
 	}
 	return m.nodes[node] == master
+}
+
+// foreignRewrite returns the renewal of another client that wrote key k
+// (event s) while hold o owned it, or -1. The write must fall strictly
+// inside the hold (past its acquire and the observer's lag, before it
+// ended), be none of the owner's own calls (a release, a renewal, a
+// re-entry), and coincide with another client's renewal whose own key had
+// expired: in flight then (within 1 ms of its reply), or unanswered (sent
+// before and never answered: a command on the wire can land any time
+// later). A correct lock never writes a key it does not own, so a write
+// left unexplained otherwise is not blamed on anyone.
+func (m *model) foreignRewrite(k, o int32, s srvEvent) int {
+	h := &m.holds[o]
+	if s.t <= h.start+m.lag || s.t > h.heldTo || m.ownCallAt(k, h.client, s.t, m.lag) || m.reentryAt(k, o, s.t) {
+		return -1
+	}
+	kd := m.kd[k]
+	const near = int64(1e6)
+	i := m.renewerAt(k, h.client, s.t, near)
+	if i < 0 {
+		// The latest unanswered renewal of another client sent before s.
+		for j := sort.Search(len(kd.renewals), func(j int) bool { return kd.renewals[j].t >= s.t }) - 1; j >= 0; j-- {
+			if r := &kd.renewals[j]; r.client != h.client && r.unanswered {
+				i = j
+				break
+			}
+		}
+	}
+	if i < 0 || !m.expiredBefore(k, s.node, kd.renewals[i].client, kd.renewals[i].t, s.t) {
+		return -1
+	}
+	return i
+}
+
+// reentryAt reports whether hold o's client had a re-entry of k (a nested
+// acquire) in flight at x, allowing for the observer's lag.
+func (m *model) reentryAt(k, o int32, x int64) bool {
+	for _, n := range m.kd[k].nested {
+		if n.hold == o && n.t <= x && x <= n.at+m.lag {
+			return true
+		}
+	}
+	return false
 }

@@ -214,3 +214,32 @@ func TestFixedTimerWatchdogNeverTells(t *testing.T) {
 		t.Fatal("renewed key not owned")
 	}
 }
+
+// renew-no-owner-check renews by a plain SET: when another client holds
+// the key by the time its renewal runs (its own key expired and was taken),
+// the renewal overwrites that client's key with its own token and reports
+// success. The correct watchdog's renewal is refused in the same place.
+func TestBlindRenewalOverwritesTheNewOwner(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	notes := make(chan lockimpl.Note, 8)
+	o := lockimpl.Options{TTL: 2 * time.Second, RenewInterval: 300 * time.Millisecond}
+	lk := s.lockerEnv(t, "renew-no-owner-check", lockimpl.Env{Options: o, Note: func(n lockimpl.Note) { notes <- n }})
+	l := mustAcquire(t, lk, "br")
+	// Another client takes the key as if ours had expired.
+	if err := s.admin.Set(ctx, "br", "other-owner", 2*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-notes:
+		if n.Err != nil {
+			t.Fatalf("renewal: %v, want a (blind) success", n.Err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no renewal within 3 s")
+	}
+	if !s.owns(t, "br", l.Token()) {
+		t.Fatal("the blind renewal did not overwrite the other owner's key")
+	}
+	mustRelease(t, l)
+}
