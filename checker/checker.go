@@ -123,6 +123,9 @@ type Result struct {
 	// Incidents group Violations: one per cause and fault or lease (see
 	// Incident), in order of their start.
 	Incidents []Incident `json:"incidents"`
+	// LossDetection: how long holders went on believing after the server
+	// lost their key (lossdetect.go); nil where not measured.
+	LossDetection *LossDetection `json:"loss_detection,omitempty"`
 }
 
 // CheckFile streams a history file and checks it.
@@ -214,6 +217,7 @@ func (m *model) check(o Options) *Result {
 		r.Violations = []Violation{}
 	}
 	r.Incidents = m.incidents(r.Violations)
+	r.LossDetection = m.lossDetection()
 	r.Notes = append(m.notes, c.notes...)
 	if kept, all := len(r.Violations), countViolations(r.Checks); kept < all {
 		r.Notes = append(r.Notes, fmt.Sprintf("incidents group the %d violations kept with evidence; %d more were only counted", kept, all-kept))

@@ -30,6 +30,7 @@ type hold struct {
 	endT     int64 // release invoke or loss time (0 while open)
 	how      uint8
 	renewBad int32 // refused or unanswered renewals
+	told     int64 // when the lock declared the lease lost (OpTold), 0 never
 	fence    uint64
 	belief   int64 // computed by finish: the end of the belief
 	heldTo   int64 // computed by finish: the end ignoring the deadline (release/loss/last act)
@@ -158,9 +159,13 @@ type model struct {
 	honours bool
 	topo    string
 
-	keyIdx  map[string]int32
-	keys    []string
-	kd      []*keyData
+	keyIdx map[string]int32
+	keys   []string
+	kd     []*keyData
+	// losses are the server losing a believed hold's key (lossdetect.go),
+	// lossOf indexes them by hold.
+	losses  []loss
+	lossOf  map[int32]int
 	nodeIdx map[string]int16
 	nodes   []string
 
@@ -253,6 +258,13 @@ func (m *model) add(e *history.Event) {
 			h.endT, h.how = e.T, endLost
 			delete(c.open, k)
 			delete(c.depth, k)
+		}
+	case history.OpTold:
+		// The lock told the client; the hold ends when the client acts on
+		// it (OpLost, its release): loss detection measures to here.
+		c := m.client(e.Client)
+		if hi, ok := c.open[m.key(e.Key)]; ok && m.holds[hi].told == 0 {
+			m.holds[hi].told = e.T
 		}
 	case history.OpRenew:
 		k := m.key(e.Key)

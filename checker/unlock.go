@@ -147,6 +147,7 @@ func (m *model) attributeDels() {
 					// then the owner's lock was taken without an acquire.
 					if i := m.foreignRewrite(k, o, s); i >= 0 {
 						m.badDels[k] = append(m.badDels[k], badDel{t: s.t, node: s.node, victim: o, culprit: kd.renewals[i].client, set: true})
+						m.noteLoss(o, s.t, fmt.Sprintf("overwritten by client %d's renewal", kd.renewals[i].client), true)
 					}
 					continue
 				}
@@ -156,6 +157,9 @@ func (m *model) attributeDels() {
 				owner[s.node] = m.ownerAt(k, s.node, s.t, matched[s.node])
 				continue
 			case srvExpired:
+				if o, ok := owner[s.node]; ok && o >= 0 {
+					m.noteLoss(o, s.t, "expired", true)
+				}
 				m.unmatchIfAcquiring(owner, matched, s)
 				delete(owner, s.node)
 				continue
@@ -189,6 +193,9 @@ func (m *model) attributeDels() {
 			// when it misses the quorum).
 			if s.t < h.start || m.ownCallAt(k, h.client, s.t, m.lag) {
 				continue
+			}
+			if s.kind == srvDel {
+				m.noteLoss(o, s.t, "deleted by another client", true)
 			}
 			const near = int64(1e6)
 			if s.kind == srvDel {

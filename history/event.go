@@ -23,6 +23,11 @@ const (
 	// OpLost records that the client learned its lease is gone (Lost() closed
 	// or the Deadline passed) and stopped acting on it. T = when it noticed.
 	OpLost Op = "lost"
+	// OpTold records that the lock declared the lease lost (its Lost
+	// channel closed: a refused renewal, a renewal deadline) at T, whether
+	// or not the client has looked yet; the client stops acting when it
+	// next checks (OpLost). Loss detection measures to it.
+	OpTold Op = "told-lost"
 	// OpRenew is one background renewal (watchdog). Result fail = the server
 	// refused it (not the owner), unknown = no answer.
 	OpRenew Op = "renew"

@@ -60,7 +60,7 @@ func withAlpha(c color.RGBA, a uint8) color.NRGBA {
 var kindColors = map[string]int{
 	"pause-client": 6, "crash-client": 0, "stall-commands": 8, "cut-client": 4, "pause-node": 1, "kill-node": 3,
 	"restart-node": 3, "failover": 7, "partition": 4, "latency": 5, "replication-lag": 9, "clock-jump": 2,
-	"clock-drift": 2, "clock-skew": 2,
+	"clock-drift": 2, "clock-skew": 2, "link": 5,
 }
 
 // kindColor gives every fault kind a stable colour (an unknown kind, from a

@@ -7,6 +7,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/lockchaos/lockchaos/checker"
 	"os"
 	"time"
 )
@@ -45,6 +46,9 @@ type Results struct {
 	Stats      Stats                   `json:"stats"`
 	Faults     []FaultSummary          `json:"faults,omitempty"`
 	Thresholds []ThresholdResult       `json:"thresholds,omitempty"`
+	// LossDetection: how long holders went on believing after the server
+	// lost their key (single-master topologies with an observer).
+	LossDetection *checker.LossDetection `json:"loss_detection,omitempty"`
 	// LockConfig records the lock's effective options (adapters included).
 	LockConfig map[string]any `json:"lock_config,omitempty"`
 

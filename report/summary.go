@@ -161,6 +161,9 @@ func writeSummaryMarkdown(w io.Writer, r *Results, art artifacts) error {
 		fmt.Fprintf(&b, " · pauses %d · leases lost %d", st.Pauses, st.Lost)
 	}
 	b.WriteString("\n\n")
+	if line := LossDetectionLine(r.LossDetection); line != "" {
+		b.WriteString(strings.ToUpper(line[:1]) + line[1:] + ".\n\n")
+	}
 	if hasLatency(st) {
 		b.WriteString("| latency | count | p50 | p90 | p99 | p99.9 | max |\n|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, row := range latencyRows(st) {

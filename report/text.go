@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/lockchaos/lockchaos/checker"
 	"io"
 	"sort"
 	"strings"
@@ -71,6 +72,9 @@ func WriteText(w io.Writer, r *Results) error {
 			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 		}
 		tw.Flush()
+	}
+	if line := LossDetectionLine(r.LossDetection); line != "" {
+		b.WriteString(line + "\n")
 	}
 	if len(r.Faults) > 0 {
 		applied := 0
@@ -191,4 +195,28 @@ func incidentRef(inc map[int]int, i int) string {
 		return fmt.Sprintf(" (incident %d)", id)
 	}
 	return ""
+}
+
+// LossDetectionLine is one sentence on loss detection, "" when nothing was
+// lost or it was not measured.
+func LossDetectionLine(ld *checker.LossDetection) string {
+	if ld == nil || ld.Losses == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("loss detection: %d %s lost at the server while believed", ld.Losses, plural2(ld.Losses, "key", "keys"))
+	if n := ld.Learned + ld.Released; n > 0 {
+		s += fmt.Sprintf(" · believed on for p50 %.0f ms, p99 %.0f ms, max %.0f ms", ld.P50MS, ld.P99MS, ld.MaxMS)
+	}
+	s += fmt.Sprintf(" · learned %d, released without learning %d", ld.Learned, ld.Released)
+	if ld.Unbounded > 0 {
+		s += fmt.Sprintf(", never learned (still believing at the end: unbounded) %d", ld.Unbounded)
+	}
+	return s
+}
+
+func plural2(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,9 @@ import (
 //	                                 stat = p50|p90|p99|p999 (also p99.9, p(99))|max|mean|count
 //	acquires.<r>, releases.<r>       counts: r = ok|fail|unknown
 //	server.commands_per_cycle, server.usec_per_cycle
+//	loss_detect.p50|p99|max          how long holders believed after the server lost
+//	                                 their key (latency; +Inf when one never learned)
+//	loss_detect.losses|learned|released|unbounded|never_learned  counts
 //	checks.<name>, verdict, outcome  compared as text: == or != only
 //
 // Latency values take a unit, ns, us, µs, ms or s, and are compared in
@@ -143,6 +147,14 @@ func metricKind(m string) (metricKindT, error) {
 		return 0, fmt.Errorf("unknown metric %q (want throughput, fairness, violations, cycles, <op>.<stat>, acquires.fail, checks.<name>, ...)", m)
 	}
 	switch head {
+	case "loss_detect":
+		switch tail {
+		case "p50", "p99", "max":
+			return kindLatency, nil
+		case "losses", "learned", "released", "unbounded", "never_learned":
+			return kindNumber, nil
+		}
+		return 0, fmt.Errorf("unknown metric %q (loss_detect.p50|p99|max, or loss_detect.losses|learned|released|unbounded|never_learned)", m)
 	case "checks":
 		if tail == "" {
 			return 0, errors.New("checks. needs a check name (e.g. checks.mutex)")
@@ -293,6 +305,36 @@ func numberMetric(m string, r *Results) (float64, error) {
 	}
 	head, tail, _ := strings.Cut(m, ".")
 	switch head {
+	case "loss_detect":
+		ld := r.LossDetection
+		if ld == nil {
+			return 0, errors.New("the run did not measure loss detection (single and sentinel topologies with keyspace notifications only)")
+		}
+		switch tail {
+		case "losses":
+			return float64(ld.Losses), nil
+		case "learned":
+			return float64(ld.Learned), nil
+		case "released":
+			return float64(ld.Released), nil
+		case "unbounded":
+			return float64(ld.Unbounded), nil
+		case "never_learned":
+			return float64(ld.Released + ld.Unbounded), nil
+		}
+		if ld.Unbounded > 0 {
+			return math.Inf(1), nil // a holder that never learned: unbounded
+		}
+		if ld.Learned+ld.Released == 0 {
+			return 0, nil // nothing was lost while believed
+		}
+		switch tail {
+		case "p50":
+			return ld.P50MS * 1000, nil
+		case "p99":
+			return ld.P99MS * 1000, nil
+		}
+		return ld.MaxMS * 1000, nil
 	case "acquires", "releases":
 		c := st.Acquires
 		if head == "releases" {

@@ -75,6 +75,7 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 			FaultID: in.FaultID, Lease: leaseSummary(in.Lease), SpanNS: in.Span, Clients: in.Clients, Keys: in.Keys,
 			Counts: in.Counts, Violations: in.Violations})
 	}
+	r.LossDetection = cres.LossDetection
 	report.FillStats(r, an)
 
 	exp := s.Expectation(lock)

@@ -181,3 +181,37 @@ func TestCheckDirAcceptsSavedScenarioRefusedBeforeRun(t *testing.T) {
 		t.Fatalf("check of the saved run: exit %d: %v", code, err)
 	}
 }
+
+// Loss detection tells a lock that learns from apart one that never does:
+// under restart-under-holder (the node restarted empty right after an
+// acquire) the watchdog is told at its next refused renewal, within its
+// renew interval (TTL/3) plus scheduling slack; the fixed-timer control is
+// never told and believes until its hold ends.
+func TestLossDetectionTellsRenewingLocksApart(t *testing.T) {
+	s, err := scenarios.Load("restart-under-holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lock := range []string{"watchdog", "watchdog-fixed-timer"} {
+		res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: lock, Backend: "process", Out: filepath.Join(t.TempDir(), lock)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ld := res.Results.LossDetection
+		if ld == nil || ld.Losses == 0 {
+			t.Fatalf("%s: no loss detected: %+v", lock, ld)
+		}
+		t.Logf("%s: %+v", lock, *ld)
+		renew := (s.Lock.WithDefaults().TTL / 3).Seconds() * 1000
+		switch lock {
+		case "watchdog":
+			if ld.Learned != ld.Losses || ld.P99MS > renew+150 {
+				t.Errorf("watchdog: learned %d of %d losses, p99 %.0f ms: want every loss learned within the renew interval %.0f ms + 150 ms", ld.Learned, ld.Losses, ld.P99MS, renew)
+			}
+		default:
+			if ld.Learned != 0 || ld.Released+ld.Unbounded == 0 {
+				t.Errorf("%s: learned %d, released %d, unbounded %d: want it never told", lock, ld.Learned, ld.Released, ld.Unbounded)
+			}
+		}
+	}
+}

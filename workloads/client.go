@@ -284,6 +284,10 @@ func (c *Client) release(l lockimpl.Lease, remaining int) int64 {
 // note records a lock's background event (renewals).
 func (c *Client) note(n lockimpl.Note) {
 	c.w.lockNotes.Add(1)
+	if n.Kind == lockimpl.NoteLost {
+		c.rec.Record(&history.Event{T: c.rec.Now(), Client: c.ID, Key: c.w.shortKey(n.Key), Token: n.Token, Op: history.OpTold})
+		return
+	}
 	if n.Kind != lockimpl.NoteRenew {
 		return
 	}

@@ -1,0 +1,160 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Loss detection: how long a holder went on believing it held a key after
+// the server had lost it. A loss is the server no longer holding the
+// holder's key while the holder believes it does: the key expired, another
+// client's call deleted or overwrote it (the observer's record), or the
+// node restarted without it (the fault record). The holder stops believing
+// when its lock tells it (Lost), when its deadline passes, or when it
+// releases; the time from the loss to that moment is the detection
+// latency. A correct watchdog's is bounded by its renew interval; a lock
+// that never tells its holder only stops when the hold ends (released: it
+// never learned) or never (the run ended while it believed: unbounded).
+//
+// Measured on single-master topologies (single, sentinel), where one
+// server's record is the lock's state; on independent masters a node's
+// loss is not the lock's (Redlock keeps a quorum).
+
+// LossDetection summarises the losses of a run.
+type LossDetection struct {
+	// Losses counts holds whose key the server lost while they believed.
+	Losses int `json:"losses"`
+	// Learned: the lock told the holder (Lost) or its deadline ended the
+	// belief; Released: the holder released without having learned;
+	// Unbounded: still believing when the record ends.
+	Learned   int `json:"learned"`
+	Released  int `json:"released"`
+	Unbounded int `json:"unbounded"`
+	// Latencies over learned and released holds, in ms.
+	P50MS float64 `json:"p50_ms"`
+	P99MS float64 `json:"p99_ms"`
+	MaxMS float64 `json:"max_ms"`
+	// Worst names the hold with the longest latency, for a person.
+	Worst string `json:"worst,omitempty"`
+}
+
+// loss is the server losing hold's key at t.
+type loss struct {
+	hold int32
+	t    int64
+	how  string
+	// seen: from the observer's record (late by up to its lag), not
+	// from a fault's own clock.
+	seen bool
+}
+
+// noteLoss records that the server lost hold o's key at t; the earliest
+// loss of a hold counts.
+func (m *model) noteLoss(o int32, t int64, how string, seen bool) {
+	if m.lossOf == nil {
+		m.lossOf = map[int32]int{}
+	}
+	if i, ok := m.lossOf[o]; ok {
+		if t < m.losses[i].t {
+			m.losses[i] = loss{o, t, how, seen}
+		}
+		return
+	}
+	m.lossOf[o] = len(m.losses)
+	m.losses = append(m.losses, loss{o, t, how, seen})
+}
+
+// lossDetection computes the summary, or nil where it is not measured.
+func (m *model) lossDetection() *LossDetection {
+	if !m.observerOK || (m.topo != "single" && m.topo != "sentinel") {
+		return nil
+	}
+	m.faultLosses()
+	ld := &LossDetection{}
+	var lat []float64
+	worst := -1.0
+	for _, l := range m.losses {
+		h := &m.holds[l.hold]
+		if h.empty || l.t >= h.belief || (l.seen && l.t <= h.start+m.lag) {
+			// It no longer believed: nothing to detect. Or the loss was
+			// seen within the observer's lag of the ack: the notification
+			// may be of the previous owner's key.
+			continue
+		}
+		ld.Losses++
+		end := h.belief
+		if h.told > 0 && h.told < end {
+			end = max(h.told, l.t)
+		}
+		d := float64(end-l.t) / 1e6
+		switch {
+		case h.told == 0 && h.how == endOpen && h.belief >= h.heldTo && m.openAtEnd(h):
+			ld.Unbounded++
+			continue
+		case h.told > 0 || h.how == endLost || h.belief < h.heldTo:
+			ld.Learned++
+		default:
+			ld.Released++
+		}
+		lat = append(lat, d)
+		if d > worst {
+			worst = d
+			ld.Worst = fmt.Sprintf("client %d's key %s was %s at %s; it believed it held it until %s (%.0f ms)",
+				h.client, m.keys[h.key], l.how, sec(l.t), sec(end), d)
+		}
+	}
+	if ld.Losses == 0 {
+		return ld
+	}
+	sort.Float64s(lat)
+	if n := len(lat); n > 0 {
+		ld.P50MS, ld.P99MS, ld.MaxMS = quantile(lat, 0.50), quantile(lat, 0.99), lat[n-1]
+	}
+	return ld
+}
+
+// openAtEnd: a hold with no release or loss recorded that was still open
+// when the record ended (not a crashed client, whose belief ends with it).
+func (m *model) openAtEnd(h *hold) bool {
+	for _, f := range m.faults {
+		if f.kind == "crash-client" && f.clientTarget == int(h.client) && f.applied {
+			return false
+		}
+	}
+	return true
+}
+
+// faultLosses adds the losses the observer cannot see: a node restarted
+// empty (or killed and restarted after a while) drops its keys without a
+// notification. Every hold believing at that moment on that node (the
+// master) lost its key then.
+func (m *model) faultLosses() {
+	for _, f := range m.faults {
+		if !f.applied || (f.kind != "restart-node" && f.kind != "kill-node") || f.request["mode"] == "aof" {
+			continue
+		}
+		for i := range m.holds {
+			h := &m.holds[i]
+			if h.start < f.t && f.t < h.belief && !h.empty && (f.node == "" || m.masterAtName(f.node, f.t)) {
+				m.noteLoss(int32(i), f.t, "lost when "+targetName(f)+" restarted empty", false)
+			}
+		}
+	}
+}
+
+// masterAtName is masterAt for a node name.
+func (m *model) masterAtName(name string, t int64) bool {
+	for i, n := range m.nodes {
+		if n == name {
+			return m.masterAt(int16(i), t)
+		}
+	}
+	return false
+}
+
+// quantile of sorted xs (nearest rank).
+func quantile(xs []float64, q float64) float64 {
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
+}
