@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/lockchaos/lockchaos/faults"
@@ -35,6 +36,29 @@ func listLocks(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Name, l.Kind, l.Capabilities(), d)
 	}
 	tw.Flush()
+}
+
+// listControls prints each broken control with the catalog scenarios that
+// assert it caught (scenarios.Catches), comma-separated for scripts (CI's
+// mutation check runs them over more seeds).
+func listControls(w io.Writer) error {
+	all, err := scenarios.All()
+	if err != nil {
+		return exitWith(runner.ExitBadInput, err)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONTROL\tCAUGHT-BY")
+	for _, l := range lockimpl.List() {
+		if l.Kind != lockimpl.Broken {
+			continue
+		}
+		c := strings.Join(scenarios.Catches(l.Name, all), ",")
+		if c == "" {
+			c = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", l.Name, c)
+	}
+	return tw.Flush()
 }
 
 func listFaults(w io.Writer) {

@@ -304,12 +304,13 @@ func newReportCmd(stdout io.Writer) *cobra.Command {
 
 func newListCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
-		Use:   "list scenarios|locks|faults",
-		Short: "List the built-in scenarios, the registered locks or the fault kinds",
+		Use:   "list scenarios|locks|faults|controls",
+		Short: "List the built-in scenarios, the registered locks, the fault kinds or which scenario catches each broken control",
 		Example: `  lockchaos list locks
-  lockchaos list scenarios`,
+  lockchaos list scenarios
+  lockchaos list controls`,
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"scenarios", "locks", "faults"},
+		ValidArgs: []string{"scenarios", "locks", "faults", "controls"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch strings.TrimSpace(args[0]) {
 			case "scenarios":
@@ -318,8 +319,10 @@ func newListCmd(stdout io.Writer) *cobra.Command {
 				listLocks(stdout)
 			case "faults":
 				listFaults(stdout)
+			case "controls":
+				return listControls(stdout)
 			default:
-				return exitWith(runner.ExitBadInput, fmt.Errorf("list: %q is not one of scenarios, locks, faults", args[0]))
+				return exitWith(runner.ExitBadInput, fmt.Errorf("list: %q is not one of scenarios, locks, faults, controls", args[0]))
 			}
 			return nil
 		},

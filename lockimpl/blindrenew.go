@@ -18,10 +18,7 @@ import (
 // timeout): a command already on the wire cannot be called back anyway.
 // A control: renewal-arrives-late must catch it.
 type blindRenew struct {
-	simple
-	mu       sync.Mutex
-	renewals map[*Renewal]struct{}
-	wg       sync.WaitGroup
+	renewingSimple
 }
 
 func init() {
@@ -33,7 +30,7 @@ func init() {
 		Mistake: "a renewal that arrives after the key expired and another client took it overwrites that " +
 			"client's key with this client's token: the new owner's lock is stolen without an acquire",
 	}, func(env Env) (Locker, error) {
-		return &blindRenew{simple: simple{nodeBase: newNodeBase(env)}, renewals: map[*Renewal]struct{}{}}, nil
+		return &blindRenew{newRenewingSimple(env)}, nil
 	})
 }
 
@@ -52,21 +49,7 @@ func (b *blindRenew) TryAcquire(ctx context.Context, key string) (Lease, error) 
 	r = NewRenewal(&b.env, key, bl.token, start, func(ctx context.Context) error {
 		return b.renew(ctx, r, key, bl.token)
 	})
-	b.mu.Lock()
-	b.renewals[r] = struct{}{}
-	b.mu.Unlock()
-	b.wg.Go(r.Run)
-	release := bl.release
-	return NewLease(LeaseFields{Key: key, Token: bl.token, Renewal: r, Release: func(ctx context.Context) error {
-		done := r.Releasing()
-		err := release(ctx)
-		done()
-		r.Stop()
-		b.mu.Lock()
-		delete(b.renewals, r)
-		b.mu.Unlock()
-		return err
-	}}), nil
+	return b.track(bl, r), nil
 }
 
 // renew is the blind SET. When the renewal gave up on it (the lease was
@@ -85,13 +68,48 @@ func (b *blindRenew) renew(ctx context.Context, r *Renewal, key, token string) e
 	return err
 }
 
-func (b *blindRenew) Close() error {
-	b.mu.Lock()
-	for r := range b.renewals {
+// renewingSimple is simple with a Renewal per held lease, for the
+// renewing controls: each differs from the correct watchdog only in what
+// its renewal does.
+type renewingSimple struct {
+	simple
+	mu       sync.Mutex
+	renewals map[*Renewal]struct{}
+	wg       sync.WaitGroup
+}
+
+func newRenewingSimple(env Env) renewingSimple {
+	return renewingSimple{simple: simple{nodeBase: newNodeBase(env)}, renewals: map[*Renewal]struct{}{}}
+}
+
+// track starts r for lease bl, keeps it until the lease is released (or
+// Close abandons it) and returns the renewed lease.
+func (rs *renewingSimple) track(bl *basicLease, r *Renewal) Lease {
+	rs.mu.Lock()
+	rs.renewals[r] = struct{}{}
+	rs.mu.Unlock()
+	rs.wg.Go(r.Run)
+	release := bl.release
+	return NewLease(LeaseFields{Key: bl.key, Token: bl.token, Renewal: r, Release: func(ctx context.Context) error {
+		done := r.Releasing()
+		err := release(ctx)
+		done()
+		r.Stop()
+		rs.mu.Lock()
+		delete(rs.renewals, r)
+		rs.mu.Unlock()
+		return err
+	}})
+}
+
+// Close abandons every renewal still running and waits for them.
+func (rs *renewingSimple) Close() error {
+	rs.mu.Lock()
+	for r := range rs.renewals {
 		r.Abandon()
+		delete(rs.renewals, r)
 	}
-	b.renewals = map[*Renewal]struct{}{}
-	b.mu.Unlock()
-	b.wg.Wait()
-	return b.simple.Close()
+	rs.mu.Unlock()
+	rs.wg.Wait()
+	return rs.simple.Close()
 }

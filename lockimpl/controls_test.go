@@ -243,3 +243,38 @@ func TestBlindRenewalOverwritesTheNewOwner(t *testing.T) {
 	}
 	mustRelease(t, l)
 }
+
+// renew-false-success checks the owner like the correct watchdog but
+// reports the refusal as a success: the key stays the other client's, the
+// lease is not lost, and its deadline moves on.
+func TestRefusedExtensionReportedAsSuccess(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	notes := make(chan lockimpl.Note, 8)
+	o := lockimpl.Options{TTL: 2 * time.Second, RenewInterval: 300 * time.Millisecond}
+	lk := s.lockerEnv(t, "renew-false-success", lockimpl.Env{Options: o, Note: func(n lockimpl.Note) { notes <- n }})
+	l := mustAcquire(t, lk, "fs")
+	before := l.Deadline()
+	if err := s.admin.Set(ctx, "fs", "other-owner", 2*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-notes:
+		if n.Err != nil {
+			t.Fatalf("renewal: %v, want the refusal reported as success", n.Err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no renewal within 3 s")
+	}
+	if s.owns(t, "fs", l.Token()) || !s.owns(t, "fs", "other-owner") {
+		t.Fatal("the owner-checked extension changed the other client's key")
+	}
+	select {
+	case <-l.Lost():
+		t.Fatal("the lease was declared lost: the refusal was not hidden")
+	default:
+	}
+	if !l.Deadline().After(before) {
+		t.Fatalf("deadline %v did not move past %v", l.Deadline(), before)
+	}
+}
