@@ -16,16 +16,19 @@ const (
 	// owner check, arriving after its own key had expired) rewrote the
 	// key the owner held: ownership taken without an acquire.
 	CauseRenewalOverwrote = "renewal-overwrote-owner"
-	CausePause            = "expired-during-pause"
-	CauseRenewalFailed    = "renewal-failed"
-	CausePartitioned      = "holder-partitioned"
-	CauseStalled          = "commands-stalled"
-	CauseClockSkew        = "client-clock-skew"
-	CauseActedLate        = "acted-after-lease-expired"
-	CauseExpired          = "expired-while-held"
-	CauseLocalReentry     = "local-reentry-after-expiry"
-	CauseLostUpdate       = "lost-update"
-	CauseUnknown          = "unknown"
+	// CauseExtendedForeign: another client's renewal (a PEXPIRE without
+	// an owner check) extended the key the owner held.
+	CauseExtendedForeign = "extended-foreign-lock"
+	CausePause           = "expired-during-pause"
+	CauseRenewalFailed   = "renewal-failed"
+	CausePartitioned     = "holder-partitioned"
+	CauseStalled         = "commands-stalled"
+	CauseClockSkew       = "client-clock-skew"
+	CauseActedLate       = "acted-after-lease-expired"
+	CauseExpired         = "expired-while-held"
+	CauseLocalReentry    = "local-reentry-after-expiry"
+	CauseLostUpdate      = "lost-update"
+	CauseUnknown         = "unknown"
 )
 
 // cause explains why hold b could start while hold a (another client's) was

@@ -498,3 +498,23 @@ func TestLateBlindRenewalOverwritesOwner(t *testing.T) {
 	b.add(history.Event{T: 129 * ms, End: 131 * ms, Client: 1, Key: "k", Op: history.OpRenew, Result: history.OK})
 	wantVerdicts(t, Check(b.ev, Options{}), map[string]Verdict{CheckUnlock: Valid})
 }
+
+// A PEXPIRE without an owner check by a client whose key had expired,
+// landing on the next owner's key: extended-foreign-lock.
+func TestForeignExtensionIsNamed(t *testing.T) {
+	b := newHB(nil)
+	b.acq(0, 0, 1, 101, history.OK, 1).srv(1, "set").srv(1, "expire")
+	b.add(history.Event{T: 101 * ms, Client: 0, Key: "k", Op: history.OpLost})
+	b.srv(101, "expired")
+	b.acq(1, 90, 102, 202, history.OK, 1).srv(102, "set").srv(102, "expire")
+	b.add(history.Event{T: 125 * ms, End: 130 * ms, Client: 0, Key: "k", Op: history.OpRenew, Result: history.OK})
+	b.srv(130, "expire")
+	b.rel(1, 180, 181, 0).srv(181, "del")
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckUnlock: Invalid})
+	for _, v := range r.Violations {
+		if v.Check == CheckUnlock && v.Cause != CauseExtendedForeign {
+			t.Errorf("cause %s, want %s: %+v", v.Cause, CauseExtendedForeign, v)
+		}
+	}
+}

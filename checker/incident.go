@@ -311,7 +311,7 @@ func (m *model) sentence(inc *Incident, vs []Violation, p *pause, pc int) string
 			writes = appendOnce(writes, fmt.Sprintf("client %d's", v.Clients[0]))
 		case v.Check == CheckResource && len(v.Clients) == 2 && v.Clients[0] == holder:
 			overwritten = appendOnce(overwritten, fmt.Sprintf("client %d", v.Clients[1]))
-		case v.Check == CheckUnlock && (inc.Cause == CauseNonOwnerDel || inc.Cause == CauseRenewalOverwrote) && v.Lease != nil && *v.Lease == *l:
+		case v.Check == CheckUnlock && (inc.Cause == CauseNonOwnerDel || inc.Cause == CauseRenewalOverwrote || inc.Cause == CauseExtendedForeign) && v.Lease != nil && *v.Lease == *l:
 			// told by whatHappened
 		default:
 			other[v.Check]++
@@ -406,6 +406,8 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 			}
 		}
 		return fmt.Sprintf("another client's renewal overwrote client %d's key %s while client %d held it", c, key, c)
+	case CauseExtendedForeign:
+		return fmt.Sprintf("another client's renewal extended client %d's key %s while client %d held it", c, key, c)
 	case CauseRenewalFailed:
 		return fmt.Sprintf("client %d's renewals of %s failed and the key expired", c, key)
 	case CausePartitioned:

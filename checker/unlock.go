@@ -266,7 +266,7 @@ func checkUnlock(m *model, c *ctx) (CheckResult, bool) {
 			case d.set:
 				call, what, cause = "renewal", "overwrote", CauseRenewalOverwrote
 			case !d.release:
-				call, what = "renewal", "extended"
+				call, what, cause = "renewal", "extended", CauseExtendedForeign
 			}
 			c.violate(Violation{Check: CheckUnlock, Key: key, Clients: []int{int(d.culprit), int(h.client)},
 				AtMS: msOf(d.t), Window: [2]int64{d.t, d.t}, Cause: cause, Lease: m.lease(d.victim),
