@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ func newMatrixCmd(stdout, stderr io.Writer) *cobra.Command {
 		retries  int
 		seedList string
 		plots    bool
+		shard    string
 	)
 	cmd := &cobra.Command{
 		Use:   "matrix",
@@ -38,10 +40,16 @@ unexpected, 2 if any is unknown, 0 otherwise.
 With --seeds each cell runs once per seed (in <out>/<scenario>/<lock>/seed-N)
 and is judged over them: a plain expectation must hold on every seed, a rate
 expectation ({invalid: ">=0.8", why: ...}) over the seeds. matrix.md lists
-each check's rate with its 95% Wilson interval where the seeds disagreed.`,
+each check's rate with its 95% Wilson interval where the seeds disagreed.
+
+With --shard I/N it runs a deterministic I-th of the applicable cells
+(balanced by each scenario's length), for spreading the matrix over the
+machines of a CI job matrix; "lockchaos matrix merge" combines the shards'
+directories into one matrix with the same exit-code rules.`,
 		Example: `  lockchaos matrix --backend process
   lockchaos matrix --locks simple,fenced,redlock --scenarios gc-pause,restart-empty --parallel 2
-  lockchaos matrix --backend process --seeds 1-3      # what CI runs`,
+  lockchaos matrix --backend process --seeds 1-3      # what CI runs
+  lockchaos matrix --backend process --seeds 1-3 --shard 2/3 --out runs/shard-2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var list []*scenarios.Scenario
@@ -69,6 +77,13 @@ each check's rate with its 95% Wilson interval where the seeds disagreed.`,
 				}
 			}
 			o := runner.MatrixOptions{Locks: locks, Scenarios: list, Out: out, Parallel: parallel, Retries: retries, Seeds: seeds, Plots: plots}
+			if cmd.Flags().Changed("shard") {
+				sh, err := runner.ParseShard(shard)
+				if err != nil {
+					return exitWith(runner.ExitBadInput, fmt.Errorf("--shard: %v", err))
+				}
+				o.Shard = &sh
+			}
 			cf.apply(&o.Base)
 			o.OnCell = func(c runner.Cell) {
 				v := c.Verdict
@@ -102,5 +117,45 @@ each check's rate with its 95% Wilson interval where the seeds disagreed.`,
 	fl.StringVar(&seedList, "seeds", "", "run every cell once per seed and judge it over them: 1-3, 1,5,9")
 	fl.BoolVar(&plots, "plots", false, "render every cell's plots (default: none; lockchaos report DIR renders a cell's)")
 	fl.IntVar(&retries, "retries", 0, "re-run a cell that did not come out as expected up to N times (marked in matrix.md, every attempt kept)")
+	fl.StringVar(&shard, "shard", "", "run only shard I of N of the applicable cells (e.g. 2/3); combine with lockchaos matrix merge")
+	cmd.AddCommand(newMatrixMergeCmd(stdout))
+	return cmd
+}
+
+func newMatrixMergeCmd(stdout io.Writer) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge SHARD-DIR...",
+		Short: "Combine the directories of matrix shards (--shard I/N) into one matrix",
+		Long: `Merge reads matrix.json from every shard directory, checks that they are
+the shards 1..N of one matrix (same build, catalog, locks and seeds; each
+shard once) and writes the combined matrix.md, matrix.json and verdict grid
+to --out. It exits like matrix: 1 if any cell was unexpected, 2 if any was
+unknown, 0 otherwise; 3 when the shards do not belong together.`,
+		Example: `  lockchaos matrix merge --out runs/matrix runs/shard-1 runs/shard-2 runs/shard-3`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := runner.MergeShards(args)
+			if err != nil {
+				return exitWith(runner.ExitCodeOf(err), err)
+			}
+			if out == "" {
+				out = filepath.Join("runs", "matrix-merged-"+time.Now().Format("20060102-150405"))
+			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return exitWith(runner.ExitInfra, err)
+			}
+			if err := runner.WriteMatrix(out, m); err != nil {
+				return exitWith(runner.ExitInfra, err)
+			}
+			fmt.Fprint(stdout, runner.MatrixMarkdown(m, nil))
+			fmt.Fprintf(stdout, "\nmerged matrix written to %s\n", out)
+			if m.ExitCode != 0 {
+				return exitWith(m.ExitCode, nil)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory for the merged matrix (default runs/matrix-merged-<time>)")
 	return cmd
 }

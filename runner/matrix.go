@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
@@ -38,6 +39,9 @@ type MatrixOptions struct {
 	OnCell func(c Cell)
 	// OnSeed, with Seeds, is called as each seed of a cell finishes.
 	OnSeed func(c Cell, r SeedRun)
+	// Shard, when set, runs only this shard's part of the applicable cells
+	// (see shard.go); the others are marked OutcomeElsewhere.
+	Shard *Shard
 }
 
 // Cell is one lock × scenario outcome.
@@ -76,6 +80,8 @@ type Matrix struct {
 	Seeds    []uint64 `json:"seeds,omitempty"`
 	Cells    []Cell   `json:"cells"`
 	ExitCode int      `json:"exit_code"`
+	// Shard is set when the matrix is one shard of several.
+	Shard *Shard `json:"shard,omitempty"`
 }
 
 // Applicable says whether a lock can run in a scenario's topology.
@@ -159,6 +165,34 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 			}
 		}
 	}
+	if o.Shard != nil {
+		sh := *o.Shard
+		sh.Build, sh.Catalog = BuildID(), catalogHash(o.Scenarios)
+		m.Shard = &sh
+		var cells []int
+		for i, c := range m.Cells {
+			if c.Applicable {
+				cells = append(cells, i)
+			}
+		}
+		byName := map[string]*scenarios.Scenario{}
+		for _, s := range o.Scenarios {
+			byName[s.Name] = s
+		}
+		of := shardOf(cells, func(i int) time.Duration { return cellCost(byName[m.Cells[i].Scenario]) }, sh.Count)
+		for i, k := range of {
+			if k != sh.Index {
+				m.Cells[i].Outcome, m.Cells[i].Reason = OutcomeElsewhere, fmt.Sprintf("shard %d/%d", k, sh.Count)
+			}
+		}
+		kept := jobs[:0]
+		for _, j := range jobs {
+			if of[j.i] == sh.Index {
+				kept = append(kept, j)
+			}
+		}
+		jobs = kept
+	}
 	seedRuns := make([][]SeedRun, len(m.Cells))
 	left := make([]int, len(m.Cells))
 	for _, j := range jobs {
@@ -230,21 +264,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 			}
 		}
 	}
-	unexpected, unknown := false, false
-	for _, c := range m.Cells {
-		switch c.Outcome {
-		case "unexpected", "error":
-			unexpected = true
-		case "unknown":
-			unknown = true
-		}
-	}
-	switch {
-	case unexpected:
-		m.ExitCode = ExitViolated
-	case unknown || ctx.Err() != nil:
-		m.ExitCode = ExitUnknown
-	}
+	m.ExitCode = matrixExit(m.Cells, ctx.Err() != nil)
 	return m, nil
 }
 
@@ -367,7 +387,7 @@ func WriteMatrix(dir string, m *Matrix) error {
 }
 
 func cellVerdict(c Cell) string {
-	if !c.Applicable {
+	if !c.Applicable || c.Outcome == OutcomeElsewhere {
 		return "n/a"
 	}
 	if c.Verdict == "" {
@@ -387,6 +407,9 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 		}
 	}
 	fmt.Fprintf(&b, "# lockchaos matrix\n\n%d scenarios × %d locks%s; %d cells unexpected; exit code %d.\n\n", len(m.Scenarios), len(m.Locks), seedsText(m.Seeds), unexpected, m.ExitCode)
+	if m.Shard != nil {
+		fmt.Fprintf(&b, "Shard %d of %d (build %s, catalog %s): it ran the cells marked neither `–` nor `(shard K/N)`; `lockchaos matrix merge` combines the shards.\n\n", m.Shard.Index, m.Shard.Count, m.Shard.Build, m.Shard.Catalog)
+	}
 	if len(m.Seeds) > 0 {
 		b.WriteString("Each cell ran once per seed. A plain expectation must hold on every seed, a rate expectation (`invalid >=0.8`) over the seeds. Where the seeds' overall verdicts differ the cell shows the most common one with its count (`invalid 2/3`); the rates per check are listed below the table.\n\n")
 	}
@@ -411,6 +434,8 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 			switch {
 			case !c.Applicable:
 				b.WriteString(" – |")
+			case c.Outcome == OutcomeElsewhere:
+				fmt.Fprintf(&b, " (%s) |", c.Reason)
 			case c.Outcome == "error":
 				b.WriteString(" error UNEXPECTED |")
 			default:
