@@ -140,20 +140,41 @@ type Kind struct {
 	Outlasts bool
 	// Topology, when set, is the only topology the kind works in.
 	Topology string
-	// NeedsLinks: the kind acts on one client's own link proxies, which
-	// the cluster starts for every client (cluster Spec.Links).
-	NeedsLinks bool
+	// Needs is what the kind needs from the cluster; the runner starts the
+	// cluster with the union of its scenario's faults' needs.
+	Needs Needs
 }
 
-// NeedLinks reports whether any of specs is of a kind that needs per-client
-// link proxies.
-func NeedLinks(specs []Spec) bool {
+// Needs are what fault kinds need from the cluster they act on.
+type Needs struct {
+	// Proxy: the fault proxy in front of every node (cluster Spec.Proxy).
+	Proxy bool
+	// Links: each client's own proxy to every node (cluster Spec.Links).
+	Links bool
+	// RealClock: each server its own clock, where the backend can
+	// (cluster Spec.RealClock); without it the kind falls back.
+	RealClock bool
+}
+
+// NeedsOf is the union of the needs of specs' kinds.
+func NeedsOf(specs []Spec) Needs {
+	var n Needs
 	for _, s := range specs {
-		if kinds[s.Kind].NeedsLinks {
-			return true
-		}
+		k := kinds[s.Kind].Needs
+		n.Proxy, n.Links, n.RealClock = n.Proxy || k.Proxy, n.Links || k.Links, n.RealClock || k.RealClock
 	}
-	return false
+	return n
+}
+
+// amend changes a registered kind (for rules that differ from the helper
+// that registered it).
+func amend(name string, f func(*Kind)) {
+	k, ok := kinds[name]
+	if !ok {
+		panic("faults.amend: no kind " + name)
+	}
+	f(&k)
+	kinds[name] = k
 }
 
 var kinds = map[string]Kind{}

@@ -28,8 +28,8 @@ func init() {
 			_, err := parseLinkParams(s.Params)
 			return err
 		},
-		New:        func(s Scheduled) Injector { return &linkFault{s: s} },
-		NeedsLinks: true,
+		New:   func(s Scheduled) Injector { return &linkFault{s: s} },
+		Needs: Needs{Links: true},
 	})
 }
 

@@ -43,7 +43,10 @@ func TestLinkSpecValidation(t *testing.T) {
 			t.Errorf("mode %s: direction %q (%v), want %q by default", mode, lp.direction, err, dir)
 		}
 	}
-	if !NeedLinks([]Spec{{Kind: "pause-client"}, {Kind: "link"}}) || NeedLinks([]Spec{{Kind: "latency"}}) {
-		t.Error("NeedLinks does not follow the kinds' registrations")
+	if n := NeedsOf([]Spec{{Kind: "pause-client"}, {Kind: "link"}}); !n.Links || n.Proxy {
+		t.Errorf("NeedsOf(pause-client, link) = %+v, want links only", n)
+	}
+	if n := NeedsOf([]Spec{{Kind: "latency"}, {Kind: "clock-jump"}}); n.Links || !n.Proxy || !n.RealClock {
+		t.Errorf("NeedsOf(latency, clock-jump) = %+v, want proxy and real clock", n)
 	}
 }

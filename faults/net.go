@@ -29,7 +29,8 @@ func init() {
 			}
 			return validDirection(s.Params["direction"])
 		},
-		New: func(s Scheduled) Injector { return &netFault{s: s, kind: "partition"} },
+		New:   func(s Scheduled) Injector { return &netFault{s: s, kind: "partition"} },
+		Needs: Needs{Proxy: true},
 	})
 	Register(Kind{
 		Name: "latency",
@@ -44,7 +45,8 @@ func init() {
 			}
 			return validDirection(s.Params["direction"])
 		},
-		New: func(s Scheduled) Injector { return &netFault{s: s, kind: "latency"} },
+		New:   func(s Scheduled) Injector { return &netFault{s: s, kind: "latency"} },
+		Needs: Needs{Proxy: true},
 	})
 }
 

@@ -53,9 +53,12 @@ func init() {
 		New:      func(s Scheduled) Injector { return &failover{s: s} },
 		Topology: cluster.Sentinel,
 	})
-	lag := kinds["replication-lag"] // only sentinel's master has replicas to stream to
-	lag.Topology = cluster.Sentinel
-	kinds[lag.Name] = lag
+	// Only sentinel's master has replicas to stream to; the lag is a
+	// delaying proxy on the replication links.
+	amend("replication-lag", func(k *Kind) { k.Topology, k.Needs.Proxy = cluster.Sentinel, true })
+	for _, name := range []string{"clock-jump", "clock-drift"} {
+		amend(name, func(k *Kind) { k.Needs.RealClock = true })
+	}
 	masterLookup = sentinelMaster
 }
 

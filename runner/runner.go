@@ -169,13 +169,14 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		return nil, fail(ExitInfra, "%v", err)
 	}
 	lockOpts := s.Lock.WithDefaults()
+	needs := faults.NeedsOf(s.Faults)
 	spec := cluster.Spec{Topology: s.Topology, Backend: o.Backend, Nodes: s.Nodes, RedisServer: o.RedisServer,
 		RedisSentinel: o.RedisSentinel, Image: o.Image, Addrs: o.Addrs, AllowRemote: o.AllowRemote,
-		Dir: o.Out, AOF: s.AOF, Proxy: s.Proxy || needsProxy(s), RealClock: needsRealClock(s)}
+		Dir: o.Out, AOF: s.AOF, Proxy: s.Proxy || needs.Proxy, RealClock: needs.RealClock}
 	if s.Topology == cluster.Single {
 		spec.Nodes = 1
 	}
-	if faults.NeedLinks(s.Faults) {
+	if needs.Links {
 		spec.Links = s.Workload.Clients
 	}
 	cl := o.Cluster
@@ -381,28 +382,6 @@ func saveScenario(path string, s *scenarios.Scenario) error {
 		return fmt.Errorf("save scenario: %w", err)
 	}
 	return os.WriteFile(path, b, 0o644)
-}
-
-// needsProxy reports whether a fault acts through the fault proxy.
-func needsProxy(s *scenarios.Scenario) bool {
-	for _, f := range s.Faults {
-		switch f.Kind {
-		case "partition", "latency", "replication-lag":
-			return true
-		}
-	}
-	return false
-}
-
-// needsRealClock: clock faults act on the servers' own clocks where the
-// backend can give them one (else they rewrite TTLs).
-func needsRealClock(s *scenarios.Scenario) bool {
-	for _, f := range s.Faults {
-		if f.Kind == "clock-jump" || f.Kind == "clock-drift" {
-			return true
-		}
-	}
-	return false
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
