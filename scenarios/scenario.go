@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/lockimpl"
@@ -201,8 +202,18 @@ func Load(nameOrPath string) (*Scenario, error) {
 	return Builtin(nameOrPath)
 }
 
-// CheckNames are the checker's checks an expectation may name.
-var CheckNames = []string{"mutex", "resource", "fencing", "unlock", "reentrancy", "liveness"}
+// CheckNames are the checker's checks an expectation may name: every
+// check but faults (a fault that did not take effect makes the verdict
+// unknown, whatever a scenario expects).
+var CheckNames = func() []string {
+	var out []string
+	for _, c := range checker.AllChecks {
+		if c != checker.CheckFaults {
+			out = append(out, c)
+		}
+	}
+	return out
+}()
 
 // Validate fills defaults and reports the first bad field with its value,
 // including faults that could not take effect in this run.
