@@ -4,20 +4,21 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Client-side faults: they act through the workload's ClientControl.
 
-var clientPoints = map[string]bool{"now": true, "before-acquire": true, "after-acquire": true, "before-write": true, "in-write": true, "before-release": true, "in-acquire": true, "in-release": true, "after-release": true}
-
 func validPoint(p string) error {
-	if p == "" || clientPoints[p] {
+	if p == "" || p == history.PointNow || slices.Contains(history.Points, p) {
 		return nil
 	}
-	return fmt.Errorf("point: %q is not one of now, before-acquire, in-acquire, after-acquire, before-write, in-write, before-release, in-release, after-release", p)
+	return fmt.Errorf("point: %q is not one of %s, %s", p, history.PointNow, strings.Join(history.Points, ", "))
 }
 
 func init() {
@@ -123,7 +124,7 @@ func atPoint(ctx context.Context, env *Env, s Spec, wait time.Duration, arm func
 	if err != nil {
 		return Outcome{Target: s.Target, Effect: map[string]string{"reason": err.Error()}}, Hit{}
 	}
-	point := cmp.Or(s.Point, "now")
+	point := cmp.Or(s.Point, history.PointNow)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	h, ok := <-arm(wctx, cs, point)

@@ -375,8 +375,8 @@ func parseWhen(w string) (who, point string, err error) {
 	if err := validPointTarget(f[0]); err != nil || f[0] == "holder" || f[0] == "random-client" {
 		return "", "", fmt.Errorf("%q: the client must be client:N or any-client", w)
 	}
-	if err := validPoint(f[1]); err != nil || f[1] == "now" {
-		return "", "", fmt.Errorf("%q: the point must be one of before-acquire, in-acquire, after-acquire, before-write, in-write, before-release, in-release, after-release", w)
+	if err := validPoint(f[1]); err != nil || f[1] == history.PointNow {
+		return "", "", fmt.Errorf("%q: the point must be one of %s", w, strings.Join(history.Points, ", "))
 	}
 	return f[0], f[1], nil
 }

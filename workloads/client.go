@@ -87,7 +87,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	key := w.keyNames[k]
 	c.key.Store(int32(k))
 	defer c.key.Store(-1)
-	if err := g.checkpoint("before-acquire"); err != nil {
+	if err := g.checkpoint(history.PointBeforeAcquire); err != nil {
 		return err
 	}
 	lease, ev, err := c.acquire(ctx, k, 1)
@@ -107,7 +107,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	if sched != 0 {
 		start = sched
 	}
-	if err := g.checkpoint("after-acquire"); err != nil {
+	if err := g.checkpoint(history.PointAfterAcquire); err != nil {
 		return err
 	}
 	fence, _ := lease.Fence()
@@ -130,7 +130,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	for i := len(nested) - 1; i >= 0; i-- {
 		c.release(nested[i], nested[i].Depth()-1)
 	}
-	if err := g.checkpoint("before-release"); err != nil {
+	if err := g.checkpoint(history.PointBeforeRelease); err != nil {
 		return err
 	}
 	c.hold(k, false)
@@ -139,7 +139,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	if c.gate.isDead() {
 		return ErrCrashed
 	}
-	if err := g.checkpoint("after-release"); err != nil {
+	if err := g.checkpoint(history.PointAfterRelease); err != nil {
 		return err
 	}
 	if c.hCycle != nil {
@@ -158,7 +158,7 @@ func (c *Client) writeIfHeld(k int, key string, lease lockimpl.Lease, v int64, f
 		rec.Record(&history.Event{T: rec.Now(), Client: c.ID, Key: key, Op: history.OpLost, Token: lease.Token()})
 		return nil
 	}
-	if err := c.gate.checkpoint("before-write"); err != nil {
+	if err := c.gate.checkpoint(history.PointBeforeWrite); err != nil {
 		return err
 	}
 	nv := v + 1
@@ -169,7 +169,7 @@ func (c *Client) writeIfHeld(k int, key string, lease lockimpl.Lease, v int64, f
 		nv = v - 1
 	}
 	t := rec.Now()
-	if err := c.gate.checkpoint("in-write"); err != nil {
+	if err := c.gate.checkpoint(history.PointInWrite); err != nil {
 		return err
 	}
 	ok, applied := w.res.Write(k, nv, fence, rec.Now)

@@ -124,7 +124,7 @@ func (g *gate) checkpoint(point string) error {
 			switch {
 			case a.shot.taken.Load():
 				continue // another client took it, or its wait ended
-			case a.point != point && a.point != "now" || stop != nil && a.kind != armWatch:
+			case a.point != point && a.point != history.PointNow || stop != nil && a.kind != armWatch:
 				keep = append(keep, a)
 				continue
 			case !a.shot.taken.CompareAndSwap(false, true):
@@ -279,9 +279,9 @@ func (h gateHook) after(answered, ok bool) {
 	switch {
 	case len(g.armed) == 0:
 	case g.phase == "acquiring" && ok:
-		point = "in-acquire"
+		point = history.PointInAcquire
 	case g.phase == "releasing" && g.replied == 1:
-		point = "in-release"
+		point = history.PointInRelease
 	}
 	if point != "" && !slices.ContainsFunc(g.armed, func(a *armedFault) bool { return a.point == point && !a.shot.taken.Load() }) {
 		point = ""

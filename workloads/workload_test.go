@@ -200,3 +200,24 @@ func TestHoldEndsWithRun(t *testing.T) {
 		t.Fatalf("clients that released: %v, want all 3", released)
 	}
 }
+
+// Every cycle point of the vocabulary (history.Points) is a place the
+// workload's clients actually reach: a fault armed there fires.
+func TestEveryPointIsReached(t *testing.T) {
+	c := startRedis(t)
+	cfg := workloads.Config{Clients: 2, Keys: 1, Hold: workloads.Range{Min: 2 * time.Millisecond, Max: 2 * time.Millisecond}}
+	reached := map[string]bool{}
+	runFor(t, c, cfg, 100*time.Millisecond, func(w *workloads.Workload) {
+		for _, p := range history.Points {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, ok := <-w.Watch(ctx, []int{0, 1}, p)
+			cancel()
+			reached[p] = ok
+		}
+	})
+	for _, p := range history.Points {
+		if !reached[p] {
+			t.Errorf("no client reached point %s within 2 s", p)
+		}
+	}
+}
