@@ -67,8 +67,14 @@ const (
 	CheckFaults     = "faults"
 )
 
-// AllChecks lists every check in report order.
-var AllChecks = []string{CheckMutex, CheckResource, CheckFencing, CheckUnlock, CheckReentrancy, CheckLiveness, CheckFaults}
+// AllChecks lists every check in report order (the order of checks).
+var AllChecks = func() []string {
+	out := make([]string, len(checks))
+	for i, c := range checks {
+		out[i] = c.name
+	}
+	return out
+}()
 
 // Options tune the checker.
 type Options struct {
@@ -154,14 +160,19 @@ func Check(events []history.Event, o Options) *Result {
 // checkFn runs one check over the model.
 type checkFn func(m *model, c *ctx) (CheckResult, bool)
 
-var checkFns = map[string]checkFn{
-	CheckMutex:      checkMutex,
-	CheckResource:   checkResource,
-	CheckFencing:    checkFencing,
-	CheckUnlock:     checkUnlock,
-	CheckReentrancy: checkReentrancy,
-	CheckLiveness:   checkLiveness,
-	CheckFaults:     checkFaults,
+// checks are every check, in report order: adding a check is its name
+// above, its line here and its file.
+var checks = []struct {
+	name string
+	fn   checkFn
+}{
+	{CheckMutex, checkMutex},
+	{CheckResource, checkResource},
+	{CheckFencing, checkFencing},
+	{CheckUnlock, checkUnlock},
+	{CheckReentrancy, checkReentrancy},
+	{CheckLiveness, checkLiveness},
+	{CheckFaults, checkFaults},
 }
 
 // ctx is shared state of one checking pass.
@@ -195,11 +206,12 @@ func (m *model) check(o Options) *Result {
 		want[n] = true
 	}
 	r := &Result{Verdict: Valid, Checks: map[string]CheckResult{}}
-	for _, name := range AllChecks {
+	for _, ck := range checks {
+		name := ck.name
 		if len(want) > 0 && !want[name] {
 			continue
 		}
-		res, applies := checkFns[name](m, c)
+		res, applies := ck.fn(m, c)
 		if !applies {
 			continue
 		}
