@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -18,20 +19,21 @@ import (
 	"github.com/lockchaos/lockchaos/runner"
 )
 
-// exitError carries an exit code out of a command.
-type exitError struct {
-	code int
-	err  error
-}
+// exitWith ends a command with exit code code and, unless err is nil, a
+// message: runner.Error is the one error type that carries an outcome.
+func exitWith(code int, err error) error { return &runner.Error{Code: code, Err: err} }
 
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
+// message renders err for the terminal: an option the runner names
+// (runner.Error.Field) is shown as its flag, --field.
+func message(err error) string {
+	msg := err.Error()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if re, ok := e.(*runner.Error); ok && re.Field != "" && re.Err != nil {
+			return strings.Replace(msg, re.Error(), "--"+re.Field+": "+re.Err.Error(), 1)
+		}
 	}
-	return e.err.Error()
+	return msg
 }
-
-func exitWith(code int, err error) error { return &exitError{code, err} }
 
 // Main runs the CLI and returns the process exit code. The first Ctrl-C (or
 // SIGTERM) stops the run gracefully — faults healed, servers stopped, the
@@ -71,12 +73,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	var ee *exitError
+	var ee *runner.Error
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, "lockchaos:", ee.err)
+		if ee.Err != nil {
+			fmt.Fprintln(stderr, "lockchaos:", message(ee))
 		}
-		return ee.code
+		return ee.Code
 	}
 	// cobra's own errors (unknown flag, bad value, wrong arg count): bad input.
 	fmt.Fprintln(stderr, "lockchaos:", err)

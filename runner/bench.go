@@ -125,7 +125,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	}
 	for _, l := range o.Locks {
 		if _, _, err := lockimpl.Lookup(l); err != nil {
-			return nil, fail(ExitBadInput, "--lock: %v", err)
+			return nil, badField("lock", "%w", err)
 		}
 	}
 	topo := cluster.Independent
@@ -138,17 +138,17 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		vo.Nodes = max(len(o.Base.Addrs), 1)
 	}
 	if err := benchScenario(vo, "bench", benchTopology(vo.Nodes)).Validate(); err != nil {
-		return nil, fail(ExitBadInput, "bench: the flags make an invalid workload: %v", err)
+		return nil, fail(ExitBadInput, "bench: the flags make an invalid workload: %w", err)
 	}
 	spec := cluster.Spec{Topology: topo, Backend: o.Base.Backend, Nodes: o.Nodes, RedisServer: o.Base.RedisServer,
 		Image: o.Base.Image, Addrs: o.Base.Addrs, AllowRemote: o.Base.AllowRemote, Dir: o.Out}
 	if err := prepareDir(o.Out); err != nil {
-		return nil, fail(ExitBadInput, "--out %s: %v", o.Out, err)
+		return nil, badField("out", "%s: %w", o.Out, err)
 	}
 	prefix := keyspace.Default(keyspace.NewRunID())
 	if o.Base.KeyPrefix != "" {
 		if err := keyspace.Check(o.Base.KeyPrefix); err != nil {
-			return nil, fail(ExitBadInput, "--key-prefix: %v", err)
+			return nil, badField("key-prefix", "%w", err)
 		}
 		prefix = keyspace.Prefix(o.Base.KeyPrefix)
 	}
@@ -316,13 +316,13 @@ var benchConn = cluster.ClientOptions{PoolSize: 2, NoConnCheck: true}
 func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, info lockimpl.Info, noHistory bool, rep int) (*BenchLock, error) {
 	s := benchScenario(o, "bench", benchTopology(len(cl.Nodes)))
 	if err := s.Validate(); err != nil {
-		return nil, fail(ExitBadInput, "bench: %v", err)
+		return nil, fail(ExitBadInput, "bench: %w", err)
 	}
 	// Only the bench's own keys are removed (never FLUSHALL: the servers
 	// may be the user's), and the server's command counters are read before
 	// and after rather than reset.
 	if _, err := cl.DeleteKeys(ctx, keyspace.Prefix(o.Base.KeyPrefix).Pattern()); err != nil && ctx.Err() == nil {
-		return nil, fail(ExitInfra, "bench: remove the previous run's keys: %v", err)
+		return nil, fail(ExitInfra, "bench: remove the previous run's keys: %w", err)
 	}
 	before := serverCost(ctx, admin)
 	dir := filepath.Join(o.Out, info.Name)

@@ -35,11 +35,11 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	hist := filepath.Join(dir, "history.jsonl")
 	cres, err := checker.CheckFile(hist, checker.Options{})
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "check %s: %v", hist, err)
+		return nil, ExitBadInput, fail(ExitBadInput, "check %s: %w", hist, err)
 	}
 	an, err := report.Analyze(hist, report.AnalyzeOptions{})
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "analyze %s: %v", hist, err)
+		return nil, ExitBadInput, fail(ExitBadInput, "analyze %s: %w", hist, err)
 	}
 	meta, _ := history.RunMeta(hist)
 	r := &report.Results{Scenario: s.Name, Lock: lock, Topology: s.Topology, Seed: s.Seed,
@@ -121,7 +121,7 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	}
 	r.ExitCode = code
 	if err := report.RenderWith(dir, r, an, report.RenderOptions{NoPlots: eo.NoPlots}); err != nil {
-		return r, ExitInfra, fail(ExitInfra, "render report into %s: %v", dir, err)
+		return r, ExitInfra, fail(ExitInfra, "render report into %s: %w", dir, err)
 	}
 	return r, code, nil
 }
@@ -138,20 +138,20 @@ func leaseSummary(l *checker.Lease) *report.LeaseSummary {
 func CheckDir(dir string, eo EvalOptions) (*report.Results, int, error) {
 	hist := filepath.Join(dir, "history.jsonl")
 	if _, err := os.Stat(hist); err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%s is not a run directory: %v", dir, err)
+		return nil, ExitBadInput, fail(ExitBadInput, "%s is not a run directory: %w", dir, err)
 	}
 	meta, err := history.RunMeta(hist)
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%v", err)
+		return nil, ExitBadInput, fail(ExitBadInput, "%w", err)
 	}
 	sp := filepath.Join(dir, "scenario.yaml")
 	b, err := os.ReadFile(sp)
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%s is not a run directory: %v", dir, err)
+		return nil, ExitBadInput, fail(ExitBadInput, "%s is not a run directory: %w", dir, err)
 	}
 	s, err := scenarios.ParseSaved(b, sp)
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%v", err)
+		return nil, ExitBadInput, fail(ExitBadInput, "%w", err)
 	}
 	lock, _ := meta[history.MetaLock].(string)
 	if lock == "" {
@@ -173,15 +173,15 @@ func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xfa017
 func RenderDir(dir string) (*report.Results, error) {
 	r, err := report.ReadResults(filepath.Join(dir, "results.json"))
 	if err != nil {
-		return nil, fail(ExitBadInput, "%v", err)
+		return nil, fail(ExitBadInput, "%w", err)
 	}
 	an, err := report.Analyze(filepath.Join(dir, "history.jsonl"), report.AnalyzeOptions{})
 	if err != nil {
-		return nil, fail(ExitBadInput, "%v", err)
+		return nil, fail(ExitBadInput, "%w", err)
 	}
 	report.FillStats(r, an)
 	if err := report.Render(dir, r, an); err != nil {
-		return r, fail(ExitInfra, "%v", err)
+		return r, fail(ExitInfra, "%w", err)
 	}
 	return r, nil
 }

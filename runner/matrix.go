@@ -117,21 +117,21 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 		// Each cell's keys go under the prefix plus the cell's number, so
 		// cells run in parallel do not meet each other's keys.
 		if err := keyspace.Check(o.Base.KeyPrefix + "0000:"); err != nil {
-			return nil, fail(ExitBadInput, "--key-prefix: %v", err)
+			return nil, badField("key-prefix", "%w", err)
 		}
 	}
 	infos := map[string]lockimpl.Info{}
 	for _, l := range o.Locks {
 		info, _, err := lockimpl.Lookup(l)
 		if err != nil {
-			return nil, fail(ExitBadInput, "--locks: %v", err)
+			return nil, badField("locks", "%w", err)
 		}
 		infos[l] = info
 	}
 	if len(o.Scenarios) == 0 {
 		all, err := scenarios.All()
 		if err != nil {
-			return nil, fail(ExitBadInput, "%v", err)
+			return nil, fail(ExitBadInput, "%w", err)
 		}
 		o.Scenarios = all
 	}

@@ -36,7 +36,7 @@ const preflightShow = 5
 func preflight(ctx context.Context, cl *cluster.Cluster, p keyspace.Prefix) error {
 	found, err := cl.FindKeys(ctx, p.Pattern(), preflightShow+1)
 	if err != nil {
-		return fail(ExitInfra, "preflight: %v", err)
+		return fail(ExitInfra, "preflight: %w", err)
 	}
 	if len(found) == 0 {
 		return nil

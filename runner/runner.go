@@ -98,16 +98,35 @@ type Outcome struct {
 }
 
 // Error wraps a failure with the exit code it maps to.
+// It is the one error type that carries an outcome class out of the
+// runner and the CLI: Code is the exit code (ExitBadInput, ExitInfra, ...),
+// Field the option the error is about (the CLI shows it as its flag,
+// --Field), Err the cause (nil: exit with Code, nothing to say).
 type Error struct {
-	Code int
-	Err  error
+	Code  int
+	Field string
+	Err   error
 }
 
-func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Error() string {
+	switch {
+	case e.Err == nil:
+		return fmt.Sprintf("exit %d", e.Code)
+	case e.Field != "":
+		return e.Field + ": " + e.Err.Error()
+	}
+	return e.Err.Error()
+}
+
 func (e *Error) Unwrap() error { return e.Err }
 
 func fail(code int, format string, args ...any) error {
 	return &Error{Code: code, Err: fmt.Errorf(format, args...)}
+}
+
+// badField is bad input about one option (named as in the CLI's flags).
+func badField(field string, format string, args ...any) error {
+	return &Error{Code: ExitBadInput, Field: field, Err: fmt.Errorf(format, args...)}
 }
 
 // ExitCodeOf maps an error from Run/Check to an exit code.
@@ -142,20 +161,20 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	// Again here, for scenarios built in code or changed after Parse: a
 	// fault that cannot take effect is refused before anything starts.
 	if err := s.Validate(); err != nil {
-		return nil, fail(ExitBadInput, "scenario %s: %v", s.Name, err)
+		return nil, fail(ExitBadInput, "scenario %s: %w", s.Name, err)
 	}
 	info, _, err := lockimpl.Lookup(o.Lock)
 	if err != nil {
-		return nil, fail(ExitBadInput, "--lock: %v", err)
+		return nil, badField("lock", "%w", err)
 	}
 	if err := cluster.CheckBackend(o.Backend); err != nil {
-		return nil, fail(ExitBadInput, "--backend: %v", err)
+		return nil, badField("backend", "%w", err)
 	}
 	runID := keyspace.NewRunID()
 	prefix := keyspace.Default(runID)
 	if o.KeyPrefix != "" {
 		if err := keyspace.Check(o.KeyPrefix); err != nil {
-			return nil, fail(ExitBadInput, "--key-prefix: %v", err)
+			return nil, badField("key-prefix", "%w", err)
 		}
 		prefix = keyspace.Prefix(o.KeyPrefix)
 	}
@@ -163,10 +182,10 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		o.Out = DefaultOut(s.Name, o.Lock)
 	}
 	if err := prepareDir(o.Out); err != nil {
-		return nil, fail(ExitBadInput, "--out %s: %v", o.Out, err)
+		return nil, badField("out", "%s: %w", o.Out, err)
 	}
 	if err := saveScenario(filepath.Join(o.Out, "scenario.yaml"), s); err != nil {
-		return nil, fail(ExitInfra, "%v", err)
+		return nil, fail(ExitInfra, "%w", err)
 	}
 	lockOpts := s.Lock.WithDefaults()
 	needs := faults.NeedsOf(s.Faults)
@@ -197,7 +216,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	var hw *history.Writer
 	if !o.NoHistory {
 		if hw, err = history.Create(histPath); err != nil {
-			return nil, fail(ExitInfra, "%v", err)
+			return nil, fail(ExitInfra, "%w", err)
 		}
 		defer hw.Close()
 	}
@@ -244,7 +263,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	w, err := workloads.New(workloads.Options{Config: s.Workload, Lock: o.Lock, LockOptions: s.Lock, Cluster: cl,
 		Rec: rec, Seed: s.Seed, Histograms: true, Conn: o.Conn, KeyPrefix: prefix})
 	if err != nil {
-		return nil, fail(ExitBadInput, "workload: %v", err)
+		return nil, fail(ExitBadInput, "workload: %w", err)
 	}
 	defer w.Close()
 
@@ -263,7 +282,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	stopCluster() // nothing left running before the (possibly slow) analysis
 	if hw != nil {
 		if err := hw.Close(); err != nil {
-			return nil, fail(ExitInfra, "history: %v", err)
+			return nil, fail(ExitInfra, "history: %w", err)
 		}
 	}
 	notes = append(notes, w.Notes()...)

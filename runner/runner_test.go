@@ -2,12 +2,14 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -213,5 +215,23 @@ func TestLossDetectionTellsRenewingLocksApart(t *testing.T) {
 				t.Errorf("%s: learned %d, released %d, unbounded %d: want it never told", lock, ld.Learned, ld.Released, ld.Unbounded)
 			}
 		}
+	}
+}
+
+// The runner's errors wrap their causes (%w) and name the option, so a
+// caller can test for the cause and the CLI can name the flag.
+func TestRunnerErrorsWrap(t *testing.T) {
+	s, err := scenarios.Load("smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "no-such-lock", Backend: "embedded", Out: filepath.Join(t.TempDir(), "x")})
+	var re *runner.Error
+	if !errors.As(err, &re) || re.Code != runner.ExitBadInput || re.Field != "lock" || errors.Unwrap(err) == nil {
+		t.Fatalf("error %#v: want a runner.Error for field lock, exit 3, wrapping its cause", err)
+	}
+	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "bogus", Out: filepath.Join(t.TempDir(), "y")})
+	if !errors.Is(err, cluster.ErrBadSpec) {
+		t.Errorf("bad backend: %v does not wrap cluster.ErrBadSpec", err)
 	}
 }

@@ -303,13 +303,13 @@ func RunSeeds(ctx context.Context, o Options, seeds []uint64, onSeed func(SeedRu
 		return nil, fail(ExitBadInput, "no scenario")
 	}
 	if len(seeds) == 0 {
-		return nil, fail(ExitBadInput, "--seeds: no seeds")
+		return nil, badField("seeds", "no seeds")
 	}
 	if o.Out == "" {
 		o.Out = DefaultOut(o.Scenario.Name, o.Lock)
 	}
 	if err := prepareDir(o.Out); err != nil {
-		return nil, fail(ExitBadInput, "--out %s: %v", o.Out, err)
+		return nil, badField("out", "%s: %w", o.Out, err)
 	}
 	var runs []SeedRun
 	var firstErr error
@@ -344,7 +344,7 @@ func RunSeeds(ctx context.Context, o Options, seeds []uint64, onSeed func(SeedRu
 		}
 	}
 	if err := WriteSeeds(o.Out, sum); err != nil {
-		return sum, fail(ExitInfra, "%v", err)
+		return sum, fail(ExitInfra, "%w", err)
 	}
 	if firstErr != nil {
 		return sum, firstErr

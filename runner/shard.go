@@ -145,11 +145,11 @@ func MergeShards(dirs []string) (*Matrix, error) {
 	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(d, "matrix.json"))
 		if err != nil {
-			return nil, fail(ExitBadInput, "matrix merge: %v", err)
+			return nil, fail(ExitBadInput, "matrix merge: %w", err)
 		}
 		m := &Matrix{}
 		if err := json.Unmarshal(b, m); err != nil {
-			return nil, fail(ExitBadInput, "matrix merge: %s: %v", filepath.Join(d, "matrix.json"), err)
+			return nil, fail(ExitBadInput, "matrix merge: %s: %w", filepath.Join(d, "matrix.json"), err)
 		}
 		if m.Shard == nil {
 			return nil, fail(ExitBadInput, "matrix merge: %s is not a shard (it ran without --shard)", d)
