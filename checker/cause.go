@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"github.com/lockchaos/lockchaos/history"
 	"strings"
 )
 
@@ -95,24 +96,24 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 	}
 	both := fmt.Sprintf("client %d acquired %s at %s while client %d still believed it held it (since %s)", b.client, key, sec(b.start), a.client, sec(a.start))
 	switch {
-	case fs["failover"] != nil:
-		f := fs["failover"]
-		nm := f.effect["new_master"]
+	case fs[history.FaultFailover] != nil:
+		f := fs[history.FaultFailover]
+		nm := f.v.NewMaster
 		return CauseFailover, fmt.Sprintf("the master failed over at %s%s; the promoted replica did not have client %d's key, so %s.",
 			sec(f.t), ifs(nm != "", " to "+nm), a.client, both)
-	case fs["restart-node"] != nil && fs["restart-node"].request["mode"] != "delayed" || fs["kill-node"] != nil:
-		f := fs["restart-node"]
+	case fs[history.FaultRestartNode] != nil && fs[history.FaultRestartNode].v.Mode != "delayed" || fs[history.FaultKillNode] != nil:
+		f := fs[history.FaultRestartNode]
 		if f == nil {
-			f = fs["kill-node"]
+			f = fs[history.FaultKillNode]
 		}
 		return CauseEmptyRestart, fmt.Sprintf("%s restarted without client %d's key at %s; %s.", targetName(f), a.client, sec(f.t), both)
-	case fs["clock-jump"] != nil:
-		f := fs["clock-jump"]
+	case fs[history.FaultClockJump] != nil:
+		f := fs[history.FaultClockJump]
 		return CauseClockJump, fmt.Sprintf("%s's clock jumped forward by %s at %s and expired client %d's key early; %s.",
-			targetName(f), f.request["delta"], sec(f.t), a.client, both)
-	case fs["clock-drift"] != nil:
-		f := fs["clock-drift"]
-		return CauseClockDrift, fmt.Sprintf("%s's clock ran %s× fast and expired client %d's key early; %s.", targetName(f), f.request["rate"], a.client, both)
+			targetName(f), f.v.Delta, sec(f.t), a.client, both)
+	case fs[history.FaultClockDrift] != nil:
+		f := fs[history.FaultClockDrift]
+		return CauseClockDrift, fmt.Sprintf("%s's clock ran %s× fast and expired client %d's key early; %s.", targetName(f), f.v.Rate, a.client, both)
 	case delAt >= 0:
 		return CauseNonOwnerDel, fmt.Sprintf("another client's release deleted client %d's key %s at %s; %s.", a.client, key, sec(delAt), both)
 	case pb != nil && (p == nil || p.end < a.start):
@@ -129,11 +130,11 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 			a.client, key, exp, sec(p.t), sec(p.end), b.client, sec(b.start), a.client, sec(p.end), acted)
 	case a.renewBad > 0:
 		return CauseRenewalFailed, fmt.Sprintf("client %d's renewals failed (%d refused or unanswered) and its key expired; %s.", a.client, a.renewBad, both)
-	case fs["cut-client"] != nil && fs["cut-client"].clientTarget == int(a.client) && fs["cut-client"].request["nodes"] == "":
-		return CausePartitioned, fmt.Sprintf("client %d was cut off from Redis at %s and its key expired; %s.", a.client, sec(fs["cut-client"].t), both)
-	case fs["stall-commands"] != nil && fs["stall-commands"].clientTarget == int(a.client):
-		return CauseStalled, fmt.Sprintf("client %d's commands were delayed by %s and its key expired; %s.", a.client, fs["stall-commands"].request["delay"], both)
-	case fs["clock-skew"] != nil && fs["clock-skew"].clientTarget == int(a.client):
+	case fs[history.FaultCutClient] != nil && fs[history.FaultCutClient].clientTarget == int(a.client) && fs[history.FaultCutClient].v.Nodes == "":
+		return CausePartitioned, fmt.Sprintf("client %d was cut off from Redis at %s and its key expired; %s.", a.client, sec(fs[history.FaultCutClient].t), both)
+	case fs[history.FaultStallCommands] != nil && fs[history.FaultStallCommands].clientTarget == int(a.client):
+		return CauseStalled, fmt.Sprintf("client %d's commands were delayed by %s and its key expired; %s.", a.client, fs[history.FaultStallCommands].v.Delay, both)
+	case fs[history.FaultClockSkew] != nil && fs[history.FaultClockSkew].clientTarget == int(a.client):
 		return CauseClockSkew, fmt.Sprintf("client %d's clock was skewed, so it trusted its lease too long; %s.", a.client, both)
 	case a.actAfter > 0:
 		return CauseActedLate, fmt.Sprintf("client %d acted on the resource at %s, after its lease's validity ended at %s; %s.", a.client, sec(a.actAfter), sec(a.deadline), both)

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"github.com/lockchaos/lockchaos/history"
 	"slices"
 	"sort"
 	"strings"
@@ -61,24 +62,35 @@ func (m *model) lease(hi int32) *Lease {
 
 // causeFaults are the fault kinds each cause names.
 var causeFaults = map[string][]string{
-	CauseFailover:           {"failover"},
-	CauseEmptyRestart:       {"restart-node", "kill-node"},
-	CauseClockJump:          {"clock-jump"},
-	CauseClockDrift:         {"clock-drift"},
-	CausePause:              {"pause-client"},
-	CausePartitioned:        {"cut-client"},
-	CauseStalled:            {"stall-commands"},
-	CauseClockSkew:          {"clock-skew"},
-	CauseNotFreedAfterCrash: {"crash-client"},
+	CauseFailover:           {history.FaultFailover},
+	CauseEmptyRestart:       {history.FaultRestartNode, history.FaultKillNode},
+	CauseClockJump:          {history.FaultClockJump},
+	CauseClockDrift:         {history.FaultClockDrift},
+	CausePause:              {history.FaultPauseClient},
+	CausePartitioned:        {history.FaultCutClient},
+	CauseStalled:            {history.FaultStallCommands},
+	CauseClockSkew:          {history.FaultClockSkew},
+	CauseNotFreedAfterCrash: {history.FaultCrashClient},
 }
 
+// clientFaults are the fault kinds aimed at one client.
+var clientFaults = map[string]bool{history.FaultPauseClient: true, history.FaultCutClient: true,
+	history.FaultStallCommands: true, history.FaultClockSkew: true, history.FaultCrashClient: true}
+
 // clientFault reports whether a fault kind is aimed at one client.
-func clientFault(kind string) bool {
-	switch kind {
-	case "pause-client", "cut-client", "stall-commands", "clock-skew", "crash-client":
-		return true
-	}
-	return false
+func clientFault(kind string) bool { return clientFaults[kind] }
+
+// uncaused are the fault kinds no cause names, and why: they lose a lock
+// only through something the checker attributes on its own terms (a
+// renewal that failed, a key that expired, a write that arrived late).
+// TestEveryFaultKindIsExplained keeps causeFaults and uncaused covering
+// history.FaultKinds.
+var uncaused = map[string]string{
+	history.FaultPauseNode:      "a frozen node answers nobody: clients see timeouts (renewal-failed, expired-while-held)",
+	history.FaultReplicationLag: "lag alone loses nothing; the failover or restart that follows names the cause",
+	history.FaultPartition:      "a cut link shows as renewals that failed or a key that expired",
+	history.FaultLatency:        "a slow link shows as renewals that failed or acted-after-lease-expired",
+	history.FaultLink:           "one client's slow or cut link shows as renewal-overwrote-owner, renewal-failed or a key that expired",
 }
 
 // namedFault finds the fault v's cause names: of the kinds the cause

@@ -124,9 +124,9 @@ func checkLiveness(m *model, c *ctx) (CheckResult, bool) {
 				expl = fmt.Sprintf("from %s", sec(a))
 			}
 			for _, f := range m.faults {
-				if f.kind == "crash-client" && f.applied && f.t <= b && f.t >= a-allowed {
+				if f.kind == history.FaultCrashClient && f.applied && f.t <= b && f.t >= a-allowed {
 					cause = CauseNotFreedAfterCrash
-					expl = fmt.Sprintf("client %d crashed at %s (%s) and %s was never freed", f.clientTarget, sec(f.t), f.request["point"], m.keys[k])
+					expl = fmt.Sprintf("client %d crashed at %s (%s) and %s was never freed", f.clientTarget, sec(f.t), f.v.Point, m.keys[k])
 					break
 				}
 			}
@@ -246,10 +246,7 @@ func checkFaults(m *model, c *ctx) (CheckResult, bool) {
 			applied++
 			continue
 		}
-		why := f.effect["reason"]
-		if why == "" {
-			why = f.effect["error"]
-		}
+		why := f.v.Why
 		res.Notes = append(res.Notes, fmt.Sprintf("fault %d (%s on %s) at %s did not take effect: %s", f.id, f.kind, f.target, sec(f.t), why))
 		res.Verdict = Unknown
 	}

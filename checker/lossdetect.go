@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"github.com/lockchaos/lockchaos/history"
 	"math"
 	"sort"
 )
@@ -118,7 +119,7 @@ func (m *model) lossDetection() *LossDetection {
 // when the record ended (not a crashed client, whose belief ends with it).
 func (m *model) openAtEnd(h *hold) bool {
 	for _, f := range m.faults {
-		if f.kind == "crash-client" && f.clientTarget == int(h.client) && f.applied {
+		if f.kind == history.FaultCrashClient && f.clientTarget == int(h.client) && f.applied {
 			return false
 		}
 	}
@@ -131,7 +132,7 @@ func (m *model) openAtEnd(h *hold) bool {
 // master) lost its key then.
 func (m *model) faultLosses() {
 	for _, f := range m.faults {
-		if !f.applied || (f.kind != "restart-node" && f.kind != "kill-node") || f.request["mode"] == "aof" {
+		if !f.applied || (f.kind != history.FaultRestartNode && f.kind != history.FaultKillNode) || f.v.Mode == "aof" {
 			continue
 		}
 		for i := range m.holds {

@@ -119,9 +119,8 @@ type fault struct {
 	node          string
 	t, end, healT int64
 	applied       bool
-	effect        map[string]string
-	request       map[string]string
-	clientTarget  int // -1 unless the target is a client
+	v             history.FaultView // its request and effect, typed
+	clientTarget  int               // -1 unless the target is a client
 	healRecorded  bool
 }
 
@@ -410,7 +409,7 @@ func (m *model) addFault(e *history.Event) {
 		return
 	}
 	f := &fault{id: e.Fault.ID, kind: e.Fault.Kind, target: e.Fault.Target, node: e.Node, t: e.T, end: max(e.End, e.T),
-		applied: e.Fault.Applied, effect: e.Fault.Effect, request: e.Fault.Request, clientTarget: -1}
+		applied: e.Fault.Applied, v: e.Fault.View(), clientTarget: -1}
 	if n, ok := strings.CutPrefix(f.target, "client "); ok {
 		if id, err := strconv.Atoi(n); err == nil {
 			f.clientTarget = id

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"github.com/lockchaos/lockchaos/history"
 	"slices"
 	"sort"
 )
@@ -195,9 +196,9 @@ func fencingOrder(m *model, c *ctx, k int, kd *keyData, count *int) {
 		p := &m.holds[prev]
 		cause, expl := CauseUnknown, fmt.Sprintf("the fencing counter went backwards (%d after %d).", h.fence, p.fence)
 		for _, f := range m.faults {
-			if (f.kind == "failover" || f.kind == "restart-node" || f.kind == "kill-node") && f.t >= p.start && f.t <= h.start {
+			if (f.kind == history.FaultFailover || f.kind == history.FaultRestartNode || f.kind == history.FaultKillNode) && f.t >= p.start && f.t <= h.start {
 				cause, expl = CauseFailover, fmt.Sprintf("the fencing counter went backwards (%d after %d) across the %s at %s: the counter key was lost with the node's data.", h.fence, p.fence, f.kind, sec(f.t))
-				if f.kind != "failover" {
+				if f.kind != history.FaultFailover {
 					cause = CauseEmptyRestart
 				}
 				break

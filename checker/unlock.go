@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"github.com/lockchaos/lockchaos/history"
 	"sort"
 	"strings"
 )
@@ -95,10 +96,10 @@ func (m *model) unmatchIfAcquiring(owner map[int16]int32, matched map[int16]map[
 // cutFrom reports whether a cut-client fault kept client from node at t.
 func (m *model) cutFrom(client int32, node int16, t int64) bool {
 	for _, f := range m.faults {
-		if f.kind != "cut-client" || f.clientTarget != int(client) || !f.applied || !f.overlaps(t, t) {
+		if f.kind != history.FaultCutClient || f.clientTarget != int(client) || !f.applied || !f.overlaps(t, t) {
 			continue
 		}
-		nodes := f.request["nodes"]
+		nodes := f.v.Nodes
 		if nodes == "" {
 			return true
 		}
@@ -290,8 +291,8 @@ func (m *model) masterAt(node int16, t int64) bool {
 	}
 	master := "n1"
 	for _, f := range m.faults {
-		if f.kind == "failover" && f.t <= t {
-			if nm := f.effect["new_master"]; nm != "" {
+		if f.kind == history.FaultFailover && f.t <= t {
+			if nm := f.v.NewMaster; nm != "" {
 				master = nm
 			}
 		}

@@ -34,7 +34,7 @@ func init() {
 			}
 			return validPoint(s.Point)
 		},
-		New:      func(s Scheduled) Injector { return &pauseClient{s: s} },
+		New:      func(s Scheduled) (Injector, error) { return &pauseClient{s: s}, nil },
 		Outlasts: true,
 	})
 	Register(Kind{
@@ -46,53 +46,51 @@ func init() {
 			}
 			return validPoint(s.Point)
 		},
-		New: func(s Scheduled) Injector { return &crashClient{s: s} },
+		New: func(s Scheduled) (Injector, error) { return &crashClient{s: s}, nil },
 	})
 	Register(Kind{
 		Name:        "clock-skew",
 		Description: "a client's clock runs with an offset (params.offset) and/or at a rate (params.rate, 1.1 = 10% fast) until healed",
-		Validate: func(s Spec) error {
-			if err := validClientTarget(s.Target); err != nil {
-				return err
-			}
-			_, _, err := skewParams(s.Params)
-			return err
+		Validate:    func(s Spec) error { return validClientTarget(s.Target) },
+		New: func(s Scheduled) (Injector, error) {
+			off, rate, err := skewParams(s.Spec.Params)
+			return &clockSkew{s: s, off: off, rate: rate}, err
 		},
-		New: func(s Scheduled) Injector { return &clockSkew{s: s} },
 	})
 	Register(Kind{
 		Name:        "cut-client",
 		Description: "cut one client off from nodes (params.nodes, 1-based, e.g. 4,5; default all) through a go-redis hook: params.mode reset (fail at once) or drop (hang until the command times out)",
-		Validate: func(s Spec) error {
-			if err := validClientTarget(s.Target); err != nil {
-				return err
-			}
-			if v := s.Params["nodes"]; v != "" {
-				if _, err := nodeIndexes(v, 0); err != nil {
-					return fmt.Errorf("params.nodes: %v", err)
+		Validate:    func(s Spec) error { return validClientTarget(s.Target) },
+		New: func(s Scheduled) (Injector, error) {
+			k := &cutClient{s: s, nodes: s.Spec.Params[history.ParamNodes]}
+			if k.nodes != "" {
+				if _, err := nodeIndexes(k.nodes, 0); err != nil {
+					return nil, fmt.Errorf("params.nodes: %v", err)
 				}
 			}
-			if m := s.Params["mode"]; m != "" && m != "reset" && m != "drop" {
-				return fmt.Errorf("params.mode: %q is not reset or drop", m)
-			}
-			return nil
+			var err error
+			k.mode, err = cutMode(s.Spec.Params)
+			return k, err
 		},
-		New: func(s Scheduled) Injector { return &cutClient{s: s} },
 	})
 	Register(Kind{
 		Name:        "stall-commands",
 		Description: "delay chosen commands (params.commands, comma-separated; empty = all) of one client by params.delay, through a go-redis hook",
-		Validate: func(s Spec) error {
-			if err := validClientTarget(s.Target); err != nil {
-				return err
-			}
-			d, err := time.ParseDuration(s.Params["delay"])
+		Validate:    func(s Spec) error { return validClientTarget(s.Target) },
+		New: func(s Scheduled) (Injector, error) {
+			p := s.Spec.Params
+			d, err := time.ParseDuration(p[history.ParamDelay])
 			if err != nil || d <= 0 {
-				return fmt.Errorf("params.delay: %q is not a positive duration", s.Params["delay"])
+				return nil, fmt.Errorf("params.delay: %q is not a positive duration", p[history.ParamDelay])
 			}
-			return nil
+			k := &stall{s: s, delay: d}
+			if v := strings.TrimSpace(p[history.ParamCommands]); v != "" {
+				for _, c := range strings.Split(v, ",") {
+					k.cmds = append(k.cmds, strings.ToLower(strings.TrimSpace(c)))
+				}
+			}
+			return k, nil
 		},
-		New: func(s Scheduled) Injector { return &stall{s: s} },
 	})
 }
 
@@ -122,7 +120,7 @@ func (p *pauseClient) Heal(context.Context, *Env) (map[string]string, error) { r
 func atPoint(ctx context.Context, env *Env, s Spec, wait time.Duration, arm func(context.Context, []int, string) <-chan Hit) (Outcome, Hit) {
 	cs, err := pointTargets(env, s.Target)
 	if err != nil {
-		return Outcome{Target: s.Target, Effect: map[string]string{"reason": err.Error()}}, Hit{}
+		return Outcome{Target: s.Target, Effect: map[string]string{history.EffectReason: err.Error()}}, Hit{}
 	}
 	point := cmp.Or(s.Point, history.PointNow)
 	wctx, cancel := context.WithTimeout(ctx, wait)
@@ -137,7 +135,7 @@ func atPoint(ctx context.Context, env *Env, s Spec, wait time.Duration, arm func
 	if len(cs) == 1 {
 		out.Target = fmt.Sprintf("client %d", cs[0])
 	}
-	out.Effect["reason"] = out.Target + " did not reach point " + point + " in time"
+	out.Effect[history.EffectReason] = out.Target + " did not reach point " + point + " in time"
 	return out, h
 }
 
@@ -158,14 +156,14 @@ func (p *crashClient) Heal(context.Context, *Env) (map[string]string, error) { r
 func skewParams(p map[string]string) (time.Duration, float64, error) {
 	var off time.Duration
 	rate := 1.0
-	if v, ok := p["offset"]; ok {
+	if v, ok := p[history.ParamOffset]; ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			return 0, 0, fmt.Errorf("params.offset: %q is not a duration", v)
 		}
 		off = d
 	}
-	if v, ok := p["rate"]; ok {
+	if v, ok := p[history.ParamRate]; ok {
 		r, err := strconv.ParseFloat(v, 64)
 		if err != nil || r <= 0 {
 			return 0, 0, fmt.Errorf("params.rate: %q is not a positive number", v)
@@ -179,20 +177,21 @@ func skewParams(p map[string]string) (time.Duration, float64, error) {
 }
 
 type clockSkew struct {
-	s Scheduled
-	c int
+	s    Scheduled
+	off  time.Duration
+	rate float64
+	c    int
 }
 
 func (k *clockSkew) Start(_ context.Context, env *Env) (Outcome, error) {
 	c, err := clientTarget(env, k.s.Spec.Target)
 	if err != nil {
-		return Outcome{Target: k.s.Spec.Target, Effect: map[string]string{"reason": err.Error()}}, nil
+		return Outcome{Target: k.s.Spec.Target, Effect: map[string]string{history.EffectReason: err.Error()}}, nil
 	}
 	k.c = c
-	off, rate, _ := skewParams(k.s.Spec.Params)
-	env.Clients.SetClock(c, off, rate)
+	env.Clients.SetClock(c, k.off, k.rate)
 	return Outcome{Target: fmt.Sprintf("client %d", c), Applied: true,
-		Effect: map[string]string{"offset": off.String(), "rate": strconv.FormatFloat(rate, 'f', -1, 64)}}, nil
+		Effect: map[string]string{"offset": k.off.String(), "rate": strconv.FormatFloat(k.rate, 'f', -1, 64)}}, nil
 }
 
 func (k *clockSkew) Heal(_ context.Context, env *Env) (map[string]string, error) {
@@ -201,25 +200,20 @@ func (k *clockSkew) Heal(_ context.Context, env *Env) (map[string]string, error)
 }
 
 type stall struct {
-	s    Scheduled
-	undo func()
+	s     Scheduled
+	delay time.Duration
+	cmds  []string
+	undo  func()
 }
 
 func (k *stall) Start(_ context.Context, env *Env) (Outcome, error) {
 	c, err := clientTarget(env, k.s.Spec.Target)
 	if err != nil {
-		return Outcome{Target: k.s.Spec.Target, Effect: map[string]string{"reason": err.Error()}}, nil
+		return Outcome{Target: k.s.Spec.Target, Effect: map[string]string{history.EffectReason: err.Error()}}, nil
 	}
-	d, _ := time.ParseDuration(k.s.Spec.Params["delay"])
-	var cmds []string
-	if v := strings.TrimSpace(k.s.Spec.Params["commands"]); v != "" {
-		for _, c := range strings.Split(v, ",") {
-			cmds = append(cmds, strings.ToLower(strings.TrimSpace(c)))
-		}
-	}
-	k.undo = env.Clients.Stall(c, cmds, d)
+	k.undo = env.Clients.Stall(c, k.cmds, k.delay)
 	return Outcome{Target: fmt.Sprintf("client %d", c), Applied: true,
-		Effect: map[string]string{"delay": d.String(), "commands": strings.Join(cmds, ",")}}, nil
+		Effect: map[string]string{"delay": k.delay.String(), "commands": strings.Join(k.cmds, ",")}}, nil
 }
 
 func (k *stall) Heal(context.Context, *Env) (map[string]string, error) {
@@ -230,31 +224,29 @@ func (k *stall) Heal(context.Context, *Env) (map[string]string, error) {
 }
 
 type cutClient struct {
-	s    Scheduled
-	undo func()
+	s     Scheduled
+	nodes string // params.nodes as given ("": all)
+	mode  string
+	undo  func()
 }
 
 func (k *cutClient) Start(_ context.Context, env *Env) (Outcome, error) {
 	c, err := clientTarget(env, k.s.Spec.Target)
 	if err != nil {
-		return Outcome{Target: k.s.Spec.Target, Effect: map[string]string{"reason": err.Error()}}, nil
+		return Outcome{Target: k.s.Spec.Target, Effect: map[string]string{history.EffectReason: err.Error()}}, nil
 	}
 	n := len(env.Cluster.Endpoints())
 	var nodes []int
-	if v := k.s.Spec.Params["nodes"]; v != "" {
-		if nodes, err = nodeIndexes(v, n); err != nil {
-			return Outcome{Target: fmt.Sprintf("client %d", c), Effect: map[string]string{"reason": err.Error()}}, nil
+	if k.nodes != "" {
+		if nodes, err = nodeIndexes(k.nodes, n); err != nil {
+			return Outcome{Target: fmt.Sprintf("client %d", c), Effect: map[string]string{history.EffectReason: err.Error()}}, nil
 		}
 	} else {
 		for i := 0; i < n; i++ {
 			nodes = append(nodes, i)
 		}
 	}
-	mode := k.s.Spec.Params["mode"]
-	if mode == "" {
-		mode = "reset"
-	}
-	if k.undo, err = env.Clients.Cut(c, nodes, mode); err != nil {
+	if k.undo, err = env.Clients.Cut(c, nodes, k.mode); err != nil {
 		return Outcome{Target: fmt.Sprintf("client %d", c)}, err
 	}
 	cut := make([]string, len(nodes))
@@ -262,7 +254,7 @@ func (k *cutClient) Start(_ context.Context, env *Env) (Outcome, error) {
 		cut[i] = strconv.Itoa(x + 1)
 	}
 	return Outcome{Target: fmt.Sprintf("client %d", c), Applied: true,
-		Effect: map[string]string{"mode": mode, "nodes": strings.Join(cut, ",")}}, nil
+		Effect: map[string]string{"mode": k.mode, "nodes": strings.Join(cut, ",")}}, nil
 }
 
 func (k *cutClient) Heal(context.Context, *Env) (map[string]string, error) {
@@ -270,4 +262,17 @@ func (k *cutClient) Heal(context.Context, *Env) (map[string]string, error) {
 		k.undo()
 	}
 	return nil, nil
+}
+
+// cutMode is params.mode of the kinds that cut a link: reset (default) or
+// drop.
+func cutMode(p map[string]string) (string, error) {
+	switch m := p[history.ParamMode]; m {
+	case "":
+		return "reset", nil
+	case "reset", "drop":
+		return m, nil
+	default:
+		return "", fmt.Errorf("params.mode: %q is not reset or drop", m)
+	}
 }

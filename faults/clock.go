@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"github.com/lockchaos/lockchaos/history"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -51,10 +52,10 @@ func clockMechanism(env *Env, sc *nodeScope) {
 	}
 	switch {
 	case len(seen) > 1:
-		sc.out.Effect["mechanism"] = "mixed"
+		sc.out.Effect[history.EffectMechanism] = "mixed"
 	default:
 		for m := range seen {
-			sc.out.Effect["mechanism"] = m
+			sc.out.Effect[history.EffectMechanism] = m
 		}
 	}
 	if seen[ttlRewrite] && env.Cluster.ClockWhy != "" {
@@ -149,18 +150,17 @@ func toInt(v any) int64 {
 	return i
 }
 
-type clockJump struct{ s Scheduled }
+type clockJump struct {
+	s     Scheduled
+	delta time.Duration
+}
 
 func (f *clockJump) Start(ctx context.Context, env *Env) (Outcome, error) {
 	sc, ok := targetNodes(env, f.s.Spec.Target, "master")
 	if !ok {
 		return sc.out, nil
 	}
-	delta, err := durationParam(f.s.Spec.Params, "delta", true)
-	if err != nil {
-		sc.out.Effect["error"] = err.Error()
-		return sc.out, nil
-	}
+	delta := f.delta
 	sc.out.Effect["delta"] = delta.String()
 	clockMechanism(env, sc)
 	for _, n := range sc.nodes {
@@ -223,6 +223,7 @@ const driftTick = 10 * time.Millisecond
 
 type clockDrift struct {
 	s       Scheduled
+	rate    float64
 	real    []*cluster.Node // nodes whose real clock runs at the rate
 	multi   bool            // several targets: heal effects are per node
 	stop    context.CancelFunc
@@ -243,11 +244,7 @@ func (f *clockDrift) Start(ctx context.Context, env *Env) (Outcome, error) {
 	if !ok {
 		return sc.out, nil
 	}
-	rate, err := rateParam(f.s.Spec.Params)
-	if err != nil {
-		sc.out.Effect["error"] = err.Error()
-		return sc.out, nil
-	}
+	rate := f.rate
 	sc.out.Effect["rate"] = strconv.FormatFloat(rate, 'f', -1, 64)
 	clockMechanism(env, sc)
 	f.multi = len(sc.nodes) > 1
@@ -345,7 +342,7 @@ func (f *clockDrift) Heal(ctx context.Context, env *Env) (map[string]string, err
 		}
 		off, err := n.Clock.SetRate(1)
 		if err != nil {
-			eff[key("error")] = err.Error()
+			eff[key(history.EffectError)] = err.Error()
 			continue
 		}
 		eff[key("clock_offset_ms")] = msOf(off)

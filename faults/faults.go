@@ -132,8 +132,11 @@ type Kind struct {
 	Description string
 	// Validate checks a Spec's target and params, naming the bad field.
 	Validate func(s Spec) error
-	// New builds the injector for one firing.
-	New func(s Scheduled) Injector
+	// New builds the injector for one firing, parsing the spec's params
+	// into the injector's typed fields: the one parse of them. Validate
+	// (the package function) calls it too, so a bad param is reported
+	// before anything starts, naming the field.
+	New func(s Scheduled) (Injector, error)
 	// Outlasts: its effect runs its whole duration even past the workload
 	// phase (a freeze cannot be cut short); other kinds are healed when the
 	// workload phase ends. See ValidateRun.
@@ -231,6 +234,9 @@ func Validate(s Spec, i int) error {
 			return fmt.Errorf("faults[%d] (%s): %w", i, s.Kind, err)
 		}
 	}
+	if _, err := k.New(Scheduled{Spec: s, At: s.At, Duration: s.Duration}); err != nil {
+		return fmt.Errorf("faults[%d] (%s): %w", i, s.Kind, err)
+	}
 	return nil
 }
 
@@ -300,7 +306,7 @@ func (r *Runner) Start(ctx context.Context, start int64, sched []Scheduled) {
 					// Recorded, so that the run cannot pass as if it had
 					// fired: the checker makes it unknown.
 					r.record(s, nil, r.env.Now(), Outcome{Target: s.Spec.Target, Effect: map[string]string{
-						"reason": "never fired: the workload phase ended (the run was cut short) before its time " + s.At.String()}}, nil, nil)
+						history.EffectReason: "never fired: the workload phase ended (the run was cut short) before its time " + s.At.String()}}, nil, nil)
 					return
 				case <-t.C:
 				}
@@ -312,7 +318,13 @@ func (r *Runner) Start(ctx context.Context, start int64, sched []Scheduled) {
 
 func (r *Runner) fire(ctx context.Context, s Scheduled) {
 	k := kinds[s.Spec.Kind]
-	inj := k.New(s)
+	inj, err := k.New(s)
+	if err != nil {
+		// Validate ran New on the same spec: a spec that reaches here
+		// unvalidated is recorded as a fault that did not take effect.
+		r.record(s, nil, r.env.Now(), Outcome{Target: s.Spec.Target, Effect: map[string]string{history.EffectError: err.Error()}}, nil, nil)
+		return
+	}
 	var trigger map[string]string
 	if s.Spec.When != "" {
 		var ok bool
@@ -347,7 +359,7 @@ func (r *Runner) awaitTrigger(ctx context.Context, s Scheduled) (map[string]stri
 	eff := map[string]string{"when": s.Spec.When}
 	cs, err := pointTargets(r.env, who)
 	if err != nil {
-		eff["reason"] = "trigger: " + err.Error()
+		eff[history.EffectReason] = "trigger: " + err.Error()
 		return eff, false
 	}
 	wctx, cancel, bound := ctx, context.CancelFunc(func() {}), "before the workload phase ended"
@@ -358,7 +370,7 @@ func (r *Runner) awaitTrigger(ctx context.Context, s Scheduled) (map[string]stri
 	defer cancel()
 	h, ok := <-r.env.Clients.Watch(wctx, cs, point)
 	if !ok {
-		eff["reason"] = fmt.Sprintf("trigger %q not reached %s", s.Spec.When, bound)
+		eff[history.EffectReason] = fmt.Sprintf("trigger %q not reached %s", s.Spec.When, bound)
 		return eff, false
 	}
 	eff["triggered_by"] = fmt.Sprintf("client %d", h.Client)
@@ -393,7 +405,7 @@ func (r *Runner) record(s Scheduled, inj Injector, t int64, out Outcome, err err
 			f.Effect[k] = v
 		}
 		if err != nil {
-			f.Effect["error"] = err.Error()
+			f.Effect[history.EffectError] = err.Error()
 		}
 	}
 	r.env.Record(&history.Event{T: t, End: r.env.Now(), Client: -1, Op: history.OpFault, Fault: f, Node: nodeOf(out.Target)})
@@ -450,7 +462,7 @@ func (r *Runner) heal(ctx context.Context, id int) {
 		if eff == nil {
 			eff = map[string]string{}
 		}
-		eff["error"] = err.Error()
+		eff[history.EffectError] = err.Error()
 	}
 	r.env.Record(&history.Event{T: t, End: r.env.Now(), Client: -1, Op: history.OpHeal,
 		Fault: &history.Fault{ID: id, Kind: a.s.Spec.Kind, Effect: eff, Applied: err == nil}})

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"github.com/lockchaos/lockchaos/history"
 	"strings"
 	"time"
 
@@ -22,13 +23,13 @@ func init() {
 			"params.mode delay (every chunk waits params.delay), drop (silently discarded) or reset (connection closed); " +
 			"params.direction to-node (default for delay), from-node or both (default for drop and reset)",
 		Validate: func(s Spec) error {
-			if _, _, err := splitLinkTarget(s.Target); err != nil {
-				return err
-			}
-			_, err := parseLinkParams(s.Params)
+			_, _, err := splitLinkTarget(s.Target)
 			return err
 		},
-		New:   func(s Scheduled) Injector { return &linkFault{s: s} },
+		New: func(s Scheduled) (Injector, error) {
+			lp, err := parseLinkParams(s.Spec.Params)
+			return &linkFault{s: s, p: lp}, err
+		},
 		Needs: Needs{Links: true},
 	})
 }
@@ -41,7 +42,7 @@ type linkParams struct {
 }
 
 func parseLinkParams(p map[string]string) (linkParams, error) {
-	lp := linkParams{mode: p["mode"], direction: p["direction"]}
+	lp := linkParams{mode: p[history.ParamMode], direction: p[history.ParamDirection]}
 	switch lp.mode {
 	case "":
 		lp.mode = "delay"
@@ -59,12 +60,12 @@ func parseLinkParams(p map[string]string) (linkParams, error) {
 		}
 	}
 	if lp.mode == "delay" {
-		d, err := time.ParseDuration(p["delay"])
+		d, err := time.ParseDuration(p[history.ParamDelay])
 		if err != nil || d < time.Millisecond {
-			return lp, fmt.Errorf("params.delay: %q is not a duration of at least 1ms", p["delay"])
+			return lp, fmt.Errorf("params.delay: %q is not a duration of at least 1ms", p[history.ParamDelay])
 		}
 		lp.delay = d
-	} else if v := p["delay"]; v != "" {
+	} else if v := p[history.ParamDelay]; v != "" {
 		return lp, fmt.Errorf("params.delay: %q is set but mode %s delays nothing", v, lp.mode)
 	}
 	return lp, nil
@@ -88,6 +89,7 @@ func splitLinkTarget(t string) (client, nodes string, err error) {
 
 type linkFault struct {
 	s      Scheduled
+	p      linkParams
 	client int
 	nodes  []*cluster.Node
 	undos  []func()
@@ -113,25 +115,22 @@ func linkProbe(ctx context.Context, c *cluster.Cluster, client int, nodes []*clu
 
 func (f *linkFault) Start(ctx context.Context, env *Env) (Outcome, error) {
 	out := Outcome{Target: f.s.Spec.Target, Effect: map[string]string{}}
-	lp, err := parseLinkParams(f.s.Spec.Params)
-	if err != nil {
-		return out, err
-	}
+	lp := f.p
 	cs, ns, err := splitLinkTarget(f.s.Spec.Target)
 	if err != nil {
 		return out, err
 	}
 	if f.client, err = clientTarget(env, cs); err != nil {
-		out.Effect["reason"] = err.Error()
+		out.Effect[history.EffectReason] = err.Error()
 		return out, nil
 	}
 	if f.client >= env.Cluster.Spec.Links {
-		out.Effect["reason"] = fmt.Sprintf("client %d has no link proxy (the cluster has links for %d clients)", f.client, env.Cluster.Spec.Links)
+		out.Effect[history.EffectReason] = fmt.Sprintf("client %d has no link proxy (the cluster has links for %d clients)", f.client, env.Cluster.Spec.Links)
 		return out, nil
 	}
 	nodes, err := nodeTargets(env, ns)
 	if err != nil {
-		out.Effect["reason"] = err.Error()
+		out.Effect[history.EffectReason] = err.Error()
 		return out, nil
 	}
 	out.Target = fmt.Sprintf("client %d -> node %s", f.client, names(nodes))
@@ -168,7 +167,7 @@ func (f *linkFault) Start(ctx context.Context, env *Env) (Outcome, error) {
 		}
 		if !ok {
 			out.Applied = false
-			out.Effect["reason"] = fmt.Sprintf("client %d -> node %s: PING through the link did not show the fault: %s", f.client, nodes[i].Name, r)
+			out.Effect[history.EffectReason] = fmt.Sprintf("client %d -> node %s: PING through the link did not show the fault: %s", f.client, nodes[i].Name, r)
 		}
 	}
 	return out, nil

@@ -1,8 +1,10 @@
 package faults
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"github.com/lockchaos/lockchaos/history"
 	"strings"
 	"sync"
 	"time"
@@ -20,32 +22,30 @@ func init() {
 		Description: "cut nodes off from the clients through the fault proxy (needs cluster proxy: true): " +
 			"params.mode reset (connections reset, commands fail at once) or drop (silent blackhole, commands time out); " +
 			"params.direction both, to-node (requests lost) or from-node (replies lost, commands still run)",
-		Validate: func(s Spec) error {
-			if err := validNodeTarget(s.Target); err != nil {
-				return err
+		Validate: func(s Spec) error { return validNodeTarget(s.Target) },
+		New: func(s Scheduled) (Injector, error) {
+			f := &netFault{s: s, kind: history.FaultPartition, dir: cmp.Or(s.Spec.Params[history.ParamDirection], "both")}
+			var err error
+			if f.mode, err = cutMode(s.Spec.Params); err != nil {
+				return nil, err
 			}
-			if m := s.Params["mode"]; m != "" && m != "reset" && m != "drop" {
-				return fmt.Errorf("params.mode: %q is not reset or drop", m)
-			}
-			return validDirection(s.Params["direction"])
+			return f, validDirection(s.Spec.Params[history.ParamDirection])
 		},
-		New:   func(s Scheduled) Injector { return &netFault{s: s, kind: "partition"} },
 		Needs: Needs{Proxy: true},
 	})
 	Register(Kind{
 		Name: "latency",
 		Description: "delay node replies through the fault proxy (needs cluster proxy: true) by params.latency " +
 			"± params.jitter (millisecond resolution); params.direction from-node (default), to-node or both",
-		Validate: func(s Spec) error {
-			if err := validNodeTarget(s.Target); err != nil {
-				return err
+		Validate: func(s Spec) error { return validNodeTarget(s.Target) },
+		New: func(s Scheduled) (Injector, error) {
+			f := &netFault{s: s, kind: history.FaultLatency, dir: cmp.Or(s.Spec.Params[history.ParamDirection], "from-node")}
+			var err error
+			if f.latency, f.jitter, err = latencyParams(s.Spec.Params); err != nil {
+				return nil, err
 			}
-			if _, _, err := latencyParams(s.Params); err != nil {
-				return err
-			}
-			return validDirection(s.Params["direction"])
+			return f, validDirection(s.Spec.Params[history.ParamDirection])
 		},
-		New:   func(s Scheduled) Injector { return &netFault{s: s, kind: "latency"} },
 		Needs: Needs{Proxy: true},
 	})
 }
@@ -59,9 +59,9 @@ func validDirection(d string) error {
 }
 
 func latencyParams(p map[string]string) (latency, jitter time.Duration, err error) {
-	latency, err = time.ParseDuration(p["latency"])
+	latency, err = time.ParseDuration(p[history.ParamLatency])
 	if err != nil || latency < time.Millisecond {
-		return 0, 0, fmt.Errorf("params.latency: %q is not a duration of at least 1ms", p["latency"])
+		return 0, 0, fmt.Errorf("params.latency: %q is not a duration of at least 1ms", p[history.ParamLatency])
 	}
 	if v, ok := p["jitter"]; ok {
 		jitter, err = time.ParseDuration(v)
@@ -74,10 +74,15 @@ func latencyParams(p map[string]string) (latency, jitter time.Duration, err erro
 
 // netFault is one firing of partition or latency on one or more nodes.
 type netFault struct {
-	s     Scheduled
-	kind  string
-	nodes []*cluster.Node
-	undos []func()
+	s    Scheduled
+	kind string
+	// params, parsed in New: partition's mode; latency's latency and
+	// jitter; both's direction (with its default).
+	mode            string
+	latency, jitter time.Duration
+	dir             string
+	nodes           []*cluster.Node
+	undos           []func()
 }
 
 // Probe timeouts: a PING through a healthy proxy takes well under a
@@ -130,37 +135,21 @@ func perNode(nodes []*cluster.Node, f func(i int) string) string {
 }
 
 func (f *netFault) Start(ctx context.Context, env *Env) (Outcome, error) {
-	p := f.s.Spec.Params
 	out := Outcome{Target: f.s.Spec.Target, Effect: map[string]string{}}
 	if !env.Cluster.Spec.Proxy {
-		out.Effect["reason"] = f.kind + " needs the fault proxy on every client↔node link: set the cluster's proxy: true"
+		out.Effect[history.EffectReason] = f.kind + " needs the fault proxy on every client↔node link: set the cluster's proxy: true"
 		return out, nil
 	}
 	nodes, err := nodeTargets(env, f.s.Spec.Target)
 	if err != nil {
-		out.Effect["reason"] = err.Error()
+		out.Effect[history.EffectReason] = err.Error()
 		return out, nil
 	}
 	out.Target = "node " + names(nodes)
-	dir := p["direction"]
-	var latency, jitter time.Duration
-	if f.kind == "partition" {
-		if dir == "" {
-			dir = "both"
-		}
-		mode := p["mode"]
-		if mode == "" {
-			mode = "reset"
-		}
-		out.Effect["mode"], out.Effect["direction"] = mode, dir
+	dir, latency, jitter := f.dir, f.latency, f.jitter
+	if f.kind == history.FaultPartition {
+		out.Effect["mode"], out.Effect["direction"] = f.mode, dir
 	} else {
-		if dir == "" {
-			dir = "from-node"
-		}
-		latency, jitter, err = latencyParams(p)
-		if err != nil {
-			return out, err
-		}
 		out.Effect["latency"], out.Effect["jitter"], out.Effect["direction"] = latency.String(), jitter.String(), dir
 	}
 
@@ -201,7 +190,7 @@ func (f *netFault) Start(ctx context.Context, env *Env) (Outcome, error) {
 		}
 		if !ok {
 			out.Applied = false
-			out.Effect["reason"] = "node " + nodes[i].Name + ": PING through the proxy did not show the fault: " + r.String()
+			out.Effect[history.EffectReason] = "node " + nodes[i].Name + ": PING through the proxy did not show the fault: " + r.String()
 		}
 	}
 	return out, nil

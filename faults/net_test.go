@@ -32,7 +32,10 @@ func fire(t *testing.T, env *Env, s Spec) (Injector, Outcome) {
 	if err := Validate(s, 0); err != nil {
 		t.Fatal(err)
 	}
-	inj := kinds[s.Kind].New(Scheduled{ID: 1, Spec: s})
+	inj, err := kinds[s.Kind].New(Scheduled{ID: 1, Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := inj.Start(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/history"
 	"strconv"
 	"time"
 
@@ -13,32 +14,40 @@ import (
 // Node-side faults: they act on the Redis servers through the cluster's node
 // primitives (signals, restarts, Sentinel, the replication proxies) and
 // through commands or the servers' own clocks (the clock faults, clock.go). Each measures what it did;
-// when it did not take effect, Outcome.Applied is false and Effect["error"]
+// when it did not take effect, Outcome.Applied is false and Effect[history.EffectError]
 // says why.
 
 func init() {
 	registerNode("pause-node", "freeze the target nodes (SIGSTOP) until healed (SIGCONT); default target master",
-		nil, func(s Scheduled) Injector { return &pauseNode{s: s} })
+		func(s Scheduled) (Injector, error) { return &pauseNode{s: s}, nil })
 	registerNode("kill-node", "kill the target nodes (SIGKILL); healing restarts them empty; default target master",
-		nil, func(s Scheduled) Injector { return &killNode{s: s} })
+		func(s Scheduled) (Injector, error) { return &killNode{s: s}, nil })
 	registerNode("restart-node", "kill the target nodes and start them again: params.mode empty (no data), aof (same dir, needs aof: true) "+
 		"or delayed (down for params.delay, default 2×TTL, then empty: the delayed-restart mitigation); default target master",
-		func(p map[string]string) error { _, _, err := restartParams(p, 0); return err },
-		func(s Scheduled) Injector { return &restartNode{s: s} })
+		func(s Scheduled) (Injector, error) {
+			mode, delay, err := restartParams(s.Spec.Params)
+			return &restartNode{s: s, mode: mode, delay: delay}, err
+		})
 	registerNode("replication-lag", "sentinel topology: the replication stream the target nodes send (default all) arrives "+
 		"params.latency late at their replicas, until healed",
-		func(p map[string]string) error { _, err := durationParam(p, "latency", true); return err },
-		func(s Scheduled) Injector { return &replLag{s: s} })
+		func(s Scheduled) (Injector, error) {
+			lat, err := durationParam(s.Spec.Params, history.ParamLatency, true)
+			return &replLag{s: s, latency: lat}, err
+		})
 	registerNode("clock-jump", "the target nodes' clocks jump by params.delta (positive: forward): the server's own clock (TIME, expiry, "+
 		"PXAT) where it has one (process backend), else every key's TTL is shifted by it (at least 1ms is left), as a wall-clock "+
 		"jump does to relative TTLs; effect.mechanism says which (real-clock, ttl-rewrite); default target master",
-		func(p map[string]string) error { _, err := durationParam(p, "delta", true); return err },
-		func(s Scheduled) Injector { return &clockJump{s: s} })
+		func(s Scheduled) (Injector, error) {
+			delta, err := durationParam(s.Spec.Params, history.ParamDelta, true)
+			return &clockJump{s: s, delta: delta}, err
+		})
 	registerNode("clock-drift", "the target nodes' clocks run at params.rate (3 = three times fast, 0.5 = half speed) until healed: "+
 		"the server's own clock where it has one (process backend), else every 10ms each key's TTL is shortened by (rate-1)×elapsed; "+
 		"effect.mechanism says which (real-clock, ttl-rewrite); default target master",
-		func(p map[string]string) error { _, err := rateParam(p); return err },
-		func(s Scheduled) Injector { return &clockDrift{s: s} })
+		func(s Scheduled) (Injector, error) {
+			rate, err := rateParam(s.Spec.Params)
+			return &clockDrift{s: s, rate: rate}, err
+		})
 	Register(Kind{
 		Name: "failover",
 		Description: "sentinel topology: kill the master (params.mode kill, default) or ask Sentinel (params.mode manual) and wait " +
@@ -47,10 +56,12 @@ func init() {
 			if s.Target != "" && s.Target != "master" {
 				return fmt.Errorf("target: %q: a failover always hits the current master", s.Target)
 			}
-			_, _, err := failoverParams(s.Params)
-			return err
+			return nil
 		},
-		New:      func(s Scheduled) Injector { return &failover{s: s} },
+		New: func(s Scheduled) (Injector, error) {
+			mode, timeout, err := failoverParams(s.Spec.Params)
+			return &failover{s: s, mode: mode, timeout: timeout}, err
+		},
 		Topology: cluster.Sentinel,
 	})
 	// Only sentinel's master has replicas to stream to; the lag is a
@@ -62,15 +73,9 @@ func init() {
 	masterLookup = sentinelMaster
 }
 
-// registerNode registers a kind with a node target; params (nil: none)
-// checks its params.
-func registerNode(name, desc string, params func(map[string]string) error, inj func(Scheduled) Injector) {
-	Register(Kind{Name: name, Description: desc, New: inj, Validate: func(s Spec) error {
-		if err := validNodeTarget(s.Target); err != nil || params == nil {
-			return err
-		}
-		return params(s.Params)
-	}})
+// registerNode registers a kind with a node target; inj parses its params.
+func registerNode(name, desc string, inj func(Scheduled) (Injector, error)) {
+	Register(Kind{Name: name, Description: desc, New: inj, Validate: func(s Spec) error { return validNodeTarget(s.Target) }})
 }
 
 // sentinelMaster asks the sentinels which node is master now.
@@ -102,8 +107,10 @@ func durationParam(p map[string]string, name string, required bool) (time.Durati
 	return d, nil
 }
 
-func restartParams(p map[string]string, ttl time.Duration) (mode string, delay time.Duration, err error) {
-	mode = p["mode"]
+// restartParams: mode empty (default), aof or delayed; a delayed restart's
+// delay 0 means 2×TTL (restartNode.Start applies it).
+func restartParams(p map[string]string) (mode string, delay time.Duration, err error) {
+	mode = p[history.ParamMode]
 	if mode == "" {
 		mode = "empty"
 		if p["empty"] == "false" {
@@ -113,30 +120,24 @@ func restartParams(p map[string]string, ttl time.Duration) (mode string, delay t
 	if mode != "empty" && mode != "aof" && mode != "delayed" {
 		return "", 0, fmt.Errorf("params.mode: %q is not empty, aof or delayed", mode)
 	}
-	if delay, err = durationParam(p, "delay", false); err != nil {
+	if delay, err = durationParam(p, history.ParamDelay, false); err != nil {
 		return "", 0, err
 	}
 	if delay < 0 {
 		return "", 0, fmt.Errorf("params.delay: %v is negative", delay)
 	}
-	if mode == "delayed" && delay == 0 {
-		delay = 2 * ttl
-		if delay == 0 {
-			delay = time.Second
-		}
-	}
 	return mode, delay, nil
 }
 
 func failoverParams(p map[string]string) (mode string, timeout time.Duration, err error) {
-	mode = p["mode"]
+	mode = p[history.ParamMode]
 	if mode == "" {
 		mode = "kill"
 	}
 	if mode != "kill" && mode != "manual" {
 		return "", 0, fmt.Errorf("params.mode: %q is not kill or manual", mode)
 	}
-	if timeout, err = durationParam(p, "timeout", false); err != nil {
+	if timeout, err = durationParam(p, history.ParamTimeout, false); err != nil {
 		return "", 0, err
 	}
 	if timeout <= 0 {
@@ -146,7 +147,7 @@ func failoverParams(p map[string]string) (mode string, timeout time.Duration, er
 }
 
 func rateParam(p map[string]string) (float64, error) {
-	v := p["rate"]
+	v := p[history.ParamRate]
 	r, err := strconv.ParseFloat(v, 64)
 	if err != nil || r <= 0 || r == 1 {
 		return 0, fmt.Errorf("params.rate: %q is not a positive number other than 1 (e.g. 1.5 = 50%% fast)", v)
@@ -170,12 +171,12 @@ func targetNodes(env *Env, target, def string) (*nodeScope, bool) {
 	}
 	sc := &nodeScope{out: Outcome{Target: target, Effect: map[string]string{}}}
 	if b := env.Cluster.Backend; b == cluster.Embedded || b == cluster.External {
-		sc.out.Effect["error"] = "not supported by backend " + b
+		sc.out.Effect[history.EffectError] = "not supported by backend " + b
 		return sc, false
 	}
 	nodes, err := nodeTargets(env, target)
 	if err != nil {
-		sc.out.Effect["error"] = err.Error()
+		sc.out.Effect[history.EffectError] = err.Error()
 		return sc, false
 	}
 	sc.nodes = nodes
@@ -199,15 +200,15 @@ func (sc *nodeScope) fail(n *cluster.Node, err error) {
 	if len(sc.nodes) > 1 {
 		msg = n.Name + ": " + msg
 	}
-	if prev := sc.out.Effect["error"]; prev != "" {
+	if prev := sc.out.Effect[history.EffectError]; prev != "" {
 		msg = prev + "; " + msg
 	}
-	sc.out.Effect["error"] = msg
+	sc.out.Effect[history.EffectError] = msg
 }
 
 // done sets Applied: every node took effect.
 func (sc *nodeScope) done() Outcome {
-	sc.out.Applied = sc.out.Effect["error"] == ""
+	sc.out.Applied = sc.out.Effect[history.EffectError] == ""
 	return sc.out
 }
 
@@ -335,7 +336,11 @@ func dbsize(ctx context.Context, env *Env, n *cluster.Node) (int64, error) {
 	return cl.DBSize(ctx).Result()
 }
 
-type restartNode struct{ s Scheduled }
+type restartNode struct {
+	s     Scheduled
+	mode  string
+	delay time.Duration
+}
 
 // Start kills, waits out the delay (cut short if ctx ends: a node must not
 // stay down through the heal phase) and restarts. It returns when the nodes
@@ -345,10 +350,12 @@ func (f *restartNode) Start(ctx context.Context, env *Env) (Outcome, error) {
 	if !ok {
 		return sc.out, nil
 	}
-	mode, delay, err := restartParams(f.s.Spec.Params, env.TTL)
-	if err != nil {
-		sc.out.Effect["error"] = err.Error()
-		return sc.out, nil
+	mode, delay := f.mode, f.delay
+	if mode == "delayed" && delay == 0 {
+		delay = 2 * env.TTL
+		if delay == 0 {
+			delay = time.Second
+		}
 	}
 	sc.out.Effect["mode"] = mode
 	if delay > 0 {
@@ -428,27 +435,23 @@ func appendonly(ctx context.Context, env *Env, n *cluster.Node) (bool, error) {
 func (f *restartNode) Heal(context.Context, *Env) (map[string]string, error) { return nil, nil }
 
 type failover struct {
-	s    Scheduled
-	old  *cluster.Node
-	mode string
+	s       Scheduled
+	old     *cluster.Node
+	mode    string
+	timeout time.Duration
 }
 
 func (f *failover) Start(ctx context.Context, env *Env) (Outcome, error) {
 	out := Outcome{Target: "master", Effect: map[string]string{}}
 	if len(env.Cluster.Sentinels) == 0 {
-		out.Effect["error"] = fmt.Sprintf("failover needs the sentinel topology (this is %s on backend %s)", env.Cluster.Spec.Topology, env.Cluster.Backend)
+		out.Effect[history.EffectError] = fmt.Sprintf("failover needs the sentinel topology (this is %s on backend %s)", env.Cluster.Spec.Topology, env.Cluster.Backend)
 		return out, nil
 	}
-	mode, timeout, err := failoverParams(f.s.Spec.Params)
-	if err != nil {
-		out.Effect["error"] = err.Error()
-		return out, nil
-	}
-	f.mode = mode
+	mode, timeout := f.mode, f.timeout
 	out.Effect["mode"] = mode
 	old, err := env.Cluster.CurrentMaster(ctx)
 	if err != nil {
-		out.Effect["error"] = "no current master: " + err.Error()
+		out.Effect[history.EffectError] = "no current master: " + err.Error()
 		return out, nil
 	}
 	out.Target = "node " + old.Name
@@ -458,12 +461,12 @@ func (f *failover) Start(ctx context.Context, env *Env) (Outcome, error) {
 	case "kill":
 		out.Effect["old_pid"] = strconv.Itoa(old.Ctl.Pid())
 		if err := old.Ctl.Kill(); err != nil {
-			out.Effect["error"] = "kill the master: " + err.Error()
+			out.Effect[history.EffectError] = "kill the master: " + err.Error()
 			return out, nil
 		}
 	case "manual":
 		if err := env.Cluster.SentinelFailover(ctx); err != nil {
-			out.Effect["error"] = err.Error()
+			out.Effect[history.EffectError] = err.Error()
 			return out, nil
 		}
 	}
@@ -473,11 +476,11 @@ func (f *failover) Start(ctx context.Context, env *Env) (Outcome, error) {
 	waited := time.Since(t0)
 	nm, elected, err := env.Cluster.WaitNewMaster(wctx, old)
 	if err != nil {
-		out.Effect["error"] = fmt.Sprintf("no new master reachable within %v: %v", timeout, err)
+		out.Effect[history.EffectError] = fmt.Sprintf("no new master reachable within %v: %v", timeout, err)
 		return out, nil
 	}
 	out.Applied = true
-	out.Effect["new_master"] = nm.Name
+	out.Effect[history.EffectNewMaster] = nm.Name
 	out.Effect["elected_after_ms"] = strconv.FormatInt((waited + elected).Milliseconds(), 10)
 	out.Effect["reachable_after_ms"] = strconv.FormatInt(time.Since(t0).Milliseconds(), 10)
 	return out, nil
@@ -513,8 +516,9 @@ func (f *failover) Heal(ctx context.Context, env *Env) (map[string]string, error
 }
 
 type replLag struct {
-	s     Scheduled
-	nodes []*cluster.Node
+	s       Scheduled
+	latency time.Duration
+	nodes   []*cluster.Node
 }
 
 // Start delays the streams, then writes (a PUBLISH, which is replicated but
@@ -525,7 +529,7 @@ func (f *replLag) Start(ctx context.Context, env *Env) (Outcome, error) {
 	if !ok {
 		return sc.out, nil
 	}
-	lat, _ := durationParam(f.s.Spec.Params, "latency", true)
+	lat := f.latency
 	sc.out.Effect["latency"] = lat.String()
 	for _, n := range sc.nodes {
 		if err := env.Cluster.SetReplicationDelay(n, lat); err != nil {
@@ -534,16 +538,16 @@ func (f *replLag) Start(ctx context.Context, env *Env) (Outcome, error) {
 		}
 		f.nodes = append(f.nodes, n)
 	}
-	if sc.out.Effect["error"] != "" {
+	if sc.out.Effect[history.EffectError] != "" {
 		return sc.done(), nil
 	}
 	m, err := env.Cluster.CurrentMaster(ctx)
 	if err != nil {
-		sc.out.Effect["error"] = "no current master to measure on: " + err.Error()
+		sc.out.Effect[history.EffectError] = "no current master to measure on: " + err.Error()
 		return sc.done(), nil
 	}
 	if err := measureLag(ctx, env, m, lat, sc.out.Effect); err != nil {
-		sc.out.Effect["error"] = err.Error()
+		sc.out.Effect[history.EffectError] = err.Error()
 	}
 	return sc.done(), nil
 }

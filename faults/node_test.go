@@ -27,7 +27,11 @@ func inject(kind, target string, params map[string]string, d time.Duration) Inje
 	if err := Validate(s, 0); err != nil {
 		panic(err)
 	}
-	return kinds[kind].New(Scheduled{ID: 1, Spec: s, Duration: d})
+	inj, err := kinds[kind].New(Scheduled{ID: 1, Spec: s, Duration: d})
+	if err != nil {
+		panic(err)
+	}
+	return inj
 }
 
 func mustApply(t *testing.T, out Outcome, err error) {

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"github.com/lockchaos/lockchaos/history"
 	"strconv"
 	"strings"
 	"time"
@@ -67,13 +68,13 @@ func ValidateRun(s Spec, i int, r Run) error {
 			return fmt.Errorf("faults[%d].when: %q: %w", i, s.When, err)
 		}
 	}
-	if v := s.Params["nodes"]; v != "" && r.Nodes > 0 {
+	if v := s.Params[history.ParamNodes]; v != "" && r.Nodes > 0 {
 		if _, err := nodeIndexes(v, r.Nodes); err != nil {
 			return fmt.Errorf("faults[%d].params.nodes: %v (topology %s)", i, err, r.Topology)
 		}
 	}
 	if s.Kind == "restart-node" && !r.AOF {
-		if mode, _, _ := restartParams(s.Params, 0); mode == "aof" {
+		if mode, _, _ := restartParams(s.Params); mode == "aof" {
 			return fmt.Errorf("faults[%d].params.mode: %q restarts from the append-only file: the scenario needs aof: true", i, mode)
 		}
 	}
