@@ -73,12 +73,8 @@ var causeFaults = map[string][]string{
 	CauseNotFreedAfterCrash: {history.FaultCrashClient},
 }
 
-// clientFaults are the fault kinds aimed at one client.
-var clientFaults = map[string]bool{history.FaultPauseClient: true, history.FaultCutClient: true,
-	history.FaultStallCommands: true, history.FaultClockSkew: true, history.FaultCrashClient: true}
-
 // clientFault reports whether a fault kind is aimed at one client.
-func clientFault(kind string) bool { return clientFaults[kind] }
+func clientFault(kind string) bool { return history.ClientFault(kind) }
 
 // uncaused are the fault kinds no cause names, and why: they lose a lock
 // only through something the checker attributes on its own terms (a

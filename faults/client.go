@@ -23,7 +23,7 @@ func validPoint(p string) error {
 
 func init() {
 	Register(Kind{
-		Name:        "pause-client",
+		Name:        history.FaultPauseClient,
 		Description: "freeze one client and its lock's background work for duration (a stop-the-world GC pause), at a point of its cycle",
 		Validate: func(s Spec) error {
 			if s.Duration <= 0 {
@@ -38,7 +38,7 @@ func init() {
 		Outlasts: true,
 	})
 	Register(Kind{
-		Name:        "crash-client",
+		Name:        history.FaultCrashClient,
 		Description: "a client dies at a point of its cycle without releasing what it holds",
 		Validate: func(s Spec) error {
 			if err := validPointTarget(s.Target); err != nil {
@@ -49,7 +49,7 @@ func init() {
 		New: func(s Scheduled) (Injector, error) { return &crashClient{s: s}, nil },
 	})
 	Register(Kind{
-		Name:        "clock-skew",
+		Name:        history.FaultClockSkew,
 		Description: "a client's clock runs with an offset (params.offset) and/or at a rate (params.rate, 1.1 = 10% fast) until healed",
 		Validate:    func(s Spec) error { return validClientTarget(s.Target) },
 		New: func(s Scheduled) (Injector, error) {
@@ -58,7 +58,7 @@ func init() {
 		},
 	})
 	Register(Kind{
-		Name:        "cut-client",
+		Name:        history.FaultCutClient,
 		Description: "cut one client off from nodes (params.nodes, 1-based, e.g. 4,5; default all) through a go-redis hook: params.mode reset (fail at once) or drop (hang until the command times out)",
 		Validate:    func(s Spec) error { return validClientTarget(s.Target) },
 		New: func(s Scheduled) (Injector, error) {
@@ -74,7 +74,7 @@ func init() {
 		},
 	})
 	Register(Kind{
-		Name:        "stall-commands",
+		Name:        history.FaultStallCommands,
 		Description: "delay chosen commands (params.commands, comma-separated; empty = all) of one client by params.delay, through a go-redis hook",
 		Validate:    func(s Spec) error { return validClientTarget(s.Target) },
 		New: func(s Scheduled) (Injector, error) {

@@ -17,7 +17,7 @@ import (
 
 func init() {
 	Register(Kind{
-		Name: "link",
+		Name: history.FaultLink,
 		Description: "fault one client's link to nodes, in flight, through that client's own proxy: " +
 			`target "CLIENT -> NODES" (e.g. "holder -> master", "client:0 -> node:2"); ` +
 			"params.mode delay (every chunk waits params.delay), drop (silently discarded) or reset (connection closed); " +

@@ -18,7 +18,7 @@ import (
 
 func init() {
 	Register(Kind{
-		Name: "partition",
+		Name: history.FaultPartition,
 		Description: "cut nodes off from the clients through the fault proxy (needs cluster proxy: true): " +
 			"params.mode reset (connections reset, commands fail at once) or drop (silent blackhole, commands time out); " +
 			"params.direction both, to-node (requests lost) or from-node (replies lost, commands still run)",
@@ -34,7 +34,7 @@ func init() {
 		Needs: Needs{Proxy: true},
 	})
 	Register(Kind{
-		Name: "latency",
+		Name: history.FaultLatency,
 		Description: "delay node replies through the fault proxy (needs cluster proxy: true) by params.latency " +
 			"± params.jitter (millisecond resolution); params.direction from-node (default), to-node or both",
 		Validate: func(s Spec) error { return validNodeTarget(s.Target) },
@@ -158,7 +158,7 @@ func (f *netFault) Start(ctx context.Context, env *Env) (Outcome, error) {
 
 	for _, n := range nodes {
 		var undo func()
-		if f.kind == "partition" {
+		if f.kind == history.FaultPartition {
 			undo, err = env.Cluster.Partition(n, out.Effect["mode"], dir)
 		} else {
 			undo, err = env.Cluster.LatencyDir(n, latency, jitter, dir)
@@ -175,7 +175,7 @@ func (f *netFault) Start(ctx context.Context, env *Env) (Outcome, error) {
 	// The measured effect: a cut link must fail or time out; a slow one must
 	// show at least the minimum delay.
 	timeout := probeCutLimit
-	if f.kind == "latency" {
+	if f.kind == history.FaultLatency {
 		timeout = probeTimeout + 4*(latency+jitter)
 	}
 	after := probe(ctx, env.Cluster, nodes, timeout)
@@ -183,7 +183,7 @@ func (f *netFault) Start(ctx context.Context, env *Env) (Outcome, error) {
 	out.Applied = true
 	for i, r := range after {
 		var ok bool
-		if f.kind == "partition" {
+		if f.kind == history.FaultPartition {
 			ok = r.err != nil
 		} else {
 			ok = r.err == nil && r.rtt >= (latency-jitter)*9/10

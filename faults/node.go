@@ -18,30 +18,30 @@ import (
 // says why.
 
 func init() {
-	registerNode("pause-node", "freeze the target nodes (SIGSTOP) until healed (SIGCONT); default target master",
+	registerNode(history.FaultPauseNode, "freeze the target nodes (SIGSTOP) until healed (SIGCONT); default target master",
 		func(s Scheduled) (Injector, error) { return &pauseNode{s: s}, nil })
-	registerNode("kill-node", "kill the target nodes (SIGKILL); healing restarts them empty; default target master",
+	registerNode(history.FaultKillNode, "kill the target nodes (SIGKILL); healing restarts them empty; default target master",
 		func(s Scheduled) (Injector, error) { return &killNode{s: s}, nil })
-	registerNode("restart-node", "kill the target nodes and start them again: params.mode empty (no data), aof (same dir, needs aof: true) "+
+	registerNode(history.FaultRestartNode, "kill the target nodes and start them again: params.mode empty (no data), aof (same dir, needs aof: true) "+
 		"or delayed (down for params.delay, default 2×TTL, then empty: the delayed-restart mitigation); default target master",
 		func(s Scheduled) (Injector, error) {
 			mode, delay, err := restartParams(s.Spec.Params)
 			return &restartNode{s: s, mode: mode, delay: delay}, err
 		})
-	registerNode("replication-lag", "sentinel topology: the replication stream the target nodes send (default all) arrives "+
+	registerNode(history.FaultReplicationLag, "sentinel topology: the replication stream the target nodes send (default all) arrives "+
 		"params.latency late at their replicas, until healed",
 		func(s Scheduled) (Injector, error) {
 			lat, err := durationParam(s.Spec.Params, history.ParamLatency, true)
 			return &replLag{s: s, latency: lat}, err
 		})
-	registerNode("clock-jump", "the target nodes' clocks jump by params.delta (positive: forward): the server's own clock (TIME, expiry, "+
+	registerNode(history.FaultClockJump, "the target nodes' clocks jump by params.delta (positive: forward): the server's own clock (TIME, expiry, "+
 		"PXAT) where it has one (process backend), else every key's TTL is shifted by it (at least 1ms is left), as a wall-clock "+
 		"jump does to relative TTLs; effect.mechanism says which (real-clock, ttl-rewrite); default target master",
 		func(s Scheduled) (Injector, error) {
 			delta, err := durationParam(s.Spec.Params, history.ParamDelta, true)
 			return &clockJump{s: s, delta: delta}, err
 		})
-	registerNode("clock-drift", "the target nodes' clocks run at params.rate (3 = three times fast, 0.5 = half speed) until healed: "+
+	registerNode(history.FaultClockDrift, "the target nodes' clocks run at params.rate (3 = three times fast, 0.5 = half speed) until healed: "+
 		"the server's own clock where it has one (process backend), else every 10ms each key's TTL is shortened by (rate-1)×elapsed; "+
 		"effect.mechanism says which (real-clock, ttl-rewrite); default target master",
 		func(s Scheduled) (Injector, error) {
@@ -49,7 +49,7 @@ func init() {
 			return &clockDrift{s: s, rate: rate}, err
 		})
 	Register(Kind{
-		Name: "failover",
+		Name: history.FaultFailover,
 		Description: "sentinel topology: kill the master (params.mode kill, default) or ask Sentinel (params.mode manual) and wait " +
 			"for a new master (params.timeout, default 15s); healing brings the old master back as a replica",
 		Validate: func(s Spec) error {
@@ -66,8 +66,8 @@ func init() {
 	})
 	// Only sentinel's master has replicas to stream to; the lag is a
 	// delaying proxy on the replication links.
-	amend("replication-lag", func(k *Kind) { k.Topology, k.Needs.Proxy = cluster.Sentinel, true })
-	for _, name := range []string{"clock-jump", "clock-drift"} {
+	amend(history.FaultReplicationLag, func(k *Kind) { k.Topology, k.Needs.Proxy = cluster.Sentinel, true })
+	for _, name := range []string{history.FaultClockJump, history.FaultClockDrift} {
 		amend(name, func(k *Kind) { k.Needs.RealClock = true })
 	}
 	masterLookup = sentinelMaster

@@ -73,7 +73,7 @@ func ValidateRun(s Spec, i int, r Run) error {
 			return fmt.Errorf("faults[%d].params.nodes: %v (topology %s)", i, err, r.Topology)
 		}
 	}
-	if s.Kind == "restart-node" && !r.AOF {
+	if s.Kind == history.FaultRestartNode && !r.AOF {
 		if mode, _, _ := restartParams(s.Params); mode == "aof" {
 			return fmt.Errorf("faults[%d].params.mode: %q restarts from the append-only file: the scenario needs aof: true", i, mode)
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -131,4 +132,21 @@ func BenchmarkScan(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)*100000/b.Elapsed().Seconds(), "events/s")
+}
+
+// Every fault kind has a known family; the families list has no stray entry.
+func TestFaultTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, k := range FaultKinds {
+		if seen[k] {
+			t.Errorf("fault kind %s listed twice", k)
+		}
+		seen[k] = true
+		if !slices.Contains(FaultFamilies, FaultFamily(k)) {
+			t.Errorf("fault kind %s: family %q is not in FaultFamilies", k, FaultFamily(k))
+		}
+	}
+	if !ClientFault(FaultPauseClient) || ClientFault(FaultKillNode) || ClientFault("no-such-kind") {
+		t.Error("ClientFault: pause-client aims at a client, kill-node does not, an unknown kind does not")
+	}
 }

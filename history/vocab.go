@@ -22,8 +22,8 @@ var Points = []string{PointBeforeAcquire, PointInAcquire, PointAfterAcquire, Poi
 
 // Fault kinds: the names a history's fault events carry (Fault.Kind). The
 // faults package registers exactly these (TestKindsMatchTheVocabulary), the
-// checker's causes and the report's legend cover every one of them
-// (TestEveryKindHasACause, TestEveryFaultKindHasAColour).
+// checker's causes cover every one (TestEveryFaultKindIsExplained) and the
+// report colours each by its family (TestEveryFaultKindHasAColour).
 const (
 	FaultPauseClient    = "pause-client"
 	FaultCrashClient    = "crash-client"
@@ -42,10 +42,69 @@ const (
 	FaultLink           = "link"
 )
 
+// Fault families: kinds that do the same thing to a lock by different
+// means share one (the report gives a family one colour), so a new kind of
+// an existing family needs no change outside its own file and this table.
+const (
+	FamilyClientFreeze = "client-freeze" // a client stops, then resumes
+	FamilyClientCrash  = "client-crash"  // a client stops for good
+	FamilyClientStall  = "client-stall"  // a client's commands are slow
+	FamilyCut          = "cut"           // links fail or hang
+	FamilySlowLink     = "slow-link"     // links are slow
+	FamilyNodeFreeze   = "node-freeze"   // a server stops, then resumes
+	FamilyNodeLoss     = "node-loss"     // a server dies or restarts
+	FamilyFailover     = "failover"      // a replica is promoted
+	FamilyReplication  = "replication"   // replicas fall behind
+	FamilyClock        = "clock"         // a clock jumps, drifts or is skewed
+)
+
+// FaultFamilies lists every family.
+var FaultFamilies = []string{FamilyClientFreeze, FamilyClientCrash, FamilyClientStall, FamilyCut, FamilySlowLink,
+	FamilyNodeFreeze, FamilyNodeLoss, FamilyFailover, FamilyReplication, FamilyClock}
+
+// faultTable is the one list of fault kinds, with their families and
+// whether they aim at one client (else at nodes or links).
+var faultTable = []struct {
+	kind, family string
+	client       bool
+}{
+	{FaultPauseClient, FamilyClientFreeze, true}, {FaultCrashClient, FamilyClientCrash, true},
+	{FaultClockSkew, FamilyClock, true}, {FaultCutClient, FamilyCut, true}, {FaultStallCommands, FamilyClientStall, true},
+	{FaultPauseNode, FamilyNodeFreeze, false}, {FaultKillNode, FamilyNodeLoss, false}, {FaultRestartNode, FamilyNodeLoss, false},
+	{FaultReplicationLag, FamilyReplication, false}, {FaultClockJump, FamilyClock, false}, {FaultClockDrift, FamilyClock, false},
+	{FaultFailover, FamilyFailover, false}, {FaultPartition, FamilyCut, false}, {FaultLatency, FamilySlowLink, false},
+	{FaultLink, FamilySlowLink, false},
+}
+
 // FaultKinds lists every fault kind.
-var FaultKinds = []string{FaultPauseClient, FaultCrashClient, FaultClockSkew, FaultCutClient, FaultStallCommands,
-	FaultPauseNode, FaultKillNode, FaultRestartNode, FaultReplicationLag, FaultClockJump, FaultClockDrift,
-	FaultFailover, FaultPartition, FaultLatency, FaultLink}
+var FaultKinds = func() []string {
+	out := make([]string, len(faultTable))
+	for i, f := range faultTable {
+		out[i] = f.kind
+	}
+	return out
+}()
+
+// ClientFault reports whether kind aims at one client.
+func ClientFault(kind string) bool {
+	for _, f := range faultTable {
+		if f.kind == kind {
+			return f.client
+		}
+	}
+	return false
+}
+
+// FaultFamily is kind's family ("" for a kind this build does not know,
+// e.g. from a history written by another).
+func FaultFamily(kind string) string {
+	for _, f := range faultTable {
+		if f.kind == kind {
+			return f.family
+		}
+	}
+	return ""
+}
 
 // Keys of a fault's Request (the scenario's params, plus the schedule's
 // fields) and Effect (what the injector measured) that more than the fault

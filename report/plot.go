@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/lockchaos/lockchaos/history"
 	"hash/fnv"
 	"image/color"
 	"io"
@@ -54,19 +55,19 @@ func withAlpha(c color.RGBA, a uint8) color.NRGBA {
 	return color.NRGBA{R: c.R, G: c.G, B: c.B, A: a}
 }
 
-// kindColors are the fault kinds' palette indices: a family shares a
-// colour (kill and restart; partition and a client's cut; the clocks).
-// TestEveryFaultKindHasAColour keeps it complete.
-var kindColors = map[string]int{
-	"pause-client": 6, "crash-client": 0, "stall-commands": 8, "cut-client": 4, "pause-node": 1, "kill-node": 3,
-	"restart-node": 3, "failover": 7, "partition": 4, "latency": 5, "replication-lag": 9, "clock-jump": 2,
-	"clock-drift": 2, "clock-skew": 2, "link": 5,
+// familyColors are the fault families' palette indices: the kinds of a
+// family (kill and restart; partition and a client's cut; the clocks)
+// share a colour. TestEveryFaultKindHasAColour keeps it complete.
+var familyColors = map[string]int{
+	history.FamilyClientFreeze: 6, history.FamilyClientCrash: 0, history.FamilyClientStall: 8, history.FamilyCut: 4,
+	history.FamilyNodeFreeze: 1, history.FamilyNodeLoss: 3, history.FamilyFailover: 7, history.FamilySlowLink: 5,
+	history.FamilyReplication: 9, history.FamilyClock: 2,
 }
 
-// kindColor gives every fault kind a stable colour (an unknown kind, from a
-// history written by another build, one by its name's hash).
+// kindColor gives every fault kind its family's colour (an unknown kind,
+// from a history written by another build, one by its name's hash).
 func kindColor(kind string) color.RGBA {
-	if i, ok := kindColors[kind]; ok {
+	if i, ok := familyColors[history.FaultFamily(kind)]; ok {
 		return palette[i]
 	}
 	h := fnv.New32a()
