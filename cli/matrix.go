@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -97,10 +98,10 @@ directories into one matrix with the same exit-code rules.`,
 			if err != nil {
 				return exitWith(runner.ExitCodeOf(err), err)
 			}
-			if err := runner.WriteMatrix(out, m); err != nil {
+			if err := report.WriteMatrix(out, m); err != nil {
 				return exitWith(runner.ExitInfra, err)
 			}
-			fmt.Fprint(stdout, runner.MatrixMarkdown(m, nil))
+			fmt.Fprint(stdout, report.MatrixMarkdown(m, nil))
 			fmt.Fprintf(stdout, "\nmatrix written to %s (%.0fs)\n", out, time.Since(start).Seconds())
 			if m.ExitCode != 0 {
 				return exitWith(m.ExitCode, nil)
@@ -145,10 +146,10 @@ unknown, 0 otherwise; 3 when the shards do not belong together.`,
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return exitWith(runner.ExitInfra, err)
 			}
-			if err := runner.WriteMatrix(out, m); err != nil {
+			if err := report.WriteMatrix(out, m); err != nil {
 				return exitWith(runner.ExitInfra, err)
 			}
-			fmt.Fprint(stdout, runner.MatrixMarkdown(m, nil))
+			fmt.Fprint(stdout, report.MatrixMarkdown(m, nil))
 			fmt.Fprintf(stdout, "\nmerged matrix written to %s\n", out)
 			if m.ExitCode != 0 {
 				return exitWith(m.ExitCode, nil)

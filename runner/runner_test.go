@@ -79,7 +79,7 @@ func TestRunMatrixExpireThenUnlock(t *testing.T) {
 	if m.ExitCode != 0 {
 		t.Errorf("matrix exit code %d, want 0", m.ExitCode)
 	}
-	if err := runner.WriteMatrix(out, m); err != nil {
+	if err := report.WriteMatrix(out, m); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"matrix.md", "matrix.json"} {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -27,12 +28,12 @@ func TestWilson(t *testing.T) {
 		{0, 10, 0, 0.2775},
 	}
 	for _, c := range cases {
-		lo, hi := runner.Wilson(c.hits, c.n)
+		lo, hi := report.Wilson(c.hits, c.n)
 		if math.Abs(lo-c.lo) > 5e-4 || math.Abs(hi-c.hi) > 5e-4 {
 			t.Errorf("Wilson(%d, %d) = [%.4f, %.4f], want [%.4f, %.4f]", c.hits, c.n, lo, hi, c.lo, c.hi)
 		}
 	}
-	if lo, hi := runner.Wilson(0, 0); lo != 0 || hi != 1 {
+	if lo, hi := report.Wilson(0, 0); lo != 0 || hi != 1 {
 		t.Errorf("Wilson(0, 0) = [%v, %v], want [0, 1] (no data)", lo, hi)
 	}
 }
@@ -176,7 +177,7 @@ func TestRunMatrixSeeds(t *testing.T) {
 	if del := m.Cells[1]; del.Checks["mutex"] != "invalid" || del.Expected["mutex"] != "invalid >=0.5" {
 		t.Errorf("del-no-owner: checks %v expected %v, want mutex invalid on both seeds against invalid >=0.5", del.Checks, del.Expected)
 	}
-	if err := runner.WriteMatrix(out, m); err != nil {
+	if err := report.WriteMatrix(out, m); err != nil {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "matrix.md"))
@@ -197,7 +198,7 @@ func TestMatrixMarkdownRates(t *testing.T) {
 	m := &runner.Matrix{Locks: []string{"simple"}, Scenarios: []string{"gc-pause"}, Seeds: []uint64{1, 2}, ExitCode: 1,
 		Cells: []runner.Cell{{Scenario: "gc-pause", Lock: "simple", Applicable: true, Verdict: sum.Majority(), Label: sum.Label(),
 			Outcome: sum.Outcome, Expected: sum.Expected, Seeds: sum.Runs, Rates: sum.Rates}}}
-	md := runner.MatrixMarkdown(m, nil)
+	md := report.MatrixMarkdown(m, nil)
 	for _, want := range []string{"invalid 1/2 UNEXPECTED", "gc-pause / simple: mutex invalid in 1/2 (95% CI 0.09–0.91), valid in 1/2", "seed 2: unexpected", "/m/gc-pause/simple/seed-2"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("matrix.md lacks %q:\n%s", want, md)

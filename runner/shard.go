@@ -26,20 +26,6 @@ import (
 // puts the shards' matrix.json files back together. Every shard writes the
 // whole table; the cells another shard runs are marked OutcomeElsewhere.
 
-// OutcomeElsewhere marks, in a shard's matrix, a cell another shard runs.
-const OutcomeElsewhere = "other-shard"
-
-// Shard is one shard's place and what it must share with the others.
-type Shard struct {
-	Index int `json:"index"` // 1..Count
-	Count int `json:"count"`
-	// Build is the harness build (VCS revision, "+dirty" when modified);
-	// Catalog hashes the scenarios as run. Shards of one matrix agree on
-	// both.
-	Build   string `json:"build"`
-	Catalog string `json:"catalog"`
-}
-
 // ParseShard parses "I/N" (1 <= I <= N <= 1000).
 func ParseShard(s string) (Shard, error) {
 	a, b, ok := strings.Cut(strings.TrimSpace(s), "/")

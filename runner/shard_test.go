@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -35,7 +36,7 @@ func TestShardsMergeToTheWholeMatrix(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := runner.WriteMatrix(dir, m); err != nil {
+		if err := report.WriteMatrix(dir, m); err != nil {
 			t.Fatal(err)
 		}
 		return m

@@ -1,0 +1,254 @@
+package report
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// The matrix document: matrix.json's cells and their rendering (matrix.md,
+// the verdict grid). The runner fills it; lockchaos matrix merge reads it
+// back.
+
+// Cell is one lock × scenario outcome.
+type Cell struct {
+	Scenario   string            `json:"scenario"`
+	Lock       string            `json:"lock"`
+	Applicable bool              `json:"applicable"`
+	Reason     string            `json:"reason,omitempty"` // why not applicable, or the error
+	Verdict    string            `json:"verdict,omitempty"`
+	Checks     map[string]string `json:"checks,omitempty"`
+	Expected   map[string]string `json:"expected,omitempty"`
+	Outcome    string            `json:"outcome"` // as-expected | unexpected | unknown | n/a | error
+	Causes     []string          `json:"causes,omitempty"`
+	Incidents  int               `json:"incidents,omitempty"` // violations grouped (results.json incidents)
+	Dir        string            `json:"dir,omitempty"`
+	Throughput float64           `json:"throughput,omitempty"`
+	Notes      []string          `json:"notes,omitempty"`
+	// Attempts is how many runs the cell took (more than 1: retried).
+	Attempts int `json:"attempts,omitempty"`
+	// With seeds: each seed's run, the rates per check over them, and
+	// Label ("invalid 2/3" where the seeds' verdicts differ). Verdict is
+	// then the most common verdict and Checks give a check's verdict where
+	// every seed agreed, else its rate.
+	Seeds []SeedRun         `json:"seeds,omitempty"`
+	Rates map[string][]Rate `json:"rates,omitempty"`
+	Label string            `json:"label,omitempty"`
+
+	// RunExit is the exit code of the cell's single run (for its SeedRun).
+	RunExit int `json:"-"`
+}
+
+// Matrix is the whole table.
+type Matrix struct {
+	Locks     []string `json:"locks"`
+	Scenarios []string `json:"scenarios"`
+	// Seeds each cell ran with (empty: each scenario's own seed, once).
+	Seeds    []uint64 `json:"seeds,omitempty"`
+	Cells    []Cell   `json:"cells"`
+	ExitCode int      `json:"exit_code"`
+	// Shard is set when the matrix is one shard of several.
+	Shard *Shard `json:"shard,omitempty"`
+}
+
+// OutcomeElsewhere marks, in a shard's matrix, a cell another shard runs.
+const OutcomeElsewhere = "other-shard"
+
+// Shard is one shard's place and what it must share with the others.
+type Shard struct {
+	Index int `json:"index"` // 1..Count
+	Count int `json:"count"`
+	// Build is the harness build (VCS revision, "+dirty" when modified);
+	// Catalog hashes the scenarios as run. Shards of one matrix agree on
+	// both.
+	Build   string `json:"build"`
+	Catalog string `json:"catalog"`
+}
+
+// WriteMatrix writes matrix.json, matrix.md and the verdict grid plot.
+func WriteMatrix(dir string, m *Matrix) error {
+	if err := WriteJSON(filepath.Join(dir, "matrix.json"), m); err != nil {
+		return err
+	}
+	var cells []MatrixCell
+	for _, c := range m.Cells {
+		mc := MatrixCell{Scenario: c.Scenario, Lock: c.Lock, Verdict: cellVerdict(c), Expected: c.Outcome != "unexpected" && c.Outcome != "error"}
+		if c.Label != c.Verdict {
+			mc.Label = c.Label
+		}
+		cells = append(cells, mc)
+	}
+	var notes []string
+	if err := PlotMatrix(cells, filepath.Join(dir, "matrix")); err != nil {
+		notes = append(notes, "matrix plot: "+err.Error())
+	}
+	return writeBytes(filepath.Join(dir, "matrix.md"), []byte(MatrixMarkdown(m, notes)))
+}
+
+func cellVerdict(c Cell) string {
+	if !c.Applicable || c.Outcome == OutcomeElsewhere {
+		return "n/a"
+	}
+	if c.Verdict == "" {
+		return "error"
+	}
+	return c.Verdict
+}
+
+// MatrixMarkdown renders the table: one row per scenario, one column per
+// lock; each cell the verdict, ✓ when it matched the expectation, ✗ when not.
+func MatrixMarkdown(m *Matrix, notes []string) string {
+	var b strings.Builder
+	unexpected := 0
+	for _, c := range m.Cells {
+		if c.Outcome == "unexpected" || c.Outcome == "error" {
+			unexpected++
+		}
+	}
+	fmt.Fprintf(&b, "# lockchaos matrix\n\n%d scenarios × %d locks%s; %d cells unexpected; exit code %d.\n\n", len(m.Scenarios), len(m.Locks), seedsText(m.Seeds), unexpected, m.ExitCode)
+	if m.Shard != nil {
+		fmt.Fprintf(&b, "Shard %d of %d (build %s, catalog %s): it ran the cells marked neither `–` nor `(shard K/N)`; `lockchaos matrix merge` combines the shards.\n\n", m.Shard.Index, m.Shard.Count, m.Shard.Build, m.Shard.Catalog)
+	}
+	if len(m.Seeds) > 0 {
+		b.WriteString("Each cell ran once per seed. A plain expectation must hold on every seed, a rate expectation (`invalid >=0.8`) over the seeds. Where the seeds' overall verdicts differ the cell shows the most common one with its count (`invalid 2/3`); the rates per check are listed below the table.\n\n")
+	}
+	b.WriteString("Each cell: the overall verdict, then `ok` when every check matched the scenario's expectation for that lock, `UNEXPECTED` when not; `–` not applicable. Then the number of incidents (violations grouped by cause and the fault or lease they share), causes of violations in brackets.\n\n")
+	b.WriteString("| scenario |")
+	for _, l := range m.Locks {
+		b.WriteString(" " + l + " |")
+	}
+	b.WriteString("\n|---|")
+	for range m.Locks {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	idx := map[string]Cell{}
+	for _, c := range m.Cells {
+		idx[c.Scenario+"\x00"+c.Lock] = c
+	}
+	for _, s := range m.Scenarios {
+		b.WriteString("| " + s + " |")
+		for _, l := range m.Locks {
+			c := idx[s+"\x00"+l]
+			switch {
+			case !c.Applicable:
+				b.WriteString(" – |")
+			case c.Outcome == OutcomeElsewhere:
+				fmt.Fprintf(&b, " (%s) |", c.Reason)
+			case c.Outcome == "error":
+				b.WriteString(" error UNEXPECTED |")
+			default:
+				mark := "ok"
+				if c.Outcome == "unexpected" {
+					mark = "UNEXPECTED"
+				} else if c.Outcome == "unknown" {
+					mark = "unknown"
+				}
+				if c.Attempts > 1 {
+					mark += fmt.Sprintf(" (attempt %d)", c.Attempts)
+				}
+				cause := ""
+				switch {
+				case c.Incidents == 1:
+					cause = " · 1 incident"
+				case c.Incidents > 1:
+					cause = fmt.Sprintf(" · %d incidents", c.Incidents)
+				}
+				if len(c.Causes) > 0 {
+					cause += " [" + strings.Join(c.Causes, ", ") + "]"
+				}
+				v := c.Verdict
+				if c.Label != "" {
+					v = c.Label
+				}
+				fmt.Fprintf(&b, " %s %s%s |", v, mark, cause)
+			}
+		}
+		b.WriteString("\n")
+	}
+	mixedRates(&b, m)
+	var bad []Cell
+	for _, c := range m.Cells {
+		if c.Outcome == "unexpected" || c.Outcome == "error" || c.Outcome == "unknown" {
+			bad = append(bad, c)
+		}
+	}
+	if len(bad) > 0 {
+		b.WriteString("\n## Cells that did not match\n\n")
+		for _, c := range bad {
+			fmt.Fprintf(&b, "- **%s / %s**: %s %s; checks %v; expected %v; run dir `%s`\n", c.Scenario, c.Lock, c.Outcome, c.Reason, c.Checks, c.Expected, c.Dir)
+			for _, r := range c.Seeds {
+				if r.Outcome != "as-expected" {
+					fmt.Fprintf(&b, "  - seed %d: %s, checks %v, run dir `%s`\n", r.Seed, r.Outcome, r.Checks, r.Dir)
+				}
+			}
+			for _, n := range c.Notes {
+				fmt.Fprintf(&b, "  - %s\n", n)
+			}
+		}
+	}
+	for _, n := range notes {
+		fmt.Fprintf(&b, "\nNote: %s\n", n)
+	}
+	return b.String()
+}
+
+func seedsText(seeds []uint64) string {
+	switch len(seeds) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf(" × seed %d", seeds[0])
+	}
+	return fmt.Sprintf(" × %d seeds (%s)", len(seeds), seedListText(seeds))
+}
+
+// seedListText is "1-10" for a run of consecutive seeds, else the list.
+func seedListText(seeds []uint64) string {
+	consecutive := true
+	for i := 1; i < len(seeds); i++ {
+		consecutive = consecutive && seeds[i] == seeds[i-1]+1
+	}
+	if consecutive && len(seeds) > 1 {
+		return fmt.Sprintf("%d-%d", seeds[0], seeds[len(seeds)-1])
+	}
+	parts := make([]string, len(seeds))
+	for i, s := range seeds {
+		parts[i] = fmt.Sprint(s)
+	}
+	return strings.Join(parts, ",")
+}
+
+// mixedRates lists, for every cell whose seeds disagreed on a check, that
+// check's rates with their 95% Wilson intervals.
+func mixedRates(b *strings.Builder, m *Matrix) {
+	head := false
+	for _, c := range m.Cells {
+		var checks []string
+		for check, rates := range c.Rates {
+			if len(rates) > 1 || rates[0].Hits != rates[0].N {
+				checks = append(checks, check)
+			}
+		}
+		if len(checks) == 0 {
+			continue
+		}
+		if !head {
+			b.WriteString("\n## Checks whose verdict differed between seeds\n\n")
+			head = true
+		}
+		sort.Strings(checks)
+		for _, check := range checks {
+			var parts []string
+			for _, r := range c.Rates[check] {
+				if r.Hits > 0 {
+					parts = append(parts, r.String())
+				}
+			}
+			fmt.Fprintf(b, "- %s / %s: %s %s (expected %s)\n", c.Scenario, c.Lock, check, strings.Join(parts, ", "), scenarios.WantFor(c.Expected, check))
+		}
+	}
+}
