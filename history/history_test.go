@@ -150,3 +150,43 @@ func TestFaultTable(t *testing.T) {
 		t.Error("ClientFault: pause-client aims at a client, kill-node does not, an unknown kind does not")
 	}
 }
+
+func TestLeadingTimes(t *testing.T) {
+	for _, tc := range []struct {
+		line   string
+		t, end int64
+		ok     bool
+	}{
+		{`{"t":123,"end":456,"client":1,"op":"acquire"}`, 123, 456, true},
+		{`{"t":-5,"client":-1,"op":"phase"}`, -5, 0, true},
+		{`{"client":1,"t":123}`, 0, 0, false},
+		{`{"t":x}`, 0, 0, false},
+	} {
+		tt, end, ok := LeadingTimes([]byte(tc.line))
+		if tt != tc.t || end != tc.end || ok != tc.ok {
+			t.Errorf("LeadingTimes(%s) = %d, %d, %v", tc.line, tt, end, ok)
+		}
+	}
+}
+
+// ScanWindow skips events that ended before the window without decoding
+// them and stops after it; what it passes on is what Scan would.
+func TestScanWindow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	lines := `{"t":10,"end":20,"client":1,"op":"acquire"}
+{"t":30,"end":200,"client":2,"op":"acquire"}
+{"t":50,"client":3,"op":"write"}
+{"t":120,"client":4,"op":"write"}
+{"t":300,"client":5,"op":"write"}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	if _, err := ScanWindow(path, 100, 150, func(e *Event) error { got = append(got, e.Client); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []int{2, 4}) {
+		t.Errorf("clients seen = %v, want [2 4] (1 and 3 ended before 100, 5 starts after 150)", got)
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 )
 
 // ScanInfo says what a scan read.
@@ -37,6 +39,29 @@ func ScanFile(path string, fn func(*Event) error) (ScanInfo, error) {
 
 // Scan is ScanFile over any reader.
 func Scan(r io.Reader, fn func(*Event) error) (ScanInfo, error) {
+	return scan(r, math.MinInt64, math.MaxInt64, fn)
+}
+
+// ScanWindow is ScanFile for the events that can matter to a window of run
+// time: events that ended before from are skipped without being decoded
+// (the writer puts "t" and "end" first on each line), and the scan stops
+// at the first event starting after to. Events in between come in file
+// order, as from ScanFile.
+func ScanWindow(path string, from, to int64, fn func(*Event) error) (ScanInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ScanInfo{}, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	info, err := scan(f, from, to, fn)
+	if err != nil {
+		return info, fmt.Errorf("%s: %w", path, err)
+	}
+	return info, nil
+}
+
+func scan(r io.Reader, from, to int64, fn func(*Event) error) (ScanInfo, error) {
+	windowed := from != math.MinInt64 || to != math.MaxInt64
 	var info ScanInfo
 	br := bufio.NewReaderSize(r, 1<<20)
 	var ev Event
@@ -66,6 +91,19 @@ func Scan(r io.Reader, fn func(*Event) error) (ScanInfo, error) {
 				return info, nil
 			}
 			continue
+		}
+		if windowed {
+			if t, end, ok := LeadingTimes(raw); ok {
+				if t > to {
+					return info, nil
+				}
+				if max(t, end) < from {
+					if !complete {
+						return info, nil
+					}
+					continue
+				}
+			}
 		}
 		if uerr := decodeEvent(raw, &ev, &in); uerr != nil {
 			if !complete {
@@ -120,4 +158,33 @@ func RunMeta(path string) (map[string]any, error) {
 		meta = map[string]any{}
 	}
 	return meta, nil
+}
+
+// LeadingTimes reads "t" (and "end" when it follows) from the start of a
+// history line as the Writer writes it, without decoding the rest; ok is
+// false for a line that does not start that way.
+func LeadingTimes(line []byte) (t, end int64, ok bool) {
+	num := func(b []byte) (int64, []byte, bool) {
+		i := 0
+		if i < len(b) && b[i] == '-' {
+			i++
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		v, err := strconv.ParseInt(string(b[:i]), 10, 64)
+		return v, b[i:], err == nil
+	}
+	rest, found := bytes.CutPrefix(line, []byte(`{"t":`))
+	if !found {
+		return 0, 0, false
+	}
+	t, rest, ok = num(rest)
+	if !ok {
+		return 0, 0, false
+	}
+	if r, found := bytes.CutPrefix(rest, []byte(`,"end":`)); found {
+		end, _, _ = num(r)
+	}
+	return t, end, true
 }

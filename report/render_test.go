@@ -217,21 +217,3 @@ func TestPlotPercentilesCompare(t *testing.T) {
 		t.Error("no runs: want an error")
 	}
 }
-
-func TestLeadingTimes(t *testing.T) {
-	for _, tc := range []struct {
-		line   string
-		t, end int64
-		ok     bool
-	}{
-		{`{"t":123,"end":456,"client":1,"op":"acquire"}`, 123, 456, true},
-		{`{"t":-5,"client":-1,"op":"phase"}`, -5, 0, true},
-		{`{"client":1,"t":123}`, 0, 0, false},
-		{`{"t":x}`, 0, 0, false},
-	} {
-		tt, end, ok := leadingTimes([]byte(tc.line))
-		if tt != tc.t || end != tc.end || ok != tc.ok {
-			t.Errorf("leadingTimes(%s) = %d, %d, %v", tc.line, tt, end, ok)
-		}
-	}
-}

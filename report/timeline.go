@@ -1,18 +1,11 @@
 package report
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"image/color"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -165,76 +158,21 @@ func collectTimelines(historyPath string, vs []ViolationSummary, ttlNS int64) ([
 		skipBefore = min(skipBefore, ds[i].lo-timelineMaxReachN)
 		stopAfter = max(stopAfter, ds[i].hi+timelineMaxReachN)
 	}
-	f, err := os.Open(historyPath)
+	var end int64
+	_, err := history.ScanWindow(historyPath, skipBefore, stopAfter, func(e *history.Event) error {
+		end = max(end, e.T, e.End)
+		for _, d := range ds {
+			d.event(e)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read timelines: %w", err)
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
-	var end int64
-	var e history.Event
-	for {
-		line, rerr := br.ReadSlice('\n')
-		for errors.Is(rerr, bufio.ErrBufferFull) {
-			var more []byte
-			more, rerr = br.ReadSlice('\n')
-			line = append(append([]byte(nil), line...), more...)
-		}
-		if len(line) > 0 {
-			t, te, ok := leadingTimes(line)
-			switch {
-			case ok && max(t, te) < skipBefore:
-			case ok && t > stopAfter:
-				rerr = io.EOF
-			default:
-				e = history.Event{}
-				if json.Unmarshal(line, &e) == nil { // a torn or bad line was reported by Analyze
-					end = max(end, e.T, e.End)
-					for _, d := range ds {
-						d.event(&e)
-					}
-				}
-			}
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return nil, fmt.Errorf("read timelines: %s: %w", historyPath, rerr)
-		}
 	}
 	for _, d := range ds {
 		d.finish(end)
 	}
 	return ds, nil
-}
-
-// leadingTimes reads "t" (and "end" when it follows) from the start of a
-// history line without decoding the rest.
-func leadingTimes(line []byte) (t, end int64, ok bool) {
-	num := func(b []byte) (int64, []byte, bool) {
-		i := 0
-		if i < len(b) && b[i] == '-' {
-			i++
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		v, err := strconv.ParseInt(string(b[:i]), 10, 64)
-		return v, b[i:], err == nil
-	}
-	rest, found := bytes.CutPrefix(line, []byte(`{"t":`))
-	if !found {
-		return 0, 0, false
-	}
-	t, rest, ok = num(rest)
-	if !ok {
-		return 0, 0, false
-	}
-	if r, found := bytes.CutPrefix(rest, []byte(`,"end":`)); found {
-		end, _, _ = num(r)
-	}
-	return t, end, true
 }
 
 // PlotTimelines draws timeline-<n>.png/.svg into dir for the first

@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/keyspace"
-	"github.com/lockchaos/lockchaos/workloads"
 )
 
 // observe records the servers' keyspace notifications for the run's keys
 // into the history.
-func observe(ctx context.Context, cl *cluster.Cluster, rec *workloads.Recorder, p keyspace.Prefix) (func() error, cluster.Notify, error) {
+func observe(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, p keyspace.Prefix) (func() error, cluster.Notify, error) {
 	none := func() error { return nil }
 	if !rec.Enabled() {
 		return none, cluster.Notify{}, nil

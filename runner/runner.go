@@ -220,7 +220,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		}
 		defer hw.Close()
 	}
-	rec := workloads.NewRecorder(hw)
+	rec := history.NewRecorder(hw)
 	honour := *s.Workload.HonourLost
 	sched := faults.Resolve(s.Faults, s.Seed, s.Duration)
 	scheduled := make([]map[string]any, len(sched))
@@ -306,7 +306,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 
 // drive runs the workload and faults through the phases: workload (faults
 // fire), heal, recovery, stop. It reports whether ctx ended it early.
-func drive(ctx context.Context, o Options, s *scenarios.Scenario, rec *workloads.Recorder, w *workloads.Workload, fr *faults.Runner, sched []faults.Scheduled) bool {
+func drive(ctx context.Context, o Options, s *scenarios.Scenario, rec *history.Recorder, w *workloads.Workload, fr *faults.Runner, sched []faults.Scheduled) bool {
 	phase := func(p string) { rec.Record(&history.Event{T: rec.Now(), Client: -1, Op: history.OpPhase, Detail: p}) }
 	// Hard stop for client cycles still in flight well after the end.
 	wctx, cancelW := context.WithCancel(context.WithoutCancel(ctx))
@@ -359,7 +359,7 @@ func wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func progressLoop(fn func(Progress), rec *workloads.Recorder, w *workloads.Workload, fr *faults.Runner, cur *atomic.Value, start int64, total time.Duration) func() {
+func progressLoop(fn func(Progress), rec *history.Recorder, w *workloads.Workload, fr *faults.Runner, cur *atomic.Value, start int64, total time.Duration) func() {
 	if fn == nil {
 		return func() {}
 	}

@@ -21,7 +21,7 @@ type Client struct {
 	lk    lockimpl.Locker
 	clock *lockimpl.SkewClock
 	gate  gate
-	rec   *Recorder
+	rec   *history.Recorder
 	w     *Workload
 	rng   *rand.Rand
 	zipf  *rand.Zipf

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,7 +25,7 @@ func TestGateAfterAnsweredVsSucceeded(t *testing.T) {
 		{"acquiring", "in-acquire", true, false, false},  // refused SET NX
 		{"acquiring", "in-acquire", true, true, true},
 	} {
-		c := &Client{ID: 0, rec: NewRecorder(nil)}
+		c := &Client{ID: 0, rec: history.NewRecorder(nil)}
 		g := &c.gate
 		g.c = c
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -64,7 +65,7 @@ func (e redisErr) RedisError()   {}
 // its DEL (where the freeze changes nothing) but waits for the next
 // release, which it freezes after its GET.
 func TestInReleaseFiresAfterFirstReplyOnly(t *testing.T) {
-	c := &Client{ID: 0, rec: NewRecorder(nil)}
+	c := &Client{ID: 0, rec: history.NewRecorder(nil)}
 	g := &c.gate
 	g.c = c
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)

@@ -1,3 +1,8 @@
+// Package workloads runs the clients: each with its own Locker, in a loop of
+// acquire → critical section on a protected resource → release → think, with
+// every operation appended to the history. It offers the faults package the
+// client controls (pause, crash, clock skew, command stalls, cuts) and knows
+// nothing of which fault is running.
 package workloads
 
 import (
@@ -14,6 +19,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
 )
@@ -24,7 +30,7 @@ type Options struct {
 	Lock        string
 	LockOptions lockimpl.Options
 	Cluster     *cluster.Cluster
-	Rec         *Recorder
+	Rec         *history.Recorder
 	Seed        uint64
 	// Histograms keeps per-client HdrHistograms (acquire, release, cycle).
 	Histograms bool
@@ -48,7 +54,7 @@ type Workload struct {
 	honour    bool
 	lockInfo  lockimpl.Info
 	config    map[string]any
-	rec       *Recorder
+	rec       *history.Recorder
 	conns     []redis.UniversalClient
 	holders   []atomic.Int32 // per key: clients that believe they hold it
 	overlaps  atomic.Int64

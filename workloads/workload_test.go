@@ -27,7 +27,7 @@ func runFor(t *testing.T, c *cluster.Cluster, cfg workloads.Config, d time.Durat
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := workloads.NewRecorder(hw)
+	rec := history.NewRecorder(hw)
 	w, err := workloads.New(workloads.Options{Config: cfg, Lock: "simple", Cluster: c, Rec: rec, Seed: 1, Histograms: true})
 	if err != nil {
 		t.Fatal(err)

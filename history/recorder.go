@@ -1,25 +1,19 @@
-// Package workloads runs the clients: each with its own Locker, in a loop of
-// acquire → critical section on a protected resource → release → think, with
-// every operation appended to the history. It offers the faults package the
-// client controls (pause, crash, clock skew, command stalls, cuts) and knows
-// nothing of which fault is running.
-package workloads
+package history
 
 import (
 	"time"
-
-	"github.com/lockchaos/lockchaos/history"
 )
 
-// Recorder is the run clock plus the history sink. All times in the history
+// Recorder is the run clock plus the history sink, shared by the workload,
+// the faults and the observer. All times in the history
 // are Recorder.Now() values: ns since Start on the monotonic clock.
 type Recorder struct {
 	start time.Time
-	w     *history.Writer // nil: recording off (bench overhead baseline)
+	w     *Writer // nil: recording off (bench overhead baseline)
 }
 
 // NewRecorder starts the run clock now. w may be nil to record nothing.
-func NewRecorder(w *history.Writer) *Recorder {
+func NewRecorder(w *Writer) *Recorder {
 	return &Recorder{start: time.Now(), w: w}
 }
 
@@ -33,7 +27,7 @@ func (r *Recorder) Start() time.Time { return r.start }
 func (r *Recorder) ToRun(t time.Time) int64 { return int64(t.Sub(r.start)) }
 
 // Record appends e (no-op when recording is off).
-func (r *Recorder) Record(e *history.Event) {
+func (r *Recorder) Record(e *Event) {
 	if r.w != nil {
 		r.w.Append(e)
 	}
