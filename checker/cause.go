@@ -2,8 +2,9 @@ package checker
 
 import (
 	"fmt"
-	"github.com/lockchaos/lockchaos/history"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Causes a violation can be attributed to.

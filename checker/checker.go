@@ -253,5 +253,3 @@ func verdictOf(violations int, evidence bool) Verdict {
 
 // sec formats run ns as seconds for explanations.
 func sec(ns int64) string { return fmt.Sprintf("%.3f s", float64(ns)/1e9) }
-
-func msOf(ns int64) float64 { return float64(ns) / 1e6 }

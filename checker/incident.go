@@ -2,10 +2,11 @@ package checker
 
 import (
 	"fmt"
-	"github.com/lockchaos/lockchaos/history"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Incident is one thing that went wrong, told once: the violations that

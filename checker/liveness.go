@@ -136,7 +136,7 @@ func checkLiveness(m *model, c *ctx) (CheckResult, bool) {
 			} else {
 				expl += "; no acquire succeeded again before the run ended"
 			}
-			c.violate(Violation{Check: CheckLiveness, Key: m.keys[k], Clients: clients, AtMS: msOf(a), Window: [2]int64{a, b}, Cause: cause,
+			c.violate(Violation{Check: CheckLiveness, Key: m.keys[k], Clients: clients, AtMS: history.MS(a), Window: [2]int64{a, b}, Cause: cause,
 				Detail:      fmt.Sprintf("%s was unavailable for %s while clients waited (allowed: TTL %s + ε %s)", m.keys[k], dur(u), dur(m.ttl), dur(c.o.Epsilon)),
 				Explanation: expl + fmt.Sprintf(": %s of waiting, longer than the TTL allows.", dur(u))}, &count)
 		}
@@ -181,7 +181,7 @@ func checkLiveness(m *model, c *ctx) (CheckResult, bool) {
 			continue
 		}
 		if lastAttempt > f.healT+allowed {
-			c.violate(Violation{Check: CheckLiveness, Clients: []int{}, AtMS: msOf(f.healT), Window: [2]int64{f.healT, lastAttempt},
+			c.violate(Violation{Check: CheckLiveness, Clients: []int{}, AtMS: history.MS(f.healT), Window: [2]int64{f.healT, lastAttempt},
 				Cause:       CauseNoRecovery,
 				FaultID:     f.id,
 				Detail:      fmt.Sprintf("no acquire succeeded after %s (fault %d) healed at %s, though clients tried until %s", f.kind, f.id, sec(f.healT), sec(lastAttempt)),
@@ -207,9 +207,9 @@ func checkLiveness(m *model, c *ctx) (CheckResult, bool) {
 	if len(starved) > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("starved clients (10+ attempts, no success): %s", joinInts(starved)))
 	}
-	res.Stats["max_unavailable_ms"] = msOf(worst)
-	res.Stats["max_unavailable_in_faults_ms"] = msOf(worstFault)
-	res.Stats["max_recovery_ms"] = msOf(recoverMax)
+	res.Stats["max_unavailable_ms"] = history.MS(worst)
+	res.Stats["max_unavailable_in_faults_ms"] = history.MS(worstFault)
+	res.Stats["max_recovery_ms"] = history.MS(recoverMax)
 	res.Violations = count
 	res.Verdict = verdictOf(count, attempts > 0)
 	if m.ttl == 0 {
@@ -277,5 +277,5 @@ func dur(ns int64) string {
 	if ns >= 1e9 {
 		return fmt.Sprintf("%.2f s", float64(ns)/1e9)
 	}
-	return fmt.Sprintf("%.0f ms", float64(ns)/1e6)
+	return fmt.Sprintf("%.0f ms", history.MS(ns))
 }

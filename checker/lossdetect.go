@@ -2,9 +2,10 @@ package checker
 
 import (
 	"fmt"
-	"github.com/lockchaos/lockchaos/history"
 	"math"
 	"sort"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Loss detection: how long a holder went on believing it held a key after
@@ -88,7 +89,7 @@ func (m *model) lossDetection() *LossDetection {
 		if h.told > 0 && h.told < end {
 			end = max(h.told, l.t)
 		}
-		d := float64(end-l.t) / 1e6
+		d := history.MS(end - l.t)
 		switch {
 		case h.told == 0 && h.how == endOpen && h.belief >= h.heldTo && m.openAtEnd(h):
 			ld.Unbounded++

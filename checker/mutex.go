@@ -1,6 +1,10 @@
 package checker
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lockchaos/lockchaos/history"
+)
 
 // checkMutex: two clients believe they hold the same key at the same
 // instant. Per key the holds are swept in order of belief start, keeping the
@@ -34,7 +38,7 @@ func checkMutex(m *model, c *ctx) (CheckResult, bool) {
 					cause, expl = m.cause(int32(k), prev, hi)
 				}
 				c.violate(Violation{Check: CheckMutex, Key: m.keys[k], Clients: []int{int(p.client), int(h.client)},
-					AtMS: msOf(h.start), Window: [2]int64{h.start, end},
+					AtMS: history.MS(h.start), Window: [2]int64{h.start, end},
 					Detail: fmt.Sprintf("client %d acquired %s at %s while client %d believed it held it (acquired %s, believed until %s)",
 						h.client, m.keys[k], sec(h.start), p.client, sec(p.start), sec(p.belief)),
 					Cause: cause, Explanation: expl, Lease: m.lease(prev)}, &count)
@@ -53,7 +57,7 @@ func checkMutex(m *model, c *ctx) (CheckResult, bool) {
 	res.Violations = count
 	res.Verdict = verdictOf(count, holds > 0)
 	res.Stats["holds"] = holds
-	res.Stats["overlap_ms"] = msOf(overlapNS)
+	res.Stats["overlap_ms"] = history.MS(overlapNS)
 	if empty > 0 {
 		res.Stats["expired_on_arrival"] = empty
 		res.Notes = append(res.Notes, fmt.Sprintf("%d leases arrived already past their deadline and were never acted on: no belief, no overlap", empty))

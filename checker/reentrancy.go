@@ -3,6 +3,8 @@ package checker
 import (
 	"fmt"
 	"sort"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // checkReentrancy: hold counts are consistent, a re-entry happens only while
@@ -57,7 +59,7 @@ func checkReentrancy(m *model, c *ctx) (CheckResult, bool) {
 			} else {
 				expl = fmt.Sprintf("client %d re-entered %s at depth %d at %s, but its key had expired at the server at %s", r.client, m.keys[k], r.depth, sec(r.at), sec(expired))
 			}
-			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: clients, AtMS: msOf(r.at),
+			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: clients, AtMS: history.MS(r.at),
 				Window: [2]int64{r.t, r.at}, Cause: CauseLocalReentry, Explanation: expl + ": the hold count was not checked against the server.", Lease: m.lease(r.hold),
 				Detail: fmt.Sprintf("re-entry at depth %d by client %d after it had lost the key", r.depth, r.client)}, &count)
 		}
@@ -73,7 +75,7 @@ func checkReentrancy(m *model, c *ctx) (CheckResult, bool) {
 				continue
 			}
 			r := kd.releases[i]
-			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: msOf(s.t),
+			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: history.MS(s.t),
 				Window: [2]int64{r.t, r.end}, Cause: CauseUnknown,
 				Detail:      fmt.Sprintf("%s was deleted at %s by client %d's release that left depth %d", m.keys[k], sec(s.t), r.client, r.remaining),
 				Explanation: fmt.Sprintf("client %d released one level of %s (depth %d left) but the key was freed.", r.client, m.keys[k], r.remaining)}, &count)

@@ -2,9 +2,10 @@ package checker
 
 import (
 	"fmt"
-	"github.com/lockchaos/lockchaos/history"
 	"slices"
 	"sort"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // resourceKind returns the run's protected resource.
@@ -80,7 +81,7 @@ func checkResource(m *model, c *ctx) (CheckResult, bool) {
 				expl += fmt.Sprintf(" Client %d's write at %s overwrote client %d's update.", w.client, sec(w.at), p.client)
 			}
 			c.violate(Violation{Check: CheckResource, Key: m.keys[k], Clients: []int{int(p.client), int(w.client)},
-				AtMS: msOf(w.at), Window: [2]int64{w.readAt, w.at}, Detail: detail, Cause: cause, Explanation: expl, Lease: lease}, &count)
+				AtMS: history.MS(w.at), Window: [2]int64{w.readAt, w.at}, Detail: detail, Cause: cause, Explanation: expl, Lease: lease}, &count)
 		}
 		if kind == "inventory" {
 			oversold += lost
@@ -146,7 +147,7 @@ func checkFencing(m *model, c *ctx) (CheckResult, bool) {
 			checked++
 			if maxW >= 0 && w.fence < kd.writes[maxW].fence {
 				maxF, maxC := kd.writes[maxW].fence, kd.writes[maxW].client
-				c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(maxC), int(w.client)}, AtMS: msOf(w.at),
+				c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(maxC), int(w.client)}, AtMS: history.MS(w.at),
 					Window: [2]int64{w.t, w.at}, Cause: CauseUnknown,
 					Detail:      fmt.Sprintf("the resource accepted client %d's write with token %d at %s after accepting token %d from client %d", w.client, w.fence, sec(w.at), maxF, maxC),
 					Explanation: fmt.Sprintf("a stale token (%d < %d) got through: the resource does not enforce fencing.", w.fence, maxF)}, &count)
@@ -204,7 +205,7 @@ func fencingOrder(m *model, c *ctx, k int, kd *keyData, count *int) {
 				break
 			}
 		}
-		c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(p.client), int(h.client)}, AtMS: msOf(h.start),
+		c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(p.client), int(h.client)}, AtMS: history.MS(h.start),
 			Window: [2]int64{p.start, h.start}, Cause: cause, Explanation: expl,
 			Detail: fmt.Sprintf("client %d's acquire invoked at %s got token %d, not greater than token %d that client %d had been granted by %s", h.client, sec(h.acqT), h.fence, p.fence, p.client, sec(p.start))}, count)
 	}

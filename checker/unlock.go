@@ -2,9 +2,10 @@ package checker
 
 import (
 	"fmt"
-	"github.com/lockchaos/lockchaos/history"
 	"sort"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // callAt returns the index of the latest call in calls (sorted by invoke
@@ -270,7 +271,7 @@ func checkUnlock(m *model, c *ctx) (CheckResult, bool) {
 				call, what, cause = "renewal", "extended", CauseExtendedForeign
 			}
 			c.violate(Violation{Check: CheckUnlock, Key: key, Clients: []int{int(d.culprit), int(h.client)},
-				AtMS: msOf(d.t), Window: [2]int64{d.t, d.t}, Cause: cause, Lease: m.lease(d.victim),
+				AtMS: history.MS(d.t), Window: [2]int64{d.t, d.t}, Cause: cause, Lease: m.lease(d.victim),
 				Detail: fmt.Sprintf("client %d's %s %s %s on %s at %s while client %d held it (acquired %s)",
 					d.culprit, call, what, key, m.nodes[d.node], sec(d.t), h.client, sec(h.start)),
 				Explanation: fmt.Sprintf("client %d no longer owned %s but its %s %s client %d's lock at %s.", d.culprit, key, call, what, h.client, sec(d.t)),

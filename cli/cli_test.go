@@ -293,7 +293,7 @@ func TestGCPauseExpect(t *testing.T) {
 				t.Errorf("checks.mutex = %q, want invalid (the pause breaks every lease)", r.Checks["mutex"].Verdict)
 			}
 			wantRes := map[string]string{"simple": "invalid", "fenced": "valid"}[lock]
-			if got := r.Checks["resource"].Verdict; got != wantRes {
+			if got := string(r.Checks["resource"].Verdict); got != wantRes {
 				t.Errorf("checks.resource = %q, want %q", got, wantRes)
 			}
 		})

@@ -139,7 +139,7 @@ func atPoint(ctx context.Context, env *Env, s Spec, wait time.Duration, arm func
 	return out, h
 }
 
-func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) }
+func ms(ns int64) string { return strconv.FormatFloat(history.MS(ns), 'f', 2, 64) }
 
 type crashClient struct{ s Scheduled }
 

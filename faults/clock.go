@@ -3,11 +3,12 @@ package faults
 import (
 	"context"
 	"fmt"
-	"github.com/lockchaos/lockchaos/history"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockchaos/lockchaos/history"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/redis/go-redis/v9"

@@ -3,9 +3,10 @@ package faults
 import (
 	"context"
 	"fmt"
-	"github.com/lockchaos/lockchaos/history"
 	"strings"
 	"time"
+
+	"github.com/lockchaos/lockchaos/history"
 
 	"github.com/lockchaos/lockchaos/cluster"
 )

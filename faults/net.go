@@ -4,10 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/lockchaos/lockchaos/history"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockchaos/lockchaos/history"
 
 	"github.com/lockchaos/lockchaos/cluster"
 )

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockchaos/lockchaos/history"
 	"strconv"
 	"time"
+
+	"github.com/lockchaos/lockchaos/history"
 
 	"github.com/lockchaos/lockchaos/cluster"
 )

@@ -2,10 +2,11 @@ package faults
 
 import (
 	"fmt"
-	"github.com/lockchaos/lockchaos/history"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockchaos/lockchaos/history"
 
 	"github.com/lockchaos/lockchaos/cluster"
 )

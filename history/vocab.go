@@ -172,3 +172,7 @@ func (f *Fault) View() FaultView {
 	}
 	return v
 }
+
+// MS converts run time (ns, as every history time is) to milliseconds, the
+// unit results and reports show.
+func MS(ns int64) float64 { return float64(ns) / 1e6 }

@@ -326,7 +326,7 @@ func (z *analyzer) fault(e *history.Event) {
 	}
 	f := e.Fault
 	z.faultIdx[f.ID] = len(z.a.Faults)
-	z.a.Faults = append(z.a.Faults, FaultSummary{ID: f.ID, Kind: f.Kind, Target: f.Target, AtMS: nsToMS(e.T),
+	z.a.Faults = append(z.a.Faults, FaultSummary{ID: f.ID, Kind: f.Kind, Target: f.Target, AtMS: history.MS(e.T),
 		Applied: f.Applied, Request: f.Request, Effect: f.Effect})
 }
 
@@ -339,16 +339,14 @@ func (z *analyzer) heal(e *history.Event) {
 		// A heal without its fault (the fault line was lost): keep the window.
 		f := e.Fault
 		z.faultIdx[f.ID] = len(z.a.Faults)
-		z.a.Faults = append(z.a.Faults, FaultSummary{ID: f.ID, Kind: f.Kind, Target: f.Target, AtMS: nsToMS(e.T),
+		z.a.Faults = append(z.a.Faults, FaultSummary{ID: f.ID, Kind: f.Kind, Target: f.Target, AtMS: history.MS(e.T),
 			Applied: f.Applied, Request: f.Request})
 		i = len(z.a.Faults) - 1
 	}
 	fs := &z.a.Faults[i]
-	fs.HealedMS = nsToMS(e.T)
+	fs.HealedMS = history.MS(e.T)
 	fs.HealEffect = e.Fault.Effect
 }
-
-func nsToMS(ns int64) float64 { return float64(ns) / 1e6 }
 
 // bucket returns the series index for time t, widening buckets when needed.
 func (z *analyzer) bucket(t int64) int {

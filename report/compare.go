@@ -150,7 +150,7 @@ func Compare(base, cur *Results, maxRegression float64) *Comparison {
 		case !bok:
 			c.Notes = append(c.Notes, fmt.Sprintf("check %s: not in the baseline", n))
 		}
-		vc(n, b.Verdict, k.Verdict)
+		vc(n, string(b.Verdict), string(k.Verdict))
 	}
 	return c
 }

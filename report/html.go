@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // scheduleFile is the runner's schedule.json: the seed and the resolved
@@ -142,7 +144,7 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 
 	for _, n := range sortedChecks(r) {
 		c := r.Checks[n]
-		d.Checks = append(d.Checks, htmlRow{n, c.Verdict, fmt.Sprint(c.Violations), expectedText(r, n, c.Verdict), strings.Join(c.Notes, "; ")})
+		d.Checks = append(d.Checks, htmlRow{n, string(c.Verdict), fmt.Sprint(c.Violations), expectedText(r, n, string(c.Verdict)), strings.Join(c.Notes, "; ")})
 	}
 	d.MaxPlots = MaxIncidentTimelines
 	for i, in := range r.Incidents {
@@ -164,7 +166,7 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 		}
 		hv := htmlViolation{N: i + 1, V: v, Clients: joinInts(v.Clients), At: formatMS(v.AtMS)}
 		if v.WindowNS != [2]int64{} {
-			hv.Win = fmt.Sprintf("%s – %s", formatMS(nsToMS(v.WindowNS[0])), formatMS(nsToMS(v.WindowNS[1])))
+			hv.Win = fmt.Sprintf("%s – %s", formatMS(history.MS(v.WindowNS[0])), formatMS(history.MS(v.WindowNS[1])))
 		}
 		if t := art.timelines[i]; t != "" {
 			if u, err := dataURI(filepath.Join(art.dir, t+".png")); err == nil {
@@ -212,7 +214,7 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 			d.SchedSeed = fmt.Sprint(s.Seed)
 			for _, f := range s.Faults {
 				spec, _ := json.Marshal(f.Spec)
-				d.Schedule = append(d.Schedule, htmlRow{fmt.Sprint(f.ID), formatMS(float64(f.At) / 1e6),
+				d.Schedule = append(d.Schedule, htmlRow{fmt.Sprint(f.ID), formatMS(history.MS(int64(f.At))),
 					time.Duration(f.Duration).String(), string(spec)})
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // maxTextIncidents is how many incidents WriteText and summary.md spell out.
@@ -55,7 +57,7 @@ func incidentCounts(in IncidentSummary) string {
 
 // incidentSpan formats an incident's span in ms.
 func incidentSpan(in IncidentSummary) string {
-	return fmt.Sprintf("%s – %s", formatMS(nsToMS(in.SpanNS[0])), formatMS(nsToMS(in.SpanNS[1])))
+	return fmt.Sprintf("%s – %s", formatMS(history.MS(in.SpanNS[0])), formatMS(history.MS(in.SpanNS[1])))
 }
 
 // incidentFacts is the line under an incident's sentence: span, clients,

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"github.com/lockchaos/lockchaos/history"
 	"hash/fnv"
 	"image/color"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+
+	"github.com/lockchaos/lockchaos/history"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"

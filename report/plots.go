@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/lockchaos/lockchaos/history"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -161,7 +162,7 @@ func PlotLatencyOverTime(a *Analysis, base string) error {
 		groups[g] = append(groups[g], plotter.XY{X: float64(s.T) / 1e9, Y: y})
 	}
 	endS := float64(a.EndNS) / 1e9
-	p.Add(faultBands(a.Faults, float64(a.EndNS)/1e6, 1e3))
+	p.Add(faultBands(a.Faults, history.MS(a.EndNS), 1e3))
 	p.Add(phaseLines(a, 1e9))
 	results := []struct {
 		name string
@@ -202,7 +203,7 @@ func PlotThroughput(a *Analysis, base string) error {
 	}
 	p := newPlot(runTitle(a.Meta, "throughput over time"), "time since start (s)", "per second")
 	l := &legend{}
-	p.Add(faultBands(a.Faults, float64(a.EndNS)/1e6, 1e3))
+	p.Add(faultBands(a.Faults, history.MS(a.EndNS), 1e3))
 	p.Add(phaseLines(a, 1e9))
 	// At most ~150 points: wider buckets read better than a noisy line.
 	group := (len(s.Cycles) + 149) / 150

@@ -7,9 +7,10 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/lockchaos/lockchaos/checker"
 	"os"
 	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
 )
 
 // Results is results.json. The schema is documented in docs/results.md;
@@ -59,14 +60,9 @@ type Results struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// CheckSummary is one check's verdict (checker.CheckResult, flattened so
-// report does not depend on checker's types).
-type CheckSummary struct {
-	Verdict    string         `json:"verdict"`
-	Violations int            `json:"violations"`
-	Notes      []string       `json:"notes,omitempty"`
-	Stats      map[string]any `json:"stats,omitempty"`
-}
+// CheckSummary is one check's verdict as results.json holds it: the
+// checker's own result type.
+type CheckSummary = checker.CheckResult
 
 // ViolationSummary is one violation with its evidence and likely cause.
 type ViolationSummary struct {

@@ -123,7 +123,7 @@ func writeSummaryMarkdown(w io.Writer, r *Results, art artifacts) error {
 			if v != "valid" {
 				v = "**" + v + "**"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", n, v, c.Violations, expectedText(r, n, c.Verdict))
+			fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", n, v, c.Violations, expectedText(r, n, string(c.Verdict)))
 		}
 		b.WriteString("\n")
 	}

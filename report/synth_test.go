@@ -171,7 +171,7 @@ func synthRun(t testing.TB, dir string, n int) (path string, v ViolationSummary)
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	v = ViolationSummary{Check: "mutex", Key: key, Clients: clients, AtMS: nsToMS(win[0]), WindowNS: win,
+	v = ViolationSummary{Check: "mutex", Key: key, Clients: clients, AtMS: history.MS(win[0]), WindowNS: win,
 		Cause: "expired during pause", Detail: "two clients believed they held " + key,
 		Explanation: "client paused past its lease; the key expired and another client acquired it while the paused one still believed it held it"}
 	return path, v

@@ -2,11 +2,12 @@ package report
 
 import (
 	"fmt"
-	"github.com/lockchaos/lockchaos/checker"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/lockchaos/lockchaos/checker"
 )
 
 // maxTextViolations is how many violations WriteText and summary.md spell out.
@@ -28,7 +29,7 @@ func WriteText(w io.Writer, r *Results) error {
 		exp := ""
 		if e, ok := expectedFor(r, name); ok {
 			mark := "ok"
-			if !expectMatches(e, c.Verdict) {
+			if !expectMatches(e, string(c.Verdict)) {
 				mark = "NOT AS EXPECTED"
 			}
 			exp = fmt.Sprintf("expected %s: %s", e, mark)

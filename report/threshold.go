@@ -276,7 +276,7 @@ func verdictMetric(m string, r *Results) (string, error) {
 		sort.Strings(names)
 		return "", fmt.Errorf("no check named %q in the results (have: %s)", name, strings.Join(names, ", "))
 	}
-	return c.Verdict, nil
+	return string(c.Verdict), nil
 }
 
 func numberMetric(m string, r *Results) (float64, error) {

@@ -281,7 +281,7 @@ func (b *tlBars) Plot(c draw.Canvas, p *plot.Plot) {
 		if !ok {
 			return 0, 0, 0, false
 		}
-		x0, x1 = cx(nsMS(from)), cx(nsMS(to))
+		x0, x1 = cx(history.MS(from)), cx(history.MS(to))
 		return x0, max(x1, x0+1.5), trY(y), true
 	}
 	for _, h := range b.holds {
@@ -299,7 +299,7 @@ func (b *tlBars) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 		// A deadline matters when the client believed it held past it.
 		if h.deadline > 0 && h.deadline < h.to {
-			dl := nsMS(h.deadline)
+			dl := history.MS(h.deadline)
 			if dl >= p.X.Min && dl <= p.X.Max {
 				xd := trX(dl)
 				c.StrokeLine2(draw.LineStyle{Color: colDeadline, Width: 2.2}, xd, yc-laneH*0.42, xd, yc+laneH*0.42)
@@ -349,8 +349,6 @@ func drawX(c draw.Canvas, x, y, r vg.Length, col color.Color) {
 }
 
 var colDeadline = color.RGBA{0x8b, 0x00, 0x00, 0xff}
-
-func nsMS(ns int64) float64 { return float64(ns) / 1e6 }
 
 // thumbnails for the timeline legend
 type boxThumb struct {
@@ -498,14 +496,14 @@ func plotTimeline(d *timelineData, a *Analysis, n int, base string) error {
 	p := newPlot(title, "time since start (ms)", "")
 	p.Y.Tick.Marker = ticks
 	p.Y.Min, p.Y.Max = y+0.4, 1.1 // headroom above the first lane for fault labels
-	p.X.Min, p.X.Max = nsMS(lo), nsMS(hi)
+	p.X.Min, p.X.Max = history.MS(lo), history.MS(hi)
 	l := &legend{}
 
 	// The violation window, then faults, then bars and marks on top.
 	// One set of bands, so that the window's label and the faults' labels
 	// take different rows instead of printing over each other.
-	fb := faultBands(a.Faults, float64(a.EndNS)/1e6, 1)
-	fb.items = append([]band{{x0: nsMS(d.winLo), x1: nsMS(d.winHi), label: bandLabel, col: palette[3]}}, fb.items...)
+	fb := faultBands(a.Faults, history.MS(a.EndNS), 1)
+	fb.items = append([]band{{x0: history.MS(d.winLo), x1: history.MS(d.winHi), label: bandLabel, col: palette[3]}}, fb.items...)
 	p.Add(fb)
 	var holds []tlHold
 	for _, h := range d.holds {
@@ -550,7 +548,7 @@ func plotTimeline(d *timelineData, a *Analysis, n int, base string) error {
 		if _, ok := serverGlyphs[k]; !ok {
 			k = "other"
 		}
-		byKind[k] = append(byKind[k], plotter.XY{X: nsMS(m.t), Y: nodeLane[m.lane]})
+		byKind[k] = append(byKind[k], plotter.XY{X: history.MS(m.t), Y: nodeLane[m.lane]})
 	}
 	for _, k := range []string{"set", "del", "expired", "evicted", "other"} {
 		xys := byKind[k]
@@ -574,7 +572,7 @@ func plotTimeline(d *timelineData, a *Analysis, n int, base string) error {
 	for _, f := range a.Faults {
 		to := f.HealedMS
 		if to == 0 {
-			to = float64(a.EndNS) / 1e6
+			to = history.MS(a.EndNS)
 		}
 		if to >= p.X.Min && f.AtMS <= p.X.Max {
 			inView = append(inView, f)

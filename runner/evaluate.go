@@ -54,13 +54,13 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	if ns, ok := meta[history.MetaStartNS].(float64); ok && ns > 0 {
 		r.StartedAt = time.Unix(0, int64(ns)).UTC()
 	}
-	r.DurationMS = float64(an.EndNS) / 1e6 // run start to the last recorded event
+	r.DurationMS = history.MS(an.EndNS) // run start to the last recorded event
 	if cres.Torn {
 		r.Notes = append(r.Notes, "the history's last line was torn (the run was killed while writing); it was skipped")
 	}
 	verdicts := map[string]string{}
 	for name, c := range cres.Checks {
-		r.Checks[name] = report.CheckSummary{Verdict: string(c.Verdict), Violations: c.Violations, Notes: c.Notes, Stats: c.Stats}
+		r.Checks[name] = c
 		verdicts[name] = string(c.Verdict)
 	}
 	r.Violations = []report.ViolationSummary{}

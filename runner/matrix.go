@@ -309,7 +309,7 @@ func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, 
 	c.Verdict, c.Expected, c.Outcome, c.Throughput, c.Notes = r.Verdict, r.Expected, r.Outcome, r.Stats.Throughput, r.Notes
 	c.Checks = map[string]string{}
 	for n, ch := range r.Checks {
-		c.Checks[n] = ch.Verdict
+		c.Checks[n] = string(ch.Verdict)
 	}
 	seen := map[string]bool{}
 	for _, v := range r.Violations {

@@ -225,11 +225,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	sched := faults.Resolve(s.Faults, s.Seed, s.Duration)
 	scheduled := make([]map[string]any, len(sched))
 	for i, f := range sched {
-		scheduled[i] = map[string]any{"id": f.ID, "kind": f.Spec.Kind, "at_ms": float64(f.At) / 1e6}
+		scheduled[i] = map[string]any{"id": f.ID, "kind": f.Spec.Kind, "at_ms": history.MS(int64(f.At))}
 	}
 	rec.Record(&history.Event{T: 0, Client: -1, Op: history.OpRun, Meta: map[string]any{
 		history.MetaScenario: s.Name, history.MetaLock: o.Lock, history.MetaBackend: cl.Backend,
-		history.MetaTopology: s.Topology, history.MetaSeed: s.Seed, history.MetaTTLms: float64(lockOpts.TTL) / 1e6,
+		history.MetaTopology: s.Topology, history.MetaSeed: s.Seed, history.MetaTTLms: history.MS(int64(lockOpts.TTL)),
 		history.MetaResource: s.Workload.Resource, history.MetaStock: s.Workload.Stock,
 		history.MetaClients: s.Workload.Clients, history.MetaKeys: s.Workload.Keys,
 		history.MetaFenced: info.Fenced && s.Workload.Resource == "register", history.MetaHonours: honour,

@@ -174,7 +174,7 @@ func seedRunOf(seed uint64, dir string, out *Outcome, err error) SeedRun {
 	sr.Verdict, sr.Outcome, sr.ExitCode = r.Verdict, r.Outcome, out.ExitCode
 	sr.Checks = map[string]string{}
 	for n, c := range r.Checks {
-		sr.Checks[n] = c.Verdict
+		sr.Checks[n] = string(c.Verdict)
 	}
 	if err != nil {
 		sr.Error = err.Error()
