@@ -69,7 +69,7 @@ func TestBenchExternal(t *testing.T) {
 			t.Errorf("no row %q in:\n%s", l, stdout)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir2, "redlock", "history.jsonl")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir2, "redlock", "history.lch")); err != nil {
 		t.Error(err)
 	}
 

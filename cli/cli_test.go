@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime/debug"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -135,7 +137,7 @@ func TestRunSmokeWritesRunDirectory(t *testing.T) {
 		t.Errorf("stdout does not name the run directory:\n%s", stdout)
 	}
 
-	for _, f := range []string{"history.jsonl", "results.json", "summary.md", "report.html", "scenario.yaml",
+	for _, f := range []string{"history.lch", "results.json", "summary.md", "report.html", "scenario.yaml",
 		"acquire.hgrm", "release.hgrm", "cycle.hgrm",
 		"latency-percentiles.png", "latency-percentiles.svg", "latency-over-time.png", "latency-over-time.svg",
 		"throughput-over-time.png", "throughput-over-time.svg"} {
@@ -199,7 +201,8 @@ func TestGCPauseRunAndCheck(t *testing.T) {
 	t.Parallel()
 	runSlot(t)
 	dir := filepath.Join(t.TempDir(), "run")
-	code, stdout, stderr := lockchaos(t, "run", "gc-pause", "--lock", "simple", "--backend", "process", "--out", dir, "-q")
+	// The JSONL form, so the subtests can corrupt a line of text.
+	code, stdout, stderr := lockchaos(t, "run", "gc-pause", "--lock", "simple", "--backend", "process", "--out", dir, "-q", "--history", "jsonl")
 	wantExit(t, code, 1, stdout, stderr)
 	r := readResults(t, dir)
 	if r.Verdict != "invalid" || r.ExitCode != 1 {
@@ -240,6 +243,30 @@ func TestGCPauseRunAndCheck(t *testing.T) {
 	if len(lines) < 10 {
 		t.Fatalf("history has %d lines", len(lines))
 	}
+
+	t.Run("compact export checks the same", func(t *testing.T) {
+		d := copyRun(t, dir)
+		code, stdout, stderr := lockchaos(t, "export", d, "--compact")
+		wantExit(t, code, 0, stdout, stderr)
+		if err := os.Remove(filepath.Join(d, "history.jsonl")); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr = lockchaos(t, "check", d)
+		wantExit(t, code, 1, stdout, stderr)
+		c := readResults(t, d)
+		if c.Verdict != r.Verdict || len(c.Violations) != len(r.Violations) {
+			t.Errorf("from history.lch: verdict %s, %d violations; from history.jsonl: %s, %d", c.Verdict, len(c.Violations), r.Verdict, len(r.Violations))
+		}
+		code, stdout, stderr = lockchaos(t, "export", d, "--jsonl")
+		wantExit(t, code, 0, stdout, stderr)
+		// Event for event as decoded (meta numbers are float64 in any
+		// reader, so start_unix_ns is not byte-exact after a round trip).
+		orig, _, err1 := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+		back, _, err2 := history.ReadFile(filepath.Join(d, "history.jsonl"))
+		if err1 != nil || err2 != nil || !reflect.DeepEqual(orig, back) {
+			t.Errorf("export --jsonl of the compact form: %d events, the original %d (%v, %v)", len(back), len(orig), err1, err2)
+		}
+	})
 
 	t.Run("corrupt middle line", func(t *testing.T) {
 		d := copyRun(t, dir)
@@ -326,6 +353,7 @@ func TestBadInput(t *testing.T) {
 		{"clients", []string{"run", "smoke", "--clients", "-1"}, []string{"--clients", "-1"}},
 		{"lock", []string{"run", "smoke", "--lock", "nosuchlock"}, []string{"--lock", `"nosuchlock"`}},
 		{"backend", []string{"run", "smoke", "--backend", "nosuch"}, []string{"backend", `"nosuch"`}},
+		{"history form", []string{"run", "smoke", "--history", "yaml"}, []string{"--history", `"yaml"`}},
 		// Issue 16: faults that could not take effect are refused up front.
 		{"fault after the run", []string{"run", "../scenarios/testdata/bad/fault-after-end.yaml"},
 			[]string{"faults[0].at: 5s", "duration 2s"}},
@@ -347,8 +375,8 @@ func TestBadInput(t *testing.T) {
 					t.Errorf("message does not name %q: %s", w, stderr)
 				}
 			}
-			if _, err := os.Stat(filepath.Join(dir, "history.jsonl")); err == nil {
-				t.Errorf("bad input still ran: %s/history.jsonl exists", dir)
+			if _, err := os.Stat(history.FileIn(dir)); err == nil {
+				t.Errorf("bad input still ran: %s exists", history.FileIn(dir))
 			}
 		})
 	}

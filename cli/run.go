@@ -20,6 +20,7 @@ type clusterFlags struct {
 	addrs                                      []string
 	allowRemote                                bool
 	keyPrefix                                  string
+	history                                    string
 }
 
 func (f *clusterFlags) add(cmd *cobra.Command) {
@@ -30,12 +31,14 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.image, "image", "", "docker image with redis-server (backend docker)")
 	fl.StringSliceVar(&f.addrs, "addrs", nil, "external servers: host:port or redis:// URLs, comma-separated (backend external; password from LOCKCHAOS_REDIS_PASSWORD)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow non-loopback external addresses")
+	fl.StringVar(&f.history, "history", runner.HistoryCompact, "history form: compact (history.lch, ~10 bytes an event) | jsonl (history.jsonl, ~100; lockchaos export converts)")
 	fl.StringVar(&f.keyPrefix, "key-prefix", "", "prefix of every key the run creates at the server (default lc:<random run id>:; matrix adds the cell's number)")
 }
 
 func (f *clusterFlags) apply(o *runner.Options) {
 	o.Backend, o.RedisServer, o.RedisSentinel, o.Image = f.backend, f.redisServer, f.redisSentinel, f.image
 	o.Addrs, o.AllowRemote, o.KeyPrefix = f.addrs, f.allowRemote, f.keyPrefix
+	o.History = f.history
 }
 
 // overrideFlags change a loaded scenario.
@@ -262,7 +265,7 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check DIR",
 		Short: "Re-run the checker on a saved run directory",
-		Long: `Check reads DIR/history.jsonl and DIR/scenario.yaml, runs every check again
+		Long: `Check reads DIR's history (history.lch or history.jsonl) and DIR/scenario.yaml, runs every check again
 (so a checker fix applies to old histories), rewrites results.json and the
 report, and exits like run.`,
 		Example: `  lockchaos check runs/gc-pause-simple-20261122-140000.000`,

@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"strconv"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // ScanInfo says what a scan read.
@@ -60,10 +62,69 @@ func ScanWindow(path string, from, to int64, fn func(*Event) error) (ScanInfo, e
 	return info, nil
 }
 
+// scan reads either form: a zstd stream holding a compact history (or
+// JSONL), or plain JSONL.
 func scan(r io.Reader, from, to int64, fn func(*Event) error) (ScanInfo, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	if head, _ := br.Peek(4); bytes.Equal(head, zstdMagic) {
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return ScanInfo{}, fmt.Errorf("zstd: %w", err)
+		}
+		defer zr.Close()
+		br = bufio.NewReaderSize(zr, 1<<20)
+		head, err := br.Peek(len(CompactMagic))
+		if err != nil {
+			// Cut inside the first block: a run killed before its first
+			// flush.
+			return ScanInfo{Torn: true}, nil
+		}
+		if string(head) == CompactMagic {
+			br.Discard(len(CompactMagic))
+			return scanCompact(br, from, to, fn)
+		}
+	}
+	return scanJSONL(br, from, to, fn)
+}
+
+// scanCompact streams a compact history's records to fn.
+func scanCompact(br *bufio.Reader, from, to int64, fn func(*Event) error) (ScanInfo, error) {
+	var info ScanInfo
+	d := &compactDec{r: br, tokens: map[int]string{}}
+	var ev Event
+	for {
+		err := d.next(&ev)
+		switch {
+		case err == io.EOF:
+			return info, nil
+		case errors.Is(err, errTorn):
+			info.Torn = true
+			return info, nil
+		case err != nil:
+			return info, fmt.Errorf("record %d: %w", info.Events+1, err)
+		}
+		if ev.Op == "" {
+			return info, fmt.Errorf("record %d: event has no op", info.Events+1)
+		}
+		if max(ev.T, ev.End) < from {
+			continue
+		}
+		if ev.T > to {
+			return info, nil
+		}
+		info.Events++
+		if ferr := fn(&ev); ferr != nil {
+			if errors.Is(ferr, ErrStop) {
+				return info, nil
+			}
+			return info, ferr
+		}
+	}
+}
+
+func scanJSONL(br *bufio.Reader, from, to int64, fn func(*Event) error) (ScanInfo, error) {
 	windowed := from != math.MinInt64 || to != math.MaxInt64
 	var info ScanInfo
-	br := bufio.NewReaderSize(r, 1<<20)
 	var ev Event
 	var in interner
 	line := 0

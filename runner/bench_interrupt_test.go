@@ -25,7 +25,7 @@ func TestBenchInterrupted(t *testing.T) {
 	// Cancel once the first lock's history has events: mid-run, whatever
 	// the machine's speed.
 	go func() {
-		hist := filepath.Join(out, "simple", "history.jsonl")
+		hist := filepath.Join(out, "simple", "history.lch")
 		for ctx.Err() == nil {
 			if st, err := os.Stat(hist); err == nil && st.Size() > 0 {
 				time.Sleep(300 * time.Millisecond)

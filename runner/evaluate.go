@@ -32,7 +32,7 @@ type EvalOptions struct {
 // into dir and returns the results with the exit code. It is what `run` does
 // after the workload and what `check DIR` does on a saved run.
 func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*report.Results, int, error) {
-	hist := filepath.Join(dir, "history.jsonl")
+	hist := history.FileIn(dir)
 	cres, err := checker.CheckFile(hist, checker.Options{})
 	if err != nil {
 		return nil, ExitBadInput, fail(ExitBadInput, "check %s: %w", hist, err)
@@ -136,7 +136,7 @@ func leaseSummary(l *checker.Lease) *report.LeaseSummary {
 // CheckDir re-runs the checker on a saved run directory, with the scenario
 // saved in it, and re-renders its report.
 func CheckDir(dir string, eo EvalOptions) (*report.Results, int, error) {
-	hist := filepath.Join(dir, "history.jsonl")
+	hist := history.FileIn(dir)
 	if _, err := os.Stat(hist); err != nil {
 		return nil, ExitBadInput, fail(ExitBadInput, "%s is not a run directory: %w", dir, err)
 	}
@@ -175,7 +175,7 @@ func RenderDir(dir string) (*report.Results, error) {
 	if err != nil {
 		return nil, fail(ExitBadInput, "%w", err)
 	}
-	an, err := report.Analyze(filepath.Join(dir, "history.jsonl"), report.AnalyzeOptions{})
+	an, err := report.Analyze(history.FileIn(dir), report.AnalyzeOptions{})
 	if err != nil {
 		return nil, fail(ExitBadInput, "%w", err)
 	}

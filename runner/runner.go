@@ -72,7 +72,16 @@ type Options struct {
 	KeyPrefix string
 	// NoPlots skips the report's plots (matrix cells unless --plots).
 	NoPlots bool
+	// History is the history's form: HistoryCompact (default, history.lch)
+	// or HistoryJSONL (history.jsonl).
+	History string
 }
+
+// History forms.
+const (
+	HistoryCompact = "compact"
+	HistoryJSONL   = "jsonl"
+)
 
 // Progress is a snapshot for progress displays.
 type Progress struct {
@@ -167,6 +176,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, badField("lock", "%w", err)
 	}
+	if o.History != "" && o.History != HistoryCompact && o.History != HistoryJSONL {
+		return nil, badField("history", "%q is not %s or %s", o.History, HistoryCompact, HistoryJSONL)
+	}
 	if err := cluster.CheckBackend(o.Backend); err != nil {
 		return nil, badField("backend", "%w", err)
 	}
@@ -212,7 +224,10 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		return nil, err
 	}
 
-	histPath := filepath.Join(o.Out, "history.jsonl")
+	histPath := filepath.Join(o.Out, history.CompactFile)
+	if o.History == HistoryJSONL {
+		histPath = filepath.Join(o.Out, history.JSONLFile)
+	}
 	var hw *history.Writer
 	if !o.NoHistory {
 		if hw, err = history.Create(histPath); err != nil {

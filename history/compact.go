@@ -1,0 +1,368 @@
+package history
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// The compact history: the same events as the JSONL form, as
+// length-prefixed binary records in a zstd stream (file history.lch). At
+// full speed the JSONL costs about 100 bytes an event; this form about a
+// tenth of that (README "Performance"). Times are deltas, strings that
+// repeat (keys, ops, nodes, errors) are interned, a release's token is a
+// reference to its acquire's, and a 32-hex-digit token is stored as its 16
+// bytes. `lockchaos export --jsonl` writes the readable form, and every
+// reader (check, report, the checker's CheckFile) takes either.
+//
+// Stream layout, after zstd: the magic "LCH\x02", then records, each a
+// uvarint length and that many bytes:
+//
+//	flags  uvarint  which optional fields follow (the f* bits)
+//	op     string
+//	stamp  varint   max(t, end) (t without fEnd), delta from the previous record's
+//	client varint
+//	end    varint   end - t          (fEnd; with stamp, gives both)
+//	key    string                    (fKey)
+//	result string                    (fResult)
+//	token  16 bytes | string         (fTokenHex | fToken; fTokenSame: the client's previous token)
+//	fence  uvarint                   (fFence)
+//	depth  varint                    (fDepth)
+//	deadline varint  deadline - t    (fDeadline)
+//	value  varint                    (fValue)
+//	node, err, detail  string        (fNode, fErr, fDetail)
+//	fault, meta  bytes: JSON         (fFault, fMeta)
+//
+// A string is a uvarint: 0 = a literal follows (uvarint length, bytes), 1 =
+// a literal follows and takes the next table slot, n ≥ 2 = table slot n-2.
+// The table holds at most compactTableMax strings.
+
+// CompactMagic starts the decompressed stream of a compact history.
+const CompactMagic = "LCH\x02"
+
+// zstdMagic starts every zstd frame.
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+const compactTableMax = 1 << 16
+
+const (
+	fEnd = 1 << iota
+	fKey
+	fResult
+	fToken
+	fTokenHex
+	fTokenSame
+	fFence
+	fDepth
+	fDeadline
+	fValue
+	fNode
+	fErr
+	fDetail
+	fFault
+	fMeta
+)
+
+// compactEnc is the encoder's state: the previous t, the string table,
+// each client's last token.
+type compactEnc struct {
+	prevT  int64
+	table  map[string]uint64
+	tokens map[int]string
+	rec    []byte
+}
+
+func newCompactEnc() *compactEnc {
+	return &compactEnc{table: map[string]uint64{}, tokens: map[int]string{}}
+}
+
+// append encodes e as one record (length prefix included) onto b.
+func (c *compactEnc) append(b []byte, e *Event) []byte {
+	var flags uint64
+	set := func(cond bool, f uint64) {
+		if cond {
+			flags |= f
+		}
+	}
+	set(e.End != 0, fEnd)
+	set(e.Key != "", fKey)
+	set(e.Result != "", fResult)
+	var tokHex []byte
+	if e.Token != "" {
+		switch {
+		case c.tokens[e.Client] == e.Token:
+			flags |= fTokenSame
+		case len(e.Token) == 32 && isLowerHex(e.Token):
+			flags |= fTokenHex
+			tokHex, _ = hex.DecodeString(e.Token)
+		default:
+			flags |= fToken
+		}
+		c.tokens[e.Client] = e.Token
+	}
+	set(e.Fence != 0, fFence)
+	set(e.Depth != 0, fDepth)
+	set(e.Deadline != 0, fDeadline)
+	set(e.Value != 0, fValue)
+	set(e.Node != "", fNode)
+	set(e.Err != "", fErr)
+	set(e.Detail != "", fDetail)
+	set(e.Fault != nil, fFault)
+	set(len(e.Meta) != 0, fMeta)
+
+	r := c.rec[:0]
+	r = binary.AppendUvarint(r, flags)
+	r = c.str(r, string(e.Op))
+	// Events are written as they complete: the later of t and end grows
+	// by small steps from one record to the next, while t alone jumps
+	// back by an acquire's wait.
+	stamp := e.T
+	if flags&fEnd != 0 {
+		stamp = max(e.T, e.End)
+	}
+	r = binary.AppendVarint(r, stamp-c.prevT)
+	c.prevT = stamp
+	r = binary.AppendVarint(r, int64(e.Client))
+	if flags&fEnd != 0 {
+		r = binary.AppendVarint(r, e.End-e.T)
+	}
+	if flags&fKey != 0 {
+		r = c.str(r, e.Key)
+	}
+	if flags&fResult != 0 {
+		r = c.str(r, string(e.Result))
+	}
+	switch {
+	case flags&fTokenHex != 0:
+		r = append(r, tokHex...)
+	case flags&fToken != 0:
+		r = appendBytes(r, e.Token)
+	}
+	if flags&fFence != 0 {
+		r = binary.AppendUvarint(r, e.Fence)
+	}
+	if flags&fDepth != 0 {
+		r = binary.AppendVarint(r, int64(e.Depth))
+	}
+	if flags&fDeadline != 0 {
+		// From the invoke: a lease's validity counts from its acquire's
+		// start (TTL less drift), a difference that repeats and
+		// compresses.
+		r = binary.AppendVarint(r, e.Deadline-e.T)
+	}
+	if flags&fValue != 0 {
+		r = binary.AppendVarint(r, e.Value)
+	}
+	if flags&fNode != 0 {
+		r = c.str(r, e.Node)
+	}
+	if flags&fErr != 0 {
+		r = c.str(r, e.Err)
+	}
+	if flags&fDetail != 0 {
+		r = c.str(r, e.Detail)
+	}
+	if flags&fFault != 0 {
+		r = appendBytes(r, string(appendMarshal(nil, e.Fault)))
+	}
+	if flags&fMeta != 0 {
+		r = appendBytes(r, string(appendMarshal(nil, e.Meta)))
+	}
+	c.rec = r
+	b = binary.AppendUvarint(b, uint64(len(r)))
+	return append(b, r...)
+}
+
+func (c *compactEnc) str(b []byte, s string) []byte {
+	if id, ok := c.table[s]; ok {
+		return binary.AppendUvarint(b, id+2)
+	}
+	if len(c.table) >= compactTableMax || len(s) > 256 {
+		return appendBytes(binary.AppendUvarint(b, 0), s)
+	}
+	c.table[s] = uint64(len(c.table))
+	return appendBytes(binary.AppendUvarint(b, 1), s)
+}
+
+func appendBytes(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// compactDec is the decoder's state, mirroring compactEnc.
+type compactDec struct {
+	r      *bufio.Reader
+	prevT  int64
+	table  []string
+	tokens map[int]string
+	buf    []byte
+}
+
+// errTorn is a record cut short at the end of the stream (a killed run).
+var errTorn = errors.New("torn record")
+
+// next decodes the next record into ev. io.EOF at a record boundary;
+// errTorn when the stream ends inside one.
+func (d *compactDec) next(ev *Event) error {
+	n, err := binary.ReadUvarint(d.r)
+	if err == io.EOF {
+		return io.EOF
+	}
+	if err != nil {
+		return d.torn(err)
+	}
+	if n > 64<<20 {
+		return fmt.Errorf("record of %d bytes: not a compact history", n)
+	}
+	if uint64(cap(d.buf)) < n {
+		d.buf = make([]byte, n)
+	}
+	b := d.buf[:n]
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		return d.torn(err)
+	}
+	return d.decode(b, ev)
+}
+
+func (d *compactDec) torn(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errTorn
+	}
+	// A zstd stream cut short (a killed run's last block) reads as an
+	// error of the decoder: the records before it were delivered.
+	return fmt.Errorf("%w: %v", errTorn, err)
+}
+
+var errBadRecord = errors.New("malformed record")
+
+func (d *compactDec) decode(b []byte, ev *Event) (err error) {
+	*ev = Event{}
+	p := 0
+	uv := func() uint64 {
+		v, k := binary.Uvarint(b[p:])
+		if k <= 0 {
+			panic(errBadRecord)
+		}
+		p += k
+		return v
+	}
+	sv := func() int64 {
+		v, k := binary.Varint(b[p:])
+		if k <= 0 {
+			panic(errBadRecord)
+		}
+		p += k
+		return v
+	}
+	raw := func(n uint64) []byte {
+		if n > uint64(len(b)-p) {
+			panic(errBadRecord)
+		}
+		s := b[p : p+int(n)]
+		p += int(n)
+		return s
+	}
+	str := func() string {
+		switch v := uv(); v {
+		case 0:
+			return string(raw(uv()))
+		case 1:
+			s := string(raw(uv()))
+			d.table = append(d.table, s)
+			return s
+		default:
+			if v-2 >= uint64(len(d.table)) {
+				panic(errBadRecord)
+			}
+			return d.table[v-2]
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if r != errBadRecord {
+				panic(r)
+			}
+			err = errBadRecord
+		}
+	}()
+	flags := uv()
+	ev.Op = Op(str())
+	stamp := d.prevT + sv()
+	d.prevT = stamp
+	ev.T = stamp
+	ev.Client = int(sv())
+	if flags&fEnd != 0 {
+		// stamp = max(t, end): end - t ≥ 0 means stamp is end.
+		if dd := sv(); dd >= 0 {
+			ev.T, ev.End = stamp-dd, stamp
+		} else {
+			ev.End = stamp + dd
+		}
+	}
+	if flags&fKey != 0 {
+		ev.Key = str()
+	}
+	if flags&fResult != 0 {
+		ev.Result = Result(str())
+	}
+	switch {
+	case flags&fTokenSame != 0:
+		ev.Token = d.tokens[ev.Client]
+	case flags&fTokenHex != 0:
+		ev.Token = hex.EncodeToString(raw(16))
+	case flags&fToken != 0:
+		ev.Token = string(raw(uv()))
+	}
+	if ev.Token != "" {
+		d.tokens[ev.Client] = ev.Token
+	}
+	if flags&fFence != 0 {
+		ev.Fence = uv()
+	}
+	if flags&fDepth != 0 {
+		ev.Depth = int(sv())
+	}
+	if flags&fDeadline != 0 {
+		ev.Deadline = ev.T + sv()
+	}
+	if flags&fValue != 0 {
+		ev.Value = sv()
+	}
+	if flags&fNode != 0 {
+		ev.Node = str()
+	}
+	if flags&fErr != 0 {
+		ev.Err = str()
+	}
+	if flags&fDetail != 0 {
+		ev.Detail = str()
+	}
+	if flags&fFault != 0 {
+		ev.Fault = &Fault{}
+		if err := json.Unmarshal(raw(uv()), ev.Fault); err != nil {
+			return fmt.Errorf("fault: %w", err)
+		}
+	}
+	if flags&fMeta != 0 {
+		if err := json.Unmarshal(raw(uv()), &ev.Meta); err != nil {
+			return fmt.Errorf("meta: %w", err)
+		}
+	}
+	if p != len(b) {
+		return errBadRecord
+	}
+	return nil
+}

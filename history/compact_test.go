@@ -1,0 +1,190 @@
+package history
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// compactSample is a history with every field and the edge cases of the
+// compact form: negative and decreasing times, a token repeated by its
+// client, a non-hex and an upper-case token, strings past the table's
+// literal limit, faults and meta, escapes.
+func compactSample() []Event {
+	long := string(make([]byte, 300))
+	evs := []Event{
+		{T: 0, Client: -1, Op: OpRun, Meta: map[string]any{"scenario": "s", "ttl_ms": 500.0, "faults_scheduled": []any{map[string]any{"id": 1.0}}}},
+		{T: 10, End: 90, Client: 3, Key: "k1", Op: OpAcquire, Result: OK, Token: "0123456789abcdef0123456789abcdef", Fence: 7, Depth: 1, Deadline: 500_000_090},
+		{T: 95, End: 95, Client: 3, Key: "k1", Op: OpRead, Value: -4},
+		{T: 96, End: 120, Client: 3, Key: "k1", Op: OpWrite, Result: OK, Value: 5, Fence: 7},
+		{T: 130, End: 160, Client: 3, Key: "k1", Op: OpRelease, Result: OK, Token: "0123456789abcdef0123456789abcdef"},
+		{T: 50, End: 400, Client: 4, Key: "k1", Op: OpAcquire, Result: Fail, Err: "redis: nil\n\"quoted\" ünïcode \u2028"},
+		{T: -5, Client: -1, Op: OpPhase, Detail: "workload"},
+		{T: 200, End: 260, Client: 5, Key: "k2", Op: OpAcquire, Result: Unknown, Token: "ABCDEF0123456789ABCDEF0123456789"},
+		{T: 210, Client: 6, Key: "k2", Op: OpAcquire, Result: OK, Token: "tok-not-hex", Detail: long},
+		{T: 300, End: 900, Client: -1, Node: "n1", Op: OpFault, Fault: &Fault{ID: 2, Kind: FaultFailover, Target: "master",
+			Request: map[string]string{ParamMode: "kill"}, Effect: map[string]string{EffectNewMaster: "n2"}, Applied: true}},
+		{T: 901, Client: -1, Node: "n2", Key: "k1", Op: OpServer, Detail: "expired"},
+		{T: 1 << 40, End: 1<<40 + 1, Client: 1 << 20, Key: "k1", Op: OpRenew, Result: OK, Token: "0123456789abcdef0123456789abcdef"},
+	}
+	return evs
+}
+
+func writeCompact(t testing.TB, path string, evs []Event) {
+	t.Helper()
+	w, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range evs {
+		w.Append(&evs[i])
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The compact form reads back exactly the events written, as the JSONL
+// form does.
+func TestCompactRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	evs := compactSample()
+	for _, name := range []string{JSONLFile, CompactFile} {
+		p := filepath.Join(dir, name)
+		writeCompact(t, p, evs)
+		got, info, err := ReadFile(p)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if info.Torn || len(got) != len(evs) {
+			t.Fatalf("%s: %d events (torn %v), want %d", name, len(got), info.Torn, len(evs))
+		}
+		for i := range evs {
+			if !reflect.DeepEqual(got[i], evs[i]) {
+				t.Errorf("%s event %d:\n got %+v\nwant %+v", name, i, got[i], evs[i])
+			}
+		}
+	}
+	if FileIn(dir) != filepath.Join(dir, CompactFile) {
+		t.Errorf("FileIn prefers the compact history, got %s", FileIn(dir))
+	}
+}
+
+// A compact history cut anywhere (a killed run) reads as a prefix of its
+// events, marked torn, never as an error; the blocks flushed before the
+// cut are all there.
+func TestCompactTornTail(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, CompactFile)
+	r := rand.New(rand.NewPCG(1, 2))
+	var evs []Event
+	w, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3000; i++ {
+		e := Event{T: int64(i) * 1000, End: int64(i)*1000 + r.Int64N(900), Client: r.IntN(20), Key: fmt.Sprintf("k%d", r.IntN(50)),
+			Op: OpAcquire, Result: OK, Token: fmt.Sprintf("%032x", r.Uint64())}
+		evs = append(evs, e)
+		w.Append(&e)
+		if i%500 == 499 {
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flushedAt := w.Size() // after the 6th flush: 3000 events decodable
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int64{int64(len(full)) - 1, int64(len(full)) - 7, flushedAt / 2, 10, 3} {
+		tp := filepath.Join(dir, fmt.Sprintf("cut-%d.lch", cut))
+		if err := os.WriteFile(tp, full[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, info, err := ReadFile(tp)
+		if err != nil {
+			t.Errorf("cut at %d of %d: %v", cut, len(full), err)
+			continue
+		}
+		for i := range got {
+			if !reflect.DeepEqual(got[i], evs[i]) {
+				t.Fatalf("cut at %d: event %d differs", cut, i)
+			}
+		}
+		if cut >= flushedAt && len(got) < 3000 {
+			t.Errorf("cut at %d (after the last flush at %d): %d events, want all 3000", cut, flushedAt, len(got))
+		}
+		if cut < int64(len(full)) && cut > flushedAt && !info.Torn && len(got) < 3000 {
+			t.Errorf("cut at %d: %d events and not marked torn", cut, len(got))
+		}
+	}
+}
+
+// Histories written by the JSONL writer of earlier releases still read
+// (testdata/v1.jsonl was written by 97ea0bb).
+func TestReadsPreviousFormat(t *testing.T) {
+	evs, info, err := ReadFile(filepath.Join("testdata", "v1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Torn || len(evs) < 10 || evs[0].Op != OpRun {
+		t.Fatalf("%d events, torn %v, first %+v", len(evs), info.Torn, evs[0])
+	}
+}
+
+// BenchmarkCompactAppend: the compact writer's cost and size per event on
+// a contention-shaped stream (acquire, read, write, release per cycle).
+func BenchmarkCompactAppend(b *testing.B) {
+	for _, name := range []string{JSONLFile, CompactFile} {
+		b.Run(name, func(b *testing.B) {
+			p := filepath.Join(b.TempDir(), name)
+			w, err := Create(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(1, 2))
+			var t int64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c := i / 4 % 50
+				key := keyNames[c]
+				t += 2000 + r.Int64N(30000)
+				var e Event
+				switch i % 4 {
+				case 0:
+					e = Event{T: t - 9_000_000, End: t, Client: c, Key: key, Op: OpAcquire, Result: OK,
+						Token: fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64()), Depth: 1, Deadline: t + 490_000_000}
+				case 1:
+					e = Event{T: t, End: t, Client: c, Key: key, Op: OpRead}
+				case 2:
+					e = Event{T: t, End: t + 60_000, Client: c, Key: key, Op: OpWrite, Result: OK, Value: 1}
+				case 3:
+					e = Event{T: t, End: t + 80_000, Client: c, Key: key, Op: OpRelease, Result: OK, Token: "x"}
+				}
+				w.Append(&e)
+			}
+			b.StopTimer()
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+			st, _ := os.Stat(p)
+			b.ReportMetric(float64(st.Size())/float64(b.N), "bytes/event")
+		})
+	}
+}
+
+var keyNames = func() []string {
+	k := make([]string, 50)
+	for i := range k {
+		k[i] = fmt.Sprintf("k%d", i)
+	}
+	return k
+}()
