@@ -46,7 +46,9 @@ Each lock's run directory holds the usual results.json and report.`,
   lockchaos bench --lock simple --backend external --addrs 127.0.0.1:6379 --clients 50 --keys 50 --duration 8s --out D`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cf.apply(&o.Base)
+			if err := cf.apply(&o.Base); err != nil {
+				return err
+			}
 			o.Overhead, o.Ceiling = overhead, !noCeil
 			if o.Out == "" {
 				o.Out = filepath.Join("runs", "bench-"+time.Now().Format("20060102-150405"))

@@ -354,6 +354,7 @@ func TestBadInput(t *testing.T) {
 		{"lock", []string{"run", "smoke", "--lock", "nosuchlock"}, []string{"--lock", `"nosuchlock"`}},
 		{"backend", []string{"run", "smoke", "--backend", "nosuch"}, []string{"backend", `"nosuch"`}},
 		{"history form", []string{"run", "smoke", "--history", "yaml"}, []string{"--history", `"yaml"`}},
+		{"max history", []string{"run", "smoke", "--max-history", "lots"}, []string{"--max-history", `"lots"`}},
 		// Issue 16: faults that could not take effect are refused up front.
 		{"fault after the run", []string{"run", "../scenarios/testdata/bad/fault-after-end.yaml"},
 			[]string{"faults[0].at: 5s", "duration 2s"}},
@@ -638,5 +639,42 @@ func TestListScenarios(t *testing.T) {
 	}
 	if len(rows) != len(names) {
 		t.Errorf("%d scenarios listed, %d built in:\n%s", len(rows), len(names), stdout)
+	}
+}
+
+// A run that reaches --max-history stops cleanly: exit 2, verdict unknown
+// (nothing was found in what ran), the reason in the notes, the history
+// readable and not far past the limit. A disk with less than
+// --min-free-disk free refuses the run before anything starts (exit 4).
+func TestRunLimits(t *testing.T) {
+	t.Parallel()
+	runSlot(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr := lockchaos(t, "run", "contention", "--lock", "simple", "--backend", "process", "--duration", "60s",
+		"--clients", "10", "--keys", "10", "--max-history", "1MiB", "--out", dir, "-q")
+	wantExit(t, code, 2, stdout, stderr)
+	r := readResults(t, dir)
+	if r.Verdict != "unknown" || !hasNote(r.Notes, "max-history 1MiB") {
+		t.Errorf("verdict %s, notes %q: want unknown and the limit named", r.Verdict, r.Notes)
+	}
+	st, err := os.Stat(filepath.Join(dir, "history.lch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() < 1<<20 || st.Size() > 4<<20 {
+		t.Errorf("history is %d bytes: want it stopped soon after 1 MiB", st.Size())
+	}
+	if _, info, err := history.ReadFile(filepath.Join(dir, "history.lch")); err != nil || info.Torn {
+		t.Errorf("history after the stop: %v (torn %v)", err, info.Torn)
+	}
+
+	dir2 := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr = lockchaos(t, "run", "smoke", "--backend", "process", "--min-free-disk", "1000PiB", "--out", dir2, "-q")
+	wantExit(t, code, 4, stdout, stderr)
+	if !strings.Contains(stderr, "--min-free-disk") {
+		t.Errorf("message does not name --min-free-disk: %s", stderr)
+	}
+	if _, err := os.Stat(history.FileIn(dir2)); err == nil {
+		t.Error("a run refused for want of disk wrote a history")
 	}
 }

@@ -85,7 +85,9 @@ directories into one matrix with the same exit-code rules.`,
 				}
 				o.Shard = &sh
 			}
-			cf.apply(&o.Base)
+			if err := cf.apply(&o.Base); err != nil {
+				return err
+			}
 			o.OnCell = func(c runner.Cell) {
 				v := c.Verdict
 				if c.Label != "" {

@@ -21,6 +21,7 @@ type clusterFlags struct {
 	allowRemote                                bool
 	keyPrefix                                  string
 	history                                    string
+	maxHistory, minFree                        string
 }
 
 func (f *clusterFlags) add(cmd *cobra.Command) {
@@ -32,13 +33,23 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	fl.StringSliceVar(&f.addrs, "addrs", nil, "external servers: host:port or redis:// URLs, comma-separated (backend external; password from LOCKCHAOS_REDIS_PASSWORD)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow non-loopback external addresses")
 	fl.StringVar(&f.history, "history", runner.HistoryCompact, "history form: compact (history.lch, ~10 bytes an event) | jsonl (history.jsonl, ~100; lockchaos export converts)")
+	fl.StringVar(&f.maxHistory, "max-history", "0", "stop a run cleanly (verdict unknown where nothing was found) when its history reaches this size, e.g. 2GiB (0: no limit)")
+	fl.StringVar(&f.minFree, "min-free-disk", "256MiB", "do not start, or stop cleanly, when the output's disk has less than this free")
 	fl.StringVar(&f.keyPrefix, "key-prefix", "", "prefix of every key the run creates at the server (default lc:<random run id>:; matrix adds the cell's number)")
 }
 
-func (f *clusterFlags) apply(o *runner.Options) {
+func (f *clusterFlags) apply(o *runner.Options) error {
+	var err error
+	if o.Limits.MaxHistory, err = runner.ParseSize(f.maxHistory); err != nil {
+		return exitWith(runner.ExitBadInput, fmt.Errorf("--max-history: %v", err))
+	}
+	if o.Limits.MinFreeDisk, err = runner.ParseSize(f.minFree); err != nil {
+		return exitWith(runner.ExitBadInput, fmt.Errorf("--min-free-disk: %v", err))
+	}
 	o.Backend, o.RedisServer, o.RedisSentinel, o.Image = f.backend, f.redisServer, f.redisSentinel, f.image
 	o.Addrs, o.AllowRemote, o.KeyPrefix = f.addrs, f.allowRemote, f.keyPrefix
 	o.History = f.history
+	return nil
 }
 
 // overrideFlags change a loaded scenario.
@@ -153,7 +164,9 @@ instead (0 = the harness found exactly what the scenario expects).`,
 				return exitWith(runner.ExitBadInput, err)
 			}
 			o := runner.Options{Scenario: s, Lock: lock, Out: out, Expect: expect, Thresholds: thresholds}
-			cf.apply(&o)
+			if err := cf.apply(&o); err != nil {
+				return err
+			}
 			if seeds != nil {
 				return runSeeds(cmd, stdout, stderr, o, seeds)
 			}

@@ -21,6 +21,9 @@ type EvalOptions struct {
 	LockConfig  map[string]any
 	Backend     string
 	Interrupted bool
+	// StoppedBy is why a limit stopped the run early (Limits); a valid
+	// verdict then becomes unknown: the run did not run its course.
+	StoppedBy string
 	// Notifications is cluster.Notify.Mode of the run.
 	Notifications string
 	// NoPlots skips the plots (matrix cells; see report.RenderOptions).
@@ -118,6 +121,9 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	}
 	if eo.Interrupted && code == ExitOK {
 		code = ExitUnknown
+	}
+	if eo.StoppedBy != "" && r.Verdict == string(checker.Valid) {
+		r.Verdict = string(checker.Unknown)
 	}
 	r.ExitCode = code
 	if err := report.RenderWith(dir, r, an, report.RenderOptions{NoPlots: eo.NoPlots}); err != nil {

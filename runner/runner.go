@@ -72,6 +72,9 @@ type Options struct {
 	KeyPrefix string
 	// NoPlots skips the report's plots (matrix cells unless --plots).
 	NoPlots bool
+	// Limits stop the run cleanly (unknown, with the reason) before its
+	// history outgrows a size or the disk runs short.
+	Limits Limits
 	// History is the history's form: HistoryCompact (default, history.lch)
 	// or HistoryJSONL (history.jsonl).
 	History string
@@ -196,6 +199,10 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := prepareDir(o.Out); err != nil {
 		return nil, badField("out", "%s: %w", o.Out, err)
 	}
+	guard := &limitGuard{l: o.Limits, dir: o.Out, free: diskFree}
+	if err := guard.preflight(); err != nil {
+		return nil, &Error{Code: ExitInfra, Field: "min-free-disk", Err: err}
+	}
 	if err := saveScenario(filepath.Join(o.Out, "scenario.yaml"), s); err != nil {
 		return nil, fail(ExitInfra, "%w", err)
 	}
@@ -287,7 +294,10 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		KeyPattern: prefix.Pattern()}
 	fr := faults.NewRunner(fenv)
 
-	interrupted := drive(ctx, o, s, rec, w, fr, sched)
+	guard.hw = hw
+	gctx, stopGuard := guard.watch(ctx, 250*time.Millisecond)
+	interrupted := drive(gctx, o, s, rec, w, fr, sched)
+	stoppedBy := stopGuard()
 	w.Close() // no lock goroutine (renewals) writes a key after the clean-up
 	if err := stopObserver(); err != nil {
 		notes = append(notes, err.Error())
@@ -301,19 +311,22 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		}
 	}
 	notes = append(notes, w.Notes()...)
-	if interrupted {
+	switch {
+	case stoppedBy != "":
+		notes = append(notes, "stopped early: "+stoppedBy+"; the verdict covers what ran, and is unknown where that found nothing")
+	case interrupted:
 		notes = append(notes, "interrupted: the run was stopped early; the verdict covers what ran")
 	}
 	if o.NoHistory {
 		return &Outcome{Dir: o.Out, Workload: w, Interrupted: interrupted}, nil
 	}
 	res, code, err := Evaluate(o.Out, s, o.Lock, EvalOptions{Expect: o.Expect, Thresholds: o.Thresholds, Notes: notes,
-		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted, Notifications: notify.Mode, NoPlots: o.NoPlots})
+		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted, StoppedBy: stoppedBy, Notifications: notify.Mode, NoPlots: o.NoPlots})
 	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code, Workload: w, Interrupted: interrupted}
 	if err != nil {
 		return out, err
 	}
-	if interrupted {
+	if interrupted && stoppedBy == "" {
 		return out, &Error{Code: code, Err: context.Canceled}
 	}
 	return out, nil
