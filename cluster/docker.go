@@ -110,6 +110,8 @@ func startDocker(ctx context.Context, c *Cluster) error {
 	if err := DockerAvailable(ctx, image); err != nil {
 		return fmt.Errorf("%w: backend docker: %v", ErrInfra, err)
 	}
+	// What an earlier harness killed with SIGKILL left running goes first.
+	reaped, reapErr := ReapOrphans(ctx)
 	logger := tclog.Logger(discardLogger{})
 	if c.Spec.Dir != "" {
 		if err := os.MkdirAll(filepath.Join(c.Spec.Dir, "nodes"), 0o755); err != nil {
@@ -119,6 +121,12 @@ func startDocker(ctx context.Context, c *Cluster) error {
 			c.onStop(f.Close)
 			logger = &fileLogger{w: f}
 		}
+	}
+	for _, r := range reaped {
+		logger.Printf("removed an orphaned container: %s", r)
+	}
+	if reapErr != nil {
+		logger.Printf("%v", reapErr)
 	}
 	prov, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(logger))
 	if err != nil {
@@ -179,7 +187,8 @@ func (d *dockerNode) run(ctx context.Context) error {
 	ctr, err := testcontainers.Run(ctx, d.dc.image,
 		testcontainers.WithLogger(d.dc.logger),
 		testcontainers.WithCmd(cmd...),
-		testcontainers.WithLabels(map[string]string{"lockchaos.node": d.name}),
+		testcontainers.WithLabels(ownerLabels()),
+		testcontainers.WithLabels(map[string]string{LabelNode: d.name}),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.NetworkMode = "host"
 		}),

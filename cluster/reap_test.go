@@ -1,0 +1,58 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+type stubDocker struct {
+	items   []container.Summary
+	removed []string
+}
+
+func (s *stubDocker) ContainerList(context.Context, client.ContainerListOptions) (client.ContainerListResult, error) {
+	return client.ContainerListResult{Items: s.items}, nil
+}
+
+func (s *stubDocker) ContainerRemove(_ context.Context, id string, _ client.ContainerRemoveOptions) (client.ContainerRemoveResult, error) {
+	s.removed = append(s.removed, id)
+	return client.ContainerRemoveResult{}, nil
+}
+
+// Reaping removes a container only when its labels name a harness on this
+// host that is gone: a dead pid, or a live pid that is another process now.
+// A live harness's containers, another host's, and containers whose labels
+// cannot be checked stay.
+func TestReapOnlyOrphans(t *testing.T) {
+	host, _ := os.Hostname()
+	me := ownerLabels()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadPID := strconv.Itoa(dead.Process.Pid)
+	lab := func(pid, start, h string) map[string]string {
+		return map[string]string{LabelPID: pid, LabelStarted: start, LabelHost: h, LabelNode: "n1"}
+	}
+	s := &stubDocker{items: []container.Summary{
+		{ID: "mine", Labels: me},
+		{ID: "dead", Labels: lab(deadPID, "1", host)},
+		{ID: "reused", Labels: lab(strconv.Itoa(os.Getpid()), "12345", host)},
+		{ID: "elsewhere", Labels: lab(deadPID, "1", host+"-other")},
+		{ID: "nopid", Labels: lab("x", "", host)},
+	}}
+	if _, err := reapWith(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(s.removed)
+	if !slices.Equal(s.removed, []string{"dead", "reused"}) {
+		t.Errorf("removed %v, want [dead reused]", s.removed)
+	}
+}
