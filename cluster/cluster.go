@@ -99,6 +99,8 @@ type Cluster struct {
 	Spec    Spec
 	Backend string // resolved backend
 	Why     string // why auto chose it
+	// image is the docker image the nodes run (docker backend).
+	image string
 	// Nodes are the data nodes, masters first. For sentinel: the initial
 	// master then its replicas. For independent: the N masters.
 	Nodes []*Node
@@ -271,6 +273,10 @@ func lookRedisServer(path string) (string, error) {
 }
 
 // onStop registers cleanup, run in reverse order by Stop.
+// Image is the docker image the nodes run from ("" off the docker
+// backend).
+func (c *Cluster) Image() string { return c.image }
+
 func (c *Cluster) onStop(f func() error) {
 	c.mu.Lock()
 	c.stops = append(c.stops, f)

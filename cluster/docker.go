@@ -110,6 +110,7 @@ func startDocker(ctx context.Context, c *Cluster) error {
 	if err := DockerAvailable(ctx, image); err != nil {
 		return fmt.Errorf("%w: backend docker: %v", ErrInfra, err)
 	}
+	c.image = image
 	// What an earlier harness killed with SIGKILL left running goes first.
 	reaped, reapErr := ReapOrphans(ctx)
 	logger := tclog.Logger(discardLogger{})

@@ -56,3 +56,15 @@ func TestReapOnlyOrphans(t *testing.T) {
 		t.Errorf("removed %v, want [dead reused]", s.removed)
 	}
 }
+
+func TestParseServerVersion(t *testing.T) {
+	for in, want := range map[string]string{
+		"# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n":                     "redis 7.0.15",
+		"# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n": "valkey 8.0.1",
+		"# Server\r\nredis_mode:standalone\r\n":                                             "",
+	} {
+		if got := parseServerVersion(in); got != want {
+			t.Errorf("parseServerVersion(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

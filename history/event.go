@@ -115,4 +115,8 @@ const (
 	// {"id", "kind", "at_ms"}: the checker compares it with the fault
 	// events, so a firing that never happened is not silently missing.
 	MetaFaultsScheduled = "faults_scheduled"
+	// MetaServer is what the servers run ("redis 7.4.1", INFO server);
+	// MetaImage the docker image they run from (docker backend).
+	MetaServer = "server"
+	MetaImage  = "image"
 )

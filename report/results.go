@@ -19,6 +19,10 @@ type Results struct {
 	Scenario string `json:"scenario"`
 	Lock     string `json:"lock"`
 	Backend  string `json:"backend"`
+	// Server is what the servers said they run ("redis 7.4.1"); Image the
+	// docker image (backend docker).
+	Server   string `json:"server,omitempty"`
+	Image    string `json:"image,omitempty"`
 	Topology string `json:"topology"`
 	Seed     uint64 `json:"seed"`
 	// RunID names the run; KeyPrefix is the prefix of every key it created

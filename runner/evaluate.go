@@ -52,6 +52,8 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 		r.Backend, _ = meta[history.MetaBackend].(string)
 	}
 	r.RunID, _ = meta[history.MetaRunID].(string)
+	r.Server, _ = meta[history.MetaServer].(string)
+	r.Image, _ = meta[history.MetaImage].(string)
 	r.KeyPrefix, _ = meta[history.MetaKeyPrefix].(string)
 	r.Notifications = eo.Notifications
 	if ns, ok := meta[history.MetaStartNS].(float64); ok && ns > 0 {

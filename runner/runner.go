@@ -257,7 +257,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		history.MetaFenced: info.Fenced && s.Workload.Resource == "register", history.MetaHonours: honour,
 		history.MetaStartNS: rec.Start().UnixNano(), "nodes": len(cl.Nodes), "duration_ms": s.Duration.Milliseconds(),
 		"recovery_ms": s.Recovery.Milliseconds(), history.MetaRunID: runID, history.MetaKeyPrefix: string(prefix),
-		history.MetaFaultsScheduled: scheduled,
+		history.MetaFaultsScheduled: scheduled, history.MetaServer: cl.ServerVersion(ctx), history.MetaImage: cl.Image(),
 	}})
 	var notes []string
 	if cl.Why != "" {
