@@ -75,7 +75,7 @@ Each lock's run directory holds the usual results.json and report.`,
 			}
 			b, err := runner.RunBench(cmd.Context(), o)
 			if b != nil {
-				md := runner.BenchMarkdown(b)
+				md := report.BenchMarkdown(b)
 				fmt.Fprint(stdout, md)
 				_ = os.WriteFile(filepath.Join(o.Out, "bench.md"), []byte(md), 0o644)
 				_ = report.WriteJSON(filepath.Join(o.Out, "bench.json"), b)

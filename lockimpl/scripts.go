@@ -28,6 +28,11 @@ var (
 	renewValueScript = script("renew_value")
 )
 
+// ReleaseScript is CompareAndDelete's script (KEYS: key and
+// ReleaseChannel(key); ARGV: the token), for tools that run the standard
+// release without a Lock: the bench's yardsticks time the same commands.
+func ReleaseScript() *redis.Script { return releaseScript }
+
 // ReleaseChannel is the pub/sub channel a release of key publishes on, and
 // the one WaitAcquire's pub/sub wait listens to.
 func ReleaseChannel(key string) string { return "lockchaos:released:" + key }

@@ -1,21 +1,12 @@
 package runner
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/cluster"
@@ -24,6 +15,7 @@ import (
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/workloads"
+	"github.com/lockchaos/lockchaos/yardstick"
 )
 
 // BenchOptions configure `lockchaos bench`: no faults, every lock on the same
@@ -52,67 +44,6 @@ type BenchOptions struct {
 	// recording on and off) and reports the run with the median throughput
 	// and the spread. Default 1.
 	Repeat int
-}
-
-// BenchLock is one lock's numbers.
-type BenchLock struct {
-	Lock       string                    `json:"lock"`
-	Kind       string                    `json:"kind"`
-	Nodes      int                       `json:"nodes"`
-	Throughput float64                   `json:"throughput"`
-	Cycles     int64                     `json:"cycles"`
-	FailedAcq  int64                     `json:"failed_acquires"`
-	Fairness   float64                   `json:"fairness"`
-	LatencyUS  map[string]report.Latency `json:"latency_us"`
-	Server     *report.ServerCost        `json:"server,omitempty"`
-	// NoHistoryThroughput is the same run with recording off (the median
-	// of Repeat runs).
-	NoHistoryThroughput float64 `json:"no_history_throughput,omitempty"`
-	// Runs and NoHistoryRuns are every run's throughput when Repeat > 1.
-	Runs          []float64 `json:"runs,omitempty"`
-	NoHistoryRuns []float64 `json:"no_history_runs,omitempty"`
-	Verdict       string    `json:"verdict"`
-	Dir           string    `json:"dir"`
-	// RecordingCostPct is the throughput recording costs, in percent of the
-	// recording-off throughput: the median over the on/off pairs (--overhead).
-	RecordingCostPct float64 `json:"recording_cost_pct,omitempty"`
-	// Interrupted: an interrupt cut this lock's (median) run short.
-	Interrupted bool `json:"interrupted,omitempty"`
-}
-
-// Bench is the whole comparison.
-type Bench struct {
-	Clients  int         `json:"clients"`
-	Keys     int         `json:"keys"`
-	Nodes    int         `json:"nodes"`
-	KeyDist  string      `json:"key_dist"`
-	Repeat   int         `json:"repeat,omitempty"`
-	Duration string      `json:"duration"`
-	Mode     string      `json:"mode"`
-	Backend  string      `json:"backend"`
-	Machine  string      `json:"machine"`
-	Locks    []BenchLock `json:"locks"`
-	// Ceiling from redis-benchmark against node 1 (requests/s).
-	SetNXPX   float64 `json:"redis_benchmark_set_nx_px,omitempty"`
-	EvalSHA   float64 `json:"redis_benchmark_evalsha,omitempty"`
-	CeilingCS float64 `json:"ceiling_cycles_per_sec,omitempty"`
-	// GoRedisCS is the same cycle (SET NX PX, then the unlock script) from
-	// as many bare go-redis clients, connected as the bench's are, with no
-	// lock code, no harness and no recording: what the client library alone
-	// reaches, to tell its cost from the harness's.
-	GoRedisCS float64 `json:"go_redis_cycles_per_sec,omitempty"`
-	// CeilingRuns and GoRedisRuns are every measurement with Repeat > 1
-	// (the fields above are their medians).
-	CeilingRuns []float64 `json:"ceiling_runs,omitempty"`
-	GoRedisRuns []float64 `json:"go_redis_runs,omitempty"`
-	// SetRTTP50US is the p50 of a single SET round trip (one go-redis
-	// client, same node), the yardstick for hand-off latency.
-	SetRTTP50US float64 `json:"set_rtt_p50_us"`
-	// FanOutRTTP50US is the p50 of one SET to every node at once (bare
-	// go-redis, a goroutine per node): the yardstick for Redlock's acquire.
-	FanOutRTTP50US float64 `json:"fan_out_rtt_p50_us,omitempty"`
-	// NotRun are the locks asked for that an interrupt left unbenched.
-	NotRun []string `json:"not_run,omitempty"`
 }
 
 // RunBench runs the locks one after another on one set of servers.
@@ -169,7 +100,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		o.KeyDist = "uniform"
 	}
 	o.Repeat = max(o.Repeat, 1)
-	b := &Bench{Clients: o.Clients, Keys: o.Keys, Nodes: len(cl.Nodes), KeyDist: o.KeyDist, Repeat: o.Repeat, Duration: o.Duration.String(), Mode: "closed", Backend: cl.Backend, Machine: machine()}
+	b := &Bench{Clients: o.Clients, Keys: o.Keys, Nodes: len(cl.Nodes), KeyDist: o.KeyDist, Repeat: o.Repeat, Duration: o.Duration.String(), Mode: "closed", Backend: cl.Backend, Machine: yardstick.Machine()}
 	if o.Rate > 0 {
 		b.Mode = fmt.Sprintf("open %.0f/s", o.Rate)
 	}
@@ -182,9 +113,9 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	for _, ep := range cl.Endpoints() {
 		bare = append(bare, cl.NewClient(ep, benchConn))
 	}
-	b.SetRTTP50US = setRTT(ctx, bare[:1], prefix)
+	b.SetRTTP50US = yardstick.SetRTT(ctx, bare[:1], prefix)
 	if len(bare) > 1 {
-		b.FanOutRTTP50US = setRTT(ctx, bare, prefix)
+		b.FanOutRTTP50US = yardstick.SetRTT(ctx, bare, prefix)
 	}
 	if o.Ceiling {
 		// With --repeat the yardsticks are measured as often as the locks
@@ -193,13 +124,13 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		var cs []ceil
 		for r := 0; r < o.Repeat && ctx.Err() == nil; r++ {
 			var c ceil
-			c.setnx, c.evalsha = redisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients, prefix)
+			c.setnx, c.evalsha = yardstick.RedisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients, prefix)
 			if c.setnx > 0 && c.evalsha > 0 {
 				c.cycles = 1 / (1/c.setnx + 1/c.evalsha)
 			}
 			cs = append(cs, c)
 			b.CeilingRuns = append(b.CeilingRuns, c.cycles)
-			b.GoRedisRuns = append(b.GoRedisRuns, goRedisCycles(ctx, cl, admin[0], o.Clients, min(o.Duration, 5*time.Second), prefix))
+			b.GoRedisRuns = append(b.GoRedisRuns, yardstick.GoRedisCycles(ctx, cl, admin[0], benchConn, o.Clients, min(o.Duration, 5*time.Second), prefix))
 		}
 		if len(cs) > 0 {
 			sort.Slice(cs, func(i, j int) bool { return cs[i].cycles < cs[j].cycles })
@@ -291,15 +222,6 @@ func median(vs []float64) float64 {
 	return s[(len(s)-1)/2]
 }
 
-// spread is "min–max" of vs.
-func spread(vs []float64) string {
-	lo, hi := vs[0], vs[0]
-	for _, v := range vs {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	return fmt.Sprintf("%.0f–%.0f", lo, hi)
-}
-
 // benchTopology is the scenario topology of a bench on n masters.
 func benchTopology(n int) string {
 	if n == 1 {
@@ -324,7 +246,7 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	if _, err := cl.DeleteKeys(ctx, keyspace.Prefix(o.Base.KeyPrefix).Pattern()); err != nil && ctx.Err() == nil {
 		return nil, fail(ExitInfra, "bench: remove the previous run's keys: %w", err)
 	}
-	before := serverCost(ctx, admin)
+	before := yardstick.ServerCost(ctx, admin)
 	dir := filepath.Join(o.Out, info.Name)
 	if noHistory {
 		dir += "-nohistory"
@@ -342,14 +264,14 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	bl := &BenchLock{Lock: info.Name, Kind: string(info.Kind), Nodes: len(cl.Nodes), Dir: dir, Interrupted: out.Interrupted}
 	// The run happened: read its cost even when an interrupt ended it.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	cost := costSince(before, serverCost(cctx, admin))
+	cost := yardstick.ServerCost(cctx, admin).Since(before)
 	cancel()
 	if out.Results != nil {
 		r := out.Results
 		bl.Throughput, bl.Cycles, bl.FailedAcq = r.Stats.Throughput, r.Stats.Cycles, r.Stats.Acquires.Fail
 		bl.Fairness, bl.LatencyUS, bl.Verdict = r.Stats.Fairness, r.Stats.LatencyUS, r.Verdict
 		if cost != nil && r.Stats.Cycles > 0 {
-			bl.Server = perCycle(cost, r.Stats.Cycles)
+			bl.Server = cost.PerCycle(r.Stats.Cycles)
 			r.Stats.Server = bl.Server
 			_ = report.WriteJSON(filepath.Join(dir, "results.json"), r)
 		}
@@ -361,261 +283,10 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	return bl, nil
 }
 
-type cmdStat struct{ calls, usec float64 }
-
-// serverCost sums INFO commandstats over the nodes (costSince subtracts the
-// counts before the run: the counters are never reset, the servers may be
-// the user's).
-func serverCost(ctx context.Context, admin []*redis.Client) map[string]cmdStat {
-	out := map[string]cmdStat{}
-	re := regexp.MustCompile(`^cmdstat_([^:]+):calls=(\d+),usec=(\d+)`)
-	for _, a := range admin {
-		txt, err := a.Info(ctx, "commandstats").Result()
-		if err != nil {
-			return nil
-		}
-		sc := bufio.NewScanner(strings.NewReader(txt))
-		for sc.Scan() {
-			m := re.FindStringSubmatch(sc.Text())
-			// INFO is this function's; SCAN and UNLINK are the harness's
-			// preflight and clean-up of its prefix (no lock sends them).
-			if m == nil || m[1] == "info" || m[1] == "scan" || m[1] == "unlink" {
-				continue
-			}
-			c, _ := strconv.ParseFloat(m[2], 64)
-			u, _ := strconv.ParseFloat(m[3], 64)
-			s := out[m[1]]
-			s.calls += c
-			s.usec += u
-			out[m[1]] = s
-		}
-	}
-	return out
-}
-
-// costSince is after − before per command; nil when either is missing.
-func costSince(before, after map[string]cmdStat) map[string]cmdStat {
-	if before == nil || after == nil {
-		return nil
-	}
-	out := map[string]cmdStat{}
-	for name, a := range after {
-		b := before[name]
-		if d := (cmdStat{a.calls - b.calls, a.usec - b.usec}); d.calls > 0 {
-			out[name] = d
-		}
-	}
-	return out
-}
-
-func perCycle(cost map[string]cmdStat, cycles int64) *report.ServerCost {
-	sc := &report.ServerCost{ByCommand: map[string]float64{}}
-	n := float64(cycles)
-	for name, s := range cost {
-		sc.CommandsPerCycle += s.calls / n
-		sc.UsecPerCycle += s.usec / n
-		sc.ByCommand[name] = round2(s.calls / n)
-	}
-	sc.CommandsPerCycle, sc.UsecPerCycle = round2(sc.CommandsPerCycle), round2(sc.UsecPerCycle)
-	return sc
-}
-
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
 
-// setRTT measures, for a second, a SET sent to every client in cs at once
-// (one goroutine each) and returns the p50 µs of the last reply.
-func setRTT(ctx context.Context, cs []redis.UniversalClient, p keyspace.Prefix) float64 {
-	key := p.Aux("rtt")
-	h := hdrhistogram.New(1, 10_000_000, 3)
-	end := time.Now().Add(time.Second)
-	for i := 0; time.Now().Before(end) && i < 200_000; i++ {
-		t := time.Now()
-		var failed atomic.Bool
-		set := func(c redis.UniversalClient) {
-			if c.Set(ctx, key, i, 0).Err() != nil {
-				failed.Store(true)
-			}
-		}
-		var wg sync.WaitGroup
-		for _, c := range cs[1:] {
-			wg.Go(func() { set(c) })
-		}
-		set(cs[0])
-		wg.Wait()
-		if failed.Load() {
-			break
-		}
-		_ = h.RecordValue(max(time.Since(t).Microseconds(), 1))
-	}
-	for _, c := range cs {
-		_ = c.Del(ctx, key).Err()
-	}
-	return float64(h.ValueAtQuantile(50))
-}
-
-// unlockSrc is the simple lock's unlock script: compare-and-delete + publish.
-const unlockSrc = `if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("DEL", KEYS[1]) redis.call("PUBLISH", KEYS[2], "1") return 1 end return 0`
-
-// goRedisCycles runs clients bare go-redis clients, each on its own key, for
-// d: SET NX PX then the unlock script, nothing else. It returns cycles/s (0
-// if a command failed).
-func goRedisCycles(ctx context.Context, cl *cluster.Cluster, admin *redis.Client, clients int, d time.Duration, p keyspace.Prefix) float64 {
-	sc := redis.NewScript(unlockSrc)
-	if err := sc.Load(ctx, admin).Err(); err != nil {
-		return 0
-	}
-	ep := cl.Endpoints()[0]
-	var cycles atomic.Int64
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	end := time.Now().Add(d)
-	for i := 0; i < clients; i++ {
-		c := cl.NewClient(ep, benchConn)
-		key := p.Aux(fmt.Sprintf("bare:%d", i))
-		keys := []string{key, key + ":released"}
-		wg.Go(func() {
-			defer c.Close()
-			for time.Now().Before(end) && ctx.Err() == nil && !failed.Load() {
-				if ok, err := c.SetNX(ctx, key, "t", 10*time.Second).Result(); err != nil || !ok {
-					failed.Store(true)
-				} else if n, err := sc.EvalSha(ctx, c, keys, "t").Int(); err != nil || n != 1 {
-					failed.Store(true)
-				} else {
-					cycles.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if failed.Load() {
-		return 0
-	}
-	return float64(cycles.Load()) / d.Seconds()
-}
-
-var rpsRE = regexp.MustCompile(`([0-9.]+) requests per second`)
-
-// redisBenchmark runs redis-benchmark (if installed) for the two commands of
-// the simple lock's cycle with the same number of connections; 0 when it is
-// not available.
-func redisBenchmark(ctx context.Context, addr string, clients int, p keyspace.Prefix) (setnx, evalsha float64) {
-	bin, err := exec.LookPath("redis-benchmark")
-	if err != nil {
-		return 0, 0
-	}
-	host, port, _ := strings.Cut(addr, ":")
-	run := func(args ...string) float64 {
-		base := []string{"-h", host, "-p", port, "-c", strconv.Itoa(clients), "-n", "200000", "-r", "100000", "-q"}
-		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		outb, err := exec.CommandContext(cctx, bin, append(base, args...)...).CombinedOutput()
-		if err != nil {
-			return 0
-		}
-		lines := bytes.Split(bytes.TrimSpace(outb), []byte("\r"))
-		m := rpsRE.FindSubmatch(lines[len(lines)-1])
-		if m == nil {
-			return 0
-		}
-		v, _ := strconv.ParseFloat(string(m[1]), 64)
-		return v
-	}
-	key := p.Aux("lock:__rand_int__")
-	setnx = run("SET", key, "tok", "NX", "PX", "10000")
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	sha, err := c.ScriptLoad(ctx, unlockSrc).Result()
-	c.Close()
-	if err != nil {
-		return setnx, 0
-	}
-	evalsha = run("EVALSHA", sha, "2", key, p.Aux("chan:__rand_int__"), "tok")
-	return setnx, evalsha
-}
-
-// BenchMarkdown is the comparison table.
-func BenchMarkdown(b *Bench) string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "# lockchaos bench\n\n%d clients, %d keys (%s), %s, %s loop, backend %s. Machine: %s.\n\n", b.Clients, b.Keys, b.KeyDist, b.Duration, b.Mode, b.Backend, b.Machine)
-	if b.CeilingCS > 0 {
-		fmt.Fprintf(&sb, "redis-benchmark -c %d against node 1: SET NX PX %.0f/s, EVALSHA unlock %.0f/s → ceiling %.0f cycles/s", b.Clients, b.SetNXPX, b.EvalSHA, b.CeilingCS)
-		if len(b.CeilingRuns) > 1 {
-			fmt.Fprintf(&sb, " (median of %d, spread %s)", len(b.CeilingRuns), spread(b.CeilingRuns))
-		}
-		sb.WriteString(".\n\n")
-	}
-	if b.GoRedisCS > 0 && b.CeilingCS > 0 {
-		fmt.Fprintf(&sb, "Bare go-redis, %d clients each on its own key, the same two commands with no lock code, harness or recording: %.0f cycles/s", b.Clients, b.GoRedisCS)
-		if len(b.GoRedisRuns) > 1 {
-			fmt.Fprintf(&sb, " (median of %d, spread %s)", len(b.GoRedisRuns), spread(b.GoRedisRuns))
-		}
-		fmt.Fprintf(&sb, " = %.2f of the ceiling (the client library's own share of any gap).\n\n", b.GoRedisCS/b.CeilingCS)
-	}
-	fmt.Fprintf(&sb, "Single SET round trip p50: %.0f µs.", b.SetRTTP50US)
-	if b.FanOutRTTP50US > 0 && b.SetRTTP50US > 0 {
-		fmt.Fprintf(&sb, " One SET to all %d nodes at once (bare go-redis): %.0f µs p50 = %.1f× (the floor for a Redlock acquire).", b.Nodes, b.FanOutRTTP50US, b.FanOutRTTP50US/b.SetRTTP50US)
-	}
-	sb.WriteString("\n\n")
-	if len(b.NotRun) > 0 {
-		fmt.Fprintf(&sb, "**Interrupted**: not run: %s.\n\n", strings.Join(b.NotRun, ", "))
-	}
-	if b.Repeat > 1 {
-		fmt.Fprintf(&sb, "Each lock ran %d times; its row is the median run, cycles/s with the spread of all runs.\n\n", b.Repeat)
-	}
-	sb.WriteString("| lock | kind | cycles/s | of ceiling | acquire p50 | acquire p99 | hand-off p50 | hand-off/RTT | cycle p99 | failed acq | fairness | Redis cmds/cycle | Redis µs/cycle | recording overhead |\n")
-	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	locks := append([]BenchLock{}, b.Locks...)
-	sort.SliceStable(locks, func(i, j int) bool { return locks[i].Throughput > locks[j].Throughput })
-	for _, l := range locks {
-		ceil, ovh, cmds, usec, ratio := "–", "–", "–", "–", "–"
-		if b.CeilingCS > 0 {
-			ceil = fmt.Sprintf("%.2f", l.Throughput/b.CeilingCS)
-		}
-		if l.NoHistoryThroughput > 0 {
-			ovh = fmt.Sprintf("%+.1f%%", l.RecordingCostPct)
-		}
-		if l.Server != nil {
-			cmds, usec = fmt.Sprintf("%.2f", l.Server.CommandsPerCycle), fmt.Sprintf("%.1f", l.Server.UsecPerCycle)
-		}
-		ho := l.LatencyUS["handoff"]
-		if ho.Count > 0 && b.SetRTTP50US > 0 {
-			ratio = fmt.Sprintf("%.1f×", ho.P50/b.SetRTTP50US)
-		}
-		tp := fmt.Sprintf("%.0f", l.Throughput)
-		if len(l.Runs) > 1 {
-			tp += " (" + spread(l.Runs) + ")"
-		}
-		if len(l.NoHistoryRuns) > 1 {
-			ovh += " (off: " + spread(l.NoHistoryRuns) + ")"
-		}
-		name := l.Lock
-		if l.Interrupted {
-			name += " (interrupted)"
-		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.3f | %s | %s | %s |\n", name, l.Kind, tp, ceil,
-			report.FormatUS(l.LatencyUS["acquire"].P50), report.FormatUS(l.LatencyUS["acquire"].P99), fmtOpt(ho), ratio,
-			report.FormatUS(l.LatencyUS["cycle"].P99), l.FailedAcq, l.Fairness, cmds, usec, ovh)
-	}
-	return sb.String()
-}
-
-func fmtOpt(l report.Latency) string {
-	if l.Count == 0 {
-		return "–"
-	}
-	return report.FormatUS(l.P50)
-}
-
-func machine() string {
-	out, err := exec.Command("sh", "-c", "nproc; grep -m1 'model name' /proc/cpuinfo | cut -d: -f2; redis-server --version 2>/dev/null | cut -d' ' -f3").Output()
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Split(strings.TrimSpace(string(out)), "\n")
-	for i := range f {
-		f[i] = strings.TrimSpace(f[i])
-	}
-	if len(f) >= 3 {
-		return fmt.Sprintf("%s cores, %s, Redis %s", f[0], f[1], strings.TrimPrefix(f[2], "v="))
-	}
-	return strings.Join(f, ", ")
-}
+// The bench document lives in report, which renders it.
+type (
+	Bench     = report.Bench
+	BenchLock = report.BenchLock
+)

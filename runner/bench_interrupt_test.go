@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/report"
 )
 
 // An interrupt during a lock's run keeps that run (its numbers, its server
@@ -47,7 +48,7 @@ func TestBenchInterrupted(t *testing.T) {
 	if !l.Interrupted || l.Cycles == 0 || l.Server == nil || l.Server.CommandsPerCycle < 2 {
 		t.Fatalf("simple: interrupted %v, cycles %d, server %+v: want the cut run kept with its cost", l.Interrupted, l.Cycles, l.Server)
 	}
-	md := BenchMarkdown(b)
+	md := report.BenchMarkdown(b)
 	if !strings.Contains(md, "not run: watchdog") || !strings.Contains(md, "| simple (interrupted) |") {
 		t.Fatalf("markdown hides the interrupt:\n%s", md)
 	}

@@ -3,6 +3,8 @@ package runner
 import (
 	"strings"
 	"testing"
+
+	"github.com/lockchaos/lockchaos/report"
 )
 
 // The reported run is the one with the median throughput, every run's
@@ -21,7 +23,7 @@ func TestMedianRun(t *testing.T) {
 	if one.Dir != "a" || one.Runs != nil || one.NoHistoryThroughput != 0 {
 		t.Fatalf("single run %+v: want it as is, no runs list", one)
 	}
-	md := BenchMarkdown(&Bench{Repeat: 3, Locks: []BenchLock{bl}, SetNXPX: 2000, EvalSHA: 2000, CeilingCS: 1000,
+	md := report.BenchMarkdown(&Bench{Repeat: 3, Locks: []BenchLock{bl}, SetNXPX: 2000, EvalSHA: 2000, CeilingCS: 1000,
 		CeilingRuns: []float64{900, 1000, 1100}, GoRedisCS: 800, GoRedisRuns: []float64{700, 800, 850}})
 	for _, want := range []string{"| 200 (100–300) |", "ran 3 times", "1000 cycles/s (median of 3, spread 900–1100)",
 		"800 cycles/s (median of 3, spread 700–850) = 0.80 of the ceiling", "| 0.20 |", "+67.7% (off: 310–900)"} {
