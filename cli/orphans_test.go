@@ -22,7 +22,11 @@ func startHarness(t *testing.T, bin, backend string, ready func(pid int) bool) *
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	var stdout, stderr syncBuffer
-	cmd := exec.Command(bin, "run", "smoke", "--lock", "simple", "--backend", backend, "--duration", "60s", "--out", dir, "-q")
+	args := []string{"run", "smoke", "--lock", "simple", "--backend", backend, "--duration", "60s", "--out", dir, "-q"}
+	if backend == "docker" {
+		args = append(args, "--image", cluster.TestImage()) // never the default: it may be pulled
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -93,7 +97,7 @@ func TestSIGKILLLeavesNoServersProcess(t *testing.T) {
 // can stop them); the next `lockchaos clean` (as any command that starts
 // containers) removes them, and only them.
 func TestSIGKILLLeavesNoContainersDocker(t *testing.T) {
-	if err := cluster.DockerAvailable(context.Background(), ""); err != nil {
+	if err := cluster.DockerAvailable(context.Background(), cluster.TestImage()); err != nil {
 		if os.Getenv("LOCKCHAOS_REQUIRE_DOCKER") != "" {
 			t.Fatalf("docker backend unavailable although LOCKCHAOS_REQUIRE_DOCKER is set: %v", err)
 		}

@@ -99,8 +99,11 @@ type Cluster struct {
 	Spec    Spec
 	Backend string // resolved backend
 	Why     string // why auto chose it
-	// image is the docker image the nodes run (docker backend).
-	image string
+	// image is the docker image the nodes run (docker backend); ImageWhy
+	// says how it was chosen when not simply as asked (pulled, or the
+	// local fallback because no registry answered).
+	image    string
+	ImageWhy string
 	// Nodes are the data nodes, masters first. For sentinel: the initial
 	// master then its replicas. For independent: the N masters.
 	Nodes []*Node

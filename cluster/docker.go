@@ -20,10 +20,6 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 )
 
-// DefaultImage is the docker backend's default image, built locally (without
-// any registry) by scripts/docker-image.sh.
-const DefaultImage = "lockchaos/redis:local"
-
 func init() { backends[Docker] = startDocker }
 
 // dockerEnv makes testcontainers talk to the local engine only: the host is
@@ -44,13 +40,10 @@ func dockerEnv() {
 }
 
 // DockerAvailable says whether a docker engine answers (testcontainers'
-// provider health check) and the image is present locally; the error says
-// what is missing.
+// provider health check) and, when image is given, whether it is present
+// locally (nothing is pulled); the error says what is missing.
 func DockerAvailable(ctx context.Context, image string) error {
 	dockerEnv()
-	if image == "" {
-		image = DefaultImage
-	}
 	prov, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(discardLogger{}))
 	if err != nil {
 		return fmt.Errorf("docker: %v", err)
@@ -61,8 +54,11 @@ func DockerAvailable(ctx context.Context, image string) error {
 	if _, err := prov.Client().Info(ctx, client.InfoOptions{}); err != nil {
 		return fmt.Errorf("docker engine not reachable: %v", err)
 	}
+	if image == "" {
+		return nil
+	}
 	if _, err := prov.Client().ImageInspect(ctx, image); err != nil {
-		return fmt.Errorf("docker image %s not found (build it with scripts/docker-image.sh): %v", image, err)
+		return fmt.Errorf("docker image %s not found (build %s with scripts/docker-image.sh): %v", image, LocalImage, err)
 	}
 	return nil
 }
@@ -95,10 +91,6 @@ type dockerNode struct {
 
 func startDocker(ctx context.Context, c *Cluster) error {
 	dockerEnv()
-	image := c.Spec.Image
-	if image == "" {
-		image = DefaultImage
-	}
 	n := 1
 	switch c.Spec.Topology {
 	case Single:
@@ -107,10 +99,9 @@ func startDocker(ctx context.Context, c *Cluster) error {
 	default:
 		return fmt.Errorf("%w: backend docker supports topologies single and independent, not %s", ErrBadSpec, c.Spec.Topology)
 	}
-	if err := DockerAvailable(ctx, image); err != nil {
+	if err := DockerAvailable(ctx, ""); err != nil {
 		return fmt.Errorf("%w: backend docker: %v", ErrInfra, err)
 	}
-	c.image = image
 	// What an earlier harness killed with SIGKILL left running goes first.
 	reaped, reapErr := ReapOrphans(ctx)
 	logger := tclog.Logger(discardLogger{})
@@ -134,6 +125,11 @@ func startDocker(ctx context.Context, c *Cluster) error {
 		return fmt.Errorf("%w: backend docker: %v", ErrInfra, err)
 	}
 	c.onStop(prov.Close)
+	image, why, err := resolveImage(ctx, prov.Client(), c.Spec.Image)
+	if err != nil {
+		return fmt.Errorf("%w: backend docker: %v", ErrInfra, err)
+	}
+	c.image, c.ImageWhy = image, why
 	dc := &dockerCluster{prov: prov, image: image, dir: c.Spec.Dir, aof: c.Spec.AOF, logger: logger}
 	for i := 1; i <= n; i++ {
 		dn := &dockerNode{dc: dc, name: fmt.Sprintf("n%d", i)}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 // quietly skipping it.
 func requireDocker(t *testing.T) {
 	t.Helper()
-	if err := DockerAvailable(context.Background(), DefaultImage); err != nil {
+	if err := DockerAvailable(context.Background(), TestImage()); err != nil {
 		if os.Getenv("LOCKCHAOS_REQUIRE_DOCKER") != "" {
 			t.Fatalf("docker backend unavailable although LOCKCHAOS_REQUIRE_DOCKER is set: %v", err)
 		}
@@ -29,7 +28,7 @@ func TestDockerSingle(t *testing.T) {
 	requireDocker(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	c, err := Start(ctx, Spec{Backend: Docker, Topology: Single, Dir: dir})
+	c, err := Start(ctx, Spec{Backend: Docker, Topology: Single, Dir: dir, Image: TestImage()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +104,7 @@ func TestDockerSingle(t *testing.T) {
 func TestDockerRestartKeepsContainer(t *testing.T) {
 	requireDocker(t)
 	ctx := context.Background()
-	c, err := Start(ctx, Spec{Backend: Docker, Topology: Independent, Nodes: 2, AOF: true, Dir: t.TempDir()})
+	c, err := Start(ctx, Spec{Backend: Docker, Topology: Independent, Nodes: 2, AOF: true, Dir: t.TempDir(), Image: TestImage()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +138,7 @@ func TestDockerRestartKeepsContainer(t *testing.T) {
 func TestDockerProxied(t *testing.T) {
 	requireDocker(t)
 	ctx := context.Background()
-	c, err := Start(ctx, Spec{Backend: Docker, Proxy: true, Dir: t.TempDir()})
+	c, err := Start(ctx, Spec{Backend: Docker, Proxy: true, Dir: t.TempDir(), Image: TestImage()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,13 +155,9 @@ func TestDockerProxied(t *testing.T) {
 	}
 }
 
-func TestDockerMissingImage(t *testing.T) {
+func TestDockerTopologies(t *testing.T) {
 	requireDocker(t)
-	_, err := Start(context.Background(), Spec{Backend: Docker, Image: "lockchaos/none:missing"})
-	if !errors.Is(err, ErrInfra) || !strings.Contains(err.Error(), "docker-image.sh") {
-		t.Errorf("missing image: %v", err)
-	}
-	_, err = Start(context.Background(), Spec{Backend: Docker, Topology: Sentinel})
+	_, err := Start(context.Background(), Spec{Backend: Docker, Topology: Sentinel, Image: TestImage()})
 	if !errors.Is(err, ErrBadSpec) {
 		t.Errorf("sentinel on docker: %v", err)
 	}

@@ -260,6 +260,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		history.MetaFaultsScheduled: scheduled, history.MetaServer: cl.ServerVersion(ctx), history.MetaImage: cl.Image(),
 	}})
 	var notes []string
+	if cl.ImageWhy != "" {
+		notes = append(notes, "docker image: "+cl.ImageWhy)
+	}
 	if cl.Why != "" {
 		notes = append(notes, cl.Why)
 	}

@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
+# Docker tests run the locally built image (scripts/docker-image.sh), never
+# one a registry would have to provide.
+export LOCKCHAOS_IMAGE="${LOCKCHAOS_IMAGE:-lockchaos/redis:local}"
 unformatted=$(gofmt -l . | grep -v '^vendor/' || true)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
