@@ -25,7 +25,11 @@ func TestShardsMergeToTheWholeMatrix(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Short and light: the test is about merging, and two runs of a
+		// cell must agree, which 32 clients starving on two loaded cores
+		// (liveness) would not promise.
 		s.Duration, s.Recovery = 300*time.Millisecond, 100*time.Millisecond
+		s.Workload.Clients = min(s.Workload.Clients, 4)
 		list = append(list, s)
 	}
 	locks := []string{"simple", "reentrant", "fenced", "redlock"}
@@ -58,6 +62,13 @@ func TestShardsMergeToTheWholeMatrix(t *testing.T) {
 	merged, err := runner.MergeShards(dirs)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for name, m := range map[string]*runner.Matrix{"whole": whole, "merged": merged} {
+		for _, c := range m.Cells {
+			if c.Outcome == "unexpected" || c.Outcome == "error" {
+				t.Logf("%s: %s/%s %s: checks %v, expected %v, reason %q, notes %q, dir %s", name, c.Scenario, c.Lock, c.Outcome, c.Checks, c.Expected, c.Reason, c.Notes, c.Dir)
+			}
+		}
 	}
 	if merged.ExitCode != whole.ExitCode || len(merged.Cells) != len(whole.Cells) {
 		t.Fatalf("merged exit %d with %d cells, whole exit %d with %d cells", merged.ExitCode, len(merged.Cells), whole.ExitCode, len(whole.Cells))
