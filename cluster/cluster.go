@@ -58,6 +58,13 @@ type Spec struct {
 	// Nodes is the number of independent masters (independent topology).
 	// Default 5.
 	Nodes int
+	// Shards and ShardReplicas shape the cluster topology: Shards masters
+	// (default 3), each with ShardReplicas replicas (default 1).
+	Shards, ShardReplicas int
+	// NodeTimeout is the cluster topology's cluster-node-timeout: how long
+	// a master may be unreachable before its replica takes over (default
+	// 1s).
+	NodeTimeout time.Duration
 	// RedisServer / RedisSentinel are binary paths; default: looked up on PATH.
 	RedisServer   string
 	RedisSentinel string
@@ -313,7 +320,10 @@ func (c *Cluster) Stop() error {
 // Endpoint is one place a lock client connects to: a master, or a master
 // behind Sentinel.
 type Endpoint struct {
-	Addr          string
+	Addr string
+	// ClusterAddrs, for the cluster topology, are every node's address: the
+	// client is a cluster client that follows the slot map.
+	ClusterAddrs  []string
 	MasterName    string
 	SentinelAddrs []string
 	Password      string `json:"-"`
@@ -334,6 +344,12 @@ func (c *Cluster) Endpoints() []Endpoint {
 			sa = append(sa, s.Addr)
 		}
 		return []Endpoint{{Addr: c.Nodes[0].clientAddr(), MasterName: c.MasterName, SentinelAddrs: sa, Password: c.password}}
+	case RedisCluster:
+		addrs := make([]string, len(c.Nodes))
+		for i, n := range c.Nodes {
+			addrs[i] = n.clientAddr()
+		}
+		return []Endpoint{{Addr: addrs[0], ClusterAddrs: addrs, Password: c.password}}
 	case Independent:
 		out := make([]Endpoint, len(c.Nodes))
 		for i, n := range c.Nodes {
@@ -379,7 +395,24 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 		o.Timeout = time.Second
 	}
 	var cl redis.UniversalClient
-	if ep.MasterName != "" {
+	if len(ep.ClusterAddrs) > 0 {
+		// No redirect is followed (MaxRedirects -1): go-redis's redirect
+		// loop also re-sends a command whose connection broke (EOF), which
+		// could run a SET NX or a release twice. A MOVED reply (the
+		// command did not run) fails the command and reloads the slot map,
+		// which is also reloaded every 250ms, so the client finds a
+		// promoted replica as fast as an application's client would.
+		var dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+		if o.NoConnCheck {
+			dialer = noConnCheck(nil, o.Timeout)
+		}
+		cl = redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: ep.ClusterAddrs, Password: ep.Password, Dialer: dialer, Protocol: 2, MaxRetries: -1, MaxRedirects: -1,
+			ClusterStateReloadInterval: 250 * time.Millisecond,
+			DialerRetries:              1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
+		})
+	} else if ep.MasterName != "" {
 		// Sentinel announces the servers' own addresses: map them to proxies.
 		dialer := c.proxyDialer()
 		if ep.link > 0 {

@@ -88,6 +88,14 @@ func Observe(ctx context.Context, c *Cluster, p keyspace.Prefix, record func(*hi
 		return errors.Join(errs...)
 	}
 	for _, n := range c.Nodes {
+		// A cluster's replicas replay their masters' writes and would
+		// report each a second time; the checker tells masters from
+		// replicas for Sentinel only (by its failover record), so on a
+		// cluster the observer listens to the masters it started with. (A
+		// promoted replica is not heard: cluster faults are to come.)
+		if c.Spec.Topology == RedisCluster && n.Role == "replica" {
+			continue
+		}
 		if c.Backend == Embedded {
 			st.Mode = NotifyUnavailable
 			st.Note = "backend embedded does not deliver keyspace notifications: the unlock check is skipped"

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -233,5 +235,42 @@ func TestRunnerErrorsWrap(t *testing.T) {
 	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "bogus", Out: filepath.Join(t.TempDir(), "y")})
 	if !errors.Is(err, cluster.ErrBadSpec) {
 		t.Errorf("bad backend: %v does not wrap cluster.ErrBadSpec", err)
+	}
+}
+
+// The locks that keep a key and its helpers in one slot run on a Redis
+// Cluster (3 shards × 1 replica) through a cluster client, and the run's
+// keys spread over the shards: the observer sees server events from more
+// than one node.
+func TestRunOnRedisCluster(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not on PATH")
+	}
+	s, err := scenarios.Parse([]byte("name: cluster-smoke\ntopology: cluster\nduration: 1500ms\nlock: {ttl: 500ms}\nworkload: {clients: 4, keys: 12}\n"), "cluster-smoke.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lock := range []string{"simple", "fenced"} {
+		out := filepath.Join(t.TempDir(), lock)
+		res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: lock, Backend: "process", Out: out})
+		if err != nil {
+			t.Fatalf("%s: %v", lock, err)
+		}
+		r := res.Results
+		if r.Verdict != "valid" || r.Stats.Cycles < 100 || r.Stats.Acquires.Fail != 0 {
+			t.Errorf("%s on cluster: verdict %s, %d cycles, %d failed acquires (notes %q)", lock, r.Verdict, r.Stats.Cycles, r.Stats.Acquires.Fail, r.Notes)
+		}
+		nodes := map[string]bool{}
+		if _, err := history.ScanFile(history.FileIn(out), func(e *history.Event) error {
+			if e.Op == history.OpServer {
+				nodes[e.Node] = true
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(nodes) < 2 {
+			t.Errorf("%s: server events from %d node(s) %v: the keys did not spread over the shards", lock, len(nodes), nodes)
+		}
 	}
 }
