@@ -402,10 +402,7 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 		// command did not run) fails the command and reloads the slot map,
 		// which is also reloaded every 250ms, so the client finds a
 		// promoted replica as fast as an application's client would.
-		var dialer func(ctx context.Context, network, addr string) (net.Conn, error)
-		if o.NoConnCheck {
-			dialer = noConnCheck(nil, o.Timeout)
-		}
+		dialer := clientDialer(nil, nil, o.Timeout, o.NoConnCheck)
 		cl = redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: ep.ClusterAddrs, Password: ep.Password, Dialer: dialer, Protocol: 2, MaxRetries: -1, MaxRedirects: -1,
 			ClusterStateReloadInterval: 250 * time.Millisecond,
@@ -418,21 +415,15 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 		if ep.link > 0 {
 			dialer = c.linkDialer(ep.link - 1)
 		}
-		if o.NoConnCheck {
-			dialer = noConnCheck(dialer, o.Timeout)
-		}
+		dialer = clientDialer(dialer, nil, o.Timeout, o.NoConnCheck)
 		cl = redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password,
 			Dialer: dialer, Protocol: 2, MaxRetries: -1, DialerRetries: 1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
 			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
 		})
 	} else {
-		// nil is go-redis's own dialer, which does TLS; a TLS connection is
-		// never probed anyway.
-		var dialer func(ctx context.Context, network, addr string) (net.Conn, error)
-		if o.NoConnCheck && ep.TLS == nil {
-			dialer = noConnCheck(nil, o.Timeout)
-		}
+		// A TLS connection is never probed anyway (it hides syscall.Conn).
+		dialer := clientDialer(nil, ep.TLS, o.Timeout, o.NoConnCheck)
 		cl = redis.NewClient(&redis.Options{
 			Addr: ep.Addr, Password: ep.Password, TLSConfig: ep.TLS, Dialer: dialer,
 			Protocol: 2, MaxRetries: -1, DialerRetries: 1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
@@ -493,23 +484,3 @@ func waitReady(ctx context.Context, addr string, timeout time.Duration, alive fu
 	}
 	return fmt.Errorf("%s did not answer PING within %v: %v", addr, timeout, last)
 }
-
-// noConnCheck wraps dial (nil: a plain TCP dial bounded by timeout) so that
-// its connections do not expose syscall.Conn: go-redis's pool then skips its
-// per-checkout probe (pool.connCheck returns early for such a connection).
-func noConnCheck(dial func(ctx context.Context, network, addr string) (net.Conn, error), timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	if dial == nil {
-		d := net.Dialer{Timeout: timeout}
-		dial = d.DialContext
-	}
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		cn, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return plainConn{cn}, nil
-	}
-}
-
-// plainConn hides the methods of a connection beyond net.Conn.
-type plainConn struct{ net.Conn }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,5 +44,43 @@ func TestNoConnCheckSkipsPoolProbe(t *testing.T) {
 	}
 	if err := unprobed.Ping(ctx).Err(); err != nil {
 		t.Errorf("NoConnCheck client does not recover on the next command: %v", err)
+	}
+}
+
+// A lock client reaches a restarted node as soon as it listens, however many
+// of its dials failed while the node was down: go-redis's own dial breaker
+// would answer with the last dial error for a second or more.
+func TestFailedDialsDoNotLockOutANode(t *testing.T) {
+	if _, err := lookRedisServer(""); err != nil {
+		t.Skip("needs redis-server:", err)
+	}
+	ctx := context.Background()
+	c, err := Start(ctx, Spec{Backend: Process, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	cl := c.NewClient(c.Endpoints()[0], ClientOptions{PoolSize: 2, Timeout: 200 * time.Millisecond})
+	if err := cl.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	n := c.Nodes[0]
+	if err := n.Ctl.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 { // three times the pool size
+		err := cl.Ping(ctx).Err()
+		if err == nil {
+			t.Fatalf("PING %d to a killed node succeeded", i)
+		}
+		if !strings.Contains(err.Error(), "refused") {
+			t.Fatalf("PING %d to a killed node: %v (want the dial's own error)", i, err)
+		}
+	}
+	if err := n.Ctl.Restart(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Ping(ctx).Err(); err != nil {
+		t.Fatalf("first PING after the node is back: %v (the pool locked the node out)", err)
 	}
 }
