@@ -13,15 +13,8 @@ import (
 // server closes the connections, a default client redials before its next
 // command, a NoConnCheck client finds out by that command failing.
 func TestNoConnCheckSkipsPoolProbe(t *testing.T) {
-	if _, err := lookRedisServer(""); err != nil {
-		t.Skip("needs redis-server:", err)
-	}
 	ctx := context.Background()
-	c, err := Start(ctx, Spec{Backend: Process, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
+	c := startSingle(t)
 	ep := c.Endpoints()[0]
 	probed := c.NewClient(ep, ClientOptions{PoolSize: 1})
 	unprobed := c.NewClient(ep, ClientOptions{PoolSize: 1, NoConnCheck: true})
@@ -51,15 +44,8 @@ func TestNoConnCheckSkipsPoolProbe(t *testing.T) {
 // of its dials failed while the node was down: go-redis's own dial breaker
 // would answer with the last dial error for a second or more.
 func TestFailedDialsDoNotLockOutANode(t *testing.T) {
-	if _, err := lookRedisServer(""); err != nil {
-		t.Skip("needs redis-server:", err)
-	}
 	ctx := context.Background()
-	c, err := Start(ctx, Spec{Backend: Process, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
+	c := startSingle(t)
 	cl := c.NewClient(c.Endpoints()[0], ClientOptions{PoolSize: 2, Timeout: 200 * time.Millisecond})
 	if err := cl.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -83,4 +69,18 @@ func TestFailedDialsDoNotLockOutANode(t *testing.T) {
 	if err := cl.Ping(ctx).Err(); err != nil {
 		t.Fatalf("first PING after the node is back: %v (the pool locked the node out)", err)
 	}
+}
+
+// startSingle starts one redis-server process, stopped when the test ends.
+func startSingle(t *testing.T) *Cluster {
+	t.Helper()
+	if _, err := lookRedisServer(""); err != nil {
+		t.Skip("needs redis-server:", err)
+	}
+	c, err := Start(context.Background(), Spec{Backend: Process, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	return c
 }
