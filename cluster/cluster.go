@@ -65,6 +65,10 @@ type Spec struct {
 	// a master may be unreachable before its replica takes over (default
 	// 1s).
 	NodeTimeout time.Duration
+	// HotKey is the run's first lock key, in full. In the cluster topology
+	// "the master" (CurrentMaster, and the node faults that aim at it) is
+	// the master of this key's shard.
+	HotKey string
 	// RedisServer / RedisSentinel are binary paths; default: looked up on PATH.
 	RedisServer   string
 	RedisSentinel string
@@ -402,7 +406,9 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 		// command did not run) fails the command and reloads the slot map,
 		// which is also reloaded every 250ms, so the client finds a
 		// promoted replica as fast as an application's client would.
-		dialer := clientDialer(nil, nil, o.Timeout, o.NoConnCheck)
+		// The slot map names the nodes' replication proxies: map them to
+		// the fault proxies, when there are.
+		dialer := clientDialer(c.proxyDialer(), nil, o.Timeout, o.NoConnCheck)
 		cl = redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: ep.ClusterAddrs, Password: ep.Password, Dialer: dialer, Protocol: 2, MaxRetries: -1, MaxRedirects: -1,
 			ClusterStateReloadInterval: 250 * time.Millisecond,

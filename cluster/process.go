@@ -26,6 +26,9 @@ type procNode struct {
 	port int
 	conf string   // config file to pass first (sentinel), or ""
 	env  []string // added to the harness's environment (the clock shim)
+	// portArgs, when set, adds args that depend on the port (the cluster
+	// bus port a node announces).
+	portArgs func(port int) []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -75,9 +78,9 @@ func startProcess(ctx context.Context, c *Cluster) error {
 // topologies holds process-backend starters registered by other files.
 var topologies = map[string]func(ctx context.Context, c *Cluster, bin string) error{}
 
-// startServer starts one redis-server named name with extra config args and
-// appends it to c.Nodes.
-func (c *Cluster) startServer(ctx context.Context, bin, name string, extra []string) (*Node, error) {
+// startServer starts one redis-server named name with extra config args
+// (and portArgs' args for its port, when given) and appends it to c.Nodes.
+func (c *Cluster) startServer(ctx context.Context, bin, name string, extra []string, portArgs ...func(port int) []string) (*Node, error) {
 	dir := filepath.Join(c.Spec.Dir, "nodes", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: node dir: %v", ErrInfra, err)
@@ -94,6 +97,9 @@ func (c *Cluster) startServer(ctx context.Context, bin, name string, extra []str
 	}
 	args = append(args, extra...)
 	p := &procNode{bin: bin, args: args, dir: dir, log: filepath.Join(c.Spec.Dir, "nodes", name+".log")}
+	if len(portArgs) > 0 {
+		p.portArgs = portArgs[0]
+	}
 	var clock *ServerClock
 	if c.shim != "" {
 		// The clock file lives beside the node's directory, not in it: an
@@ -142,6 +148,9 @@ func (p *procNode) start(ctx context.Context) error {
 		args = append([]string{p.conf}, args...)
 	}
 	args = append(args, "--port", strconv.Itoa(p.port))
+	if p.portArgs != nil {
+		args = append(args, p.portArgs(p.port)...)
+	}
 	if p.conf != "" {
 		args = append(args, "--sentinel")
 	}

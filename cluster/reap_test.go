@@ -72,8 +72,8 @@ func TestParseServerVersion(t *testing.T) {
 // keySlot agrees with Redis (CLUSTER KEYSLOT values).
 func TestKeySlot(t *testing.T) {
 	for k, want := range map[string]int{"foo": 12182, "bar": 5061, "{user1000}.following": 3443, "{user1000}.followers": 3443, "foo{}{bar}": 8363, "": 0} {
-		if got := keySlot(k); got != want {
-			t.Errorf("keySlot(%q) = %d, want %d", k, got, want)
+		if got := KeySlot(k); got != want {
+			t.Errorf("KeySlot(%q) = %d, want %d", k, got, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,10 +45,20 @@ func startRedisCluster(ctx context.Context, c *Cluster, bin string) error {
 		"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"}
 	total := shards * (1 + reps)
 	for i := 1; i <= total; i++ {
-		n, err := c.startServer(ctx, bin, fmt.Sprintf("n%d", i), extra)
+		px, err := newReplProxy()
 		if err != nil {
 			return err
 		}
+		c.onStop(px.close)
+		ann := append(append([]string{}, extra...), "--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", px.port())
+		n, err := c.startServer(ctx, bin, fmt.Sprintf("n%d", i), ann, func(port int) []string {
+			return []string{"--cluster-announce-bus-port", strconv.Itoa(port + 10000)}
+		})
+		if err != nil {
+			return err
+		}
+		px.serve(n.ServerAddr)
+		n.ReplAddr, n.repl = px.addr(), px
 		n.Role = "master"
 		if i > shards {
 			n.Role = "replica"
@@ -99,18 +110,32 @@ func (c *Cluster) formCluster(ctx context.Context, shards int) error {
 			return fmt.Errorf("%s: CLUSTER REPLICATE %s: %v", n.Name, c.Nodes[master].Name, err)
 		}
 	}
-	return c.waitAll(ctx, func(cl *redis.Client) (bool, error) {
+	if err := c.waitAll(ctx, func(cl *redis.Client) (bool, error) {
 		info, err := cl.ClusterInfo(ctx).Result()
 		return strings.Contains(info, "cluster_state:ok"), err
-	})
+	}); err != nil {
+		return err
+	}
+	// Ready means replicating too, so that a failover right after the
+	// start has a replica with the data to elect.
+	for _, n := range c.Nodes[shards:] {
+		if err := c.WaitReplicating(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitAll polls ok on every node until all say true or ctx ends.
 func (c *Cluster) waitAll(ctx context.Context, ok func(*redis.Client) (bool, error)) error {
+	admins := make([]*redis.Client, len(c.Nodes))
+	for i, n := range c.Nodes {
+		admins[i] = c.AdminClient(n)
+	}
 	for {
 		all, last := true, error(nil)
-		for _, n := range c.Nodes {
-			yes, err := ok(c.AdminClient(n))
+		for i, n := range c.Nodes {
+			yes, err := ok(admins[i])
 			if err != nil {
 				last = fmt.Errorf("%s: %v", n.Name, err)
 			}
@@ -130,32 +155,101 @@ func (c *Cluster) waitAll(ctx context.Context, ok func(*redis.Client) (bool, err
 	}
 }
 
-// ShardMaster is the node that serves key's slot now (CLUSTER SHARDS
-// through the first node that answers), or an error.
+// ShardMaster is the node that serves key's slot now, as the first node
+// that answers CLUSTER SLOTS sees it, or an error.
 func (c *Cluster) ShardMaster(ctx context.Context, key string) (*Node, error) {
+	m, _, err := c.Shard(ctx, key)
+	return m, err
+}
+
+// Shard is the master serving key's slot and its replicas, as the first node
+// that answers CLUSTER NODES sees them (CLUSTER SLOTS omits a replica until
+// gossip has told of its replication offset, seconds after it synced).
+func (c *Cluster) Shard(ctx context.Context, key string) (master *Node, replicas []*Node, err error) {
+	s := KeySlot(key)
 	for _, n := range c.Nodes {
-		slots, err := c.AdminClient(n).ClusterSlots(ctx).Result()
+		text, err := nodesOf(ctx, n.ServerAddr, c.password)
 		if err != nil {
 			continue
 		}
-		s := keySlot(key)
-		for _, r := range slots {
-			if s >= r.Start && s <= r.End && len(r.Nodes) > 0 {
-				if m := c.nodeAt(r.Nodes[0].Addr); m != nil {
-					return m, nil
+		var masterID string
+		type line struct{ id, addr, flags, of string }
+		var lines []line
+		for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 8 {
+				continue
+			}
+			addr, _, _ := strings.Cut(f[1], "@")
+			lines = append(lines, line{f[0], addr, f[2], f[3]})
+			for _, r := range f[8:] {
+				lo, hi, ok := strings.Cut(r, "-")
+				if !ok {
+					hi = lo
 				}
-				return nil, fmt.Errorf("slot %d is served by %s, not a node of this cluster", s, r.Nodes[0].Addr)
+				a, err1 := strconv.Atoi(lo)
+				b, err2 := strconv.Atoi(hi)
+				if err1 == nil && err2 == nil && s >= a && s <= b {
+					masterID = f[0]
+					if master = c.nodeAt(addr); master == nil {
+						return nil, nil, fmt.Errorf("slot %d is served by %s, not a node of this cluster", s, addr)
+					}
+				}
 			}
 		}
-		return nil, fmt.Errorf("slot %d is not served", s)
+		if master == nil {
+			return nil, nil, fmt.Errorf("slot %d is not served", s)
+		}
+		for _, l := range lines {
+			if l.of == masterID && !strings.Contains(l.flags, "fail") {
+				if rep := c.nodeAt(l.addr); rep != nil {
+					replicas = append(replicas, rep)
+				}
+			}
+		}
+		return master, replicas, nil
 	}
-	return nil, fmt.Errorf("no node answers CLUSTER SLOTS")
+	return nil, nil, fmt.Errorf("no node answers CLUSTER NODES")
 }
 
-// keySlot is Redis Cluster's slot of key: CRC16 (XMODEM) of the key, or of
+// nodesOf asks the server at addr for CLUSTER NODES on a connection of its
+// own, so that polling a dead node leaves no client behind.
+func nodesOf(ctx context.Context, addr, password string) (string, error) {
+	cl := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1, DialerRetries: 1,
+		DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, ContextTimeoutEnabled: true, PoolSize: 1, DisableIdentity: true})
+	defer cl.Close()
+	return cl.ClusterNodes(ctx).Result()
+}
+
+// ClusterFailover asks a replica of key's shard to take over from its
+// master: CLUSTER FAILOVER (the replica first catches up with the master's
+// offset while the master holds its clients, so nothing acknowledged is
+// lost), or with FORCE / TAKEOVER. It returns the replica asked.
+func (c *Cluster) ClusterFailover(ctx context.Context, key, option string) (*Node, error) {
+	_, reps, err := c.Shard(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if len(reps) == 0 {
+		return nil, fmt.Errorf("%w: the shard of %s has no replica", ErrUnsupported, key)
+	}
+	args := []any{"CLUSTER", "FAILOVER"}
+	if option != "" {
+		args = append(args, option)
+	}
+	cl := redis.NewClient(&redis.Options{Addr: reps[0].ServerAddr, Password: c.password, MaxRetries: -1, DialerRetries: 1,
+		DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, ContextTimeoutEnabled: true, PoolSize: 1, DisableIdentity: true})
+	defer cl.Close()
+	if err := cl.Do(ctx, args...).Err(); err != nil {
+		return reps[0], fmt.Errorf("%s: %v: %w", reps[0].Name, args, err)
+	}
+	return reps[0], nil
+}
+
+// KeySlot is Redis Cluster's slot of key: CRC16 (XMODEM) of the key, or of
 // its hash tag (the part between the first "{" and the next "}", when not
 // empty), mod 16384.
-func keySlot(key string) int {
+func KeySlot(key string) int {
 	if i := strings.IndexByte(key, '{'); i >= 0 {
 		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
 			key = key[i+1 : i+1+j]

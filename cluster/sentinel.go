@@ -195,9 +195,16 @@ var ErrNoMaster = errors.New("no master known")
 
 // CurrentMaster returns the node that is master now: for the sentinel
 // topology the one the first answering sentinel names (it may be down, if
-// the sentinels have not noticed yet); else the first node that started as
-// master.
+// the sentinels have not noticed yet); for the cluster topology the master
+// of Spec.HotKey's shard; else the first node that started as master.
 func (c *Cluster) CurrentMaster(ctx context.Context) (*Node, error) {
+	if c.Spec.Topology == RedisCluster {
+		m, err := c.ShardMaster(ctx, c.Spec.HotKey)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNoMaster, err)
+		}
+		return m, nil
+	}
 	if len(c.Sentinels) == 0 {
 		for _, n := range c.Nodes {
 			if n.Role == "master" {
@@ -313,10 +320,10 @@ func ParseInfo(s string) map[string]string {
 // SetReplicationDelay delays the replication stream node n sends to its
 // replicas by d (0 undoes it); it applies to bytes the node sends from now
 // on. ErrUnsupported when n has no replication proxy (topologies other than
-// sentinel).
+// sentinel and cluster).
 func (c *Cluster) SetReplicationDelay(n *Node, d time.Duration) error {
 	if n == nil || n.repl == nil {
-		return fmt.Errorf("%w: replication delay needs the sentinel topology's replication proxies", ErrUnsupported)
+		return fmt.Errorf("%w: replication delay needs the replication proxies of the sentinel or cluster topology", ErrUnsupported)
 	}
 	n.repl.setDelay(d)
 	return nil
@@ -340,8 +347,9 @@ func (c *Cluster) ReplicaOf(ctx context.Context, n, master *Node) error {
 	return nil
 }
 
-// WaitNewMaster waits until the sentinels name a master other than old and
-// that node answers with role master. elected is how long after the call the
+// WaitNewMaster waits until the sentinels (for the cluster topology, the
+// slot map of Spec.HotKey) name a master other than old and that node
+// answers with role master. elected is how long after the call the
 // sentinels named it.
 func (c *Cluster) WaitNewMaster(ctx context.Context, old *Node) (n *Node, elected time.Duration, err error) {
 	t0 := time.Now()
@@ -352,7 +360,7 @@ func (c *Cluster) WaitNewMaster(ctx context.Context, old *Node) (n *Node, electe
 				return err
 			}
 			if m == old {
-				return fmt.Errorf("the sentinels still name %s", old.Name)
+				return fmt.Errorf("%s is still named master", old.Name)
 			}
 			n, elected = m, time.Since(t0)
 		}
