@@ -141,8 +141,8 @@ type Kind struct {
 	// phase (a freeze cannot be cut short); other kinds are healed when the
 	// workload phase ends. See ValidateRun.
 	Outlasts bool
-	// Topology, when set, is the only topology the kind works in.
-	Topology string
+	// Topologies, when set, are the only topologies the kind works in.
+	Topologies []string
 	// Needs is what the kind needs from the cluster; the runner starts the
 	// cluster with the union of its scenario's faults' needs.
 	Needs Needs

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -29,7 +31,7 @@ func init() {
 			mode, delay, err := restartParams(s.Spec.Params)
 			return &restartNode{s: s, mode: mode, delay: delay}, err
 		})
-	registerNode(history.FaultReplicationLag, "sentinel topology: the replication stream the target nodes send (default all) arrives "+
+	registerNode(history.FaultReplicationLag, "sentinel and cluster topologies: the replication stream the target nodes send (default all) arrives "+
 		"params.latency late at their replicas, until healed",
 		func(s Scheduled) (Injector, error) {
 			lat, err := durationParam(s.Spec.Params, history.ParamLatency, true)
@@ -51,8 +53,10 @@ func init() {
 		})
 	Register(Kind{
 		Name: history.FaultFailover,
-		Description: "sentinel topology: kill the master (params.mode kill, default) or ask Sentinel (params.mode manual) and wait " +
-			"for a new master (params.timeout, default 15s); healing brings the old master back as a replica",
+		Description: "sentinel and cluster topologies: kill the master (params.mode kill, default) or ask for a failover " +
+			"(params.mode manual: SENTINEL FAILOVER, or CLUSTER FAILOVER on a replica of the run's first key's shard; cluster also " +
+			"force and takeover: CLUSTER FAILOVER FORCE / TAKEOVER) and wait for a new master (params.timeout, default 15s); " +
+			"healing brings the old master back as a replica",
 		Validate: func(s Spec) error {
 			if s.Target != "" && s.Target != "master" {
 				return fmt.Errorf("target: %q: a failover always hits the current master", s.Target)
@@ -63,25 +67,29 @@ func init() {
 			mode, timeout, err := failoverParams(s.Spec.Params)
 			return &failover{s: s, mode: mode, timeout: timeout}, err
 		},
-		Topology: cluster.Sentinel,
+		Topologies: replicated,
 	})
-	// Only sentinel's master has replicas to stream to; the lag is a
-	// delaying proxy on the replication links.
-	amend(history.FaultReplicationLag, func(k *Kind) { k.Topology, k.Needs.Proxy = cluster.Sentinel, true })
+	// Only sentinel's and cluster's masters have replicas to stream to;
+	// the lag is a delaying proxy on the replication links.
+	amend(history.FaultReplicationLag, func(k *Kind) { k.Topologies, k.Needs.Proxy = replicated, true })
 	for _, name := range []string{history.FaultClockJump, history.FaultClockDrift} {
 		amend(name, func(k *Kind) { k.Needs.RealClock = true })
 	}
-	masterLookup = sentinelMaster
+	masterLookup = replicatedMaster
 }
+
+// replicated are the topologies whose masters have replicas.
+var replicated = []string{cluster.Sentinel, cluster.RedisCluster}
 
 // registerNode registers a kind with a node target; inj parses its params.
 func registerNode(name, desc string, inj func(Scheduled) (Injector, error)) {
 	Register(Kind{Name: name, Description: desc, New: inj, Validate: func(s Spec) error { return validNodeTarget(s.Target) }})
 }
 
-// sentinelMaster asks the sentinels which node is master now.
-func sentinelMaster(env *Env) *cluster.Node {
-	if len(env.Cluster.Sentinels) == 0 {
+// replicatedMaster asks the sentinels (the cluster's slot map) which node is
+// master now (of the run's first key's shard).
+func replicatedMaster(env *Env) *cluster.Node {
+	if !slices.Contains(replicated, env.Cluster.Spec.Topology) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -130,13 +138,17 @@ func restartParams(p map[string]string) (mode string, delay time.Duration, err e
 	return mode, delay, nil
 }
 
+// failoverModes: force and takeover are Redis Cluster's (CLUSTER FAILOVER
+// FORCE / TAKEOVER); Validate refuses them elsewhere.
+var failoverModes = []string{"kill", "manual", "force", "takeover"}
+
 func failoverParams(p map[string]string) (mode string, timeout time.Duration, err error) {
 	mode = p[history.ParamMode]
 	if mode == "" {
 		mode = "kill"
 	}
-	if mode != "kill" && mode != "manual" {
-		return "", 0, fmt.Errorf("params.mode: %q is not kill or manual", mode)
+	if !slices.Contains(failoverModes, mode) {
+		return "", 0, fmt.Errorf("params.mode: %q is not kill, manual, force or takeover", mode)
 	}
 	if timeout, err = durationParam(p, history.ParamTimeout, false); err != nil {
 		return "", 0, err
@@ -444,12 +456,18 @@ type failover struct {
 
 func (f *failover) Start(ctx context.Context, env *Env) (Outcome, error) {
 	out := Outcome{Target: "master", Effect: map[string]string{}}
-	if len(env.Cluster.Sentinels) == 0 {
-		out.Effect[history.EffectError] = fmt.Sprintf("failover needs the sentinel topology (this is %s on backend %s)", env.Cluster.Spec.Topology, env.Cluster.Backend)
+	topo := env.Cluster.Spec.Topology
+	onCluster := topo == cluster.RedisCluster
+	if !slices.Contains(replicated, topo) || (topo == cluster.Sentinel && len(env.Cluster.Sentinels) == 0) {
+		out.Effect[history.EffectError] = fmt.Sprintf("failover needs the sentinel or cluster topology (this is %s on backend %s)", topo, env.Cluster.Backend)
 		return out, nil
 	}
 	mode, timeout := f.mode, f.timeout
 	out.Effect["mode"] = mode
+	if !onCluster && (mode == "force" || mode == "takeover") {
+		out.Effect[history.EffectError] = fmt.Sprintf("failover mode %s is CLUSTER FAILOVER %s: it needs the cluster topology", mode, strings.ToUpper(mode))
+		return out, nil
+	}
 	old, err := env.Cluster.CurrentMaster(ctx)
 	if err != nil {
 		out.Effect[history.EffectError] = "no current master: " + err.Error()
@@ -457,6 +475,9 @@ func (f *failover) Start(ctx context.Context, env *Env) (Outcome, error) {
 	}
 	out.Target = "node " + old.Name
 	out.Effect["old_master"] = old.Name
+	if onCluster {
+		out.Effect["slot"] = strconv.Itoa(cluster.KeySlot(env.Cluster.Spec.HotKey))
+	}
 	t0 := time.Now()
 	switch mode {
 	case "kill":
@@ -465,8 +486,22 @@ func (f *failover) Start(ctx context.Context, env *Env) (Outcome, error) {
 			out.Effect[history.EffectError] = "kill the master: " + err.Error()
 			return out, nil
 		}
-	case "manual":
-		if err := env.Cluster.SentinelFailover(ctx); err != nil {
+	case "manual", "force", "takeover":
+		var err error
+		if onCluster {
+			opt := strings.ToUpper(mode)
+			if mode == "manual" {
+				opt = ""
+			}
+			var rep *cluster.Node
+			rep, err = env.Cluster.ClusterFailover(ctx, env.Cluster.Spec.HotKey, opt)
+			if rep != nil {
+				out.Effect["asked"] = rep.Name
+			}
+		} else {
+			err = env.Cluster.SentinelFailover(ctx)
+		}
+		if err != nil {
 			out.Effect[history.EffectError] = err.Error()
 			return out, nil
 		}
@@ -484,7 +519,25 @@ func (f *failover) Start(ctx context.Context, env *Env) (Outcome, error) {
 	out.Effect[history.EffectNewMaster] = nm.Name
 	out.Effect["elected_after_ms"] = strconv.FormatInt((waited + elected).Milliseconds(), 10)
 	out.Effect["reachable_after_ms"] = strconv.FormatInt(time.Since(t0).Milliseconds(), 10)
+	if onCluster {
+		// What the new owner of the slot holds of the run's first key: a
+		// lock key missing here while its holder still believes it holds is
+		// the loss the checker explains.
+		if n, err := existsOn(ctx, env, nm, env.Cluster.Spec.HotKey); err == nil {
+			out.Effect["hot_key_on_new_master"] = strconv.FormatBool(n)
+		}
+	}
 	return out, nil
+}
+
+// existsOn says whether key exists on node n.
+func existsOn(ctx context.Context, env *Env, n *cluster.Node, key string) (bool, error) {
+	cl := env.Cluster.AdminClient(n)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	c, err := cl.Exists(ctx, key).Result()
+	return c > 0, err
 }
 
 // Heal brings the old master back as a replica of the new one: a killed one
@@ -504,7 +557,8 @@ func (f *failover) Heal(ctx context.Context, env *Env) (map[string]string, error
 		}
 		eff["restarted"] = "empty"
 		eff["pid"] = strconv.Itoa(f.old.Ctl.Pid())
-	} else if m, err := env.Cluster.CurrentMaster(ctx); err == nil && m != f.old {
+	} else if m, err := env.Cluster.CurrentMaster(ctx); err == nil && m != f.old && env.Cluster.Spec.Topology != cluster.RedisCluster {
+		// (A cluster demotes the old master on its own.)
 		if err := env.Cluster.ReplicaOf(ctx, f.old, m); err != nil {
 			return eff, err
 		}
@@ -554,12 +608,27 @@ func (f *replLag) Start(ctx context.Context, env *Env) (Outcome, error) {
 }
 
 // measureLag writes on m and compares its offset with its replicas': after
-// min(latency/2, 200ms) every replica must still be behind.
+// min(latency/2, 200ms) every replica must still be behind. The write is a
+// PUBLISH (replicated, touches no key); a cluster does not replicate
+// PUBLISH, so there it is a short-lived key beside the run's first key
+// (same hash tag, so on m).
 func measureLag(ctx context.Context, env *Env, m *cluster.Node, lat time.Duration, eff map[string]string) error {
 	mc := env.Cluster.AdminClient(m)
 	defer mc.Close()
-	if err := mc.Publish(ctx, "lockchaos:replication-probe", "1").Err(); err != nil {
-		return fmt.Errorf("probe write on %s: %w", m.Name, err)
+	replicas := env.Cluster.Nodes
+	var probe error
+	if env.Cluster.Spec.Topology == cluster.RedisCluster {
+		_, reps, err := env.Cluster.Shard(ctx, env.Cluster.Spec.HotKey)
+		if err != nil {
+			return fmt.Errorf("shard of %s: %w", env.Cluster.Spec.HotKey, err)
+		}
+		replicas = reps
+		probe = mc.Set(ctx, env.Cluster.Spec.HotKey+":lag-probe", "1", time.Second).Err()
+	} else {
+		probe = mc.Publish(ctx, "lockchaos:replication-probe", "1").Err()
+	}
+	if probe != nil {
+		return fmt.Errorf("probe write on %s: %w", m.Name, probe)
 	}
 	s, err := mc.Info(ctx, "replication").Result()
 	if err != nil {
@@ -572,7 +641,7 @@ func measureLag(ctx context.Context, env *Env, m *cluster.Node, lat time.Duratio
 	time.Sleep(wait)
 	eff["measured_after_ms"] = strconv.FormatInt(wait.Milliseconds(), 10)
 	behind := 0
-	for _, n := range env.Cluster.Nodes {
+	for _, n := range replicas {
 		if n == m {
 			continue
 		}

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -206,7 +207,7 @@ func TestNodeFaultsUnsupportedOnEmbedded(t *testing.T) {
 		{"replication-lag", map[string]string{"latency": "1s"}, "not supported by backend embedded"},
 		{"clock-jump", map[string]string{"delta": "1s"}, "not supported by backend embedded"},
 		{"clock-drift", map[string]string{"rate": "2"}, "not supported by backend embedded"},
-		{"failover", nil, "sentinel topology"},
+		{"failover", nil, "sentinel or cluster topology"},
 	} {
 		out, err := inject(tc.kind, "", tc.params, 0).Start(context.Background(), env)
 		if err != nil || out.Applied || !strings.Contains(out.Effect["error"], tc.want) {
@@ -424,6 +425,69 @@ func TestFailoverLosesLaggingWrite(t *testing.T) {
 	m, _ := c.CurrentMaster(ctx)
 	if m == c.Nodes[0] {
 		t.Fatal("the old master is master again")
+	}
+}
+
+// TestClusterFailover is the cluster-failover scenarios' mechanism: with the
+// shard's replication lagging, killing the master loses a lock key written
+// just before (the promoted replica never got it), and CLUSTER FAILOVER does
+// not (the replica catches up before it takes over).
+func TestClusterFailover(t *testing.T) {
+	const key = "{lock}"
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.RedisCluster, HotKey: key})
+	env := testEnv(c.Cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := c.NewClient(c.Endpoints()[0], cluster.ClientOptions{Timeout: 300 * time.Millisecond})
+	lag := inject("replication-lag", "", map[string]string{"latency": "3s"}, 0)
+	out, err := lag.Start(ctx, env)
+	mustApply(t, out, err)
+	for i, tc := range []struct {
+		mode string
+		kept bool
+	}{{"kill", false}, {"manual", true}} {
+		holder := fmt.Sprint("client-", i)
+		// Until the slot map has settled after the previous failover.
+		setNX := func(v string) (ok bool, err error) {
+			for range 100 {
+				if ok, err = cl.SetNX(ctx, key, v, 30*time.Second).Result(); err == nil {
+					return ok, nil
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			return ok, err
+		}
+		if ok, err := setNX(holder); err != nil || !ok {
+			t.Fatalf("%s: SET NX by %s: %v %v", tc.mode, holder, ok, err)
+		}
+		old, err := c.CurrentMaster(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fo := inject("failover", "", map[string]string{"mode": tc.mode}, 0)
+		out, err := fo.Start(ctx, env)
+		mustApply(t, out, err)
+		c.Seen()
+		if out.Effect["old_master"] != old.Name || out.Effect["new_master"] == "" || out.Effect["new_master"] == old.Name {
+			t.Fatalf("%s: effect %v (old master %s)", tc.mode, out.Effect, old.Name)
+		}
+		if got := out.Effect["hot_key_on_new_master"]; got != strconv.FormatBool(tc.kept) {
+			t.Errorf("%s: hot_key_on_new_master = %q, want %v", tc.mode, got, tc.kept)
+		}
+		ok, err := setNX("thief")
+		if err != nil || ok == tc.kept {
+			t.Errorf("%s: SET NX by another client after the failover: granted %v, %v (want granted %v)", tc.mode, ok, err, !tc.kept)
+		}
+		if _, err := cl.Del(ctx, key).Result(); err != nil {
+			t.Fatal(err)
+		}
+		if eff, err := fo.Heal(ctx, env); err != nil {
+			t.Fatalf("%s: heal: %v (%v)", tc.mode, err, eff)
+		}
+		c.Seen()
+	}
+	if _, err := lag.Heal(ctx, env); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,8 +58,8 @@ func ValidateRun(s Spec, i int, r Run) error {
 				i, s.Duration, last, last+s.Duration, r.Duration)
 		}
 	}
-	if k.Topology != "" && r.Topology != k.Topology {
-		return fmt.Errorf("faults[%d].kind: %q needs topology %s, not %s", i, s.Kind, k.Topology, r.Topology)
+	if len(k.Topologies) > 0 && !slices.Contains(k.Topologies, r.Topology) {
+		return fmt.Errorf("faults[%d].kind: %q needs topology %s, not %s", i, s.Kind, strings.Join(k.Topologies, " or "), r.Topology)
 	}
 	if err := targetExists(s.Target, r); err != nil {
 		return fmt.Errorf("faults[%d].target: %w", i, err)

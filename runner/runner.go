@@ -210,7 +210,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	needs := faults.NeedsOf(s.Faults)
 	spec := cluster.Spec{Topology: s.Topology, Backend: o.Backend, Nodes: s.Nodes, RedisServer: o.RedisServer,
 		RedisSentinel: o.RedisSentinel, Image: o.Image, Addrs: o.Addrs, AllowRemote: o.AllowRemote,
-		Dir: o.Out, AOF: s.AOF, Proxy: s.Proxy || needs.Proxy, RealClock: needs.RealClock}
+		Dir: o.Out, AOF: s.AOF, Proxy: s.Proxy || needs.Proxy, RealClock: needs.RealClock,
+		HotKey: prefix.Key(workloads.KeyName(0))}
 	if s.Topology == cluster.Single {
 		spec.Nodes = 1
 	}
