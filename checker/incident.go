@@ -88,6 +88,7 @@ var uncaused = map[string]string{
 	history.FaultPartition:      "a cut link shows as renewals that failed or a key that expired",
 	history.FaultLatency:        "a slow link shows as renewals that failed or acted-after-lease-expired",
 	history.FaultLink:           "one client's slow or cut link shows as renewal-overwrote-owner, renewal-failed or a key that expired",
+	history.FaultMigrateSlot:    "MIGRATE moves a key with its TTL: a migration loses nothing; commands it redirects fail and are retried",
 }
 
 // namedFault finds the fault v's cause names: of the kinds the cause

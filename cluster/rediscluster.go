@@ -268,3 +268,82 @@ func KeySlot(key string) int {
 	}
 	return int(crc) % clusterSlots
 }
+
+// MigrateSlot moves the slot of key from the master that serves it to
+// another master (the first in node order), the way `redis-cli --cluster
+// reshard` does: SETSLOT IMPORTING on the target, MIGRATING on the source,
+// MIGRATE of every key in the slot (each keeps its TTL), then SETSLOT NODE on
+// the target, the source and every other master. While it runs the source
+// answers ASK for a key it no longer has, and MOVED after.
+func (c *Cluster) MigrateSlot(ctx context.Context, key string) (from, to *Node, moved int, err error) {
+	if from, _, err = c.Shard(ctx, key); err != nil {
+		return nil, nil, 0, err
+	}
+	ids := map[*Node]string{}
+	var masters []*Node
+	for _, n := range c.Nodes {
+		info, err := replInfo(ctx, n.ServerAddr)
+		if err != nil || info["role"] != "master" {
+			continue
+		}
+		cl := c.AdminClient(n)
+		id, err := cl.ClusterMyID(ctx).Result()
+		_ = cl.Close()
+		if err != nil {
+			return from, nil, 0, fmt.Errorf("%s: CLUSTER MYID: %w", n.Name, err)
+		}
+		ids[n] = id
+		masters = append(masters, n)
+		if to == nil && n != from {
+			to = n
+		}
+	}
+	if to == nil {
+		return from, nil, 0, fmt.Errorf("%w: no other master to move slot %d to", ErrUnsupported, KeySlot(key))
+	}
+	slot := KeySlot(key)
+	do := func(n *Node, args ...any) error {
+		cl := c.AdminClient(n)
+		defer cl.Close()
+		if err := cl.Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("%s: %v: %w", n.Name, args, err)
+		}
+		return nil
+	}
+	if err := do(to, "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[from]); err != nil {
+		return from, to, 0, err
+	}
+	if err := do(from, "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to]); err != nil {
+		return from, to, 0, err
+	}
+	host, port, _ := strings.Cut(to.ServerAddr, ":")
+	src := c.AdminClient(from)
+	defer src.Close()
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		if err != nil {
+			return from, to, moved, fmt.Errorf("%s: CLUSTER GETKEYSINSLOT %d: %w", from.Name, slot, err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 5000}
+		if c.password != "" {
+			args = append(args, "AUTH", c.password)
+		}
+		args = append(args, "KEYS")
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		if err := src.Do(ctx, args...).Err(); err != nil && err != redis.Nil {
+			return from, to, moved, fmt.Errorf("%s: MIGRATE to %s: %w", from.Name, to.Name, err)
+		}
+		moved += len(keys)
+	}
+	for _, n := range append([]*Node{to, from}, masters...) {
+		if err := do(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to]); err != nil {
+			return from, to, moved, err
+		}
+	}
+	return from, to, moved, nil
+}

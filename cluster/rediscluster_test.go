@@ -56,3 +56,40 @@ func TestRedisClusterFormsAndFailsOver(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// MigrateSlot moves a slot's keys with their TTLs to another master, which
+// then serves the slot, and a cluster client follows.
+func TestMigrateSlot(t *testing.T) {
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.RedisCluster})
+	ctx := context.Background()
+	cl := c.NewClient(c.Endpoints()[0], cluster.ClientOptions{})
+	for _, k := range []string{"{lock}", "{lock}:fence"} {
+		if err := cl.Set(ctx, k, "v", time.Minute).Err(); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+	}
+	from, to, moved, err := c.MigrateSlot(ctx, "{lock}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if to == from || moved != 2 {
+		t.Fatalf("moved %d keys from %s to %s; want 2 to another master", moved, from.Name, to.Name)
+	}
+	if m, err := c.ShardMaster(ctx, "{lock}"); err != nil || m != to {
+		t.Fatalf("slot served by %v (%v) after the move; want %s", m, err, to.Name)
+	}
+	admin := c.AdminClient(to)
+	if ttl, err := admin.PTTL(ctx, "{lock}").Result(); err != nil || ttl <= 0 || ttl > time.Minute {
+		t.Fatalf("PTTL on the new owner: %v, %v; want the key with its TTL", ttl, err)
+	}
+	var got string
+	for range 40 { // the client's slot map reloads on the MOVED it meets
+		if got, err = cl.Get(ctx, "{lock}").Result(); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got != "v" {
+		t.Fatalf("GET through the cluster client after the move: %q, %v", got, err)
+	}
+}

@@ -57,12 +57,7 @@ func init() {
 			"(params.mode manual: SENTINEL FAILOVER, or CLUSTER FAILOVER on a replica of the run's first key's shard; cluster also " +
 			"force and takeover: CLUSTER FAILOVER FORCE / TAKEOVER) and wait for a new master (params.timeout, default 15s); " +
 			"healing brings the old master back as a replica",
-		Validate: func(s Spec) error {
-			if s.Target != "" && s.Target != "master" {
-				return fmt.Errorf("target: %q: a failover always hits the current master", s.Target)
-			}
-			return nil
-		},
+		Validate: onlyMaster("a failover always hits the current master"),
 		New: func(s Scheduled) (Injector, error) {
 			mode, timeout, err := failoverParams(s.Spec.Params)
 			return &failover{s: s, mode: mode, timeout: timeout}, err

@@ -191,3 +191,14 @@ func names(nodes []*cluster.Node) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// onlyMaster validates the target of a kind that always acts on the
+// current master: none, or "master"; why says so otherwise.
+func onlyMaster(why string) func(Spec) error {
+	return func(s Spec) error {
+		if s.Target != "" && s.Target != "master" {
+			return fmt.Errorf("target: %q: %s", s.Target, why)
+		}
+		return nil
+	}
+}

@@ -40,6 +40,7 @@ const (
 	FaultPartition      = "partition"
 	FaultLatency        = "latency"
 	FaultLink           = "link"
+	FaultMigrateSlot    = "migrate-slot"
 )
 
 // Fault families: kinds that do the same thing to a lock by different
@@ -56,11 +57,12 @@ const (
 	FamilyFailover     = "failover"      // a replica is promoted
 	FamilyReplication  = "replication"   // replicas fall behind
 	FamilyClock        = "clock"         // a clock jumps, drifts or is skewed
+	FamilyReshard      = "reshard"       // a slot moves to another shard
 )
 
 // FaultFamilies lists every family.
 var FaultFamilies = []string{FamilyClientFreeze, FamilyClientCrash, FamilyClientStall, FamilyCut, FamilySlowLink,
-	FamilyNodeFreeze, FamilyNodeLoss, FamilyFailover, FamilyReplication, FamilyClock}
+	FamilyNodeFreeze, FamilyNodeLoss, FamilyFailover, FamilyReplication, FamilyClock, FamilyReshard}
 
 // faultTable is the one list of fault kinds, with their families and
 // whether they aim at one client (else at nodes or links).
@@ -73,7 +75,7 @@ var faultTable = []struct {
 	{FaultPauseNode, FamilyNodeFreeze, false}, {FaultKillNode, FamilyNodeLoss, false}, {FaultRestartNode, FamilyNodeLoss, false},
 	{FaultReplicationLag, FamilyReplication, false}, {FaultClockJump, FamilyClock, false}, {FaultClockDrift, FamilyClock, false},
 	{FaultFailover, FamilyFailover, false}, {FaultPartition, FamilyCut, false}, {FaultLatency, FamilySlowLink, false},
-	{FaultLink, FamilySlowLink, false},
+	{FaultLink, FamilySlowLink, false}, {FaultMigrateSlot, FamilyReshard, false},
 }
 
 // FaultKinds lists every fault kind.

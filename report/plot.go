@@ -42,6 +42,7 @@ var palette = []color.RGBA{
 	{0xff, 0x9d, 0xa7, 0xff}, // pink
 	{0x9c, 0x75, 0x5f, 0xff}, // brown
 	{0xba, 0xb0, 0xac, 0xff}, // grey
+	{0x3b, 0x5b, 0x4f, 0xff}, // dark green
 }
 
 var (
@@ -62,7 +63,7 @@ func withAlpha(c color.RGBA, a uint8) color.NRGBA {
 var familyColors = map[string]int{
 	history.FamilyClientFreeze: 6, history.FamilyClientCrash: 0, history.FamilyClientStall: 8, history.FamilyCut: 4,
 	history.FamilyNodeFreeze: 1, history.FamilyNodeLoss: 3, history.FamilyFailover: 7, history.FamilySlowLink: 5,
-	history.FamilyReplication: 9, history.FamilyClock: 2,
+	history.FamilyReplication: 9, history.FamilyClock: 2, history.FamilyReshard: 10,
 }
 
 // kindColor gives every fault kind its family's colour (an unknown kind,
