@@ -84,6 +84,13 @@ type dockerNode struct {
 	dc   *dockerCluster
 	name string
 	port int
+	// extra and portArgs are more redis-server args (the cluster
+	// topology's); confDir, when set, is a host directory mounted at
+	// /lockchaos-conf, which outlives an empty restart (the cluster config
+	// file).
+	extra    []string
+	portArgs func(port int) []string
+	confDir  string
 
 	mu  sync.Mutex
 	ctr *testcontainers.DockerContainer
@@ -96,8 +103,10 @@ func startDocker(ctx context.Context, c *Cluster) error {
 	case Single:
 	case Independent:
 		n = c.Spec.Nodes
+	case RedisCluster:
+		n = 0
 	default:
-		return fmt.Errorf("%w: backend docker supports topologies single and independent, not %s", ErrBadSpec, c.Spec.Topology)
+		return fmt.Errorf("%w: backend docker supports topologies single, independent and cluster, not %s", ErrBadSpec, c.Spec.Topology)
 	}
 	if err := DockerAvailable(ctx, ""); err != nil {
 		return fmt.Errorf("%w: backend docker: %v", ErrInfra, err)
@@ -131,6 +140,9 @@ func startDocker(ctx context.Context, c *Cluster) error {
 	}
 	c.image, c.ImageWhy = image, why
 	dc := &dockerCluster{prov: prov, image: image, dir: c.Spec.Dir, aof: c.Spec.AOF, logger: logger}
+	if c.Spec.Topology == RedisCluster {
+		return startRedisCluster(ctx, c, dc.clusterStarter(c))
+	}
 	for i := 1; i <= n; i++ {
 		dn := &dockerNode{dc: dc, name: fmt.Sprintf("n%d", i)}
 		if err := dn.startFresh(ctx); err != nil {
@@ -161,7 +173,11 @@ func (d *dockerNode) addr() string { return "127.0.0.1:" + strconv.Itoa(d.port) 
 func (d *dockerNode) startFresh(ctx context.Context) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if d.port, err = freePort(); err != nil {
+		max := 65535
+		if d.portArgs != nil {
+			max = maxClusterPort // its bus listens 10000 above
+		}
+		if d.port, err = freePortBelow(max); err != nil {
 			return err
 		}
 		if err = d.run(ctx); err == nil {
@@ -181,6 +197,10 @@ func (d *dockerNode) run(ctx context.Context) error {
 	} else {
 		cmd = append(cmd, "--appendonly", "no")
 	}
+	cmd = append(cmd, d.extra...)
+	if d.portArgs != nil {
+		cmd = append(cmd, d.portArgs(d.port)...)
+	}
 	ctr, err := testcontainers.Run(ctx, d.dc.image,
 		testcontainers.WithLogger(d.dc.logger),
 		testcontainers.WithCmd(cmd...),
@@ -188,6 +208,9 @@ func (d *dockerNode) run(ctx context.Context) error {
 		testcontainers.WithLabels(map[string]string{LabelNode: d.name}),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.NetworkMode = "host"
+			if d.confDir != "" {
+				hc.Binds = append(hc.Binds, d.confDir+":"+containerConfDir)
+			}
 		}),
 		// Host networking only: no other network may be attached.
 		testcontainers.WithEndpointSettingsModifier(func(m map[string]*network.EndpointSettings) {
@@ -370,4 +393,64 @@ func (d *dockerNode) stop() error {
 		return nil
 	}
 	return err
+}
+
+// containerConfDir is where a node's config directory is mounted.
+const containerConfDir = "/lockchaos-conf"
+
+// maxClusterPort is the highest port a cluster node can have: its bus
+// listens 10000 above.
+const maxClusterPort = 65535 - 10000
+
+// freePortBelow is a free port no higher than max.
+func freePortBelow(max int) (int, error) {
+	for range 100 {
+		p, err := freePort()
+		if err != nil || p <= max {
+			return p, err
+		}
+	}
+	return 0, fmt.Errorf("find a free port: none at or below %d in 100 tries", max)
+}
+
+// clusterStarter starts the cluster topology's nodes as containers. Each
+// keeps its cluster config file in a host directory mounted into the
+// container, so that an empty restart (a new container) comes back as the
+// same cluster node.
+func (dc *dockerCluster) clusterStarter(c *Cluster) nodeStarter {
+	return func(ctx context.Context, name string, extra []string, portArgs func(int) []string) (*Node, error) {
+		base := dc.dir
+		if base == "" {
+			tmp, err := os.MkdirTemp("", "lockchaos-conf-")
+			if err != nil {
+				return nil, fmt.Errorf("%w: node config dir: %v", ErrInfra, err)
+			}
+			c.onStop(func() error { return os.RemoveAll(tmp) })
+			base = tmp
+		}
+		conf := filepath.Join(base, "nodes", name+"-conf")
+		if err := os.MkdirAll(conf, 0o755); err != nil {
+			return nil, fmt.Errorf("%w: node config dir: %v", ErrInfra, err)
+		}
+		// The server in the container may run as another user (the
+		// official image's redis).
+		if err := os.Chmod(conf, 0o777); err != nil {
+			return nil, fmt.Errorf("%w: node config dir: %v", ErrInfra, err)
+		}
+		args := append([]string{}, extra...)
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "--cluster-config-file" {
+				args[i+1] = containerConfDir + "/" + args[i+1]
+			}
+		}
+		dn := &dockerNode{dc: dc, name: name, extra: args, portArgs: portArgs, confDir: conf}
+		if err := dn.startFresh(ctx); err != nil {
+			return nil, fmt.Errorf("%w: start redis container %s: %v", ErrInfra, name, err)
+		}
+		c.onStop(dn.stop)
+		addr := dn.addr()
+		n := &Node{Name: name, Addr: addr, ServerAddr: addr, Ctl: dn}
+		c.Nodes = append(c.Nodes, n)
+		return n, nil
+	}
 }

@@ -162,3 +162,45 @@ func TestDockerTopologies(t *testing.T) {
 		t.Errorf("sentinel on docker: %v", err)
 	}
 }
+
+// The cluster topology runs on containers too: it forms, a killed shard
+// master's replica takes over, and the old master restarted empty (a new
+// container) rejoins as a replica because its cluster config file outlived
+// the container.
+func TestDockerCluster(t *testing.T) {
+	requireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Spec{Backend: Docker, Topology: RedisCluster, Dir: t.TempDir(), Image: TestImage(), HotKey: "{lock}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	if len(c.Nodes) != 6 {
+		t.Fatalf("%d nodes, want 6", len(c.Nodes))
+	}
+	cl := c.NewClient(c.Endpoints()[0], ClientOptions{Timeout: 300 * time.Millisecond})
+	if err := cl.Set(ctx, "{lock}", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := c.CurrentMaster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Ctl.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	nm, _, err := c.WaitNewMaster(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Ctl.Restart(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReplicating(ctx, old); err != nil {
+		t.Fatalf("old master %s after an empty restart: %v (want a replica of %s)", old.Name, err, nm.Name)
+	}
+	if m, err := c.CurrentMaster(ctx); err != nil || m != nm {
+		t.Fatalf("master after the rejoin: %v, %v; want %s", m, err, nm.Name)
+	}
+}

@@ -20,11 +20,22 @@ import (
 // serving the other shards' slots while one is down
 // (cluster-require-full-coverage no).
 
-func init() { topologies[RedisCluster] = startRedisCluster }
+func init() {
+	topologies[RedisCluster] = func(ctx context.Context, c *Cluster, bin string) error {
+		return startRedisCluster(ctx, c, func(ctx context.Context, name string, extra []string, portArgs func(int) []string) (*Node, error) {
+			return c.startServer(ctx, bin, name, extra, portArgs)
+		})
+	}
+}
 
 const clusterSlots = 16384
 
-func startRedisCluster(ctx context.Context, c *Cluster, bin string) error {
+// nodeStarter starts one server named name with extra config args and
+// portArgs' args for the port it gets, and appends it to c.Nodes: a
+// redis-server process, or a container.
+type nodeStarter func(ctx context.Context, name string, extra []string, portArgs func(port int) []string) (*Node, error)
+
+func startRedisCluster(ctx context.Context, c *Cluster, start nodeStarter) error {
 	shards, reps := c.Spec.Shards, c.Spec.ShardReplicas
 	if shards == 0 {
 		shards = 3
@@ -51,7 +62,7 @@ func startRedisCluster(ctx context.Context, c *Cluster, bin string) error {
 		}
 		c.onStop(px.close)
 		ann := append(append([]string{}, extra...), "--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", px.port())
-		n, err := c.startServer(ctx, bin, fmt.Sprintf("n%d", i), ann, func(port int) []string {
+		n, err := start(ctx, fmt.Sprintf("n%d", i), ann, func(port int) []string {
 			return []string{"--cluster-announce-bus-port", strconv.Itoa(port + 10000)}
 		})
 		if err != nil {
@@ -123,7 +134,14 @@ func (c *Cluster) formCluster(ctx context.Context, shards int) error {
 			return err
 		}
 	}
-	return nil
+	// ... and every node knows every replica as one, with no node flagged
+	// failing: until gossip has spread the REPLICATEs, a node's view of a
+	// shard lacks its replica (faults ask the first node that answers).
+	replicas := len(c.Nodes) - shards
+	return c.waitAll(ctx, func(cl *redis.Client) (bool, error) {
+		nodes, err := cl.ClusterNodes(ctx).Result()
+		return strings.Count(nodes, "slave") == replicas && !strings.Contains(nodes, "fail"), err
+	})
 }
 
 // waitAll polls ok on every node until all say true or ctx ends.
