@@ -19,5 +19,12 @@ func TestShortDurationKeepsScenariosValid(t *testing.T) {
 		if err := short.Validate(); err != nil {
 			t.Errorf("%s shortened to %v: %v", s.Name, short.Duration, err)
 		}
+		// A fault that repeats until the end keeps three firings (or the
+		// whole run): one missed moment must not decide a short run.
+		for i, f := range s.Faults {
+			if f.Every > 0 && f.Count == 0 && short.Duration < s.Duration && f.At+2*f.Every+f.Duration > short.Duration {
+				t.Errorf("%s shortened to %v: faults[%d] (at %v, every %v) fires fewer than three times", s.Name, short.Duration, i, f.At, f.Every)
+			}
+		}
 	}
 }
