@@ -91,6 +91,9 @@ type dockerNode struct {
 	extra    []string
 	portArgs func(port int) []string
 	confDir  string
+	// sentinel: the container runs a sentinel with confDir's
+	// sentinel.conf, not a data node.
+	sentinel bool
 
 	mu  sync.Mutex
 	ctr *testcontainers.DockerContainer
@@ -103,10 +106,10 @@ func startDocker(ctx context.Context, c *Cluster) error {
 	case Single:
 	case Independent:
 		n = c.Spec.Nodes
-	case RedisCluster:
+	case RedisCluster, Sentinel:
 		n = 0
 	default:
-		return fmt.Errorf("%w: backend docker supports topologies single, independent and cluster, not %s", ErrBadSpec, c.Spec.Topology)
+		return fmt.Errorf("%w: backend docker supports topologies single, sentinel, independent and cluster, not %s", ErrBadSpec, c.Spec.Topology)
 	}
 	if err := DockerAvailable(ctx, ""); err != nil {
 		return fmt.Errorf("%w: backend docker: %v", ErrInfra, err)
@@ -140,8 +143,11 @@ func startDocker(ctx context.Context, c *Cluster) error {
 	}
 	c.image, c.ImageWhy = image, why
 	dc := &dockerCluster{prov: prov, image: image, dir: c.Spec.Dir, aof: c.Spec.AOF, logger: logger}
-	if c.Spec.Topology == RedisCluster {
+	switch c.Spec.Topology {
+	case RedisCluster:
 		return startRedisCluster(ctx, c, dc.clusterStarter(c))
+	case Sentinel:
+		return startSentinelTopology(ctx, c, dc.clusterStarter(c), dc.sentinelStarter(c))
 	}
 	for i := 1; i <= n; i++ {
 		dn := &dockerNode{dc: dc, name: fmt.Sprintf("n%d", i)}
@@ -201,6 +207,14 @@ func (d *dockerNode) run(ctx context.Context) error {
 	if d.portArgs != nil {
 		cmd = append(cmd, d.portArgs(d.port)...)
 	}
+	// A data node says it is ready; a sentinel (before Redis 7.2) says
+	// nothing of the kind, but it logs the master it monitors.
+	ready := "Ready to accept connections"
+	if d.sentinel {
+		cmd = []string{"redis-server", containerConfDir + "/sentinel.conf", "--sentinel",
+			"--port", strconv.Itoa(d.port), "--bind", "127.0.0.1", "--daemonize", "no"}
+		ready = "+monitor master"
+	}
 	ctr, err := testcontainers.Run(ctx, d.dc.image,
 		testcontainers.WithLogger(d.dc.logger),
 		testcontainers.WithCmd(cmd...),
@@ -218,7 +232,7 @@ func (d *dockerNode) run(ctx context.Context) error {
 				delete(m, k)
 			}
 		}),
-		testcontainers.WithWaitStrategy(wait.ForLog("Ready to accept connections").WithStartupTimeout(30*time.Second)),
+		testcontainers.WithWaitStrategy(wait.ForLog(ready).WithStartupTimeout(30*time.Second)),
 	)
 	if err != nil {
 		if ctr != nil {
@@ -413,29 +427,38 @@ func freePortBelow(max int) (int, error) {
 	return 0, fmt.Errorf("find a free port: none at or below %d in 100 tries", max)
 }
 
-// clusterStarter starts the cluster topology's nodes as containers. Each
-// keeps its cluster config file in a host directory mounted into the
-// container, so that an empty restart (a new container) comes back as the
-// same cluster node.
+// confDir makes <run>/nodes/<name>-conf, a host directory mounted into the
+// node's container that outlives the container (mode 0777: the server in
+// the container may run as another user, as the official image's redis).
+func (dc *dockerCluster) confDir(c *Cluster, name string) (string, error) {
+	base := dc.dir
+	if base == "" {
+		tmp, err := os.MkdirTemp("", "lockchaos-conf-")
+		if err != nil {
+			return "", fmt.Errorf("%w: node config dir: %v", ErrInfra, err)
+		}
+		c.onStop(func() error { return os.RemoveAll(tmp) })
+		base = tmp
+	}
+	conf := filepath.Join(base, "nodes", name+"-conf")
+	if err := os.MkdirAll(conf, 0o755); err != nil {
+		return "", fmt.Errorf("%w: node config dir: %v", ErrInfra, err)
+	}
+	if err := os.Chmod(conf, 0o777); err != nil {
+		return "", fmt.Errorf("%w: node config dir: %v", ErrInfra, err)
+	}
+	return conf, nil
+}
+
+// clusterStarter starts data nodes (of the cluster or sentinel topology) as
+// containers. Each keeps its config in a host directory mounted into the
+// container, so that an empty restart (a new container) of a cluster node
+// comes back as the same node.
 func (dc *dockerCluster) clusterStarter(c *Cluster) nodeStarter {
 	return func(ctx context.Context, name string, extra []string, portArgs func(int) []string) (*Node, error) {
-		base := dc.dir
-		if base == "" {
-			tmp, err := os.MkdirTemp("", "lockchaos-conf-")
-			if err != nil {
-				return nil, fmt.Errorf("%w: node config dir: %v", ErrInfra, err)
-			}
-			c.onStop(func() error { return os.RemoveAll(tmp) })
-			base = tmp
-		}
-		conf := filepath.Join(base, "nodes", name+"-conf")
-		if err := os.MkdirAll(conf, 0o755); err != nil {
-			return nil, fmt.Errorf("%w: node config dir: %v", ErrInfra, err)
-		}
-		// The server in the container may run as another user (the
-		// official image's redis).
-		if err := os.Chmod(conf, 0o777); err != nil {
-			return nil, fmt.Errorf("%w: node config dir: %v", ErrInfra, err)
+		conf, err := dc.confDir(c, name)
+		if err != nil {
+			return nil, err
 		}
 		args := append([]string{}, extra...)
 		for i := 0; i+1 < len(args); i++ {
@@ -452,5 +475,31 @@ func (dc *dockerCluster) clusterStarter(c *Cluster) nodeStarter {
 		n := &Node{Name: name, Addr: addr, ServerAddr: addr, Ctl: dn}
 		c.Nodes = append(c.Nodes, n)
 		return n, nil
+	}
+}
+
+// sentinelStarter starts sentinels as containers, each with its
+// sentinel.conf in a mounted host directory (a sentinel rewrites its config
+// file as it learns the topology).
+func (dc *dockerCluster) sentinelStarter(c *Cluster) sentinelStarter {
+	return func(ctx context.Context, name, text string) (*Node, error) {
+		conf, err := dc.confDir(c, name)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(conf, "sentinel.conf"), []byte(text), 0o666); err != nil {
+			return nil, fmt.Errorf("%w: sentinel config: %v", ErrInfra, err)
+		}
+		// WriteFile's mode is masked by the umask.
+		if err := os.Chmod(filepath.Join(conf, "sentinel.conf"), 0o666); err != nil {
+			return nil, fmt.Errorf("%w: sentinel config: %v", ErrInfra, err)
+		}
+		dn := &dockerNode{dc: dc, name: name, confDir: conf, sentinel: true}
+		if err := dn.startFresh(ctx); err != nil {
+			return nil, fmt.Errorf("%w: start sentinel container %s: %v", ErrInfra, name, err)
+		}
+		c.onStop(dn.stop)
+		addr := dn.addr()
+		return &Node{Name: name, Addr: addr, ServerAddr: addr, Role: "sentinel", Ctl: dn}, nil
 	}
 }

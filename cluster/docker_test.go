@@ -155,11 +155,60 @@ func TestDockerProxied(t *testing.T) {
 	}
 }
 
-func TestDockerTopologies(t *testing.T) {
+// The sentinel topology runs on containers: three data nodes and three
+// sentinels, each a container; a killed master is replaced by the sentinels,
+// the failover client follows, and the old master restarted empty (a new
+// container) rejoins as a replica.
+func TestDockerSentinel(t *testing.T) {
 	requireDocker(t)
-	_, err := Start(context.Background(), Spec{Backend: Docker, Topology: Sentinel, Image: TestImage()})
-	if !errors.Is(err, ErrBadSpec) {
-		t.Errorf("sentinel on docker: %v", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Spec{Backend: Docker, Topology: Sentinel, Dir: t.TempDir(), Image: TestImage()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	if len(c.Nodes) != 3 || len(c.Sentinels) != 3 {
+		t.Fatalf("nodes %d sentinels %d, want 3 and 3", len(c.Nodes), len(c.Sentinels))
+	}
+	for _, n := range append(append([]*Node{}, c.Nodes...), c.Sentinels...) {
+		if _, ok := n.Ctl.(*dockerNode); !ok {
+			t.Fatalf("%s is a %T, want a container", n.Name, n.Ctl)
+		}
+	}
+	cl := c.NewClient(c.Endpoints()[0], ClientOptions{Timeout: 300 * time.Millisecond})
+	if err := cl.Set(ctx, "before", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := c.CurrentMaster(ctx)
+	if err != nil || old != c.Nodes[0] {
+		t.Fatalf("CurrentMaster = %v, %v; want n1", old, err)
+	}
+	if err := old.Ctl.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	nm, _, err := c.WaitNewMaster(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = poll(ctx, func() error { return cl.Set(ctx, "after", "1", 0).Err() })
+	if err != nil {
+		t.Fatalf("failover client never wrote to the new master: %v", err)
+	}
+	if v, err := c.AdminClient(nm).Get(ctx, "after").Result(); err != nil || v != "1" {
+		t.Fatalf("the write did not land on the new master %s: %q %v", nm.Name, v, err)
+	}
+	if err := old.Ctl.Restart(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ReplicaOf(ctx, old, nm); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatalf("old master did not rejoin: %v", err)
+	}
+	if _, err := Start(ctx, Spec{Backend: Docker, Topology: "ring", Image: TestImage()}); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("topology ring on docker: %v, want ErrBadSpec", err)
 	}
 }
 

@@ -37,6 +37,22 @@ func startSentinel(ctx context.Context, c *Cluster, bin string) error {
 	if err != nil {
 		return err
 	}
+	return startSentinelTopology(ctx, c,
+		func(ctx context.Context, name string, extra []string, _ func(int) []string) (*Node, error) {
+			return c.startServer(ctx, bin, name, extra)
+		},
+		func(ctx context.Context, name, conf string) (*Node, error) {
+			return c.startSentinelProc(ctx, sbin, name, conf)
+		})
+}
+
+// sentinelStarter starts one sentinel named name whose config file holds
+// conf, and returns its node (not yet in c.Sentinels).
+type sentinelStarter func(ctx context.Context, name, conf string) (*Node, error)
+
+// startSentinelTopology forms the sentinel topology from data nodes and
+// sentinels that start (processes or containers) and waits until it settles.
+func startSentinelTopology(ctx context.Context, c *Cluster, start nodeStarter, sentinel sentinelStarter) error {
 	c.MasterName = sentinelMasterName
 	var master *Node
 	for i := 1; i <= sentinelDataNodes; i++ {
@@ -52,7 +68,7 @@ func startSentinel(ctx context.Context, c *Cluster, bin string) error {
 		if master != nil {
 			extra = append(extra, "--replicaof", "127.0.0.1", master.repl.port())
 		}
-		n, err := c.startServer(ctx, bin, fmt.Sprintf("n%d", i), extra)
+		n, err := start(ctx, fmt.Sprintf("n%d", i), extra, nil)
 		if err != nil {
 			return err
 		}
@@ -63,10 +79,13 @@ func startSentinel(ctx context.Context, c *Cluster, bin string) error {
 			n.Role, master = "master", n
 		}
 	}
+	conf := sentinelConf(master)
 	for i := 1; i <= 3; i++ {
-		if err := c.startSentinelProc(ctx, sbin, fmt.Sprintf("s%d", i), master); err != nil {
+		s, err := sentinel(ctx, fmt.Sprintf("s%d", i), conf)
+		if err != nil {
 			return err
 		}
+		c.Sentinels = append(c.Sentinels, s)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -74,6 +93,19 @@ func startSentinel(ctx context.Context, c *Cluster, bin string) error {
 		return fmt.Errorf("%w: sentinel topology did not settle: %v", ErrInfra, err)
 	}
 	return nil
+}
+
+// sentinelConf is a sentinel's config file: it monitors master through its
+// replication proxy.
+func sentinelConf(master *Node) string {
+	m := sentinelMasterName
+	return strings.Join([]string{
+		"sentinel resolve-hostnames no",
+		"sentinel monitor " + m + " 127.0.0.1 " + master.repl.port() + " 2",
+		"sentinel down-after-milliseconds " + m + " " + strconv.Itoa(sentinelDownAfter),
+		"sentinel failover-timeout " + m + " " + strconv.Itoa(sentinelFailoverTO),
+		"sentinel parallel-syncs " + m + " 1",
+	}, "\n") + "\n"
 }
 
 // lookSentinel finds the sentinel binary: the given path, else
@@ -93,32 +125,23 @@ func lookSentinel(path, server string) (string, error) {
 	return server, nil
 }
 
-func (c *Cluster) startSentinelProc(ctx context.Context, bin, name string, master *Node) error {
+func (c *Cluster) startSentinelProc(ctx context.Context, bin, name, text string) (*Node, error) {
 	dir := filepath.Join(c.Spec.Dir, "nodes", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("%w: sentinel dir: %v", ErrInfra, err)
+		return nil, fmt.Errorf("%w: sentinel dir: %v", ErrInfra, err)
 	}
 	conf := filepath.Join(dir, "sentinel.conf")
-	m := sentinelMasterName
-	text := strings.Join([]string{
-		"sentinel resolve-hostnames no",
-		"sentinel monitor " + m + " 127.0.0.1 " + master.repl.port() + " 2",
-		"sentinel down-after-milliseconds " + m + " " + strconv.Itoa(sentinelDownAfter),
-		"sentinel failover-timeout " + m + " " + strconv.Itoa(sentinelFailoverTO),
-		"sentinel parallel-syncs " + m + " 1",
-	}, "\n") + "\n"
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-		return fmt.Errorf("%w: sentinel config: %v", ErrInfra, err)
+		return nil, fmt.Errorf("%w: sentinel config: %v", ErrInfra, err)
 	}
 	log := filepath.Join(c.Spec.Dir, "nodes", name+".log")
 	p := &procNode{bin: bin, dir: dir, log: log, conf: conf,
 		args: []string{"--bind", "127.0.0.1", "--daemonize", "no", "--dir", dir, "--logfile", log}}
 	if err := p.startFresh(ctx); err != nil {
-		return fmt.Errorf("%w: start redis-sentinel %s: %v", ErrInfra, name, err)
+		return nil, fmt.Errorf("%w: start redis-sentinel %s: %v", ErrInfra, name, err)
 	}
 	c.onStop(p.stop)
-	c.Sentinels = append(c.Sentinels, &Node{Name: name, Addr: p.addr(), ServerAddr: p.addr(), Role: "sentinel", Ctl: p})
-	return nil
+	return &Node{Name: name, Addr: p.addr(), ServerAddr: p.addr(), Role: "sentinel", Ctl: p}, nil
 }
 
 // waitSentinels waits until every sentinel names master, sees both replicas
