@@ -9,11 +9,14 @@ import (
 
 // Causes a violation can be attributed to.
 const (
-	CauseFailover     = "lost-in-failover"
-	CauseEmptyRestart = "reacquired-after-empty-restart"
-	CauseClockJump    = "expired-early-clock-jump"
-	CauseClockDrift   = "expired-early-clock-drift"
-	CauseNonOwnerDel  = "deleted-by-non-owner"
+	CauseFailover = "lost-in-failover"
+	// CauseMinorityMaster: the lock was written to a master cut off from
+	// the majority, which promoted a replica without it.
+	CauseMinorityMaster = "written-to-minority-master"
+	CauseEmptyRestart   = "reacquired-after-empty-restart"
+	CauseClockJump      = "expired-early-clock-jump"
+	CauseClockDrift     = "expired-early-clock-drift"
+	CauseNonOwnerDel    = "deleted-by-non-owner"
 	// CauseRenewalOverwrote: another client's renewal (a SET without an
 	// owner check, arriving after its own key had expired) rewrote the
 	// key the owner held: ownership taken without an acquire.
@@ -97,6 +100,15 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 	}
 	both := fmt.Sprintf("client %d acquired %s at %s while client %d still believed it held it (since %s)", b.client, key, sec(b.start), a.client, sec(a.start))
 	switch {
+	case fs[history.FaultIsolateNode] != nil && fs[history.FaultIsolateNode].applied:
+		f := fs[history.FaultIsolateNode]
+		nm := f.v.NewMaster
+		if a.start >= f.t {
+			return CauseMinorityMaster, fmt.Sprintf("%s was cut off from the rest of the cluster at %s and still took client %d's key (acquired %s); the majority promoted %s, which never got it, so %s.",
+				targetName(f), sec(f.t), a.client, sec(a.start), ifElse(nm != "", nm, "a replica"), both)
+		}
+		return CauseFailover, fmt.Sprintf("%s was cut off from the rest of the cluster at %s; the majority promoted %s, which did not have client %d's key, so %s.",
+			targetName(f), sec(f.t), ifElse(nm != "", nm, "a replica"), a.client, both)
 	case fs[history.FaultFailover] != nil:
 		f := fs[history.FaultFailover]
 		nm := f.v.NewMaster
@@ -153,6 +165,13 @@ func targetName(f *fault) string {
 		return f.target
 	}
 	return "a node"
+}
+
+func ifElse(c bool, a, b string) string {
+	if c {
+		return a
+	}
+	return b
 }
 
 func ifs(c bool, s string) string {

@@ -63,7 +63,8 @@ func (m *model) lease(hi int32) *Lease {
 
 // causeFaults are the fault kinds each cause names.
 var causeFaults = map[string][]string{
-	CauseFailover:           {history.FaultFailover},
+	CauseFailover:           {history.FaultFailover, history.FaultIsolateNode},
+	CauseMinorityMaster:     {history.FaultIsolateNode},
 	CauseEmptyRestart:       {history.FaultRestartNode, history.FaultKillNode},
 	CauseClockJump:          {history.FaultClockJump},
 	CauseClockDrift:         {history.FaultClockDrift},
@@ -395,7 +396,12 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 		}
 		return s
 	case CauseFailover:
+		if f != nil && f.kind == history.FaultIsolateNode {
+			return fmt.Sprintf("%s was cut off from the rest of the cluster%s and the replica the majority promoted did not have client %d's key %s", faultName(f), at, c, key)
+		}
 		return fmt.Sprintf("the master failed over%s and the promoted replica did not have client %d's key %s", at, c, key)
+	case CauseMinorityMaster:
+		return fmt.Sprintf("%s, cut off from the rest of the cluster%s, granted client %d the key %s, and the replica the majority promoted never got it", faultName(f), at, c, key)
 	case CauseEmptyRestart:
 		return fmt.Sprintf("%s restarted empty%s, losing client %d's key %s", faultName(f), at, c, key)
 	case CauseClockJump, CauseClockDrift:

@@ -197,6 +197,10 @@ func fencingOrder(m *model, c *ctx, k int, kd *keyData, count *int) {
 		p := &m.holds[prev]
 		cause, expl := CauseUnknown, fmt.Sprintf("the fencing counter went backwards (%d after %d).", h.fence, p.fence)
 		for _, f := range m.faults {
+			if f.kind == history.FaultIsolateNode && f.applied && f.t <= p.start && max(f.healT, f.end) >= p.start {
+				cause, expl = CauseMinorityMaster, fmt.Sprintf("the fencing counter went backwards (%d after %d): token %d came from %s, cut off from the rest of the cluster at %s, and the replica the majority promoted never got that increment.", h.fence, p.fence, p.fence, targetName(f), sec(f.t))
+				break
+			}
 			if (f.kind == history.FaultFailover || f.kind == history.FaultRestartNode || f.kind == history.FaultKillNode) && f.t >= p.start && f.t <= h.start {
 				cause, expl = CauseFailover, fmt.Sprintf("the fencing counter went backwards (%d after %d) across the %s at %s: the counter key was lost with the node's data.", h.fence, p.fence, f.kind, sec(f.t))
 				if f.kind != history.FaultFailover {

@@ -125,10 +125,13 @@ type Cluster struct {
 	// whether the nodes got them and if not why.
 	ClockWhy string
 
-	mu      sync.Mutex
-	clients []redis.UniversalClient
-	stops   []func() error
-	stopped bool
+	mu sync.Mutex
+	// isolated: nodes IsolateNode cut off from the rest (their view of the
+	// cluster is the minority's).
+	isolated map[*Node]bool
+	clients  []redis.UniversalClient
+	stops    []func() error
+	stopped  bool
 
 	// password is the external servers' password (never logged or written).
 	password string
@@ -163,6 +166,11 @@ type Node struct {
 	Clock *ServerClock
 
 	repl *replProxy // the proxy at ReplAddr, or nil
+	// bus is the proxy in front of a cluster node's bus port, src the
+	// loopback address the node sends from (cluster topology), else nil
+	// and "".
+	bus *busProxy
+	src string
 
 	// tls is set for TLS connections (external rediss://).
 	tls *tls.Config

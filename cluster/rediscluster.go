@@ -61,15 +61,28 @@ func startRedisCluster(ctx context.Context, c *Cluster, start nodeStarter) error
 			return err
 		}
 		c.onStop(px.close)
-		ann := append(append([]string{}, extra...), "--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", px.port())
-		n, err := start(ctx, fmt.Sprintf("n%d", i), ann, func(port int) []string {
-			return []string{"--cluster-announce-bus-port", strconv.Itoa(port + 10000)}
-		})
+		bus, err := newBusProxy()
+		if err != nil {
+			return err
+		}
+		c.onStop(bus.close)
+		// Each node sends from its own loopback address, so the bus
+		// proxies can tell its links from the others' (IsolateNode).
+		src := fmt.Sprintf("127.0.0.%d", 10+i)
+		ann := append(append([]string{}, extra...), "--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", px.port(),
+			"--cluster-announce-bus-port", bus.port(), "--bind-source-addr", src)
+		// The bus listens 10000 above the port (so the port must leave
+		// room for it); the node announces its proxy instead.
+		n, err := start(ctx, fmt.Sprintf("n%d", i), ann, func(int) []string { return nil })
 		if err != nil {
 			return err
 		}
 		px.serve(n.ServerAddr)
 		n.ReplAddr, n.repl = px.addr(), px
+		n.bus, n.src = bus, src
+		if err := bus.serveNode(n); err != nil {
+			return err
+		}
 		n.Role = "master"
 		if i > shards {
 			n.Role = "replica"
@@ -103,8 +116,8 @@ func (c *Cluster) formCluster(ctx context.Context, shards int) error {
 	first := c.AdminClient(c.Nodes[0])
 	for _, n := range c.Nodes[1:] {
 		host, port, _ := strings.Cut(n.ServerAddr, ":")
-		if err := first.ClusterMeet(ctx, host, port).Err(); err != nil {
-			return fmt.Errorf("CLUSTER MEET %s: %v", n.ServerAddr, err)
+		if err := first.Do(ctx, "CLUSTER", "MEET", host, port, n.bus.port()).Err(); err != nil {
+			return fmt.Errorf("CLUSTER MEET %s %s: %v", n.ServerAddr, n.bus.port(), err)
 		}
 	}
 	// Every node must know every other before a replica can name its
@@ -181,11 +194,14 @@ func (c *Cluster) ShardMaster(ctx context.Context, key string) (*Node, error) {
 }
 
 // Shard is the master serving key's slot and its replicas, as the first node
-// that answers CLUSTER NODES sees them (CLUSTER SLOTS omits a replica until
+// that answers CLUSTER NODES sees them (of the nodes not isolated) (CLUSTER SLOTS omits a replica until
 // gossip has told of its replication offset, seconds after it synced).
 func (c *Cluster) Shard(ctx context.Context, key string) (master *Node, replicas []*Node, err error) {
 	s := KeySlot(key)
 	for _, n := range c.Nodes {
+		if c.isIsolated(n) {
+			continue // a partitioned node's view is the minority's
+		}
 		text, err := nodesOf(ctx, n.ServerAddr, c.password)
 		if err != nil {
 			continue

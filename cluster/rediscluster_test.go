@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +92,83 @@ func TestMigrateSlot(t *testing.T) {
 	}
 	if got != "v" {
 		t.Fatalf("GET through the cluster client after the move: %q, %v", got, err)
+	}
+}
+
+// IsolateNode partitions a shard's master from the rest of the cluster:
+// clients still reach it and it accepts writes until it sees it has lost the
+// majority (about the node timeout); the majority promotes its replica,
+// which never got those writes; after the heal the old master rejoins as a
+// replica of the new one and its minority writes are gone.
+func TestIsolateNode(t *testing.T) {
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.RedisCluster, HotKey: "{lock}"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	old, err := c.ShardMaster(ctx, "{lock}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := c.AdminClient(old)
+	cut, heal, err := c.IsolateNode(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if cut == 0 {
+		t.Errorf("isolating %s cut no live link", old.Name)
+	}
+	if err := admin.Set(ctx, "{lock}", "minority", 0).Err(); err != nil {
+		t.Fatalf("SET on the isolated master right after the cut: %v (want it accepted)", err)
+	}
+	var refused time.Duration
+	for time.Since(t0) < 10*time.Second {
+		if err := admin.Set(ctx, "{lock}:probe", "1", 0).Err(); err != nil {
+			if !strings.Contains(err.Error(), "CLUSTERDOWN") {
+				t.Fatalf("the isolated master refused a write with %v, want CLUSTERDOWN", err)
+			}
+			refused = time.Since(t0)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if refused == 0 {
+		t.Fatal("the isolated master still accepted writes 10s after the cut")
+	}
+	t.Logf("%s accepted writes for %v after the cut (%d links cut)", old.Name, refused.Round(time.Millisecond), cut)
+	nm, _, err := c.WaitNewMaster(ctx, old)
+	if err != nil {
+		t.Fatalf("the majority promoted no new master: %v", err)
+	}
+	if n, err := c.AdminClient(nm).Exists(ctx, "{lock}").Result(); err != nil || n != 0 {
+		t.Fatalf("new master %s has the key written to the minority (exists %d, %v)", nm.Name, n, err)
+	}
+	heal()
+	if err := c.WaitReplicating(ctx, old); err != nil {
+		t.Fatalf("%s did not rejoin as a replica after the heal: %v", old.Name, err)
+	}
+	if m, err := c.ShardMaster(ctx, "{lock}"); err != nil || m != nm {
+		t.Fatalf("slot served by %v (%v) after the heal; want %s", m, err, nm.Name)
+	}
+	// Nothing was written to the new master: the replica's dataset is its
+	// copy of it (a replica answers EXISTS with a redirect; DBSIZE is its own).
+	err = poll(ctx, func() error {
+		n, err := admin.DBSize(ctx).Result()
+		if err == nil && n != 0 {
+			err = fmt.Errorf("%s still holds %d keys written to the minority", old.Name, n)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func poll(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -31,6 +31,11 @@ type replProxy struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
+	// replCut: replication through this proxy is cut (IsolateNode): live
+	// replication connections were closed, and a new one is closed as soon
+	// as it sends its handshake. Client traffic passes.
+	replCut bool
+	repls   map[net.Conn]func() // live replication connections → their end
 }
 
 func newReplProxy() (*replProxy, error) {
@@ -38,7 +43,7 @@ func newReplProxy() (*replProxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: replication proxy: %v", ErrInfra, err)
 	}
-	return &replProxy{ln: ln, conns: map[net.Conn]struct{}{}}, nil
+	return &replProxy{ln: ln, conns: map[net.Conn]struct{}{}, repls: map[net.Conn]func(){}}, nil
 }
 
 func (p *replProxy) addr() string { return p.ln.Addr().String() }
@@ -89,6 +94,40 @@ func (p *replProxy) untrack(cs ...net.Conn) {
 // setDelay sets the replication delay for bytes read from now on.
 func (p *replProxy) setDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
+// cutReplication closes every replication connection through the proxy and
+// every new one until healReplication; it returns how many it closed.
+func (p *replProxy) cutReplication() int {
+	p.mu.Lock()
+	p.replCut = true
+	ends := make([]func(), 0, len(p.repls))
+	for _, end := range p.repls {
+		ends = append(ends, end)
+	}
+	p.mu.Unlock()
+	for _, end := range ends {
+		end()
+	}
+	return len(ends)
+}
+
+func (p *replProxy) healReplication() {
+	p.mu.Lock()
+	p.replCut = false
+	p.mu.Unlock()
+}
+
+// replicating registers a connection found to carry replication; false
+// when replication is cut (the caller ends it).
+func (p *replProxy) replicating(c net.Conn, end func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.replCut {
+		return false
+	}
+	p.repls[c] = end
+	return true
+}
+
 // close stops accepting, cuts every connection and waits for the goroutines.
 func (p *replProxy) close() error {
 	p.mu.Lock()
@@ -135,6 +174,9 @@ func (p *replProxy) forward(client net.Conn) {
 			_ = client.Close()
 			_ = server.Close()
 			p.untrack(client, server)
+			p.mu.Lock()
+			delete(p.repls, client)
+			p.mu.Unlock()
 		})
 	}
 	var isRepl atomic.Bool
@@ -152,8 +194,11 @@ func (p *replProxy) forward(client net.Conn) {
 				if !isRepl.Load() && len(seen) < 4096 {
 					seen = append(seen, buf[:n]...)
 					for _, m := range replMarks {
-						if bytes.Contains(seen, m) {
+						if !isRepl.Load() && bytes.Contains(seen, m) {
 							isRepl.Store(true)
+							if !p.replicating(client, end) {
+								return
+							}
 						}
 					}
 				}

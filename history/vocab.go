@@ -41,6 +41,7 @@ const (
 	FaultLatency        = "latency"
 	FaultLink           = "link"
 	FaultMigrateSlot    = "migrate-slot"
+	FaultIsolateNode    = "isolate-node"
 )
 
 // Fault families: kinds that do the same thing to a lock by different
@@ -75,7 +76,7 @@ var faultTable = []struct {
 	{FaultPauseNode, FamilyNodeFreeze, false}, {FaultKillNode, FamilyNodeLoss, false}, {FaultRestartNode, FamilyNodeLoss, false},
 	{FaultReplicationLag, FamilyReplication, false}, {FaultClockJump, FamilyClock, false}, {FaultClockDrift, FamilyClock, false},
 	{FaultFailover, FamilyFailover, false}, {FaultPartition, FamilyCut, false}, {FaultLatency, FamilySlowLink, false},
-	{FaultLink, FamilySlowLink, false}, {FaultMigrateSlot, FamilyReshard, false},
+	{FaultLink, FamilySlowLink, false}, {FaultMigrateSlot, FamilyReshard, false}, {FaultIsolateNode, FamilyCut, false},
 }
 
 // FaultKinds lists every fault kind.
