@@ -518,3 +518,26 @@ func TestForeignExtensionIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// In a Redis Cluster a failover or isolate-node demotes its old master from
+// the moment it fires: what that node reports afterwards (a cut-off master's
+// dropped writes, a rejoined replica replaying its new master's stream late
+// and in bunches) does not count; the new master counts once elected.
+func TestClusterMasterFollowsFaults(t *testing.T) {
+	m := newModel()
+	m.add(&history.Event{Op: history.OpRun, Client: -1, Meta: map[string]any{"topology": "cluster", "ttl_ms": 1000.0}})
+	m.add(&history.Event{T: 10 * ms, End: 20 * ms, Client: -1, Op: history.OpFault, Node: "n2", Fault: &history.Fault{ID: 1,
+		Kind: history.FaultIsolateNode, Target: "node n2", Applied: true,
+		Effect: map[string]string{history.EffectOldMaster: "n2", history.EffectNewMaster: "n5"}}})
+	n2, n5, n1 := m.node("n2"), m.node("n5"), m.node("n1")
+	m.finish(Options{})
+	for _, c := range []struct {
+		node int16
+		t    int64
+		want bool
+	}{{n2, 5, true}, {n2, 15, false}, {n2, 500, false}, {n5, 500, true}, {n1, 500, true}} {
+		if got := m.masterAt(c.node, c.t*ms); got != c.want {
+			t.Errorf("masterAt(%s, %d ms) = %v, want %v", m.nodes[c.node], c.t, got, c.want)
+		}
+	}
+}

@@ -283,22 +283,44 @@ func checkUnlock(m *model, c *ctx) (CheckResult, bool) {
 	return res, true
 }
 
-// masterAt reports whether node was a master at t. Every node is a master
-// except under Sentinel, where the first node is until a failover names
-// another (the failover fault's effect new_master).
+// masterAt reports whether node was a master at t, so that its
+// notifications count. Under Sentinel the first node is master until a
+// failover names another (its effect new_master). In a Redis Cluster every
+// node the observer hears (it subscribes to the masters it starts with)
+// starts as a master; a failover or isolate-node demotes its old master
+// from the moment it fires (a replica replays its new master's stream late,
+// in bunches, and a cut-off master's writes are dropped) and promotes its
+// new master once it is elected.
 func (m *model) masterAt(node int16, t int64) bool {
-	if m.topo != "sentinel" || len(m.nodes) == 0 {
+	switch {
+	case len(m.nodes) == 0:
 		return true
-	}
-	master := "n1"
-	for _, f := range m.faults {
-		if f.kind == history.FaultFailover && f.t <= t {
-			if nm := f.v.NewMaster; nm != "" {
-				master = nm
+	case m.topo == "sentinel":
+		master := "n1"
+		for _, f := range m.faults {
+			if f.kind == history.FaultFailover && f.t <= t {
+				if nm := f.v.NewMaster; nm != "" {
+					master = nm
+				}
 			}
 		}
+		return m.nodes[node] == master
+	case m.topo == "cluster":
+		name, is := m.nodes[node], true
+		for _, f := range m.faults {
+			if f.kind != history.FaultFailover && f.kind != history.FaultIsolateNode {
+				continue
+			}
+			if f.v.OldMaster == name && f.t <= t {
+				is = false
+			}
+			if f.v.NewMaster == name && f.end <= t {
+				is = true
+			}
+		}
+		return is
 	}
-	return m.nodes[node] == master
+	return true
 }
 
 // foreignRewrite returns the renewal of another client that wrote key k

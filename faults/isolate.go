@@ -62,7 +62,7 @@ func (f *isolateNode) Start(ctx context.Context, env *Env) (Outcome, error) {
 		return out, nil
 	}
 	out.Target = "node " + old.Name
-	out.Effect["old_master"] = old.Name
+	out.Effect[history.EffectOldMaster] = old.Name
 	t0 := time.Now()
 	cut, heal, err := c.IsolateNode(old)
 	if err != nil {
@@ -141,7 +141,7 @@ func (f *isolateNode) Heal(ctx context.Context, env *Env) (map[string]string, er
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	eff := map[string]string{"old_master": f.old.Name}
+	eff := map[string]string{history.EffectOldMaster: f.old.Name}
 	if err := env.Cluster.WaitReplicating(ctx, f.old); err != nil {
 		return eff, fmt.Errorf("old master did not rejoin as a replica: %w", err)
 	}

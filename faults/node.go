@@ -469,7 +469,7 @@ func (f *failover) Start(ctx context.Context, env *Env) (Outcome, error) {
 		return out, nil
 	}
 	out.Target = "node " + old.Name
-	out.Effect["old_master"] = old.Name
+	out.Effect[history.EffectOldMaster] = old.Name
 	if onCluster {
 		out.Effect["slot"] = strconv.Itoa(cluster.KeySlot(env.Cluster.Spec.HotKey))
 	}
@@ -545,7 +545,7 @@ func (f *failover) Heal(ctx context.Context, env *Env) (map[string]string, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	eff := map[string]string{"old_master": f.old.Name}
+	eff := map[string]string{history.EffectOldMaster: f.old.Name}
 	if f.mode == "kill" {
 		if err := restartRejoin(ctx, env, f.old, true); err != nil {
 			return eff, err

@@ -126,7 +126,8 @@ const (
 	ParamDirection = "direction" // partition, latency, link: both | to-node | from-node
 	ParamOffset    = "offset"    // clock-skew: a duration
 
-	EffectNewMaster = "new_master" // failover: the promoted node
+	EffectNewMaster = "new_master" // failover, isolate-node: the promoted node
+	EffectOldMaster = "old_master" // failover, isolate-node: the master it replaced
 	EffectReason    = "reason"     // why a fault did not take effect
 	EffectError     = "error"      // the error that stopped it
 	EffectMechanism = "mechanism"  // clock faults: real-clock | ttl-rewrite
@@ -144,6 +145,7 @@ type FaultView struct {
 	Nodes        string
 	Point        string
 	NewMaster    string
+	OldMaster    string
 	// Why is the reason a fault did not take effect (Effect reason, else
 	// error).
 	Why     string
@@ -154,7 +156,7 @@ type FaultView struct {
 func (f *Fault) View() FaultView {
 	r, e := f.Request, f.Effect
 	v := FaultView{Kind: f.Kind, Target: f.Target, Mode: r[ParamMode], Delta: r[ParamDelta], Rate: r[ParamRate],
-		Delay: r[ParamDelay], Nodes: r[ParamNodes], Point: r[ParamPoint], NewMaster: e[EffectNewMaster], Why: e[EffectReason],
+		Delay: r[ParamDelay], Nodes: r[ParamNodes], Point: r[ParamPoint], NewMaster: e[EffectNewMaster], OldMaster: e[EffectOldMaster], Why: e[EffectReason],
 		Applied: f.Applied}
 	if v.Why == "" {
 		v.Why = e[EffectError]
