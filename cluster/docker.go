@@ -23,20 +23,65 @@ import (
 func init() { backends[Docker] = startDocker }
 
 // dockerEnv makes testcontainers talk to the local engine only: the host is
-// 127.0.0.1 (never a gateway address) and Ryuk, the reaper that would be
-// pulled from a registry, is off; containers are removed by Stop instead.
-// Variables the user set are kept. testcontainers' own chatter (its global
-// logger) is silenced; each cluster logs it to its run directory instead.
+// 127.0.0.1 (never a gateway address). Ryuk, testcontainers' reaper, is on
+// only where it can work: its image is already here (it is never pulled)
+// and the engine has a bridge network to publish its port on; else it is
+// off and containers are removed by Stop, and by the label reaper
+// (ReapOrphans) after a harness killed with SIGKILL. Variables the user set
+// are kept. testcontainers' own chatter (its global logger) is silenced;
+// each cluster logs it to its run directory instead.
 func dockerEnv() {
-	tclog.SetDefault(tclog.NewNoopLogger())
-	for k, v := range map[string]string{
-		"TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1",
-		"TESTCONTAINERS_RYUK_DISABLED": "true",
-	} {
-		if _, ok := os.LookupEnv(k); !ok {
-			_ = os.Setenv(k, v)
+	dockerEnvOnce.Do(func() {
+		tclog.SetDefault(tclog.NewNoopLogger())
+		if _, ok := os.LookupEnv("TESTCONTAINERS_HOST_OVERRIDE"); !ok {
+			_ = os.Setenv("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
 		}
+		if _, ok := os.LookupEnv(ryukDisabledEnv); ok {
+			ryukWhy = ryukDisabledEnv + " is set by the caller"
+			return
+		}
+		var on bool
+		if cli, err := client.New(client.FromEnv); err != nil {
+			ryukWhy = "no docker client: " + err.Error()
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			on, ryukWhy = ryukUsable(ctx, cli)
+			cancel()
+			_ = cli.Close()
+		}
+		if !on {
+			_ = os.Setenv(ryukDisabledEnv, "true")
+		}
+	})
+}
+
+const ryukDisabledEnv = "TESTCONTAINERS_RYUK_DISABLED"
+
+var (
+	dockerEnvOnce sync.Once
+	ryukWhy       string
+)
+
+// ryukAPI is what deciding on Ryuk needs of the docker client (a stub in
+// tests).
+type ryukAPI interface {
+	ImageInspect(ctx context.Context, image string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	NetworkInspect(ctx context.Context, network string, opts client.NetworkInspectOptions) (client.NetworkInspectResult, error)
+}
+
+// ryukImage is the reaper image this testcontainers-go (v0.44.0) runs: its
+// internal config.ReaperDefaultImage.
+const ryukImage = "testcontainers/ryuk:0.14.0"
+
+// ryukUsable says whether Ryuk can run here, and why (not).
+func ryukUsable(ctx context.Context, api ryukAPI) (bool, string) {
+	if _, err := api.ImageInspect(ctx, ryukImage); err != nil {
+		return false, "Ryuk off: its image " + ryukImage + " is not here (it is never pulled); the label reaper removes orphans"
 	}
+	if _, err := api.NetworkInspect(ctx, "bridge", client.NetworkInspectOptions{}); err != nil {
+		return false, "Ryuk off: the engine has no bridge network to publish its port on (dockerd --bridge=none); the label reaper removes orphans"
+	}
+	return true, "Ryuk on: " + ryukImage + " is here and the engine has a bridge network"
 }
 
 // DockerAvailable says whether a docker engine answers (testcontainers'
@@ -126,6 +171,7 @@ func startDocker(ctx context.Context, c *Cluster) error {
 			logger = &fileLogger{w: f}
 		}
 	}
+	logger.Printf("%s", ryukWhy)
 	for _, r := range reaped {
 		logger.Printf("removed an orphaned container: %s", r)
 	}

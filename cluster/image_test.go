@@ -91,3 +91,40 @@ func TestResolveImage(t *testing.T) {
 		t.Errorf("$%s: got %q, %v, pulls %v", ImageEnv, got, err, s.pulled)
 	}
 }
+
+// stubRyuk is a docker client with or without Ryuk's image and a bridge
+// network.
+type stubRyuk struct{ image, bridge bool }
+
+func (s stubRyuk) ImageInspect(_ context.Context, image string, _ ...client.ImageInspectOption) (client.ImageInspectResult, error) {
+	if s.image && image == ryukImage {
+		return client.ImageInspectResult{}, nil
+	}
+	return client.ImageInspectResult{}, errors.New("No such image: " + image)
+}
+
+func (s stubRyuk) NetworkInspect(_ context.Context, n string, _ client.NetworkInspectOptions) (client.NetworkInspectResult, error) {
+	if s.bridge && n == "bridge" {
+		return client.NetworkInspectResult{}, nil
+	}
+	return client.NetworkInspectResult{}, errors.New("network " + n + " not found")
+}
+
+// Ryuk is used only where it can work: its image already here (never
+// pulled) and a bridge network to publish its port on.
+func TestRyukUsable(t *testing.T) {
+	for _, c := range []struct {
+		image, bridge, want bool
+		why                 string
+	}{
+		{false, true, false, "is not here"},
+		{true, false, false, "no bridge network"},
+		{false, false, false, "is not here"},
+		{true, true, true, "Ryuk on"},
+	} {
+		on, why := ryukUsable(context.Background(), stubRyuk{c.image, c.bridge})
+		if on != c.want || !strings.Contains(why, c.why) {
+			t.Errorf("image %v bridge %v: %v %q, want %v and %q", c.image, c.bridge, on, why, c.want, c.why)
+		}
+	}
+}
