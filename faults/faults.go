@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,8 +56,11 @@ type Spec struct {
 
 // Scheduled is one firing of a fault, resolved from a Spec and the seed.
 type Scheduled struct {
-	ID       int           `json:"id"`
-	Spec     Spec          `json:"spec"`
+	ID   int  `json:"id"`
+	Spec Spec `json:"spec"`
+	// Of is the index of its spec in the scenario's faults (firings of one
+	// spec share it).
+	Of       int           `json:"of"`
 	At       time.Duration `json:"at"`
 	Duration time.Duration `json:"duration"`
 }
@@ -146,6 +150,12 @@ type Kind struct {
 	// Needs is what the kind needs from the cluster; the runner starts the
 	// cluster with the union of its scenario's faults' needs.
 	Needs Needs
+	// Serial: firings of one spec never overlap. A firing due while the
+	// previous one is still under way (its Start, and its heal when it has
+	// a duration: a container restart outlasting the period) waits for it
+	// before it arms its trigger or starts, and records how long it waited
+	// (waited_for_previous_ms).
+	Serial bool
 }
 
 // Needs are what fault kinds need from the cluster they act on.
@@ -245,7 +255,7 @@ func Validate(s Spec, i int) error {
 func Resolve(specs []Spec, seed uint64, span time.Duration) []Scheduled {
 	r := rand.New(rand.NewPCG(seed, 0x6c6f636b6368616f))
 	var out []Scheduled
-	for _, s := range specs {
+	for si, s := range specs {
 		count := s.Count
 		if count == 0 {
 			count = 1
@@ -261,7 +271,7 @@ func Resolve(specs []Spec, seed uint64, span time.Duration) []Scheduled {
 			if at >= span {
 				break
 			}
-			out = append(out, Scheduled{Spec: s, At: at, Duration: s.Duration})
+			out = append(out, Scheduled{Spec: s, Of: si, At: at, Duration: s.Duration})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
@@ -275,6 +285,7 @@ func Resolve(specs []Spec, seed uint64, span time.Duration) []Scheduled {
 type Runner struct {
 	env     *Env
 	mu      sync.Mutex
+	serial  map[int]chan struct{} // spec index → held while a Serial kind's firing starts
 	active  map[int]activeFault
 	wg      sync.WaitGroup
 	applied int
@@ -287,7 +298,29 @@ type activeFault struct {
 }
 
 // NewRunner prepares a runner over env.
-func NewRunner(env *Env) *Runner { return &Runner{env: env, active: map[int]activeFault{}} }
+func NewRunner(env *Env) *Runner {
+	return &Runner{env: env, active: map[int]activeFault{}, serial: map[int]chan struct{}{}}
+}
+
+// turn waits (bounded by ctx) until no other firing of s's spec is
+// starting, and returns the release and how long it waited; ok is false
+// when ctx ended first.
+func (r *Runner) turn(ctx context.Context, s Scheduled) (release func(), waited time.Duration, ok bool) {
+	r.mu.Lock()
+	ch := r.serial[s.Of]
+	if ch == nil {
+		ch = make(chan struct{}, 1)
+		r.serial[s.Of] = ch
+	}
+	r.mu.Unlock()
+	t0 := time.Now()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, time.Since(t0), true
+	case <-ctx.Done():
+		return nil, time.Since(t0), false
+	}
+}
 
 // Start fires every scheduled fault at its offset from start (run ns) in the
 // background. Faults past ctx's end do not fire; each is recorded as a fault
@@ -326,9 +359,25 @@ func (r *Runner) fire(ctx context.Context, s Scheduled) {
 		return
 	}
 	var trigger map[string]string
+	if k.Serial {
+		release, waited, ok := r.turn(ctx, s)
+		if !ok {
+			r.record(s, nil, r.env.Now(), Outcome{Target: s.Spec.Target, Effect: map[string]string{
+				history.EffectReason: fmt.Sprintf("never fired: the previous firing of its spec was still starting when the workload phase ended (waited %v)", waited.Round(time.Millisecond))}}, nil, nil)
+			return
+		}
+		defer release()
+		if waited >= time.Millisecond {
+			trigger = map[string]string{"waited_for_previous_ms": strconv.FormatInt(waited.Milliseconds(), 10)}
+		}
+	}
 	if s.Spec.When != "" {
-		var ok bool
-		if trigger, ok = r.awaitTrigger(ctx, s); !ok {
+		tr, ok := r.awaitTrigger(ctx, s)
+		for k, v := range trigger {
+			tr[k] = v
+		}
+		trigger = tr
+		if !ok {
 			r.record(s, nil, r.env.Now(), Outcome{Target: s.Spec.Target, Effect: trigger}, nil, nil)
 			return
 		}

@@ -67,6 +67,9 @@ func init() {
 	// Only sentinel's and cluster's masters have replicas to stream to;
 	// the lag is a delaying proxy on the replication links.
 	amend(history.FaultReplicationLag, func(k *Kind) { k.Topologies, k.Needs.Proxy = replicated, true })
+	// A restart must not kill a node the previous firing is still
+	// bringing back (a container restart can outlast the period).
+	amend(history.FaultRestartNode, func(k *Kind) { k.Serial = true })
 	for _, name := range []string{history.FaultClockJump, history.FaultClockDrift} {
 		amend(name, func(k *Kind) { k.Needs.RealClock = true })
 	}

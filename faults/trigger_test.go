@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,5 +98,58 @@ func TestWhenTriggersFault(t *testing.T) {
 				t.Errorf("reason %q, %d events: want \"not reached within 400ms\" and no heal", f.Effect["reason"], len(evs))
 			}
 		})
+	}
+}
+
+// slowStart is an injector whose Start takes d, recording when it ran.
+type slowStart struct {
+	d      time.Duration
+	mu     *sync.Mutex
+	starts *[][2]time.Time
+}
+
+func (s slowStart) Start(context.Context, *Env) (Outcome, error) {
+	t0 := time.Now()
+	time.Sleep(s.d)
+	s.mu.Lock()
+	*s.starts = append(*s.starts, [2]time.Time{t0, time.Now()})
+	s.mu.Unlock()
+	return Outcome{Applied: true, Effect: map[string]string{}}, nil
+}
+func (slowStart) Heal(context.Context, *Env) (map[string]string, error) { return nil, nil }
+
+// Firings of a Serial kind's spec never overlap: one due while the previous
+// one still starts (a container restart outlasting the period) waits and
+// says so; a kind that is not Serial overlaps.
+func TestSerialFiringsDoNotOverlap(t *testing.T) {
+	orig := kinds[history.FaultRestartNode]
+	defer func() { kinds[history.FaultRestartNode] = orig }()
+	for _, serial := range []bool{true, false} {
+		var mu sync.Mutex
+		var starts [][2]time.Time
+		k := orig
+		k.Serial = serial
+		k.New = func(Scheduled) (Injector, error) { return slowStart{250 * time.Millisecond, &mu, &starts}, nil }
+		kinds[history.FaultRestartNode] = k
+		env := &Env{Now: func() int64 { return time.Now().UnixNano() }}
+		evs := runSchedule(env, []Spec{{Kind: history.FaultRestartNode, At: 10 * time.Millisecond, Every: 100 * time.Millisecond, Count: 3}}, 1200*time.Millisecond)
+		mu.Lock()
+		overlap := false
+		for i := 1; i < len(starts); i++ {
+			if starts[i][0].Before(starts[i-1][1]) {
+				overlap = true
+			}
+		}
+		n := len(starts)
+		mu.Unlock()
+		waited := 0
+		for _, e := range evs {
+			if e.Op == history.OpFault && e.Fault.Effect["waited_for_previous_ms"] != "" {
+				waited++
+			}
+		}
+		if n != 3 || overlap == serial || (serial && waited != 2) || (!serial && waited != 0) {
+			t.Errorf("serial %v: %d starts, overlapping %v, %d waited; want 3 starts, overlapping %v, %d waited", serial, n, overlap, waited, !serial, map[bool]int{true: 2}[serial])
+		}
 	}
 }

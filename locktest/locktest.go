@@ -327,6 +327,13 @@ func shortDuration(s *scenarios.Scenario) time.Duration {
 		if len(f.Random) == 2 {
 			at = f.Random[1]
 		}
+		if f.When != "" {
+			// A firing held back for a client's point may wait for every
+			// client's cycle once (restart-empty: client 0's next
+			// acquire comes after the other client's hold).
+			cycle := s.Workload.Hold.Max + s.Workload.Think.Max
+			at += time.Duration(max(s.Workload.Clients, 1)) * cycle
+		}
 		if n := f.Count; f.Every > 0 {
 			if n == 0 {
 				// It repeats until the end: keep three firings, so that

@@ -253,7 +253,7 @@ func runCellRetried(ctx context.Context, o MatrixOptions, s *scenarios.Scenario,
 // seeds.md and index report.html into the cell directory.
 func seedCell(o MatrixOptions, s *scenarios.Scenario, lock string, runs []SeedRun) Cell {
 	dir := filepath.Join(o.Out, s.Name, lock)
-	sum := Summarize(s.Name, lock, s.Expectation(lock), runs, true)
+	sum := Summarize(s.Name, lock, s.ForBackend(o.Base.Backend).Expectation(lock), runs, true)
 	c := Cell{Scenario: s.Name, Lock: lock, Applicable: true, Dir: dir, Expected: sum.Expected, Outcome: sum.Outcome,
 		Verdict: sum.Majority(), Label: sum.Label(), Seeds: runs, Rates: sum.Rates, Checks: map[string]string{}}
 	if c.Verdict == "error" {

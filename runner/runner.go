@@ -231,6 +231,13 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := preflight(ctx, cl, prefix); err != nil {
 		return nil, err
 	}
+	// Judged as the scenario says for this backend (its backends entry).
+	if b := s.ForBackend(cl.Backend); b != s {
+		s = b
+		if err := saveScenario(filepath.Join(o.Out, "scenario.yaml"), s); err != nil {
+			return nil, fail(ExitInfra, "%w", err)
+		}
+	}
 
 	histPath := filepath.Join(o.Out, history.CompactFile)
 	if o.History == HistoryJSONL {
@@ -269,6 +276,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	if cl.ClockWhy != "" {
 		notes = append(notes, cl.ClockWhy)
+	}
+	if s.BackendNote != "" {
+		notes = append(notes, s.BackendNote)
 	}
 
 	stopObserver := func() error { return nil }

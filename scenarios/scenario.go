@@ -69,11 +69,18 @@ type Scenario struct {
 	// share of the seeds, with the reason it is not every seed. Checks not
 	// listed must be valid, unless "*" gives another verdict for them.
 	Expect map[string]map[string]Want `yaml:"expect"`
+	// Backends names where a backend gives other verdicts, and why (a
+	// container restart is slower than a process restart, ...): on that
+	// backend each lock listed under its expect replaces the lock's
+	// expectation above. See ForBackend.
+	Backends map[string]BackendExpect `yaml:"backends,omitempty"`
 	// Thresholds are k6-style conditions over results (e.g. "throughput > 100").
 	Thresholds []string `yaml:"thresholds"`
 
 	// Source is where the scenario came from (file path or builtin:NAME).
 	Source string `yaml:"-"`
+	// BackendNote says which expectations ForBackend replaced, and why.
+	BackendNote string `yaml:"-"`
 }
 
 // ErrBadInput marks scenario errors (exit code 3).
@@ -275,8 +282,71 @@ func (s *Scenario) validate(beforeRun bool) error {
 			return err
 		}
 	}
+	if err := validateExpect("expect", s.Expect); err != nil {
+		return err
+	}
+	for b, be := range s.Backends {
+		bp := keyPath("backends", b)
+		if !contains(backendNames, b) {
+			return fmt.Errorf("%s: %q is not a backend (known: %s)", bp, b, strings.Join(backendNames, ", "))
+		}
+		if strings.TrimSpace(be.Why) == "" {
+			return fmt.Errorf("%s.why: missing: say why verdicts differ on this backend", bp)
+		}
+		if len(be.Expect) == 0 {
+			return fmt.Errorf("%s.expect: missing: name the locks whose expectations differ", bp)
+		}
+		if err := validateExpect(bp+".expect", be.Expect); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// backendNames are the backends a scenario may name under backends.
+var backendNames = []string{"process", "docker", "embedded", "external"}
+
+// BackendExpect is a scenario's expectations on one backend where they
+// differ, with the reason.
+type BackendExpect struct {
+	Why    string                     `yaml:"why"`
+	Expect map[string]map[string]Want `yaml:"expect"`
+}
+
+// ForBackend returns the scenario as it is judged on backend b: s itself,
+// or, when s names b under backends, a copy whose Expect has b's entries in
+// place of the locks' own (Backends cleared, so that a saved copy reads the
+// same).
+func (s *Scenario) ForBackend(b string) *Scenario {
+	be, ok := s.Backends[b]
+	if !ok {
+		return s
+	}
+	c := *s
+	c.Expect = make(map[string]map[string]Want, len(s.Expect)+len(be.Expect))
 	for lock, m := range s.Expect {
-		lp := keyPath("expect", lock)
+		c.Expect[lock] = m
+	}
+	for lock, m := range be.Expect {
+		c.Expect[lock] = m
+	}
+	c.Backends = nil
+	c.BackendNote = fmt.Sprintf("on backend %s the expectations of %s differ: %s", b, strings.Join(sortedKeys(be.Expect), ", "), strings.TrimSpace(be.Why))
+	return &c
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func validateExpect(path string, expect map[string]map[string]Want) error {
+	for lock, m := range expect {
+		lp := keyPath(path, lock)
 		if lock != "default" {
 			if _, _, err := lockimpl.Lookup(lock); err != nil {
 				return fmt.Errorf("%s: %v", lp, err)

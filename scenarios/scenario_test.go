@@ -24,8 +24,14 @@ func TestCatalogParses(t *testing.T) {
 		if s.Expect == nil {
 			t.Errorf("%s: no expect block", s.Name)
 		}
-		// A failover takes seconds: a lock must outlive it to be lost in it.
-		if s.Lock.WithDefaults().TTL > 500*time.Millisecond && s.Topology != "sentinel" && s.Topology != "cluster" {
+		// A failover takes seconds, a container's restart about 450ms: a
+		// lock must outlive them to be lost in them. Other scenarios keep
+		// TTLs short, so runs stay short.
+		restarts := false
+		for _, f := range s.Faults {
+			restarts = restarts || f.Kind == "restart-node"
+		}
+		if s.Lock.WithDefaults().TTL > 500*time.Millisecond && s.Topology != "sentinel" && s.Topology != "cluster" && !restarts {
 			t.Errorf("%s: ttl %v above 500ms", s.Name, s.Lock.TTL)
 		}
 		if s.Duration > 10*time.Second {
@@ -92,5 +98,42 @@ func TestParseRange(t *testing.T) {
 	}
 	if _, err := workloads.ParseRange("15ms-5ms"); err == nil {
 		t.Error("min > max accepted")
+	}
+}
+
+// A scenario names where a backend gives other verdicts and why; on that
+// backend the locks it lists are judged by those, the others as before; a
+// backend entry without a reason, or naming no backend, is refused.
+func TestBackendExpectations(t *testing.T) {
+	base := "name: b\nduration: 1s\nexpect:\n  default: {mutex: invalid}\n  simple: {mutex: invalid, resource: invalid}\n"
+	s, err := scenarios.Parse([]byte(base+"backends:\n  docker:\n    why: a container restart is slower\n    expect:\n      simple: {mutex: invalid, resource: any}\n"), "b.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Expectation("simple")["resource"]; got != "invalid" {
+		t.Errorf("process: simple resource %q, want invalid", got)
+	}
+	if s.ForBackend("process") != s {
+		t.Error("a backend the scenario does not name changed it")
+	}
+	d := s.ForBackend("docker")
+	if got := d.Expectation("simple")["resource"]; got != "any" {
+		t.Errorf("docker: simple resource %q, want any", got)
+	}
+	if got := d.Expectation("reentrant")["mutex"]; got != "invalid" {
+		t.Errorf("docker: reentrant (default) mutex %q, want invalid", got)
+	}
+	if !strings.Contains(d.BackendNote, "a container restart is slower") || s.Expectation("simple")["resource"] != "invalid" {
+		t.Errorf("note %q; the original changed: %v", d.BackendNote, s.Expectation("simple"))
+	}
+	for yaml, want := range map[string]string{
+		"backends:\n  podman:\n    why: x\n    expect:\n      simple: {mutex: invalid}\n": `backends.podman: "podman" is not a backend`,
+		"backends:\n  docker:\n    expect:\n      simple: {mutex: invalid}\n":             "backends.docker.why: missing",
+		"backends:\n  docker:\n    why: x\n":                                             "backends.docker.expect: missing",
+		"backends:\n  docker:\n    why: x\n    expect:\n      simple: {mutex: wrong}\n":   "backends.docker.expect.simple.mutex",
+	} {
+		if _, err := scenarios.Parse([]byte(base+yaml), "b.yaml"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", yaml, err, want)
+		}
 	}
 }
