@@ -129,7 +129,7 @@ func TestBackendExpectations(t *testing.T) {
 	for yaml, want := range map[string]string{
 		"backends:\n  podman:\n    why: x\n    expect:\n      simple: {mutex: invalid}\n": `backends.podman: "podman" is not a backend`,
 		"backends:\n  docker:\n    expect:\n      simple: {mutex: invalid}\n":             "backends.docker.why: missing",
-		"backends:\n  docker:\n    why: x\n":                                             "backends.docker.expect: missing",
+		"backends:\n  docker:\n    why: x\n":                                              "backends.docker.expect: missing",
 		"backends:\n  docker:\n    why: x\n    expect:\n      simple: {mutex: wrong}\n":   "backends.docker.expect.simple.mutex",
 	} {
 		if _, err := scenarios.Parse([]byte(base+yaml), "b.yaml"); err == nil || !strings.Contains(err.Error(), want) {
