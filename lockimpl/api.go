@@ -113,7 +113,11 @@ func IsIndeterminate(err error) bool {
 // Endpoint says how to reach one Redis deployment an implementation may use,
 // for adapters that bring their own client library.
 type Endpoint struct {
-	Addr          string   // host:port of the node (or of the current master)
+	Addr string // host:port of the node (or of the current master)
+	// ClusterAddrs, in a Redis Cluster, are every node's address (Addr is
+	// the first): a client of its own must be a cluster client that
+	// follows the slot map. Conns are go-redis cluster clients there.
+	ClusterAddrs  []string
 	MasterName    string   // Sentinel master name, when behind Sentinel
 	SentinelAddrs []string // Sentinel addresses, when behind Sentinel
 	Password      string   // AUTH password, empty for none

@@ -38,8 +38,13 @@ type Info struct {
 	// flagged in the results.
 	Renews bool
 	// NeedsReplicas: the lock waits for replicas to acknowledge (WAIT), so
-	// it runs only in topologies with replicas (sentinel).
+	// it runs only in topologies with replicas (sentinel, cluster).
 	NeedsReplicas bool
+	// NoCluster, when set, says why the lock cannot run on a Redis
+	// Cluster (e.g. one script touching keys of several slots, or a
+	// library without cluster support); the matrix marks its cluster
+	// cells not applicable with this reason, and a run refuses it.
+	NoCluster string
 }
 
 // Capabilities are an Info's declarations that decide which scenarios and
@@ -49,7 +54,7 @@ func (i Info) Capabilities() string {
 	for _, c := range []struct {
 		on   bool
 		name string
-	}{{i.Reentrant, "reentrant"}, {i.Fenced, "fenced"}, {i.Renews, "renews"}, {i.NeedsReplicas, "needs-replicas"}, {i.MinNodes > 0, "multi-node"}} {
+	}{{i.Reentrant, "reentrant"}, {i.Fenced, "fenced"}, {i.Renews, "renews"}, {i.NeedsReplicas, "needs-replicas"}, {i.MinNodes > 0, "multi-node"}, {i.NoCluster != "", "no-cluster"}} {
 		if c.on {
 			cs = append(cs, c.name)
 		}
@@ -72,7 +77,7 @@ func (i Info) check() error {
 	case i.MinNodes < 0:
 		return fmt.Errorf("lock %s: MinNodes %d is negative", i.Name, i.MinNodes)
 	case i.NeedsReplicas && i.MinNodes > 0:
-		return fmt.Errorf("lock %s: NeedsReplicas (sentinel topology) and MinNodes %d (independent masters) exclude each other", i.Name, i.MinNodes)
+		return fmt.Errorf("lock %s: NeedsReplicas (replicated masters) and MinNodes %d (independent masters) exclude each other", i.Name, i.MinNodes)
 	}
 	return nil
 }

@@ -54,8 +54,11 @@ func Applicable(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
 		}
 		return false, "scenario is meant for " + strings.Join(s.Locks, ", ")
 	}
-	if info.NeedsReplicas && s.Topology != "sentinel" {
-		return false, "needs a replica (sentinel topology)"
+	if info.NoCluster != "" && s.Topology == "cluster" {
+		return false, "cannot run on Redis Cluster: " + info.NoCluster
+	}
+	if info.NeedsReplicas && s.Topology != "sentinel" && s.Topology != "cluster" {
+		return false, "needs a replica (sentinel or cluster topology)"
 	}
 	if info.MinNodes > 1 && s.Topology != "independent" {
 		return false, fmt.Sprintf("needs %d independent masters", info.MinNodes)

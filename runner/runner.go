@@ -179,6 +179,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, badField("lock", "%w", err)
 	}
+	if info.NoCluster != "" && s.Topology == cluster.RedisCluster {
+		return nil, badField("lock", "%s cannot run on Redis Cluster (scenario %s): %s", o.Lock, s.Name, info.NoCluster)
+	}
 	if o.History != "" && o.History != HistoryCompact && o.History != HistoryJSONL {
 		return nil, badField("history", "%q is not %s or %s", o.History, HistoryCompact, HistoryJSONL)
 	}

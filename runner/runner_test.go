@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -239,9 +240,10 @@ func TestRunnerErrorsWrap(t *testing.T) {
 }
 
 // The locks that keep a key and its helpers in one slot run on a Redis
-// Cluster (3 shards × 1 replica) through a cluster client, and the run's
-// keys spread over the shards: the observer sees server events from more
-// than one node.
+// Cluster (3 shards × 1 replica) through a cluster client, the adapters
+// through their own cluster clients (rueidis from Endpoint.ClusterAddrs),
+// and the run's keys spread over the shards: the observer sees server
+// events from more than one node.
 func TestRunOnRedisCluster(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not on PATH")
@@ -250,7 +252,7 @@ func TestRunOnRedisCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, lock := range []string{"simple", "fenced"} {
+	for _, lock := range []string{"simple", "fenced", "redislock", "rueidislock", "redsync"} {
 		out := filepath.Join(t.TempDir(), lock)
 		res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: lock, Backend: "process", Out: out})
 		if err != nil {
@@ -272,5 +274,52 @@ func TestRunOnRedisCluster(t *testing.T) {
 		if len(nodes) < 2 {
 			t.Errorf("%s: server events from %d node(s) %v: the keys did not spread over the shards", lock, len(nodes), nodes)
 		}
+	}
+}
+
+// A lock declares at registration that it cannot run on a Redis Cluster:
+// the matrix marks its cluster cells not applicable with the reason, and
+// a run refuses it before anything starts (exit 3, field lock).
+func TestNoClusterDeclared(t *testing.T) {
+	lockimpl.Register(lockimpl.Info{Name: "test-no-cluster", Kind: lockimpl.User, Description: "test",
+		NoCluster: "its script touches keys of two slots"},
+		func(lockimpl.Env) (lockimpl.Locker, error) { return nil, errors.New("never built") })
+	info, _, err := lockimpl.Lookup("test-no-cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(info.Capabilities(), "no-cluster") {
+		t.Errorf("capabilities %q do not say no-cluster", info.Capabilities())
+	}
+	clusterS, err := scenarios.Parse([]byte("name: c\ntopology: cluster\nduration: 1s\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, err := scenarios.Load("smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := runner.Applicable(info, clusterS); ok || !strings.Contains(why, "two slots") {
+		t.Errorf("Applicable on cluster = %v, %q: want not applicable, with the lock's reason", ok, why)
+	}
+	if ok, _ := runner.Applicable(info, single); !ok {
+		t.Error("a no-cluster lock is not applicable on a single node")
+	}
+	// WAIT needs a replica: a cluster shard has one, a single node none.
+	wait, _, _ := lockimpl.Lookup("simple-wait")
+	if ok, why := runner.Applicable(wait, clusterS); !ok {
+		t.Errorf("simple-wait on cluster not applicable: %s", why)
+	}
+	if ok, _ := runner.Applicable(wait, single); ok {
+		t.Error("simple-wait applicable on a single node")
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	_, err = runner.Run(context.Background(), runner.Options{Scenario: clusterS, Lock: "test-no-cluster", Backend: "process", Out: out})
+	var re *runner.Error
+	if !errors.As(err, &re) || re.Code != runner.ExitBadInput || re.Field != "lock" || !strings.Contains(err.Error(), "two slots") {
+		t.Fatalf("run: %v, want exit 3 for field lock with the reason", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the refused run left %s behind (%v)", out, err)
 	}
 }

@@ -94,7 +94,7 @@ func New(o Options) (*Workload, error) {
 		eps := o.Cluster.ClientEndpoints(id)
 		leps := make([]lockimpl.Endpoint, len(eps))
 		for i, ep := range eps {
-			leps[i] = lockimpl.Endpoint{Addr: ep.Addr, MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password}
+			leps[i] = lockimpl.Endpoint{Addr: ep.Addr, ClusterAddrs: ep.ClusterAddrs, MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password}
 		}
 		c := &Client{ID: id, clock: lockimpl.NewSkewClock(), rec: o.Rec, w: w,
 			rng: rand.New(rand.NewPCG(o.Seed, uint64(id)+1))}

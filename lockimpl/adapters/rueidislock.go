@@ -56,9 +56,14 @@ func newRueidislock(env lockimpl.Env) (lockimpl.Locker, error) {
 	}
 	ep := env.Endpoints[0]
 	co := rueidis.ClientOption{InitAddress: []string{ep.Addr}, Password: ep.Password}
-	if ep.MasterName != "" {
+	switch {
+	case ep.MasterName != "":
 		co.InitAddress = ep.SentinelAddrs
 		co.Sentinel = rueidis.SentinelOption{MasterSet: ep.MasterName}
+	case len(ep.ClusterAddrs) > 0:
+		// rueidis finds a cluster by itself (CLUSTER SLOTS) and follows
+		// MOVED/ASK replies, which are refusals: the command did not run.
+		co.InitAddress = ep.ClusterAddrs
 	}
 	// The README's advice: KeyMajority 1 for one Redis instance, and
 	// NoLoopTracking when every server is 7.0.5 or newer.
