@@ -259,7 +259,12 @@ func TestRunOnRedisCluster(t *testing.T) {
 			t.Fatalf("%s: %v", lock, err)
 		}
 		r := res.Results
-		if r.Verdict != "valid" || r.Stats.Cycles < 100 || r.Stats.Acquires.Fail != 0 {
+		// rueidislock v1.0.79 sometimes misses a release's wake-up and
+		// its waiter times out (adapters/rueidislock.go; the catalog's
+		// contention and hot-keys give it liveness any): seen once in CI
+		// under -race here. Every other lock must never fail an acquire.
+		failOK := lock == "rueidislock" && r.Stats.Acquires.Fail <= 2
+		if r.Verdict != "valid" || r.Stats.Cycles < 100 || (r.Stats.Acquires.Fail != 0 && !failOK) {
 			t.Errorf("%s on cluster: verdict %s, %d cycles, %d failed acquires (notes %q)", lock, r.Verdict, r.Stats.Cycles, r.Stats.Acquires.Fail, r.Notes)
 		}
 		nodes := map[string]bool{}
