@@ -199,6 +199,12 @@ func (m *model) check(o Options) *Result {
 	if o.Epsilon <= 0 {
 		o.Epsilon = max(m.ttl/2, 100e6)
 	}
+	if m.maxUnc > 0 {
+		// Server events come from one worker's observer, client steps
+		// from every worker's clock: matching them needs the slack of
+		// two clocks' error bounds.
+		o.ObserverLag += 2 * m.maxUnc
+	}
 	m.finish(o)
 	c := &ctx{o: o}
 	want := map[string]bool{}

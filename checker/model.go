@@ -168,6 +168,12 @@ type model struct {
 	nodeIdx map[string]int16
 	nodes   []string
 
+	// unc is each client's clock uncertainty (ns) in a history merged from
+	// workers (MetaClockUncertainty); nil for a single process's history.
+	unc    map[int32]int64
+	worker map[int32]int64 // client → worker index (MetaClientWorker)
+	maxUnc int64
+
 	holds   []hold
 	clients map[int32]*clientState
 	faults  []*fault
@@ -245,6 +251,26 @@ func (m *model) add(e *history.Event) {
 			m.honours = v
 		}
 		m.topo, _ = e.Meta[history.MetaTopology].(string)
+		if u, ok := e.Meta[history.MetaClockUncertainty].(map[string]any); ok {
+			m.unc = map[int32]int64{}
+			for id, v := range u {
+				c, err := strconv.Atoi(id)
+				ns, ok := metaInt(v)
+				if err == nil && ok && ns > 0 {
+					m.unc[int32(c)] = ns
+					m.maxUnc = max(m.maxUnc, ns)
+				}
+			}
+			m.worker = map[int32]int64{}
+			if wk, ok := e.Meta[history.MetaClientWorker].(map[string]any); ok {
+				for id, v := range wk {
+					c, err := strconv.Atoi(id)
+					if w, ok := metaInt(v); ok && err == nil {
+						m.worker[int32(c)] = w
+					}
+				}
+			}
+		}
 	case history.OpAcquire:
 		m.addAcquire(e)
 	case history.OpRelease:
@@ -510,4 +536,24 @@ func jain(xs []float64) float64 {
 		return math.NaN()
 	}
 	return s * s / (float64(len(xs)) * s2)
+}
+
+// uncertainty is how far apart two clients' clocks may be (ns): the sum of
+// their workers' error bounds against the server's TIME; 0 within one
+// process.
+func (m *model) uncertainty(a, b int32) int64 {
+	if m.unc == nil || a == b {
+		return 0
+	}
+	if wa, ok := m.worker[a]; ok {
+		if wb, ok := m.worker[b]; ok && wa == wb {
+			return 0 // one worker, one clock
+		}
+	}
+	return m.unc[a] + m.unc[b]
+}
+
+// uncertainNote says what the checks set aside as within clock uncertainty.
+func uncertainNote(n int, longest int64, what string) string {
+	return fmt.Sprintf("%d %s of at most %.3f ms were shorter than the two clients' combined clock uncertainty (merged workers): not evidence, so at best unknown", n, what, history.MS(longest))
 }

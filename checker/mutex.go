@@ -12,8 +12,8 @@ import (
 // the other client's belief ended is a violation. O(h log h) per key.
 func checkMutex(m *model, c *ctx) (CheckResult, bool) {
 	res := CheckResult{Stats: map[string]any{}}
-	var count, holds, empty int
-	var overlapNS int64
+	var count, holds, empty, uncertain int
+	var overlapNS, uncertainMax int64
 	for k, kd := range m.kd {
 		m.index(kd)
 		holds += len(kd.holds)
@@ -29,7 +29,18 @@ func checkMutex(m *model, c *ctx) (CheckResult, bool) {
 			if prev >= 0 && m.holds[prev].client == h.client {
 				prev = b
 			}
-			if prev >= 0 && m.holds[prev].belief > h.start {
+			overlapping := prev >= 0 && m.holds[prev].belief > h.start
+			if overlapping {
+				p := &m.holds[prev]
+				if d := min(p.belief, h.belief) - h.start; d <= m.uncertainty(p.client, h.client) {
+					// Two workers' clocks may disagree by that much: the
+					// overlap may not have happened.
+					uncertain++
+					uncertainMax = max(uncertainMax, d)
+					overlapping = false
+				}
+			}
+			if overlapping {
 				p := &m.holds[prev]
 				end := min(p.belief, h.belief)
 				overlapNS += max(end-h.start, 0)
@@ -56,6 +67,13 @@ func checkMutex(m *model, c *ctx) (CheckResult, bool) {
 	}
 	res.Violations = count
 	res.Verdict = verdictOf(count, holds > 0)
+	if uncertain > 0 {
+		if count == 0 {
+			res.Verdict = Unknown
+		}
+		res.Stats["overlaps_within_clock_uncertainty"] = uncertain
+		res.Notes = append(res.Notes, uncertainNote(uncertain, uncertainMax, "overlaps"))
+	}
 	res.Stats["holds"] = holds
 	res.Stats["overlap_ms"] = history.MS(overlapNS)
 	if empty > 0 {

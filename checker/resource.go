@@ -27,8 +27,8 @@ func (m *model) resourceKind() string {
 func checkResource(m *model, c *ctx) (CheckResult, bool) {
 	res := CheckResult{Stats: map[string]any{}}
 	kind := m.resourceKind()
-	var count, accepted, rejected, total int
-	var oversold int64
+	var count, accepted, rejected, total, uncertain int
+	var oversold, uncertainMax int64
 	for k, kd := range m.kd {
 		if len(kd.writes) == 0 {
 			continue
@@ -48,6 +48,11 @@ func checkResource(m *model, c *ctx) (CheckResult, bool) {
 		for n := 1; n < len(ws); n++ {
 			w, p := &kd.writes[ws[n]], &kd.writes[ws[n-1]]
 			if w.readAt < 0 || p.client == w.client || p.at <= w.readAt {
+				continue
+			}
+			if d := p.at - w.readAt; d <= m.uncertainty(p.client, w.client) {
+				uncertain++
+				uncertainMax = max(uncertainMax, d)
 				continue
 			}
 			lost++
@@ -89,6 +94,13 @@ func checkResource(m *model, c *ctx) (CheckResult, bool) {
 	}
 	res.Violations = count
 	res.Verdict = verdictOf(count, accepted > 0)
+	if uncertain > 0 {
+		if count == 0 {
+			res.Verdict = Unknown
+		}
+		res.Stats["interleavings_within_clock_uncertainty"] = uncertain
+		res.Notes = append(res.Notes, uncertainNote(uncertain, uncertainMax, "interleavings (a write applied after another client's read)"))
+	}
 	res.Stats["resource"] = kind
 	res.Stats["writes"] = total
 	res.Stats["accepted"] = accepted

@@ -119,4 +119,17 @@ const (
 	// MetaImage the docker image they run from (docker backend).
 	MetaServer = "server"
 	MetaImage  = "image"
+	// MetaClockUncertainty, in a history merged from workers (lockchaos
+	// merge), maps each client id ("3") to the error bound (ns) of its
+	// worker's clock against the server's TIME: an overlap between two
+	// clients shorter than the sum of theirs is not evidence.
+	MetaClockUncertainty = "clock_uncertainty_ns"
+	// MetaClientWorker maps each client id to its worker's index: two
+	// clients of one worker share a clock (no uncertainty between them).
+	MetaClientWorker = "client_worker"
+	// MetaWorkers, in a merged history, lists each worker's index, clients
+	// and measured clock offset; in a worker's own history, MetaWorker is
+	// its part of the run (runner.WorkerInfo).
+	MetaWorkers = "workers"
+	MetaWorker  = "worker"
 )
