@@ -67,7 +67,9 @@ type Scheduled struct {
 
 // ClientControl is what the workload lets faults do to its clients.
 type ClientControl interface {
-	NumClients() int
+	// IDs are the clients this process drives, in order (0..n-1 in one
+	// process; a worker's share of them, I, I+N, ..., in a worker).
+	IDs() []int
 	// Holders returns the clients that currently hold a lock (believe so).
 	Holders() []int
 	// Pause arms a freeze for d at point ("now": at the next step) in each

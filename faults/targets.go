@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,11 +32,12 @@ func clientTarget(env *Env, target string) (int, error) {
 			time.Sleep(200 * time.Microsecond)
 		}
 	case target == "random-client":
-		return env.Rand.IntN(env.Clients.NumClients()), nil
+		ids := env.Clients.IDs()
+		return ids[env.Rand.IntN(len(ids))], nil
 	case strings.HasPrefix(target, "client:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(target, "client:"))
-		if err != nil || n < 0 || n >= env.Clients.NumClients() {
-			return -1, fmt.Errorf("target %q: no such client (0..%d)", target, env.Clients.NumClients()-1)
+		if err != nil || !slices.Contains(env.Clients.IDs(), n) {
+			return -1, fmt.Errorf("target %q: no such client here (clients %s)", target, idRange(env.Clients.IDs()))
 		}
 		return n, nil
 	}
@@ -47,11 +49,7 @@ func clientTarget(env *Env, target string) (int, error) {
 // it; the other targets name one client as clientTarget does.
 func pointTargets(env *Env, target string) ([]int, error) {
 	if target == "any-client" {
-		cs := make([]int, env.Clients.NumClients())
-		for i := range cs {
-			cs[i] = i
-		}
-		return cs, nil
+		return env.Clients.IDs(), nil
 	}
 	c, err := clientTarget(env, target)
 	if err != nil {
@@ -201,4 +199,16 @@ func onlyMaster(why string) func(Spec) error {
 		}
 		return nil
 	}
+}
+
+// idRange shows client ids compactly: "0..3", or the list when not
+// contiguous (a worker's share).
+func idRange(ids []int) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	if ids[len(ids)-1]-ids[0] == len(ids)-1 {
+		return fmt.Sprintf("%d..%d", ids[0], ids[len(ids)-1])
+	}
+	return strings.Trim(fmt.Sprint(ids), "[]")
 }

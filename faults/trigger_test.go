@@ -19,7 +19,7 @@ type watchClients struct {
 	reachAfter time.Duration
 }
 
-func (w watchClients) NumClients() int { return 2 }
+func (w watchClients) IDs() []int { return []int{0, 1} }
 
 func (w watchClients) Watch(ctx context.Context, cs []int, point string) <-chan Hit {
 	ch := make(chan Hit, 1)

@@ -40,12 +40,17 @@ type Options struct {
 	// KeyPrefix puts every key the locks create at the server under it
 	// (keyspace.Prefix.Key); history events keep the short names (k0, ...).
 	KeyPrefix keyspace.Prefix
+	// ClientIDs, when set, are the clients this process drives (a worker's
+	// share of Config.Clients: ids I, I+N, ...); the others run elsewhere.
+	// An open loop's rate is shared out in proportion. Default: all.
+	ClientIDs []int
 }
 
 // Workload is the set of clients of one run.
 type Workload struct {
 	cfg       Config
-	clients   []*Client
+	clients   []*Client       // the clients this process drives, in id order
+	byID      map[int]*Client // the same, by id
 	res       *Resource
 	keyNames  []string // as history events name the keys: k0, k1, ...
 	srvKeys   []string // as the locks (and the server) name them: <prefix>{k0}, ...
@@ -88,7 +93,23 @@ func New(o Options) (*Workload, error) {
 		w.keyNames = append(w.keyNames, KeyName(i))
 		w.srvKeys = append(w.srvKeys, o.KeyPrefix.Key(KeyName(i)))
 	}
-	for id := 0; id < o.Config.Clients; id++ {
+	ids := o.ClientIDs
+	if ids == nil {
+		for id := 0; id < o.Config.Clients; id++ {
+			ids = append(ids, id)
+		}
+	} else {
+		for i, id := range ids {
+			if id < 0 || id >= o.Config.Clients || (i > 0 && id <= ids[i-1]) {
+				return nil, fmt.Errorf("client ids %v: not increasing ids in 0..%d", ids, o.Config.Clients-1)
+			}
+		}
+		if w.cfg.Mode == "open" {
+			w.cfg.Rate *= float64(len(ids)) / float64(o.Config.Clients)
+		}
+	}
+	w.byID = map[int]*Client{}
+	for _, id := range ids {
 		// Each client's own endpoints: through its link proxies when the
 		// cluster has them (link faults), else the shared ones.
 		eps := o.Cluster.ClientEndpoints(id)
@@ -117,13 +138,14 @@ func New(o Options) (*Workload, error) {
 			w.Close()
 			return nil, fmt.Errorf("lock %s for client %d: %w", o.Lock, id, err)
 		}
-		if id == 0 {
+		if len(w.clients) == 0 {
 			if cf, ok := lk.(interface{ Config() map[string]any }); ok {
 				w.config = cf.Config()
 			}
 		}
 		c.lk = lk
 		w.clients = append(w.clients, c)
+		w.byID[id] = c
 	}
 	if o.Config.KeyDist == "zipf" {
 		for _, c := range w.clients {
@@ -307,8 +329,14 @@ func (w *Workload) Histograms() map[string]*hdrhistogram.Histogram {
 
 // --- faults.ClientControl ---
 
-// NumClients is the number of clients.
-func (w *Workload) NumClients() int { return len(w.clients) }
+// IDs are the ids of the clients this process drives, in order.
+func (w *Workload) IDs() []int {
+	out := make([]int, len(w.clients))
+	for i, c := range w.clients {
+		out[i] = c.ID
+	}
+	return out
+}
 
 // Holders are the clients that believe they hold a lock now.
 func (w *Workload) Holders() []int {
@@ -341,19 +369,19 @@ func (w *Workload) Watch(ctx context.Context, cs []int, point string) <-chan fau
 func (w *Workload) gates(cs []int) []*gate {
 	out := make([]*gate, len(cs))
 	for i, c := range cs {
-		out[i] = &w.clients[c].gate
+		out[i] = &w.byID[c].gate
 	}
 	return out
 }
 
 // SetClock skews client c's clock.
 func (w *Workload) SetClock(c int, offset time.Duration, rate float64) {
-	w.clients[c].clock.Set(offset, rate)
+	w.byID[c].clock.Set(offset, rate)
 }
 
 // Stall delays the listed commands of client c by d until undo.
 func (w *Workload) Stall(c int, commands []string, d time.Duration) func() {
-	g := &w.clients[c].gate
+	g := &w.byID[c].gate
 	g.mu.Lock()
 	g.stallD = d
 	g.stallOn = nil
@@ -377,7 +405,7 @@ func (w *Workload) Cut(c int, nodes []int, mode string) (func(), error) {
 	if mode != "reset" && mode != "drop" {
 		return nil, fmt.Errorf("cut mode %q is not reset or drop", mode)
 	}
-	g := &w.clients[c].gate
+	g := &w.byID[c].gate
 	g.mu.Lock()
 	if g.cuts == nil {
 		g.cuts = map[int]string{}
