@@ -106,7 +106,8 @@ inconclusive, 3 bad input, 4 infrastructure failure.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(stdout, stderr), newCheckCmd(stdout), newReportCmd(stdout), newListCmd(stdout), newExportCmd(stdout), newCleanCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newCheckCmd(stdout), newReportCmd(stdout), newListCmd(stdout), newExportCmd(stdout), newCleanCmd(stdout),
+		newWorkerCmd(stdout, stderr), newMergeCmd(stdout))
 	for _, extra := range extraCommands {
 		root.AddCommand(extra(stdout, stderr))
 	}

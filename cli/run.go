@@ -70,6 +70,19 @@ func (f *overrideFlags) add(cmd *cobra.Command) {
 	fl.DurationVar(&f.ttl, "ttl", 0, "lock TTL (overrides the scenario)")
 }
 
+// load loads scenario name (a built-in or a file) with the flags applied;
+// errors exit 3.
+func (f *overrideFlags) load(cmd *cobra.Command, name string) (*scenarios.Scenario, error) {
+	s, err := scenarios.Load(name)
+	if err != nil {
+		return nil, exitWith(runner.ExitBadInput, err)
+	}
+	if err := f.apply(cmd, s); err != nil {
+		return nil, exitWith(runner.ExitBadInput, err)
+	}
+	return s, nil
+}
+
 // apply changes s where a flag was given and re-validates, naming the flag.
 func (f *overrideFlags) apply(cmd *cobra.Command, s *scenarios.Scenario) error {
 	fl := cmd.Flags()
@@ -147,12 +160,9 @@ instead (0 = the harness found exactly what the scenario expects).`,
   lockchaos run gc-pause --lock simple --repeat 5 --seed 20   # seeds 20-24`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := scenarios.Load(args[0])
+			s, err := of.load(cmd, args[0])
 			if err != nil {
-				return exitWith(runner.ExitBadInput, err)
-			}
-			if err := of.apply(cmd, s); err != nil {
-				return exitWith(runner.ExitBadInput, err)
+				return err
 			}
 			for _, t := range thresholds {
 				if _, err := report.ParseThreshold(t); err != nil {

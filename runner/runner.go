@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lockchaos/lockchaos/cluster"
@@ -78,6 +79,9 @@ type Options struct {
 	// History is the history's form: HistoryCompact (default, history.lch)
 	// or HistoryJSONL (history.jsonl).
 	History string
+	// Worker, when set, makes this run one worker of a run spread over
+	// processes (see Worker; Merge joins their directories).
+	Worker *Worker
 }
 
 // History forms.
@@ -189,6 +193,13 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		return nil, badField("backend", "%w", err)
 	}
 	runID := keyspace.NewRunID()
+	wk := o.Worker
+	if wk != nil {
+		if err := wk.check(s.Workload.Clients, o); err != nil {
+			return nil, err
+		}
+		runID = wk.RunID
+	}
 	prefix := keyspace.Default(runID)
 	if o.KeyPrefix != "" {
 		if err := keyspace.Check(o.KeyPrefix); err != nil {
@@ -256,11 +267,23 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	rec := history.NewRecorder(hw)
 	honour := *s.Workload.HonourLost
 	sched := faults.Resolve(s.Faults, s.Seed, s.Duration)
+	var clientIDs []int
+	if wk != nil {
+		// Each worker fires its own share of the schedule (Worker.owns).
+		mine := sched[:0:0]
+		for _, f := range sched {
+			if wk.owns(f) {
+				mine = append(mine, f)
+			}
+		}
+		sched = mine
+		clientIDs = wk.ids(s.Workload.Clients)
+	}
 	scheduled := make([]map[string]any, len(sched))
 	for i, f := range sched {
 		scheduled[i] = map[string]any{"id": f.ID, "kind": f.Spec.Kind, "at_ms": history.MS(int64(f.At))}
 	}
-	rec.Record(&history.Event{T: 0, Client: -1, Op: history.OpRun, Meta: map[string]any{
+	runMeta := map[string]any{
 		history.MetaScenario: s.Name, history.MetaLock: o.Lock, history.MetaBackend: cl.Backend,
 		history.MetaTopology: s.Topology, history.MetaSeed: s.Seed, history.MetaTTLms: history.MS(int64(lockOpts.TTL)),
 		history.MetaResource: s.Workload.Resource, history.MetaStock: s.Workload.Stock,
@@ -269,7 +292,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		history.MetaStartNS: rec.Start().UnixNano(), "nodes": len(cl.Nodes), "duration_ms": s.Duration.Milliseconds(),
 		"recovery_ms": s.Recovery.Milliseconds(), history.MetaRunID: runID, history.MetaKeyPrefix: string(prefix),
 		history.MetaFaultsScheduled: scheduled, history.MetaServer: cl.ServerVersion(ctx), history.MetaImage: cl.Image(),
-	}})
+	}
+	if wk != nil {
+		runMeta[history.MetaStartNS] = rec.Start().Add(wk.ClockOffset).UnixNano()
+		runMeta[history.MetaWorker] = map[string]any{"index": wk.Index, "count": wk.Count, "clients": clientIDs}
+	}
+	rec.Record(&history.Event{T: 0, Client: -1, Op: history.OpRun, Meta: runMeta})
 	var notes []string
 	if cl.ImageWhy != "" {
 		notes = append(notes, "docker image: "+cl.ImageWhy)
@@ -286,7 +314,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 
 	stopObserver := func() error { return nil }
 	var notify cluster.Notify
-	if !o.NoObserver {
+	if !o.NoObserver && (wk == nil || wk.Index == 0) {
 		var oerr error
 		if stopObserver, notify, oerr = observe(ctx, cl, rec, prefix); oerr != nil {
 			notes = append(notes, "observer not running: "+oerr.Error())
@@ -300,7 +328,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	defer func() { _ = stopObserver() }()
 
 	w, err := workloads.New(workloads.Options{Config: s.Workload, Lock: o.Lock, LockOptions: s.Lock, Cluster: cl,
-		Rec: rec, Seed: s.Seed, Histograms: true, Conn: o.Conn, KeyPrefix: prefix})
+		Rec: rec, Seed: s.Seed, Histograms: true, Conn: o.Conn, KeyPrefix: prefix, ClientIDs: clientIDs})
 	if err != nil {
 		return nil, fail(ExitBadInput, "workload: %w", err)
 	}
@@ -311,16 +339,50 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		KeyPattern: prefix.Pattern()}
 	fr := faults.NewRunner(fenv)
 
+	var wi WorkerInfo
+	var admin *redis.Client
+	if wk != nil {
+		admin = cl.AdminClient(cl.Nodes[0])
+		wi = WorkerInfo{RunID: wk.RunID, Index: wk.Index, Count: wk.Count, Clients: clientIDs, Scenario: s.Name, Lock: o.Lock,
+			Seed: s.Seed, StartUnixNS: rec.Start().Add(wk.ClockOffset).UnixNano()}
+		for _, f := range sched {
+			wi.Faults = append(wi.Faults, f.ID)
+		}
+		if wi.ServerStartNS, err = wk.join(ctx, admin); err != nil {
+			return nil, err
+		}
+		if wi.Start, err = wk.measureClock(ctx, admin, rec.Now); err != nil {
+			return nil, fail(ExitInfra, "worker clock: %w", err)
+		}
+	}
 	guard.hw = hw
 	gctx, stopGuard := guard.watch(ctx, 250*time.Millisecond)
 	interrupted := drive(gctx, o, s, rec, w, fr, sched)
 	stoppedBy := stopGuard()
 	w.Close() // no lock goroutine (renewals) writes a key after the clean-up
+	if wk != nil {
+		var err error
+		if wi.End, err = wk.measureClock(context.WithoutCancel(ctx), admin, rec.Now); err != nil {
+			notes = append(notes, "worker clock at the end: "+err.Error()+"; the start's offset stands for the whole run")
+			wi.End = wi.Start
+		}
+		if n := wk.done(ctx, admin); n != "" {
+			notes = append(notes, n)
+		}
+		notes = append(notes, fmt.Sprintf("worker %d of %d of run %s: this history holds clients %v only; lockchaos merge joins the workers' directories into the whole run",
+			wk.Index, wk.Count, wk.RunID, clientIDs))
+		if err := writeWorkerInfo(o.Out, wi); err != nil {
+			notes = append(notes, "worker.json: "+err.Error())
+		}
+	}
 	if err := stopObserver(); err != nil {
 		notes = append(notes, err.Error())
 	}
 	// The observer is stopped first: the clean-up's dels are no lock's.
-	notes = append(notes, cleanUp(ctx, cl, prefix, o.Cluster != nil)...)
+	// Of workers, the coordinator alone cleans up, once all are done.
+	if wk == nil || wk.Index == 0 {
+		notes = append(notes, cleanUp(ctx, cl, prefix, o.Cluster != nil)...)
+	}
 	stopCluster() // nothing left running before the (possibly slow) analysis
 	if hw != nil {
 		if err := hw.Close(); err != nil {

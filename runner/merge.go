@@ -1,0 +1,220 @@
+package runner
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/report"
+)
+
+// MergeOptions name the workers' run directories and where the merged run
+// goes.
+type MergeOptions struct {
+	Dirs []string
+	Out  string
+	Eval EvalOptions
+}
+
+// Merge joins the run directories of a run's workers (Worker) into one run
+// directory that check and report accept, and checks it. Every time is
+// mapped onto the server's clock through each worker's measured offset
+// (interpolated between its start and end samples) and made relative to
+// the earliest worker's start; the merged run event records each worker's
+// offset and error bound, and every client's uncertainty
+// (history.MetaClockUncertainty), which the checker respects: an overlap
+// shorter than two clients' combined uncertainty is unknown evidence, never
+// invalid. Each worker's events keep their order, so every client's events
+// stay in program order. Server events and phases are the coordinator's
+// (worker 0, the only one that observes). Histograms and throughput come
+// from the merged events, so they cover every client exactly.
+func Merge(o MergeOptions) (*report.Results, int, error) {
+	if len(o.Dirs) == 0 {
+		return nil, ExitBadInput, fail(ExitBadInput, "no worker directory to merge")
+	}
+	if o.Out == "" {
+		return nil, ExitBadInput, badField("out", "merge needs --out, the merged run's directory")
+	}
+	infos := make([]WorkerInfo, len(o.Dirs))
+	for i, d := range o.Dirs {
+		wi, err := ReadWorkerInfo(d)
+		if err != nil {
+			return nil, ExitBadInput, fail(ExitBadInput, "%w", err)
+		}
+		infos[i] = wi
+	}
+	if err := sameRun(o.Dirs, infos); err != nil {
+		return nil, ExitBadInput, err
+	}
+	byIndex := make([]int, infos[0].Count) // index → position in Dirs
+	for i, wi := range infos {
+		byIndex[wi.Index] = i
+	}
+	if err := prepareDir(o.Out); err != nil {
+		return nil, ExitBadInput, badField("out", "%s: %w", o.Out, err)
+	}
+
+	type stream struct {
+		wi     WorkerInfo
+		events []history.Event
+		next   int
+	}
+	streams := make([]*stream, len(infos))
+	var notes []string
+	t0 := int64(0)
+	for pos, idx := range byIndex {
+		dir := o.Dirs[idx]
+		ev, info, err := history.ReadFile(history.FileIn(dir))
+		if err != nil {
+			return nil, ExitBadInput, fail(ExitBadInput, "%s: %w", dir, err)
+		}
+		if len(ev) == 0 || ev[0].Op != history.OpRun {
+			return nil, ExitBadInput, fail(ExitBadInput, "%s: the history does not start with its run event", dir)
+		}
+		if info.Torn {
+			notes = append(notes, fmt.Sprintf("worker %d's history ended in a torn line (skipped)", pos))
+		}
+		st := &stream{wi: infos[idx], events: ev}
+		streams[pos] = st
+		if s0 := st.wi.ServerNS(0); pos == 0 || s0 < t0 {
+			t0 = s0
+		}
+	}
+
+	// The merged run event: the coordinator's, with every worker's clock.
+	meta := maps.Clone(streams[0].events[0].Meta)
+	delete(meta, history.MetaWorker)
+	meta[history.MetaStartNS] = t0
+	unc, clientWorker := map[string]any{}, map[string]any{}
+	var workers []map[string]any
+	var scheduled []any
+	for _, st := range streams {
+		wi := st.wi
+		u := wi.Uncertainty()
+		for _, c := range wi.Clients {
+			unc[strconv.Itoa(c)] = u
+			clientWorker[strconv.Itoa(c)] = wi.Index
+		}
+		workers = append(workers, map[string]any{"index": wi.Index, "clients": wi.Clients,
+			"offset_start_ns": wi.Start.OffsetNS, "offset_end_ns": wi.End.OffsetNS,
+			"error_start_ns": wi.Start.ErrorNS, "error_end_ns": wi.End.ErrorNS, "uncertainty_ns": u})
+		if s, ok := st.events[0].Meta[history.MetaFaultsScheduled].([]any); ok {
+			scheduled = append(scheduled, s...)
+		}
+		notes = append(notes, fmt.Sprintf("worker %d (clients %v): clock offset to the server %+.3f ms at the start, %+.3f ms at the end; times carry ±%.3f ms",
+			wi.Index, wi.Clients, history.MS(wi.Start.OffsetNS), history.MS(wi.End.OffsetNS), history.MS(u)))
+	}
+	meta[history.MetaWorkers] = workers
+	meta[history.MetaClockUncertainty] = unc
+	meta[history.MetaClientWorker] = clientWorker
+	meta[history.MetaFaultsScheduled] = scheduled
+	if r, _ := meta[history.MetaResource].(string); r == "register" {
+		notes = append(notes, "each worker's fenced register is its own: a stale fence is refused only by the register of the worker that holds it")
+	}
+
+	hw, err := history.Create(filepath.Join(o.Out, history.CompactFile))
+	if err != nil {
+		return nil, ExitInfra, fail(ExitInfra, "%w", err)
+	}
+	hw.Append(&history.Event{T: 0, Client: -1, Op: history.OpRun, Meta: meta})
+	// Map each event onto the merged clock; skip what only one worker
+	// should say (the run event, the others' phases).
+	mapped := func(st *stream, e *history.Event) bool {
+		if e.Op == history.OpRun || (e.Op == history.OpPhase && st.wi.Index != 0) {
+			return false
+		}
+		e.T = st.wi.ServerNS(e.T) - t0
+		if e.End > 0 {
+			e.End = st.wi.ServerNS(e.End) - t0
+		}
+		if e.Deadline > 0 {
+			e.Deadline = st.wi.ServerNS(e.Deadline) - t0
+		}
+		return true
+	}
+	for _, st := range streams {
+		for i := range st.events {
+			if !mapped(st, &st.events[i]) {
+				st.events[i].Op = "" // dropped
+			}
+		}
+	}
+	// Interleave by when each event was written (its end, else its start),
+	// keeping each worker's own order.
+	at := func(e *history.Event) int64 {
+		if e.End > 0 {
+			return e.End
+		}
+		return e.T
+	}
+	for {
+		var best *stream
+		for _, st := range streams {
+			for st.next < len(st.events) && st.events[st.next].Op == "" {
+				st.next++
+			}
+			if st.next < len(st.events) && (best == nil || at(&st.events[st.next]) < at(&best.events[best.next])) {
+				best = st
+			}
+		}
+		if best == nil {
+			break
+		}
+		hw.Append(&best.events[best.next])
+		best.next++
+	}
+	if err := hw.Close(); err != nil {
+		return nil, ExitInfra, fail(ExitInfra, "history: %w", err)
+	}
+	b, err := os.ReadFile(filepath.Join(o.Dirs[byIndex[0]], "scenario.yaml"))
+	if err != nil {
+		return nil, ExitBadInput, fail(ExitBadInput, "%w", err)
+	}
+	if err := os.WriteFile(filepath.Join(o.Out, "scenario.yaml"), b, 0o644); err != nil {
+		return nil, ExitInfra, fail(ExitInfra, "%w", err)
+	}
+	eo := o.Eval
+	eo.Notes = append(append([]string{fmt.Sprintf("merged from %d workers of run %s", len(streams), infos[0].RunID)}, notes...), eo.Notes...)
+	return CheckDir(o.Out, eo)
+}
+
+// sameRun refuses directories of different runs, scenarios, locks or seeds,
+// and a set of workers with one missing or twice.
+func sameRun(dirs []string, infos []WorkerInfo) error {
+	first := infos[0]
+	for i, wi := range infos[1:] {
+		for _, f := range []struct{ name, a, b string }{
+			{"run id", first.RunID, wi.RunID}, {"scenario", first.Scenario, wi.Scenario}, {"lock", first.Lock, wi.Lock},
+			{"seed", strconv.FormatUint(first.Seed, 10), strconv.FormatUint(wi.Seed, 10)},
+			{"workers", strconv.Itoa(first.Count), strconv.Itoa(wi.Count)},
+		} {
+			if f.a != f.b {
+				return fail(ExitBadInput, "%s has %s %s, %s has %s %s: not workers of one run", dirs[0], f.name, f.a, dirs[i+1], f.name, f.b)
+			}
+		}
+	}
+	seen := map[int]string{}
+	for i, wi := range infos {
+		if wi.Index < 0 || wi.Index >= first.Count {
+			return fail(ExitBadInput, "%s: worker index %d is not in 0..%d", dirs[i], wi.Index, first.Count-1)
+		}
+		if d, ok := seen[wi.Index]; ok {
+			return fail(ExitBadInput, "%s and %s are both worker %d", d, dirs[i], wi.Index)
+		}
+		seen[wi.Index] = dirs[i]
+	}
+	var missing []string
+	for i := range first.Count {
+		if _, ok := seen[i]; !ok {
+			missing = append(missing, strconv.Itoa(i))
+		}
+	}
+	if len(missing) > 0 {
+		return fail(ExitBadInput, "run %s had %d workers; missing worker %s", first.RunID, first.Count, strings.Join(missing, ", "))
+	}
+	return nil
+}
