@@ -466,23 +466,50 @@ func TestRunEmbedded(t *testing.T) {
 
 // lockchaosBinary builds the command into a temporary directory, with the
 // race detector when this test binary has it.
+// The binary is built once per test binary (each build under -race takes
+// tens of seconds) and removed by TestMain.
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 func lockchaosBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lockchaos")
-	args := []string{"build", "-o", bin}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				args = append(args, "-race")
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "lockchaos-test-bin-"); binErr != nil {
+			return
+		}
+		bin := filepath.Join(binDir, "lockchaos")
+		args := []string{"build", "-o", bin}
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "-race" && s.Value == "true" {
+					args = append(args, "-race")
+				}
 			}
 		}
+		cmd := exec.Command("go", append(args, "github.com/lockchaos/lockchaos")...)
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		binPath = bin
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
 	}
-	cmd := exec.Command("go", append(args, "github.com/lockchaos/lockchaos")...)
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return binPath
 }
 
 // descendants lists pid's child processes, recursively.
