@@ -107,7 +107,7 @@ inconclusive, 3 bad input, 4 infrastructure failure.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(stdout, stderr), newCheckCmd(stdout), newReportCmd(stdout), newListCmd(stdout), newExportCmd(stdout), newCleanCmd(stdout),
-		newWorkerCmd(stdout, stderr), newMergeCmd(stdout))
+		newWorkerCmd(stdout, stderr), newMergeCmd(stdout), newK8sCmd(stdout))
 	for _, extra := range extraCommands {
 		root.AddCommand(extra(stdout, stderr))
 	}

@@ -3,10 +3,12 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 )
@@ -95,6 +97,7 @@ and --workers.`,
 func newMergeCmd(stdout io.Writer) *cobra.Command {
 	var out string
 	var expect bool
+	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "merge --out DIR WORKER-DIR...",
 		Short: "Join the run directories of a run's workers into one run, and check it",
@@ -108,7 +111,7 @@ which.`,
 		Example: `  lockchaos merge --out merged w0 w1 w2`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, code, err := runner.Merge(runner.MergeOptions{Dirs: args, Out: out, Eval: runner.EvalOptions{Expect: expect}})
+			r, code, err := runner.Merge(runner.MergeOptions{Dirs: args, Out: out, Wait: wait, Eval: runner.EvalOptions{Expect: expect}})
 			if r != nil {
 				report.WriteText(stdout, r)
 				fmt.Fprintf(stdout, "run directory: %s\n", out)
@@ -124,6 +127,66 @@ which.`,
 	}
 	cmd.Flags().StringVar(&out, "out", "", "the merged run's directory (created; must not hold files)")
 	cmd.Flags().BoolVar(&expect, "expect", false, "exit 0 when the verdicts match the scenario's expectation")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for every worker to finish (its worker.json), e.g. in a Job started with the workers")
 	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func newK8sCmd(stdout io.Writer) *cobra.Command {
+	var (
+		of  overrideFlags
+		ko  runner.K8sOptions
+		out string
+	)
+	cmd := &cobra.Command{
+		Use:   "k8s NAME|FILE.yaml --workers N --addrs ADDR --image IMAGE",
+		Short: "Write Kubernetes manifests that run a scenario's clients as N worker pods, then merge them",
+		Long: `K8s writes, for kubectl apply -f, the manifests of one run spread over
+Kubernetes pods against a deployment the pods reach at --addrs: a ConfigMap
+with the scenario, a ReadWriteMany PersistentVolumeClaim for the runs, an
+Indexed Job whose N pods each run 'lockchaos worker' with their completion
+index, and a Job that waits for the workers and runs 'lockchaos merge' (its
+log is the verdict; the merged run is /runs/<run id>/merged on the volume).
+The image is lockchaos itself: scripts/lockchaos-image.sh builds one. A
+password comes from a Secret (--password-secret, key "password"), never from
+the manifests. Nothing is applied: the file is yours to read and apply.`,
+		Example: `  lockchaos k8s contention --lock simple --workers 8 --clients 64 --addrs redis.redis.svc:6379 \
+      --image registry.example.com/lockchaos:v1 --run-id bench1 > lockchaos-bench1.yaml
+  kubectl apply -f lockchaos-bench1.yaml && kubectl logs -f job/lockchaos-bench1-merge`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := of.load(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			ko.Scenario = s
+			if ko.RunID == "" {
+				ko.RunID = keyspace.NewRunID()
+			}
+			b, err := runner.K8sManifests(ko)
+			if err != nil {
+				return exitWith(runner.ExitCodeOf(err), err)
+			}
+			if out == "" || out == "-" {
+				_, err = stdout.Write(b)
+				return err
+			}
+			return os.WriteFile(out, b, 0o644)
+		},
+	}
+	of.add(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&ko.Lock, "lock", "simple", "lock implementation (built into the image)")
+	fl.IntVar(&ko.Workers, "workers", 2, "worker pods (each drives clients I, I+N, ...)")
+	fl.StringSliceVar(&ko.Addrs, "addrs", nil, "the deployment's addresses as the pods reach them, comma-separated")
+	fl.StringVar(&ko.Image, "image", "", "the lockchaos image the pods run")
+	fl.StringVar(&ko.RunID, "run-id", "", "the run's id: names the objects and the keys (default random)")
+	fl.StringVar(&ko.Namespace, "namespace", "", "namespace of the objects (default: kubectl's)")
+	fl.StringVar(&ko.Storage, "storage", "1Gi", "size of the runs volume")
+	fl.StringVar(&ko.StorageClass, "storage-class", "", "storage class of the runs volume; it must offer ReadWriteMany (default: the cluster's)")
+	fl.StringVar(&ko.PasswordSecret, "password-secret", "", "Secret whose key \"password\" is the deployment's AUTH password")
+	fl.StringVar(&ko.CPU, "cpu", "1", "CPU each worker pod requests (empty: none)")
+	fl.DurationVar(&ko.Barrier, "barrier-timeout", 10*time.Minute, "how long workers wait for each other (pods may be scheduled one by one)")
+	fl.StringVar(&out, "out", "-", "file to write (- : standard output)")
 	return cmd
 }

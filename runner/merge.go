@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/report"
@@ -18,6 +19,10 @@ type MergeOptions struct {
 	Dirs []string
 	Out  string
 	Eval EvalOptions
+	// Wait, when set, waits up to this long for every directory to hold
+	// its worker.json (a worker writes it last): the merge Job of
+	// lockchaos k8s starts with the workers.
+	Wait time.Duration
 }
 
 // Merge joins the run directories of a run's workers (Worker) into one run
@@ -38,6 +43,17 @@ func Merge(o MergeOptions) (*report.Results, int, error) {
 	}
 	if o.Out == "" {
 		return nil, ExitBadInput, badField("out", "merge needs --out, the merged run's directory")
+	}
+	if o.Wait > 0 {
+		deadline := time.Now().Add(o.Wait)
+		for _, d := range o.Dirs {
+			for {
+				if _, err := os.Stat(filepath.Join(d, WorkerFile)); err == nil || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(time.Second)
+			}
+		}
 	}
 	infos := make([]WorkerInfo, len(o.Dirs))
 	for i, d := range o.Dirs {
