@@ -158,6 +158,20 @@ func TestMergeRefusesMismatchedWorkers(t *testing.T) {
 	}
 }
 
+// merge --wait (the Job started with the workers) waits for a worker that
+// has not finished, and gives up after the wait naming the directory.
+func TestMergeWaitsForWorkers(t *testing.T) {
+	d := t.TempDir()
+	start := time.Now()
+	_, code, err := runner.Merge(runner.MergeOptions{Dirs: []string{filepath.Join(d, "w0")}, Out: filepath.Join(d, "out"), Wait: 1500 * time.Millisecond})
+	if waited := time.Since(start); waited < 1500*time.Millisecond || waited > 10*time.Second {
+		t.Errorf("merge --wait 1.5s returned after %v", waited)
+	}
+	if code != runner.ExitBadInput || err == nil || !strings.Contains(err.Error(), "w0") {
+		t.Errorf("exit %d, %v: want exit 3 naming w0", code, err)
+	}
+}
+
 // A worker's options are checked before anything starts.
 func TestWorkerOptionsRefused(t *testing.T) {
 	s, err := scenarios.Load("smoke")
