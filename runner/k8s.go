@@ -59,12 +59,9 @@ type (
 	}
 	k8sData map[string]string
 	pvcSpec struct {
-		AccessModes      []string     `yaml:"accessModes"`
-		StorageClassName *string      `yaml:"storageClassName,omitempty"`
-		Resources        pvcResources `yaml:"resources"`
-	}
-	pvcResources struct {
-		Requests map[string]string `yaml:"requests"`
+		AccessModes      []string  `yaml:"accessModes"`
+		StorageClassName *string   `yaml:"storageClassName,omitempty"`
+		Resources        resources `yaml:"resources"`
 	}
 	jobSpec struct {
 		CompletionMode        string      `yaml:"completionMode,omitempty"`
@@ -194,7 +191,7 @@ func K8sManifests(o K8sOptions) ([]byte, error) {
 	objs := []k8sObject{
 		{APIVersion: "v1", Kind: "ConfigMap", Metadata: meta(name), Data: k8sData{"scenario.yaml": string(scen)}},
 		{APIVersion: "v1", Kind: "PersistentVolumeClaim", Metadata: meta(name), Spec: pvcSpec{AccessModes: []string{"ReadWriteMany"},
-			StorageClassName: sc, Resources: pvcResources{Requests: map[string]string{"storage": o.Storage}}}},
+			StorageClassName: sc, Resources: resources{Requests: map[string]string{"storage": o.Storage}}}},
 		{APIVersion: "batch/v1", Kind: "Job", Metadata: meta(name + "-workers"), Spec: jobSpec{
 			CompletionMode: "Indexed", Completions: o.Workers, Parallelism: o.Workers,
 			// A retried worker would join its run's barrier twice.

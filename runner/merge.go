@@ -137,27 +137,24 @@ func Merge(o MergeOptions) (*report.Results, int, error) {
 		return nil, ExitInfra, fail(ExitInfra, "%w", err)
 	}
 	hw.Append(&history.Event{T: 0, Client: -1, Op: history.OpRun, Meta: meta})
-	// Map each event onto the merged clock; skip what only one worker
-	// should say (the run event, the others' phases).
-	mapped := func(st *stream, e *history.Event) bool {
-		if e.Op == history.OpRun || (e.Op == history.OpPhase && st.wi.Index != 0) {
-			return false
-		}
-		e.T = st.wi.ServerNS(e.T) - t0
-		if e.End > 0 {
-			e.End = st.wi.ServerNS(e.End) - t0
-		}
-		if e.Deadline > 0 {
-			e.Deadline = st.wi.ServerNS(e.Deadline) - t0
-		}
-		return true
-	}
+	// Map each event onto the merged clock, leaving out what only one
+	// worker should say (the run event, the others' phases).
 	for _, st := range streams {
-		for i := range st.events {
-			if !mapped(st, &st.events[i]) {
-				st.events[i].Op = "" // dropped
+		kept := st.events[:0]
+		for _, e := range st.events {
+			if e.Op == history.OpRun || (e.Op == history.OpPhase && st.wi.Index != 0) {
+				continue
 			}
+			e.T = st.wi.ServerNS(e.T) - t0
+			if e.End > 0 {
+				e.End = st.wi.ServerNS(e.End) - t0
+			}
+			if e.Deadline > 0 {
+				e.Deadline = st.wi.ServerNS(e.Deadline) - t0
+			}
+			kept = append(kept, e)
 		}
+		st.events = kept
 	}
 	// Interleave by when each event was written (its end, else its start),
 	// keeping each worker's own order.
@@ -170,9 +167,6 @@ func Merge(o MergeOptions) (*report.Results, int, error) {
 	for {
 		var best *stream
 		for _, st := range streams {
-			for st.next < len(st.events) && st.events[st.next].Op == "" {
-				st.next++
-			}
 			if st.next < len(st.events) && (best == nil || at(&st.events[st.next]) < at(&best.events[best.next])) {
 				best = st
 			}

@@ -268,7 +268,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	honour := *s.Workload.HonourLost
 	sched := faults.Resolve(s.Faults, s.Seed, s.Duration)
 	var clientIDs []int
+	startNS := rec.Start().UnixNano()
 	if wk != nil {
+		startNS = rec.Start().Add(wk.ClockOffset).UnixNano() // the worker's own wall clock
 		// Each worker fires its own share of the schedule (Worker.owns).
 		mine := sched[:0:0]
 		for _, f := range sched {
@@ -289,12 +291,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		history.MetaResource: s.Workload.Resource, history.MetaStock: s.Workload.Stock,
 		history.MetaClients: s.Workload.Clients, history.MetaKeys: s.Workload.Keys,
 		history.MetaFenced: info.Fenced && s.Workload.Resource == "register", history.MetaHonours: honour,
-		history.MetaStartNS: rec.Start().UnixNano(), "nodes": len(cl.Nodes), "duration_ms": s.Duration.Milliseconds(),
+		history.MetaStartNS: startNS, "nodes": len(cl.Nodes), "duration_ms": s.Duration.Milliseconds(),
 		"recovery_ms": s.Recovery.Milliseconds(), history.MetaRunID: runID, history.MetaKeyPrefix: string(prefix),
 		history.MetaFaultsScheduled: scheduled, history.MetaServer: cl.ServerVersion(ctx), history.MetaImage: cl.Image(),
 	}
 	if wk != nil {
-		runMeta[history.MetaStartNS] = rec.Start().Add(wk.ClockOffset).UnixNano()
 		runMeta[history.MetaWorker] = map[string]any{"index": wk.Index, "count": wk.Count, "clients": clientIDs}
 	}
 	rec.Record(&history.Event{T: 0, Client: -1, Op: history.OpRun, Meta: runMeta})
@@ -344,15 +345,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if wk != nil {
 		admin = cl.AdminClient(cl.Nodes[0])
 		wi = WorkerInfo{RunID: wk.RunID, Index: wk.Index, Count: wk.Count, Clients: clientIDs, Scenario: s.Name, Lock: o.Lock,
-			Seed: s.Seed, StartUnixNS: rec.Start().Add(wk.ClockOffset).UnixNano()}
-		for _, f := range sched {
-			wi.Faults = append(wi.Faults, f.ID)
-		}
-		if wi.ServerStartNS, err = wk.join(ctx, admin); err != nil {
+			Seed: s.Seed, StartUnixNS: startNS}
+		if wi.ServerStartNS, wi.Start, err = wk.join(ctx, admin, rec.Now); err != nil {
 			return nil, err
-		}
-		if wi.Start, err = wk.measureClock(ctx, admin, rec.Now); err != nil {
-			return nil, fail(ExitInfra, "worker clock: %w", err)
 		}
 	}
 	guard.hw = hw

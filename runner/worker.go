@@ -74,8 +74,6 @@ type WorkerInfo struct {
 	ServerStartNS int64       `json:"server_start_ns"`
 	Start         ClockSample `json:"clock_start"`
 	End           ClockSample `json:"clock_end"`
-	// Faults are the schedule ids this worker fired.
-	Faults []int `json:"faults"`
 }
 
 // Uncertainty is the error bound of this worker's times mapped onto the
@@ -136,8 +134,9 @@ func (w *Worker) owns(f faults.Scheduled) bool {
 			return id%w.Count == w.Index
 		}
 	}
-	if n, ok := strings.CutPrefix(f.Spec.When, "client:"); ok {
-		if id, err := strconv.Atoi(strings.Fields(n + " ")[0]); err == nil && f.Spec.Target == "" {
+	if n, ok := strings.CutPrefix(f.Spec.When, "client:"); ok && f.Spec.Target == "" {
+		id, _, _ := strings.Cut(n, " ")
+		if id, err := strconv.Atoi(id); err == nil {
 			return id%w.Count == w.Index
 		}
 	}
@@ -179,55 +178,54 @@ func (w *Worker) measureClock(ctx context.Context, c *redis.Client, runNow func(
 // join waits until every worker joined, then until the agreed start (on
 // the server's clock, 500 ms after the last joined, mapped onto this
 // worker's clock with a fresh measurement). It returns the start on the
-// server's clock.
-func (w *Worker) join(ctx context.Context, c *redis.Client) (int64, error) {
+// server's clock and that measurement (the worker's start sample).
+func (w *Worker) join(ctx context.Context, c *redis.Client, runNow func() int64) (int64, ClockSample, error) {
+	var none ClockSample
 	ttl := 2*w.wait() + 10*time.Minute
 	if added, err := c.SAdd(ctx, w.key("joined"), w.Index).Result(); err != nil {
-		return 0, fmt.Errorf("worker barrier: %w", err)
+		return 0, none, fmt.Errorf("worker barrier: %w", err)
 	} else if added == 0 {
-		return 0, &Error{Code: ExitBadInput, Field: "index", Err: fmt.Errorf("worker %d of run %s has already joined (two workers with one --index?)", w.Index, w.RunID)}
+		return 0, none, &Error{Code: ExitBadInput, Field: "index", Err: fmt.Errorf("worker %d of run %s has already joined (two workers with one --index?)", w.Index, w.RunID)}
 	}
 	c.PExpire(ctx, w.key("joined"), ttl)
 	n, err := c.SCard(ctx, w.key("joined")).Result()
 	if err != nil {
-		return 0, fmt.Errorf("worker barrier: %w", err)
+		return 0, none, fmt.Errorf("worker barrier: %w", err)
 	}
 	if n == int64(w.Count) {
 		st, err := c.Time(ctx).Result()
 		if err != nil {
-			return 0, fmt.Errorf("worker barrier: server TIME: %w", err)
+			return 0, none, fmt.Errorf("worker barrier: server TIME: %w", err)
 		}
 		start := st.Add(500 * time.Millisecond).UnixNano()
 		if err := c.SetNX(ctx, w.key("start"), start, ttl).Err(); err != nil {
-			return 0, fmt.Errorf("worker barrier: %w", err)
+			return 0, none, fmt.Errorf("worker barrier: %w", err)
 		}
 	}
 	deadline := time.Now().Add(w.wait())
 	for {
 		v, err := c.Get(ctx, w.key("start")).Int64()
 		if err == nil {
-			cs, err := w.measureClock(ctx, c, func() int64 { return 0 })
+			cs, err := w.measureClock(ctx, c, runNow)
 			if err != nil {
-				return 0, err
+				return 0, none, fmt.Errorf("worker clock: %w", err)
 			}
 			local := time.Unix(0, v-cs.OffsetNS) // on this worker's (shifted) clock
-			if d := local.Sub(w.now()); d > 0 {
-				if !wait(ctx, d) {
-					return 0, ctx.Err()
-				}
+			if d := local.Sub(w.now()); d > 0 && !wait(ctx, d) {
+				return 0, none, ctx.Err()
 			}
-			return v, nil
+			return v, cs, nil
 		}
 		if !errors.Is(err, redis.Nil) {
-			return 0, fmt.Errorf("worker barrier: %w", err)
+			return 0, none, fmt.Errorf("worker barrier: %w", err)
 		}
 		if time.Now().After(deadline) {
 			joined, _ := c.SMembers(ctx, w.key("joined")).Result()
-			return 0, &Error{Code: ExitInfra, Err: fmt.Errorf("worker barrier: %d of %d workers joined run %s within %v (joined: %s)",
+			return 0, none, &Error{Code: ExitInfra, Err: fmt.Errorf("worker barrier: %d of %d workers joined run %s within %v (joined: %s)",
 				len(joined), w.Count, w.RunID, w.wait(), strings.Join(joined, ", "))}
 		}
 		if !wait(ctx, 20*time.Millisecond) {
-			return 0, ctx.Err()
+			return 0, none, ctx.Err()
 		}
 	}
 }
