@@ -14,10 +14,11 @@ import (
 
 // synthHistory writes a history of about n events: 16 clients over 64 keys
 // doing correct cycles (acquire, read, write, release) with server events,
-// as a real run records them. It returns the path.
-func synthHistory(tb testing.TB, dir string, n int) string {
+// as a real run records them, in the form ext names (".lch" as runs write
+// it, or ".jsonl"). It returns the path.
+func synthHistory(tb testing.TB, dir string, n int, ext string) string {
 	tb.Helper()
-	p := filepath.Join(dir, fmt.Sprintf("h%d.jsonl", n))
+	p := filepath.Join(dir, fmt.Sprintf("h%d%s", n, ext))
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
@@ -58,19 +59,24 @@ func synthHistory(tb testing.TB, dir string, n int) string {
 	return p
 }
 
-// BenchmarkCheckFile checks synthetic histories of 1M and 10M events
-// (10M is skipped with -short). It reports events/s and the peak heap.
+// BenchmarkCheckFile checks synthetic histories of 1M and 10M events in
+// the compact form runs write (10M is skipped with -short; 100M too unless
+// LOCKCHAOS_BENCH_100M=1: it writes about 1 GB). It reports events/s and the
+// peak heap, which streaming keeps independent of the length.
 func BenchmarkCheckFile(b *testing.B) {
 	dir := os.Getenv("LOCKCHAOS_BENCH_DIR")
 	if dir == "" {
 		dir = b.TempDir()
 	}
-	for _, n := range []int{1_000_000, 10_000_000} {
+	for _, n := range []int{1_000_000, 10_000_000, 100_000_000} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			if n > 1_000_000 && testing.Short() {
 				b.Skip("10M events with -short")
 			}
-			p := synthHistory(b, dir, n)
+			if n > 10_000_000 && os.Getenv("LOCKCHAOS_BENCH_100M") == "" {
+				b.Skip("100M events without LOCKCHAOS_BENCH_100M=1")
+			}
+			p := synthHistory(b, dir, n, history.CompactExt)
 			b.ResetTimer()
 			var peak uint64
 			for i := 0; i < b.N; i++ {

@@ -60,12 +60,10 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 		fs[f.kind] = f
 	}
 	var expiredAt, delAt int64 = -1, -1
-	if m.badDels != nil {
-		for _, d := range m.badDels[k] {
-			if d.release && d.victim == ai && d.t <= to {
-				delAt = d.t
-				break
-			}
+	for _, d := range m.kd[k].badDels {
+		if d.release && d.victim == ai && d.t <= to {
+			delAt = d.t
+			break
 		}
 	}
 	srv := m.kd[k].srv

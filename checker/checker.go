@@ -42,7 +42,9 @@ package checker
 
 import (
 	"fmt"
+	"os"
 	"sort"
+	"strings"
 
 	"github.com/lockchaos/lockchaos/history"
 )
@@ -89,6 +91,13 @@ type Options struct {
 	ObserverLag int64
 	// Checks restricts the checks run (default: all that apply).
 	Checks []string
+
+	// whole: judge the whole history in one window at the end (no
+	// pruning): Check, and CheckFile's second pass.
+	whole bool
+	// batch: judge a window every batch events at least (default
+	// minBatch); tests make it small to judge many windows.
+	batch int
 }
 
 // CheckResult is one check's outcome.
@@ -134,52 +143,158 @@ type Result struct {
 	LossDetection *LossDetection `json:"loss_detection,omitempty"`
 }
 
-// CheckFile streams a history file and checks it.
+// CheckFile streams a history file and checks it in bounded memory (see
+// Stream). Where streaming could not be exact (an event came after its
+// time was judged), the file is checked again whole, and the result says
+// so in a note.
 func CheckFile(path string, o Options) (*Result, error) {
-	m := newModel()
-	info, err := history.ScanFile(path, func(e *history.Event) error { m.add(e); return nil })
+	if compareOn() && !o.whole {
+		return checkFileCompared(path, o)
+	}
+	st := NewStream(o)
+	info, err := scanPipelined(path, st.Add)
 	if err != nil {
 		return nil, err
 	}
-	r := m.check(o)
+	r := st.Result()
+	if why := st.Inexact(); why != "" {
+		o.whole = true
+		st = NewStream(o)
+		if info, err = scanPipelined(path, st.Add); err != nil {
+			return nil, err
+		}
+		r = st.Result()
+		r.Notes = append(r.Notes, "checked whole, not streamed: "+why)
+	}
 	r.Events, r.Torn = info.Events, info.Torn
 	return r, nil
 }
 
-// Check checks events held in memory (tests, embedding).
-func Check(events []history.Event, o Options) *Result {
-	m := newModel()
-	for i := range events {
-		m.add(&events[i])
+// checkFileCompared is CheckFile under CompareEnv: streamed in small
+// windows and whole, an error on any difference.
+func checkFileCompared(path string, o Options) (*Result, error) {
+	so := o
+	so.batch = compareBatch
+	st := NewStream(so)
+	info, err := scanPipelined(path, st.Add)
+	if err != nil {
+		return nil, err
 	}
-	r := m.check(o)
+	streamed := st.Result()
+	streamed.Events, streamed.Torn = info.Events, info.Torn
+	o.whole = true
+	whole, err := CheckFile(path, o)
+	if err != nil {
+		return nil, err
+	}
+	if why := st.Inexact(); why != "" {
+		fmt.Fprintf(os.Stderr, "lockchaos: %s: %s: streamed check inexact (%s); whole result used\n", CompareEnv, path, why)
+		whole.Notes = append(whole.Notes, "checked whole, not streamed: "+why)
+		return whole, nil
+	}
+	if d := Differences(streamed, whole); len(d) > 0 {
+		return nil, fmt.Errorf("%s: streamed and whole checks of %s differ (%d windows):\n  %s", CompareEnv, path, st.Windows, strings.Join(d, "\n  "))
+	}
+	return whole, nil
+}
+
+// scanPipelined reads path in a goroutine of its own (decompressing and
+// decoding) while add folds the events in: on two cores the check costs
+// about the larger of the two, not their sum.
+func scanPipelined(path string, add func(*history.Event)) (history.ScanInfo, error) {
+	const batch = 4096
+	ch := make(chan []history.Event, 8)
+	free := make(chan []history.Event, 10)
+	var info history.ScanInfo
+	var err error
+	stop := make(chan struct{})
+	go func() {
+		defer close(ch)
+		buf := make([]history.Event, 0, batch)
+		info, err = history.ScanFile(path, func(e *history.Event) error {
+			buf = append(buf, *e)
+			if len(buf) == batch {
+				select {
+				case ch <- buf:
+				case <-stop:
+					return errStopped
+				}
+				select {
+				case buf = <-free:
+					buf = buf[:0]
+				default:
+					buf = make([]history.Event, 0, batch)
+				}
+			}
+			return nil
+		})
+		if len(buf) > 0 {
+			select {
+			case ch <- buf:
+			case <-stop:
+			}
+		}
+	}()
+	for b := range ch {
+		for i := range b {
+			add(&b[i])
+		}
+		clear(b)
+		select {
+		case free <- b:
+		default:
+		}
+	}
+	close(stop)
+	return info, err
+}
+
+var errStopped = fmt.Errorf("stopped")
+
+// Check checks events held in memory (tests, embedding), whole.
+func Check(events []history.Event, o Options) *Result {
+	o.whole = true
+	st := NewStream(o)
+	for i := range events {
+		st.Add(&events[i])
+	}
+	r := st.Result()
 	r.Events = len(events)
 	return r
 }
 
-// checkFn runs one check over the model.
-type checkFn func(m *model, c *ctx) (CheckResult, bool)
-
 // checks are every check, in report order: adding a check is its name
-// above, its line here and its file.
+// above, its line here and its file. judge runs on every judged window
+// (stream.go), result once at the end.
 var checks = []struct {
-	name string
-	fn   checkFn
+	name   string
+	judge  func(m *model, c *ctx)
+	result func(m *model, c *ctx) (CheckResult, bool)
 }{
-	{CheckMutex, checkMutex},
-	{CheckResource, checkResource},
-	{CheckFencing, checkFencing},
-	{CheckUnlock, checkUnlock},
-	{CheckReentrancy, checkReentrancy},
-	{CheckLiveness, checkLiveness},
-	{CheckFaults, checkFaults},
+	{CheckMutex, judgeMutex, resultMutex},
+	{CheckResource, judgeResource, resultResource},
+	{CheckFencing, judgeFencing, resultFencing},
+	{CheckUnlock, judgeUnlock, resultUnlock},
+	{CheckReentrancy, judgeReentrancy, resultReentrancy},
+	{CheckLiveness, judgeLiveness, resultLiveness},
+	{CheckFaults, nil, resultFaults},
 }
 
-// ctx is shared state of one checking pass.
+// ctx is shared state of one checking pass: the options, the violations
+// kept and each check's accumulator.
 type ctx struct {
 	o     Options
+	want  map[string]bool
 	viols []Violation
 	notes []string
+
+	mutex       mutexAcc
+	resource    resourceAcc
+	fencing     fencingAcc
+	unlockCount int
+	reent       reentAcc
+	live        liveAcc
+	loss        lossAcc
 }
 
 func (c *ctx) violate(v Violation, count *int) {
@@ -189,35 +304,26 @@ func (c *ctx) violate(v Violation, count *int) {
 	}
 }
 
-func (m *model) check(o Options) *Result {
-	if o.MaxViolations <= 0 {
-		o.MaxViolations = 100
+func (c *ctx) runs(name string) bool { return len(c.want) == 0 || c.want[name] }
+
+// judge runs every check on the window [m.from, m.to).
+func (m *model) judge(c *ctx) {
+	for _, ck := range checks {
+		if ck.judge != nil && c.runs(ck.name) {
+			ck.judge(m, c)
+		}
 	}
-	if o.ObserverLag <= 0 {
-		o.ObserverLag = 5e6
-	}
-	if o.Epsilon <= 0 {
-		o.Epsilon = max(m.ttl/2, 100e6)
-	}
-	if m.maxUnc > 0 {
-		// Server events come from one worker's observer, client steps
-		// from every worker's clock: matching them needs the slack of
-		// two clocks' error bounds.
-		o.ObserverLag += 2 * m.maxUnc
-	}
-	m.finish(o)
-	c := &ctx{o: o}
-	want := map[string]bool{}
-	for _, n := range o.Checks {
-		want[n] = true
-	}
+}
+
+// result gathers the checks' answers once the last window is judged.
+func (m *model) result(c *ctx) *Result {
 	r := &Result{Verdict: Valid, Checks: map[string]CheckResult{}}
 	for _, ck := range checks {
 		name := ck.name
-		if len(want) > 0 && !want[name] {
+		if !c.runs(name) {
 			continue
 		}
-		res, applies := ck.fn(m, c)
+		res, applies := ck.result(m, c)
 		if !applies {
 			continue
 		}
@@ -235,7 +341,10 @@ func (m *model) check(o Options) *Result {
 		r.Violations = []Violation{}
 	}
 	r.Incidents = m.incidents(r.Violations)
-	r.LossDetection = m.lossDetection()
+	r.LossDetection = m.lossDetection(&c.loss)
+	if m.badEvents > 0 {
+		m.notes = append(m.notes, fmt.Sprintf("%d fault events had no fault record and were ignored", m.badEvents))
+	}
 	r.Notes = append(m.notes, c.notes...)
 	if kept, all := len(r.Violations), countViolations(r.Checks); kept < all {
 		r.Notes = append(r.Notes, fmt.Sprintf("incidents group the %d violations kept with evidence; %d more were only counted", kept, all-kept))

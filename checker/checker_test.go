@@ -530,7 +530,7 @@ func TestClusterMasterFollowsFaults(t *testing.T) {
 		Kind: history.FaultIsolateNode, Target: "node n2", Applied: true,
 		Effect: map[string]string{history.EffectOldMaster: "n2", history.EffectNewMaster: "n5"}}})
 	n2, n5, n1 := m.node("n2"), m.node("n5"), m.node("n1")
-	m.finish(Options{})
+	m.prepare(Options{})
 	for _, c := range []struct {
 		node int16
 		t    int64

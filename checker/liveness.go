@@ -1,8 +1,10 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -17,10 +19,10 @@ const (
 
 type span struct{ a, b int64 }
 
-// union merges spans (sorted in place) into disjoint ones.
+// union merges spans (sorted in place) into disjoint ones, in place.
 func union(ss []span) []span {
-	sort.Slice(ss, func(i, j int) bool { return ss[i].a < ss[j].a })
-	var out []span
+	slices.SortFunc(ss, func(x, y span) int { return cmp.Compare(x.a, y.a) })
+	out := ss[:0]
 	for _, s := range ss {
 		if s.b <= s.a {
 			continue
@@ -66,15 +68,25 @@ func measure(ss []span, a, b int64) int64 {
 	return n
 }
 
-// checkLiveness: no key stays unavailable longer than TTL + ε while clients
+// liveAcc accumulates the liveness check over judged windows.
+type liveAcc struct {
+	count, attempts   int
+	worst, worstFault int64
+	lastAttempt       int64
+	firstAfterHeal    map[int]int64 // fault id → first acquire ack at or after its heal
+}
+
+// judgeLiveness: no key stays unavailable longer than TTL + ε while clients
 // want it, acquisitions succeed again after every fault heals, and no client
 // starves. Unavailability is the time between the end of one hold (its
 // release, loss or last act) and the next acquire ack, counted only while
 // some client was trying to acquire the key, and not counted while a
 // node-level fault (or the TTL after its heal) was in effect: that
-// unavailability is the fault's, and is reported as a statistic.
-func checkLiveness(m *model, c *ctx) (CheckResult, bool) {
-	res := CheckResult{Stats: map[string]any{}}
+// unavailability is the fault's, and is reported as a statistic. A gap is
+// judged in the window of the ack that ends it; the gap left open at the end
+// of the record in the last window.
+func judgeLiveness(m *model, c *ctx) {
+	a := &c.live
 	allowed := m.ttl + c.o.Epsilon
 	var faultSpans []span
 	for _, f := range m.faults {
@@ -83,34 +95,42 @@ func checkLiveness(m *model, c *ctx) (CheckResult, bool) {
 		}
 	}
 	faultSpans = union(faultSpans)
-	var count int
-	var attempts int
-	var worst, worstFault int64
 	for k, kd := range m.kd {
 		k := int32(k)
 		m.index(kd)
-		want := make([]span, 0, len(kd.failed)+len(kd.holds))
-		for _, a := range kd.failed {
-			want = append(want, span{a.t, a.end})
+		want := m.spans[:0]
+		for _, f := range kd.failed {
+			want = append(want, span{f.t, f.end})
+			if m.in(f.t) {
+				a.attempts++
+				a.lastAttempt = max(a.lastAttempt, f.end)
+			}
 		}
 		for _, hi := range kd.holds {
-			want = append(want, span{m.holds[hi].acqT, m.holds[hi].start})
+			h := &m.holds[hi]
+			want = append(want, span{h.acqT, h.start})
+			if m.in(h.start) {
+				a.attempts++
+			}
 		}
-		attempts += len(want)
 		if len(want) == 0 {
 			continue
 		}
+		m.spans = want
 		want = union(want)
-		wantNoFault := minus(want, faultSpans)
+		wantNoFault := want
+		if len(faultSpans) > 0 {
+			wantNoFault = minus(want, faultSpans)
+		}
 		var prevEnd int64 = -1
 		var prev int32 = -1
-		gap := func(a, b int64, next int32) {
-			if b <= a {
+		gap := func(x, y int64, next int32) {
+			if y <= x {
 				return
 			}
-			u := measure(wantNoFault, a, b)
-			worstFault = max(worstFault, measure(want, a, b)-u)
-			worst = max(worst, u)
+			u := measure(wantNoFault, x, y)
+			a.worstFault = max(a.worstFault, measure(want, x, y)-u)
+			a.worst = max(a.worst, u)
 			if u <= allowed || m.ttl == 0 {
 				return
 			}
@@ -119,12 +139,12 @@ func checkLiveness(m *model, c *ctx) (CheckResult, bool) {
 			if prev >= 0 {
 				p := &m.holds[prev]
 				clients = append(clients, int(p.client))
-				expl = fmt.Sprintf("client %d stopped acting on %s at %s", p.client, m.keys[k], sec(a))
+				expl = fmt.Sprintf("client %d stopped acting on %s at %s", p.client, m.keys[k], sec(x))
 			} else {
-				expl = fmt.Sprintf("from %s", sec(a))
+				expl = fmt.Sprintf("from %s", sec(x))
 			}
 			for _, f := range m.faults {
-				if f.kind == history.FaultCrashClient && f.applied && f.t <= b && f.t >= a-allowed {
+				if f.kind == history.FaultCrashClient && f.applied && f.t <= y && f.t >= x-allowed {
 					cause = CauseNotFreedAfterCrash
 					expl = fmt.Sprintf("client %d crashed at %s (%s) and %s was never freed", f.clientTarget, sec(f.t), f.v.Point, m.keys[k])
 					break
@@ -132,24 +152,36 @@ func checkLiveness(m *model, c *ctx) (CheckResult, bool) {
 			}
 			if next >= 0 {
 				clients = append(clients, int(m.holds[next].client))
-				expl += fmt.Sprintf("; the next acquire succeeded only at %s", sec(b))
+				expl += fmt.Sprintf("; the next acquire succeeded only at %s", sec(y))
 			} else {
 				expl += "; no acquire succeeded again before the run ended"
 			}
-			c.violate(Violation{Check: CheckLiveness, Key: m.keys[k], Clients: clients, AtMS: history.MS(a), Window: [2]int64{a, b}, Cause: cause,
+			c.violate(Violation{Check: CheckLiveness, Key: m.keys[k], Clients: clients, AtMS: history.MS(x), Window: [2]int64{x, y}, Cause: cause,
 				Detail:      fmt.Sprintf("%s was unavailable for %s while clients waited (allowed: TTL %s + ε %s)", m.keys[k], dur(u), dur(m.ttl), dur(c.o.Epsilon)),
-				Explanation: expl + fmt.Sprintf(": %s of waiting, longer than the TTL allows.", dur(u))}, &count)
+				Explanation: expl + fmt.Sprintf(": %s of waiting, longer than the TTL allows.", dur(u))}, &a.count)
 		}
 		for _, hi := range kd.holds {
 			h := &m.holds[hi]
-			if prevEnd >= 0 {
-				gap(prevEnd, h.start, hi)
-			} else if len(kd.failed) > 0 && kd.failed[0].t < h.acqT {
-				gap(kd.failed[0].t, h.start, hi)
+			if m.in(h.start) {
+				if prevEnd >= 0 {
+					gap(prevEnd, h.start, hi)
+				} else if len(kd.failed) > 0 && kd.failed[0].t < h.acqT {
+					gap(kd.failed[0].t, h.start, hi)
+				}
+				for _, f := range m.faults {
+					if f.applied && f.healRecorded && h.start >= f.healT {
+						if t, ok := a.firstAfterHeal[f.id]; !ok || h.start < t {
+							a.firstAfterHeal[f.id] = h.start
+						}
+					}
+				}
 			}
 			if h.heldTo > prevEnd {
 				prevEnd, prev = h.heldTo, hi
 			}
+		}
+		if !m.final {
+			continue
 		}
 		last := want[len(want)-1].b
 		if prevEnd < 0 {
@@ -158,34 +190,28 @@ func checkLiveness(m *model, c *ctx) (CheckResult, bool) {
 			gap(prevEnd, last, -1)
 		}
 	}
+}
+
+func resultLiveness(m *model, c *ctx) (CheckResult, bool) {
+	a := &c.live
+	res := CheckResult{Stats: map[string]any{}}
+	allowed := m.ttl + c.o.Epsilon
 	// Acquisitions succeed again after every fault heals.
-	var starts []int64
-	for i := range m.holds {
-		starts = append(starts, m.holds[i].start)
-	}
-	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
-	var lastAttempt int64
-	for _, kd := range m.kd {
-		for _, a := range kd.failed {
-			lastAttempt = max(lastAttempt, a.end)
-		}
-	}
 	var recoverMax int64
 	for _, f := range m.faults {
 		if !f.applied || !f.healRecorded {
 			continue
 		}
-		i := sort.Search(len(starts), func(i int) bool { return starts[i] >= f.healT })
-		if i < len(starts) {
-			recoverMax = max(recoverMax, starts[i]-f.healT)
+		if t, ok := a.firstAfterHeal[f.id]; ok {
+			recoverMax = max(recoverMax, t-f.healT)
 			continue
 		}
-		if lastAttempt > f.healT+allowed {
-			c.violate(Violation{Check: CheckLiveness, Clients: []int{}, AtMS: history.MS(f.healT), Window: [2]int64{f.healT, lastAttempt},
+		if a.lastAttempt > f.healT+allowed {
+			c.violate(Violation{Check: CheckLiveness, Clients: []int{}, AtMS: history.MS(f.healT), Window: [2]int64{f.healT, a.lastAttempt},
 				Cause:       CauseNoRecovery,
 				FaultID:     f.id,
-				Detail:      fmt.Sprintf("no acquire succeeded after %s (fault %d) healed at %s, though clients tried until %s", f.kind, f.id, sec(f.healT), sec(lastAttempt)),
-				Explanation: fmt.Sprintf("after the %s was healed the lock never became available again.", f.kind)}, &count)
+				Detail:      fmt.Sprintf("no acquire succeeded after %s (fault %d) healed at %s, though clients tried until %s", f.kind, f.id, sec(f.healT), sec(a.lastAttempt)),
+				Explanation: fmt.Sprintf("after the %s was healed the lock never became available again.", f.kind)}, &a.count)
 		}
 	}
 	// Fairness and starvation.
@@ -207,21 +233,21 @@ func checkLiveness(m *model, c *ctx) (CheckResult, bool) {
 	if len(starved) > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("starved clients (10+ attempts, no success): %s", joinInts(starved)))
 	}
-	res.Stats["max_unavailable_ms"] = history.MS(worst)
-	res.Stats["max_unavailable_in_faults_ms"] = history.MS(worstFault)
+	res.Stats["max_unavailable_ms"] = history.MS(a.worst)
+	res.Stats["max_unavailable_in_faults_ms"] = history.MS(a.worstFault)
 	res.Stats["max_recovery_ms"] = history.MS(recoverMax)
-	res.Violations = count
-	res.Verdict = verdictOf(count, attempts > 0)
+	res.Violations = a.count
+	res.Verdict = verdictOf(a.count, a.attempts > 0)
 	if m.ttl == 0 {
 		res.Notes = append(res.Notes, "the history has no ttl_ms: unavailability was measured but not judged")
 	}
 	return res, true
 }
 
-// checkFaults: every fault took effect. A fault that did not (no holder to
+// resultFaults: every fault took effect. A fault that did not (no holder to
 // pause, a node that would not stop) leaves the scenario untested, so the
 // run is unknown, never valid.
-func checkFaults(m *model, c *ctx) (CheckResult, bool) {
+func resultFaults(m *model, c *ctx) (CheckResult, bool) {
 	sched := scheduledFaults(m.meta[history.MetaFaultsScheduled])
 	if len(m.faults) == 0 && len(sched) == 0 {
 		return CheckResult{}, false

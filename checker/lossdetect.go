@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -41,79 +42,95 @@ type LossDetection struct {
 	Worst string `json:"worst,omitempty"`
 }
 
-// loss is the server losing hold's key at t.
-type loss struct {
-	hold int32
-	t    int64
-	how  string
-	// seen: from the observer's record (late by up to its lag), not
-	// from a fault's own clock.
-	seen bool
-}
-
 // noteLoss records that the server lost hold o's key at t; the earliest
 // loss of a hold counts.
 func (m *model) noteLoss(o int32, t int64, how string, seen bool) {
-	if m.lossOf == nil {
-		m.lossOf = map[int32]int{}
-	}
-	if i, ok := m.lossOf[o]; ok {
-		if t < m.losses[i].t {
-			m.losses[i] = loss{o, t, how, seen}
-		}
+	h := &m.holds[o]
+	if h.lossHow != 0 && t >= h.lossT {
 		return
 	}
-	m.lossOf[o] = len(m.losses)
-	m.losses = append(m.losses, loss{o, t, how, seen})
+	i, ok := m.lossHowIdx[how]
+	if !ok {
+		m.lossHows = append(m.lossHows, how)
+		i = int32(len(m.lossHows))
+		if m.lossHowIdx == nil {
+			m.lossHowIdx = map[string]int32{}
+		}
+		m.lossHowIdx[how] = i
+	}
+	h.lossT, h.lossHow, h.lossSeen = t, i, seen
+}
+
+// lossAcc accumulates loss detection over the holds summarised so far.
+type lossAcc struct {
+	ld    LossDetection
+	lat   []float64
+	worst float64
+}
+
+// measuresLoss: loss detection is measured on single-master topologies with
+// an observer.
+func (m *model) measuresLoss() bool {
+	return m.observerOK && (m.topo == "single" || m.topo == "sentinel")
+}
+
+// summarizeLoss folds hold h, whose belief is final, into the loss
+// detection summary: first the losses the observer cannot see (faultLoss),
+// then the latency from the earliest loss to the end of its belief.
+func (m *model) summarizeLoss(hi int32, a *lossAcc) {
+	if !m.measuresLoss() {
+		return
+	}
+	m.faultLoss(hi)
+	h := &m.holds[hi]
+	if h.lossHow == 0 {
+		return
+	}
+	if h.empty || h.lossT >= h.belief || (h.lossSeen && h.lossT <= h.start+m.lag) {
+		// It no longer believed: nothing to detect. Or the loss was
+		// seen within the observer's lag of the ack: the notification
+		// may be of the previous owner's key.
+		return
+	}
+	ld := &a.ld
+	ld.Losses++
+	end := h.belief
+	if h.told > 0 && h.told < end {
+		end = max(h.told, h.lossT)
+	}
+	d := history.MS(end - h.lossT)
+	switch {
+	case h.told == 0 && h.how == endOpen && h.belief >= h.heldTo && m.openAtEnd(h):
+		ld.Unbounded++
+		return
+	case h.told > 0 || h.how == endLost || h.belief < h.heldTo:
+		ld.Learned++
+	default:
+		ld.Released++
+	}
+	a.lat = append(a.lat, d)
+	if len(a.lat) == 1 || d > a.worst {
+		a.worst = d
+		ld.Worst = fmt.Sprintf("client %d's key %s was %s at %s; it believed it held it until %s (%.0f ms)",
+			h.client, m.keys[h.key], m.lossHows[h.lossHow-1], sec(h.lossT), sec(end), d)
+	}
 }
 
 // lossDetection computes the summary, or nil where it is not measured.
-func (m *model) lossDetection() *LossDetection {
-	if !m.observerOK || (m.topo != "single" && m.topo != "sentinel") {
+func (m *model) lossDetection(a *lossAcc) *LossDetection {
+	if !m.measuresLoss() {
 		return nil
 	}
-	m.faultLosses()
-	ld := &LossDetection{}
-	var lat []float64
-	worst := -1.0
-	for _, l := range m.losses {
-		h := &m.holds[l.hold]
-		if h.empty || l.t >= h.belief || (l.seen && l.t <= h.start+m.lag) {
-			// It no longer believed: nothing to detect. Or the loss was
-			// seen within the observer's lag of the ack: the notification
-			// may be of the previous owner's key.
-			continue
-		}
-		ld.Losses++
-		end := h.belief
-		if h.told > 0 && h.told < end {
-			end = max(h.told, l.t)
-		}
-		d := history.MS(end - l.t)
-		switch {
-		case h.told == 0 && h.how == endOpen && h.belief >= h.heldTo && m.openAtEnd(h):
-			ld.Unbounded++
-			continue
-		case h.told > 0 || h.how == endLost || h.belief < h.heldTo:
-			ld.Learned++
-		default:
-			ld.Released++
-		}
-		lat = append(lat, d)
-		if d > worst {
-			worst = d
-			ld.Worst = fmt.Sprintf("client %d's key %s was %s at %s; it believed it held it until %s (%.0f ms)",
-				h.client, m.keys[h.key], l.how, sec(l.t), sec(end), d)
-		}
-	}
+	ld := a.ld
 	if ld.Losses == 0 {
-		return ld
+		return &ld
 	}
+	lat := slices.Clone(a.lat)
 	sort.Float64s(lat)
 	if n := len(lat); n > 0 {
 		ld.P50MS, ld.P99MS, ld.MaxMS = quantile(lat, 0.50), quantile(lat, 0.99), lat[n-1]
 	}
-	return ld
+	return &ld
 }
 
 // openAtEnd: a hold with no release or loss recorded that was still open
@@ -127,20 +144,18 @@ func (m *model) openAtEnd(h *hold) bool {
 	return true
 }
 
-// faultLosses adds the losses the observer cannot see: a node restarted
+// faultLoss adds the losses the observer cannot see: a node restarted
 // empty (or killed and restarted after a while) drops its keys without a
-// notification. Every hold believing at that moment on that node (the
-// master) lost its key then.
-func (m *model) faultLosses() {
+// notification. A hold believing at that moment on that node (the master)
+// lost its key then.
+func (m *model) faultLoss(hi int32) {
+	h := &m.holds[hi]
 	for _, f := range m.faults {
 		if !f.applied || (f.kind != history.FaultRestartNode && f.kind != history.FaultKillNode) || f.v.Mode == "aof" {
 			continue
 		}
-		for i := range m.holds {
-			h := &m.holds[i]
-			if h.start < f.t && f.t < h.belief && !h.empty && (f.node == "" || m.masterAtName(f.node, f.t)) {
-				m.noteLoss(int32(i), f.t, "lost when "+targetName(f)+" restarted empty", false)
-			}
+		if h.start < f.t && f.t < h.belief && !h.empty && (f.node == "" || m.masterAtName(f.node, f.t)) {
+			m.noteLoss(hi, f.t, "lost when "+targetName(f)+" restarted empty", false)
 		}
 	}
 }

@@ -3,9 +3,11 @@ package checker
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockchaos/lockchaos/history"
 )
@@ -32,8 +34,18 @@ type hold struct {
 	renewBad int32 // refused or unanswered renewals
 	told     int64 // when the lock declared the lease lost (OpTold), 0 never
 	fence    uint64
-	belief   int64 // computed by finish: the end of the belief
-	heldTo   int64 // computed by finish: the end ignoring the deadline (release/loss/last act)
+	relEnd   int64 // end of the release call that ended it (0 none)
+	belief   int64 // computed by prepare: the end of the belief
+	heldTo   int64 // computed by prepare: the end ignoring the deadline (release/loss/last act)
+	// The server's earliest loss of the key while the hold believed
+	// (lossdetect.go); lossHow indexes model.lossHows from 1 (0 = none),
+	// so that a hold holds no pointer.
+	lossT    int64
+	lossHow  int32
+	lossSeen bool
+	// matched: bit n set when attributeDels matched the hold to a write
+	// of its key on node n (nodes from 64 on: model.matchedHi).
+	matched uint64
 	// empty (computed by finish): the lease arrived with its deadline
 	// already past and the client never acted on it, so it never believed
 	// it held the key. Such a hold overlaps nothing; it still counts as the
@@ -56,6 +68,10 @@ type renewal struct {
 	// unanswered: the outcome is unknown (timeout, broken link): the
 	// command may reach the server any time after t.
 	unanswered bool
+	// own: the client's hold the renewal was made in, once pruning has
+	// had to keep it for this renewal (-1 before); keep: pruning's mark.
+	own  int32
+	keep bool
 }
 
 // write is one write to the protected resource.
@@ -122,6 +138,9 @@ type fault struct {
 	v             history.FaultView // its request and effect, typed
 	clientTarget  int               // -1 unless the target is a client
 	healRecorded  bool
+	// lasts is the duration the schedule asked for (0: none, or unknown):
+	// its heal is due then.
+	lasts int64
 }
 
 type pause struct {
@@ -129,13 +148,55 @@ type pause struct {
 	point  string
 }
 
+// smallMap maps keys to values in two short slices: a client holds and
+// reads few keys at a time, and a linear scan beats hashing per event.
+type smallMap[V any] struct {
+	ks []int32
+	vs []V
+}
+
+func (s *smallMap[V]) get(k int32) (V, bool) {
+	for i, x := range s.ks {
+		if x == k {
+			return s.vs[i], true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
+func (s *smallMap[V]) set(k int32, v V) {
+	for i, x := range s.ks {
+		if x == k {
+			s.vs[i] = v
+			return
+		}
+	}
+	s.ks = append(s.ks, k)
+	s.vs = append(s.vs, v)
+}
+
+func (s *smallMap[V]) del(k int32) {
+	for i, x := range s.ks {
+		if x == k {
+			n := len(s.ks) - 1
+			s.ks[i], s.vs[i] = s.ks[n], s.vs[n]
+			s.ks, s.vs = s.ks[:n], s.vs[:n]
+			return
+		}
+	}
+}
+
 type clientState struct {
-	open   map[int32]int32 // key → index of the open hold
-	depth  map[int32]int32 // key → current hold count
-	lastRd map[int32][2]int64
-	pauses []pause
-	ok     int64 // successful top-level acquires
-	tried  int64 // acquire calls
+	open   smallMap[int32] // key → index of the open hold
+	depth  smallMap[int32] // key → current hold count
+	lastRd smallMap[[2]int64]
+	// lastKey caches the last key name this client named and its index.
+	lastKey string
+	lastIdx int32
+	pauses  []pause
+	ok      int64 // successful top-level acquires
+	tried   int64 // acquire calls
 }
 
 type keyData struct {
@@ -147,8 +208,23 @@ type keyData struct {
 	nested   []nested
 	failed   []attempt
 	pmax     []int64 // see index
+	indexed  bool    // holds sorted and pmax current
 	relMax   []int64 // running max of release ends (callAt)
 	renMax   []int64 // running max of renewal ends
+
+	// attributeDels' walk: srv[:walked] are attributed; owner (and the
+	// holds' matched marks) carry its state from one judged window to the
+	// next.
+	walked  int
+	owner   map[int16]int32
+	badDels []badDel
+	// What pruning dropped (math.MinInt64: nothing): the latest start of
+	// a dropped hold, the latest dropped server event and renewal. A
+	// lookup that would have needed them makes the check inexact.
+	cutHold, cutSrv, cutUnanswered int64
+	// droppedHeldTo: the latest end of a dropped hold; liveStart: the
+	// earliest start of a hold kept live (prune's scratch).
+	droppedHeldTo, liveStart int64
 }
 
 // model is the compact form of a history that the checks read.
@@ -158,13 +234,9 @@ type model struct {
 	honours bool
 	topo    string
 
-	keyIdx map[string]int32
-	keys   []string
-	kd     []*keyData
-	// losses are the server losing a believed hold's key (lossdetect.go),
-	// lossOf indexes them by hold.
-	losses  []loss
-	lossOf  map[int32]int
+	keyIdx  map[string]int32
+	keys    []string
+	kd      []*keyData
 	nodeIdx map[string]int16
 	nodes   []string
 
@@ -176,20 +248,51 @@ type model struct {
 
 	holds   []hold
 	clients map[int32]*clientState
+	byID    []*clientState // clients[id] for ids below 65536: no map lookup per event
+	// observer remembers the observer's last key (keyOf).
+	observer clientState
+	// spans is judgeLiveness' scratch buffer.
+	spans   []span
 	faults  []*fault
 	faultBy map[int]*fault
 
 	observerOK bool
 	observerNo []string
 	lag        int64 // Options.ObserverLag
-	badDels    [][]badDel
 	dels       int
 	notes      []string
 	badEvents  int
+	nHolds     int // holds ever added
+	matchedHi  map[matchKey]bool
+	lossHows   []string
+	// expSeen: for a hold kept for an old unanswered renewal, the first
+	// expiry on each node after its ack among the server events pruning
+	// dropped (expiredBefore).
+	expSeen    map[int32]map[int16]int64
+	lossHowIdx map[string]int32
+
+	// The window being judged: checks count and report what is anchored
+	// in [from, to) (see stream.go); final is the last window.
+	from, to int64
+	final    bool
+	// inexact says why a judged window may have needed something pruning
+	// had dropped, or an event came after its time was judged ("": exact).
+	inexact string
+}
+
+// in reports whether an anchor time falls in the window being judged.
+func (m *model) in(t int64) bool { return t >= m.from && t < m.to }
+
+// setInexact records the first reason the streamed result may differ from
+// checking the whole history at once.
+func (m *model) setInexact(why string) {
+	if m.inexact == "" {
+		m.inexact = why
+	}
 }
 
 func newModel() *model {
-	return &model{keyIdx: map[string]int32{}, nodeIdx: map[string]int16{}, clients: map[int32]*clientState{},
+	return &model{keyIdx: map[string]int32{}, nodeIdx: map[string]int16{}, clients: map[int32]*clientState{}, observer: clientState{lastIdx: -1},
 		faultBy: map[int]*fault{}, honours: true}
 }
 
@@ -200,8 +303,19 @@ func (m *model) key(k string) int32 {
 	i := int32(len(m.keys))
 	m.keyIdx[k] = i
 	m.keys = append(m.keys, k)
-	m.kd = append(m.kd, &keyData{})
+	m.kd = append(m.kd, &keyData{cutHold: math.MinInt64, cutSrv: math.MinInt64, cutUnanswered: math.MinInt64,
+		droppedHeldTo: math.MinInt64, liveStart: math.MaxInt64})
 	return i
+}
+
+// keyOf is key for a client's event: a client's consecutive steps mostly
+// name one key, so its last one is remembered.
+func (m *model) keyOf(c *clientState, name string) int32 {
+	if c.lastIdx >= 0 && c.lastKey == name {
+		return c.lastIdx
+	}
+	c.lastKey, c.lastIdx = name, m.key(name)
+	return c.lastIdx
 }
 
 func (m *model) node(n string) int16 {
@@ -215,10 +329,19 @@ func (m *model) node(n string) int16 {
 }
 
 func (m *model) client(id int) *clientState {
+	if id >= 0 && id < len(m.byID) && m.byID[id] != nil {
+		return m.byID[id]
+	}
 	c := m.clients[int32(id)]
 	if c == nil {
-		c = &clientState{open: map[int32]int32{}, depth: map[int32]int32{}, lastRd: map[int32][2]int64{}}
+		c = &clientState{lastIdx: -1}
 		m.clients[int32(id)] = c
+	}
+	if id >= 0 && id < 1<<16 {
+		if id >= len(m.byID) {
+			m.byID = append(m.byID, make([]*clientState, id+1-len(m.byID))...)
+		}
+		m.byID[id] = c
 	}
 	return c
 }
@@ -277,25 +400,25 @@ func (m *model) add(e *history.Event) {
 		m.addRelease(e)
 	case history.OpLost:
 		c := m.client(e.Client)
-		k := m.key(e.Key)
-		if hi, ok := c.open[k]; ok {
+		k := m.keyOf(m.client(e.Client), e.Key)
+		if hi, ok := c.open.get(k); ok {
 			h := &m.holds[hi]
 			h.endT, h.how = e.T, endLost
-			delete(c.open, k)
-			delete(c.depth, k)
+			c.open.del(k)
+			c.depth.del(k)
 		}
 	case history.OpTold:
 		// The lock told the client; the hold ends when the client acts on
 		// it (OpLost, its release): loss detection measures to here.
 		c := m.client(e.Client)
-		if hi, ok := c.open[m.key(e.Key)]; ok && m.holds[hi].told == 0 {
+		if hi, ok := c.open.get(m.keyOf(m.client(e.Client), e.Key)); ok && m.holds[hi].told == 0 {
 			m.holds[hi].told = e.T
 		}
 	case history.OpRenew:
-		k := m.key(e.Key)
-		m.kd[k].renewals = append(m.kd[k].renewals, renewal{int32(e.Client), e.T, e.End, e.Result == history.Unknown})
+		k := m.keyOf(m.client(e.Client), e.Key)
+		m.kd[k].renewals = append(m.kd[k].renewals, renewal{client: int32(e.Client), t: e.T, end: e.End, unanswered: e.Result == history.Unknown, own: -1})
 		c := m.client(e.Client)
-		if hi, ok := c.open[k]; ok {
+		if hi, ok := c.open.get(k); ok {
 			h := &m.holds[hi]
 			if e.Result == history.OK {
 				if m.ttl > 0 && h.deadline > 0 {
@@ -307,9 +430,9 @@ func (m *model) add(e *history.Event) {
 		}
 	case history.OpRead:
 		c := m.client(e.Client)
-		k := m.key(e.Key)
-		c.lastRd[k] = [2]int64{max(e.End, e.T), e.Value}
-		if hi, ok := c.open[k]; ok {
+		k := m.keyOf(m.client(e.Client), e.Key)
+		c.lastRd.set(k, [2]int64{max(e.End, e.T), e.Value})
+		if hi, ok := c.open.get(k); ok {
 			h := &m.holds[hi]
 			h.lastAct = max(h.lastAct, e.End, e.T) // a read changes nothing: it does not extend the belief
 		}
@@ -337,7 +460,7 @@ func (m *model) add(e *history.Event) {
 		if e.Key == "" {
 			return
 		}
-		k := m.key(e.Key)
+		k := m.keyOf(&m.observer, e.Key)
 		m.kd[k].srv = append(m.kd[k].srv, srvEvent{e.T, m.node(e.Node), srvKind(e.Detail)})
 	}
 }
@@ -351,9 +474,9 @@ func (m *model) act(h *hold, at int64) {
 
 func (m *model) addAcquire(e *history.Event) {
 	c := m.client(e.Client)
-	k := m.key(e.Key)
+	k := m.keyOf(m.client(e.Client), e.Key)
 	c.tried++
-	hi, holding := c.open[k]
+	hi, holding := c.open.get(k)
 	if e.Result != history.OK {
 		if !holding {
 			m.kd[k].failed = append(m.kd[k].failed, attempt{e.T, e.End})
@@ -367,14 +490,14 @@ func (m *model) addAcquire(e *history.Event) {
 		m.kd[k].nested = append(m.kd[k].nested, nested{int32(e.Client), e.T, e.End, 1, hi})
 		h := &m.holds[hi]
 		h.endT, h.how = e.T, endLost
-		delete(c.open, k)
+		c.open.del(k)
 		holding = false
 	}
 	if holding {
 		// A re-entry (or, for a non-reentrant lock, an acquire of a key the
 		// client believes it holds already).
-		d := c.depth[k] + 1
-		c.depth[k] = d
+		d, _ := c.depth.get(k)
+		c.depth.set(k, d+1)
 		m.kd[k].nested = append(m.kd[k].nested, nested{int32(e.Client), e.T, e.End, int32(e.Depth), hi})
 		h := &m.holds[hi]
 		h.lastAct = max(h.lastAct, e.End)
@@ -386,43 +509,44 @@ func (m *model) addAcquire(e *history.Event) {
 	c.ok++
 	h := hold{client: int32(e.Client), key: k, acqT: e.T, start: e.End, deadline: e.Deadline, lastAct: e.End, fence: e.Fence}
 	m.holds = append(m.holds, h)
+	m.nHolds++
 	hi = int32(len(m.holds) - 1)
-	c.open[k] = hi
-	c.depth[k] = 1
+	c.open.set(k, hi)
+	c.depth.set(k, 1)
 	m.kd[k].holds = append(m.kd[k].holds, hi)
 }
 
 func (m *model) addRelease(e *history.Event) {
 	c := m.client(e.Client)
-	k := m.key(e.Key)
+	k := m.keyOf(m.client(e.Client), e.Key)
 	m.kd[k].releases = append(m.kd[k].releases, release{int32(e.Client), int32(e.Depth), e.T, e.End, e.Result == history.Fail})
-	hi, ok := c.open[k]
+	hi, ok := c.open.get(k)
 	if !ok {
 		return
 	}
 	if e.Depth > 0 {
-		c.depth[k] = int32(e.Depth)
+		c.depth.set(k, int32(e.Depth))
 		return
 	}
 	h := &m.holds[hi]
-	h.endT, h.how = e.T, endReleased
-	delete(c.open, k)
-	delete(c.depth, k)
+	h.endT, h.how, h.relEnd = e.T, endReleased, e.End
+	c.open.del(k)
+	c.depth.del(k)
 }
 
 func (m *model) addWrite(e *history.Event) {
 	c := m.client(e.Client)
-	k := m.key(e.Key)
+	k := m.keyOf(m.client(e.Client), e.Key)
 	at := e.End
 	if at == 0 {
 		at = e.T
 	}
 	w := write{client: int32(e.Client), hold: -1, readAt: -1, t: e.T, at: at, value: e.Value, fence: e.Fence, ok: e.Result != history.Fail}
-	if rd, ok := c.lastRd[k]; ok {
+	if rd, ok := c.lastRd.get(k); ok {
 		w.readAt, w.readVal = rd[0], rd[1]
-		delete(c.lastRd, k)
+		c.lastRd.del(k)
 	}
-	if hi, ok := c.open[k]; ok {
+	if hi, ok := c.open.get(k); ok {
 		w.hold = hi
 		m.act(&m.holds[hi], at)
 	}
@@ -436,6 +560,9 @@ func (m *model) addFault(e *history.Event) {
 	}
 	f := &fault{id: e.Fault.ID, kind: e.Fault.Kind, target: e.Fault.Target, node: e.Node, t: e.T, end: max(e.End, e.T),
 		applied: e.Fault.Applied, v: e.Fault.View(), clientTarget: -1}
+	if d, err := time.ParseDuration(e.Fault.Request["duration"]); err == nil && d > 0 {
+		f.lasts = int64(d)
+	}
 	if n, ok := strings.CutPrefix(f.target, "client "); ok {
 		if id, err := strconv.Atoi(n); err == nil {
 			f.clientTarget = id
@@ -445,8 +572,10 @@ func (m *model) addFault(e *history.Event) {
 	m.faultBy[f.id] = f
 }
 
-// finish computes every hold's belief end once the stream is read.
-func (m *model) finish(o Options) {
+// prepare computes every hold's belief end from what was read so far (a
+// hold still open gets a provisional one) and orders each key's tables;
+// it runs before every judged window.
+func (m *model) prepare(o Options) {
 	for i := range m.holds {
 		h := &m.holds[i]
 		end := h.endT
@@ -469,16 +598,11 @@ func (m *model) finish(o Options) {
 	for _, kd := range m.kd {
 		// Stable: notifications with equal times keep the observer's order.
 		sort.SliceStable(kd.srv, func(i, j int) bool { return kd.srv[i].t < kd.srv[j].t })
-		sort.Slice(kd.releases, func(i, j int) bool { return kd.releases[i].t < kd.releases[j].t })
-		sort.Slice(kd.renewals, func(i, j int) bool { return kd.renewals[i].t < kd.renewals[j].t })
-		kd.relMax = runningMax(kd.releases, releaseSpan)
-		kd.renMax = runningMax(kd.renewals, renewalSpan)
-	}
-	if m.observerOK {
-		m.attributeDels()
-	}
-	if m.badEvents > 0 {
-		m.notes = append(m.notes, fmt.Sprintf("%d fault events had no fault record and were ignored", m.badEvents))
+		sort.SliceStable(kd.releases, func(i, j int) bool { return kd.releases[i].t < kd.releases[j].t })
+		sort.SliceStable(kd.renewals, func(i, j int) bool { return kd.renewals[i].t < kd.renewals[j].t })
+		kd.relMax = runningMax(kd.relMax, kd.releases, releaseSpan)
+		kd.renMax = runningMax(kd.renMax, kd.renewals, renewalSpan)
+		kd.indexed = false
 	}
 }
 
@@ -492,11 +616,15 @@ func (f *fault) overlaps(a, b int64) bool {
 // of their belief ends, so that "who believed it held k at t" is a binary
 // search plus a short backward scan.
 func (m *model) index(kd *keyData) {
-	if kd.pmax != nil || len(kd.holds) == 0 {
+	if kd.indexed {
 		return
 	}
-	sort.Slice(kd.holds, func(i, j int) bool { return m.holds[kd.holds[i]].start < m.holds[kd.holds[j]].start })
-	kd.pmax = make([]int64, len(kd.holds))
+	kd.indexed = true
+	sort.Slice(kd.holds, func(i, j int) bool {
+		a, b := kd.holds[i], kd.holds[j]
+		return m.holds[a].start < m.holds[b].start || m.holds[a].start == m.holds[b].start && a < b
+	})
+	kd.pmax = slices.Grow(kd.pmax[:0], len(kd.holds))[:len(kd.holds)]
 	var mx int64
 	for i, hi := range kd.holds {
 		mx = max(mx, m.holds[hi].belief)
@@ -521,6 +649,9 @@ func (m *model) otherHolderAt(k int32, not int32, t int64) int32 {
 
 // srvFrom returns the index of key k's first server event at or after t.
 func (m *model) srvFrom(k int32, t int64) int {
+	if t <= m.kd[k].cutSrv {
+		m.setInexact(fmt.Sprintf("server events of %s from %s on had been pruned", m.keys[k], sec(t)))
+	}
 	srv := m.kd[k].srv
 	return sort.Search(len(srv), func(i int) bool { return srv[i].t >= t })
 }

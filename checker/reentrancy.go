@@ -7,7 +7,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// checkReentrancy: hold counts are consistent, a re-entry happens only while
+// judgeReentrancy: hold counts are consistent, a re-entry happens only while
 // the client still owns the key, and the key is freed only at depth 0.
 //   - a re-entry must report depth = the client's count + 1, or 1 when the
 //     lock found its key gone and took it afresh (a hash lock after expiry);
@@ -16,21 +16,19 @@ import (
 //   - a del of the key during a release that leaves depth > 0 freed it early.
 //
 // Runs only when the history shows re-entries.
-func checkReentrancy(m *model, c *ctx) (CheckResult, bool) {
-	n := 0
-	for _, kd := range m.kd {
-		n += len(kd.nested)
-	}
-	if n == 0 {
-		return CheckResult{}, false
-	}
-	res := CheckResult{Stats: map[string]any{"reentries": n}}
-	var count, fresh int
+// Re-entries are judged in the window of their invoke, dels in that of
+// their notification.
+func judgeReentrancy(m *model, c *ctx) {
+	a := &c.reent
 	for k, kd := range m.kd {
 		k := int32(k)
 		for _, r := range kd.nested {
+			if !m.in(r.t) {
+				continue
+			}
+			a.n++
 			if r.depth == 1 {
-				fresh++
+				a.fresh++
 				continue
 			}
 			own := &m.holds[r.hold]
@@ -61,13 +59,13 @@ func checkReentrancy(m *model, c *ctx) (CheckResult, bool) {
 			}
 			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: clients, AtMS: history.MS(r.at),
 				Window: [2]int64{r.t, r.at}, Cause: CauseLocalReentry, Explanation: expl + ": the hold count was not checked against the server.", Lease: m.lease(r.hold),
-				Detail: fmt.Sprintf("re-entry at depth %d by client %d after it had lost the key", r.depth, r.client)}, &count)
+				Detail: fmt.Sprintf("re-entry at depth %d by client %d after it had lost the key", r.depth, r.client)}, &a.count)
 		}
 		if !m.observerOK {
 			continue
 		}
 		for _, s := range kd.srv {
-			if s.kind != srvDel || !m.masterAt(s.node, s.t) {
+			if s.kind != srvDel || !m.in(s.t) || !m.masterAt(s.node, s.t) {
 				continue
 			}
 			i := partialReleaseAt(kd, s.t, m.lag)
@@ -78,14 +76,25 @@ func checkReentrancy(m *model, c *ctx) (CheckResult, bool) {
 			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: history.MS(s.t),
 				Window: [2]int64{r.t, r.end}, Cause: CauseUnknown,
 				Detail:      fmt.Sprintf("%s was deleted at %s by client %d's release that left depth %d", m.keys[k], sec(s.t), r.client, r.remaining),
-				Explanation: fmt.Sprintf("client %d released one level of %s (depth %d left) but the key was freed.", r.client, m.keys[k], r.remaining)}, &count)
+				Explanation: fmt.Sprintf("client %d released one level of %s (depth %d left) but the key was freed.", r.client, m.keys[k], r.remaining)}, &a.count)
 		}
 	}
-	res.Violations = count
-	res.Stats["fresh_reacquires"] = fresh
-	res.Verdict = verdictOf(count, true)
-	if fresh > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d re-entries found the key gone and took it afresh (depth 1)", fresh))
+}
+
+// reentAcc accumulates the reentrancy check over judged windows.
+type reentAcc struct{ n, count, fresh int }
+
+func resultReentrancy(m *model, c *ctx) (CheckResult, bool) {
+	a := &c.reent
+	if a.n == 0 {
+		return CheckResult{}, false
+	}
+	res := CheckResult{Stats: map[string]any{"reentries": a.n}}
+	res.Violations = a.count
+	res.Stats["fresh_reacquires"] = a.fresh
+	res.Verdict = verdictOf(a.count, true)
+	if a.fresh > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d re-entries found the key gone and took it afresh (depth 1)", a.fresh))
 	}
 	return res, true
 }

@@ -16,61 +16,72 @@ func (m *model) resourceKind() string {
 	return "counter"
 }
 
-// checkResource: the protected resource shows a lost update or interleaved
+// resourceAcc accumulates the resource check over judged windows.
+type resourceAcc struct {
+	count, accepted, rejected, total, uncertain int
+	oversold, uncertainMax                      int64
+}
+
+// judgeResource: the protected resource shows a lost update or interleaved
 // critical sections. Every write is value(read)±1, so per key the accepted
 // writes, in the order the resource applied them, must each be based on a
 // read made after the previous accepted write was applied. A write whose
 // read predates another client's applied write overwrote that write: a lost
 // update (for an inventory, a unit sold twice: overselling). Rejected writes
 // (a fenced register refusing a stale token) changed nothing and are not
-// counted. O(w log w) per key.
-func checkResource(m *model, c *ctx) (CheckResult, bool) {
-	res := CheckResult{Stats: map[string]any{}}
+// counted. O(w log w) per key. A write is judged in the window of its
+// application.
+func judgeResource(m *model, c *ctx) {
+	a := &c.resource
 	kind := m.resourceKind()
-	var count, accepted, rejected, total, uncertain int
-	var oversold, uncertainMax int64
 	for k, kd := range m.kd {
 		if len(kd.writes) == 0 {
 			continue
 		}
 		ws := make([]int, 0, len(kd.writes))
 		for i := range kd.writes {
-			total++
-			if kd.writes[i].ok {
+			w := &kd.writes[i]
+			if w.ok {
 				ws = append(ws, i)
-			} else {
-				rejected++
+			}
+			if m.in(w.at) {
+				a.total++
+				if w.ok {
+					a.accepted++
+				} else {
+					a.rejected++
+				}
 			}
 		}
 		sort.SliceStable(ws, func(i, j int) bool { return kd.writes[ws[i]].at < kd.writes[ws[j]].at })
-		accepted += len(ws)
-		var lost int64
 		for n := 1; n < len(ws); n++ {
 			w, p := &kd.writes[ws[n]], &kd.writes[ws[n-1]]
-			if w.readAt < 0 || p.client == w.client || p.at <= w.readAt {
+			if !m.in(w.at) || w.readAt < 0 || p.client == w.client || p.at <= w.readAt {
 				continue
 			}
 			if d := p.at - w.readAt; d <= m.uncertainty(p.client, w.client) {
-				uncertain++
-				uncertainMax = max(uncertainMax, d)
+				a.uncertain++
+				a.uncertainMax = max(a.uncertainMax, d)
 				continue
 			}
-			lost++
-			if count >= c.o.MaxViolations {
-				count++
+			if kind == "inventory" {
+				a.oversold++
+			}
+			if a.count >= c.o.MaxViolations {
+				a.count++
 				continue
 			}
 			cause, expl := CauseLostUpdate, ""
 			var lease *Lease
 			var ha, hb int32 = w.hold, p.hold
 			if ha >= 0 && hb >= 0 {
-				a, b := ha, hb
-				if m.holds[b].start < m.holds[a].start {
-					a, b = b, a
+				x, y := ha, hb
+				if m.holds[y].start < m.holds[x].start {
+					x, y = y, x
 				}
-				if m.holds[a].belief > m.holds[b].start {
-					cause, expl = m.cause(int32(k), a, b)
-					lease = m.lease(a)
+				if m.holds[x].belief > m.holds[y].start {
+					cause, expl = m.cause(int32(k), x, y)
+					lease = m.lease(x)
 				}
 			}
 			what := "lost update"
@@ -86,53 +97,64 @@ func checkResource(m *model, c *ctx) (CheckResult, bool) {
 				expl += fmt.Sprintf(" Client %d's write at %s overwrote client %d's update.", w.client, sec(w.at), p.client)
 			}
 			c.violate(Violation{Check: CheckResource, Key: m.keys[k], Clients: []int{int(p.client), int(w.client)},
-				AtMS: history.MS(w.at), Window: [2]int64{w.readAt, w.at}, Detail: detail, Cause: cause, Explanation: expl, Lease: lease}, &count)
-		}
-		if kind == "inventory" {
-			oversold += lost
+				AtMS: history.MS(w.at), Window: [2]int64{w.readAt, w.at}, Detail: detail, Cause: cause, Explanation: expl, Lease: lease}, &a.count)
 		}
 	}
-	res.Violations = count
-	res.Verdict = verdictOf(count, accepted > 0)
-	if uncertain > 0 {
-		if count == 0 {
+}
+
+func resultResource(m *model, c *ctx) (CheckResult, bool) {
+	a := &c.resource
+	kind := m.resourceKind()
+	res := CheckResult{Stats: map[string]any{}}
+	res.Violations = a.count
+	res.Verdict = verdictOf(a.count, a.accepted > 0)
+	if a.uncertain > 0 {
+		if a.count == 0 {
 			res.Verdict = Unknown
 		}
-		res.Stats["interleavings_within_clock_uncertainty"] = uncertain
-		res.Notes = append(res.Notes, uncertainNote(uncertain, uncertainMax, "interleavings (a write applied after another client's read)"))
+		res.Stats["interleavings_within_clock_uncertainty"] = a.uncertain
+		res.Notes = append(res.Notes, uncertainNote(a.uncertain, a.uncertainMax, "interleavings (a write applied after another client's read)"))
 	}
 	res.Stats["resource"] = kind
-	res.Stats["writes"] = total
-	res.Stats["accepted"] = accepted
-	res.Stats["rejected"] = rejected
+	res.Stats["writes"] = a.total
+	res.Stats["accepted"] = a.accepted
+	res.Stats["rejected"] = a.rejected
 	if kind == "inventory" {
-		res.Stats["oversold_units"] = oversold
+		res.Stats["oversold_units"] = a.oversold
 	}
-	if total == 0 {
+	if a.total == 0 {
 		res.Notes = append(res.Notes, "no write reached the resource: nothing to check")
 	}
-	if rejected > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("the resource rejected %d stale writes (fencing)", rejected))
+	if a.rejected > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("the resource rejected %d stale writes (fencing)", a.rejected))
 	}
 	return res, true
 }
 
-// checkFencing: the resource accepted a write whose fencing token was lower
+// fencingAcc accumulates the fencing check over judged windows.
+type fencingAcc struct {
+	fenced         bool
+	count, checked int
+}
+
+// judgeFencing: the resource accepted a write whose fencing token was lower
 // than one it had accepted before, or a new owner got a token not greater
-// than the previous owner's. Runs only when the lock issues fences.
-func checkFencing(m *model, c *ctx) (CheckResult, bool) {
-	fenced := false
-	for i := range m.holds {
-		if m.holds[i].fence > 0 {
-			fenced = true
-			break
+// than the previous owner's. Applies only when the lock issues fences. A
+// write is judged in the window of its invoke, a hold in that of its
+// acquire's invoke.
+func judgeFencing(m *model, c *ctx) {
+	a := &c.fencing
+	if !a.fenced {
+		for i := range m.holds {
+			if m.holds[i].fence > 0 {
+				a.fenced = true
+				break
+			}
 		}
 	}
-	if !fenced {
-		return CheckResult{}, false
+	if !a.fenced {
+		return
 	}
-	res := CheckResult{Stats: map[string]any{}}
-	var count, checked int
 	for k, kd := range m.kd {
 		// An accepted write whose token is lower than that of a write the
 		// resource had accepted before it was sent got through stale.
@@ -156,13 +178,16 @@ func checkFencing(m *model, c *ctx) (CheckResult, bool) {
 				}
 				next++
 			}
-			checked++
+			if !m.in(w.t) {
+				continue
+			}
+			a.checked++
 			if maxW >= 0 && w.fence < kd.writes[maxW].fence {
 				maxF, maxC := kd.writes[maxW].fence, kd.writes[maxW].client
 				c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(maxC), int(w.client)}, AtMS: history.MS(w.at),
 					Window: [2]int64{w.t, w.at}, Cause: CauseUnknown,
 					Detail:      fmt.Sprintf("the resource accepted client %d's write with token %d at %s after accepting token %d from client %d", w.client, w.fence, sec(w.at), maxF, maxC),
-					Explanation: fmt.Sprintf("a stale token (%d < %d) got through: the resource does not enforce fencing.", w.fence, maxF)}, &count)
+					Explanation: fmt.Sprintf("a stale token (%d < %d) got through: the resource does not enforce fencing.", w.fence, maxF)}, &a.count)
 			}
 		}
 		// Tokens must follow the order of the grants. A grant happens
@@ -173,11 +198,19 @@ func checkFencing(m *model, c *ctx) (CheckResult, bool) {
 		// client frozen between the server's reply and its ack (a GC
 		// pause in acquire) returns with a token older than tokens
 		// granted meanwhile, and that is the counter working.
-		fencingOrder(m, c, k, kd, &count)
+		fencingOrder(m, c, k, kd, &a.count)
 	}
-	res.Violations = count
-	res.Verdict = verdictOf(count, true)
-	res.Stats["fenced_writes"] = checked
+}
+
+func resultFencing(m *model, c *ctx) (CheckResult, bool) {
+	a := &c.fencing
+	if !a.fenced {
+		return CheckResult{}, false
+	}
+	res := CheckResult{Stats: map[string]any{}}
+	res.Violations = a.count
+	res.Verdict = verdictOf(a.count, true)
+	res.Stats["fenced_writes"] = a.checked
 	return res, true
 }
 
@@ -203,7 +236,7 @@ func fencingOrder(m *model, c *ctx, k int, kd *keyData, count *int) {
 			}
 			next++
 		}
-		if prev < 0 || h.fence > m.holds[prev].fence {
+		if !m.in(h.acqT) || prev < 0 || h.fence > m.holds[prev].fence {
 			continue
 		}
 		p := &m.holds[prev]

@@ -2,6 +2,8 @@ package checker
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,8 +25,9 @@ func callAt[T any](calls []T, pmax []int64, span func(*T) (client int32, t, end 
 	return -1
 }
 
-func runningMax[T any](calls []T, span func(*T) (int32, int64, int64)) []int64 {
-	out := make([]int64, len(calls))
+// runningMax fills dst (reused) with the running maximum of the calls' ends.
+func runningMax[T any](dst []int64, calls []T, span func(*T) (int32, int64, int64)) []int64 {
+	out := slices.Grow(dst[:0], len(calls))[:len(calls)]
 	var mx int64
 	for i := range calls {
 		_, _, end := span(&calls[i])
@@ -69,17 +72,26 @@ const matchWindow = int64(50e6)
 // been matched to a write on this node, among those invoked before x and
 // acked no earlier than x − matchWindow, not released long before x, and
 // whose client was not cut off from the node.
-func (m *model) ownerAt(k int32, node int16, x int64, matched map[int32]bool) int32 {
+func (m *model) ownerAt(k int32, node int16, x int64, cursor *int) int32 {
 	kd := m.kd[k]
 	m.index(kd)
 	hs := kd.holds
-	i := sort.Search(len(hs), func(i int) bool { return m.holds[hs[i]].start >= x-matchWindow })
+	// The walk's x only grows: the first hold acked at or after
+	// x − matchWindow moves forward from where it was.
+	i := *cursor
+	if i < 0 {
+		i = sort.Search(len(hs), func(i int) bool { return m.holds[hs[i]].start >= x-matchWindow })
+	}
+	for i < len(hs) && m.holds[hs[i]].start < x-matchWindow {
+		i++
+	}
+	*cursor = i
 	for n := 0; i < len(hs) && n < 64; i, n = i+1, n+1 {
 		h := &m.holds[hs[i]]
-		if h.acqT > x || matched[hs[i]] || (h.how != endOpen && h.endT < x-matchWindow) || m.cutFrom(h.client, node, x) {
+		if h.acqT > x || m.matched(hs[i], node) || (h.how != endOpen && h.endT < x-matchWindow) || m.cutFrom(h.client, node, x) {
 			continue
 		}
-		matched[hs[i]] = true
+		m.setMatched(hs[i], node, true)
 		return hs[i]
 	}
 	return -1
@@ -88,10 +100,40 @@ func (m *model) ownerAt(k int32, node int16, x int64, matched map[int32]bool) in
 // unmatchIfAcquiring: a key removed while its writer's acquire was still in
 // flight was a failed attempt undone (redlock retries inside one Acquire),
 // so the hold may write the key again and be matched again.
-func (m *model) unmatchIfAcquiring(owner map[int16]int32, matched map[int16]map[int32]bool, s srvEvent) {
-	if o, ok := owner[s.node]; ok && o >= 0 && s.t < m.holds[o].start && matched[s.node] != nil {
-		delete(matched[s.node], o)
+func (m *model) unmatchIfAcquiring(owner map[int16]int32, s srvEvent) {
+	if o, ok := owner[s.node]; ok && o >= 0 && s.t < m.holds[o].start {
+		m.setMatched(o, s.node, false)
 	}
+}
+
+// matched reports whether hold hi was matched to a write of its key on
+// node: a bit of the hold for the first 64 nodes, a map beyond.
+func (m *model) matched(hi int32, node int16) bool {
+	if node < 64 {
+		return m.holds[hi].matched&(1<<node) != 0
+	}
+	return m.matchedHi[matchKey{hi, node}]
+}
+
+func (m *model) setMatched(hi int32, node int16, on bool) {
+	switch {
+	case node < 64 && on:
+		m.holds[hi].matched |= 1 << node
+	case node < 64:
+		m.holds[hi].matched &^= 1 << node
+	case on:
+		if m.matchedHi == nil {
+			m.matchedHi = map[matchKey]bool{}
+		}
+		m.matchedHi[matchKey{hi, node}] = true
+	default:
+		delete(m.matchedHi, matchKey{hi, node})
+	}
+}
+
+type matchKey struct {
+	hold int32
+	node int16
 }
 
 // cutFrom reports whether a cut-client fault kept client from node at t.
@@ -124,17 +166,22 @@ type badDel struct {
 	set     bool  // a renewal overwrote it (SET with its own token)
 }
 
-// attributeDels walks every key's server record once: the key's owner on a
-// node is the client whose acquire wrote it last; a del (pexpire) while the
-// owner still held it, made during another client's release (renewal) and
-// not during one of the owner's own calls, was a non-owner unlock.
-func (m *model) attributeDels() {
-	m.badDels = make([][]badDel, len(m.kd))
+// attributeDels walks every key's server record once, in order, up to
+// (not including) time upTo, carrying on where the previous call stopped:
+// the key's owner on a node is the client whose acquire wrote it last; a del
+// (pexpire) while the owner still held it, made during another client's
+// release (renewal) and not during one of the owner's own calls, was a
+// non-owner unlock.
+func (m *model) attributeDels(upTo int64) {
 	for k, kd := range m.kd {
 		k := int32(k)
-		owner := map[int16]int32{}            // node → hold that wrote the key last
-		matched := map[int16]map[int32]bool{} // node → holds already matched to a write
-		for _, s := range kd.srv {
+		if kd.owner == nil {
+			kd.owner = map[int16]int32{} // node → hold that wrote the key last
+		}
+		owner := kd.owner
+		cursor := -1
+		for ; kd.walked < len(kd.srv) && kd.srv[kd.walked].t < upTo; kd.walked++ {
+			s := kd.srv[kd.walked]
 			if !m.masterAt(s.node, s.t) {
 				continue
 			}
@@ -148,21 +195,18 @@ func (m *model) attributeDels() {
 					// the key (a renewal by SET without an owner check):
 					// then the owner's lock was taken without an acquire.
 					if i := m.foreignRewrite(k, o, s); i >= 0 {
-						m.badDels[k] = append(m.badDels[k], badDel{t: s.t, node: s.node, victim: o, culprit: kd.renewals[i].client, set: true})
+						kd.badDels = append(kd.badDels, badDel{t: s.t, node: s.node, victim: o, culprit: kd.renewals[i].client, set: true})
 						m.noteLoss(o, s.t, fmt.Sprintf("overwritten by client %d's renewal", kd.renewals[i].client), true)
 					}
 					continue
 				}
-				if matched[s.node] == nil {
-					matched[s.node] = map[int32]bool{}
-				}
-				owner[s.node] = m.ownerAt(k, s.node, s.t, matched[s.node])
+				owner[s.node] = m.ownerAt(k, s.node, s.t, &cursor)
 				continue
 			case srvExpired:
 				if o, ok := owner[s.node]; ok && o >= 0 {
 					m.noteLoss(o, s.t, "expired", true)
 				}
-				m.unmatchIfAcquiring(owner, matched, s)
+				m.unmatchIfAcquiring(owner, s)
 				delete(owner, s.node)
 				continue
 			case srvDel:
@@ -173,7 +217,7 @@ func (m *model) attributeDels() {
 			}
 			o, ok := owner[s.node]
 			if s.kind == srvDel {
-				m.unmatchIfAcquiring(owner, matched, s)
+				m.unmatchIfAcquiring(owner, s)
 				delete(owner, s.node)
 			}
 			if !ok || o < 0 {
@@ -201,11 +245,11 @@ func (m *model) attributeDels() {
 			}
 			const near = int64(1e6)
 			if s.kind == srvDel {
-				if i := m.releaserAt(k, h.client, s.t, near); i >= 0 && m.expiredBefore(k, s.node, kd.releases[i].client, kd.releases[i].t, s.t) {
-					m.badDels[k] = append(m.badDels[k], badDel{t: s.t, node: s.node, victim: o, culprit: kd.releases[i].client, release: true})
+				if i := m.releaserAt(k, h.client, s.t, near); i >= 0 && m.expiredBefore(k, s.node, kd.releases[i].client, kd.releases[i].t, s.t, -1) {
+					kd.badDels = append(kd.badDels, badDel{t: s.t, node: s.node, victim: o, culprit: kd.releases[i].client, release: true})
 				}
-			} else if i := m.renewerAt(k, h.client, s.t, near); i >= 0 && m.expiredBefore(k, s.node, kd.renewals[i].client, kd.renewals[i].t, s.t) {
-				m.badDels[k] = append(m.badDels[k], badDel{t: s.t, node: s.node, victim: o, culprit: kd.renewals[i].client})
+			} else if i := m.renewerAt(k, h.client, s.t, near); i >= 0 && m.expiredBefore(k, s.node, kd.renewals[i].client, kd.renewals[i].t, s.t, kd.renewals[i].own) {
+				kd.badDels = append(kd.badDels, badDel{t: s.t, node: s.node, victim: o, culprit: kd.renewals[i].client})
 			}
 		}
 	}
@@ -215,22 +259,37 @@ func (m *model) attributeDels() {
 // another client's call) between the start of client's latest hold begun
 // before call and x: the client's own key was gone when its call changed
 // the key.
-func (m *model) expiredBefore(k int32, node int16, client int32, call, x int64) bool {
+//
+// own, when not -1, is that hold, as pruning kept it for an old call.
+func (m *model) expiredBefore(k int32, node int16, client int32, call, x int64, own int32) bool {
 	kd := m.kd[k]
 	m.index(kd)
-	i := sort.Search(len(kd.holds), func(i int) bool { return m.holds[kd.holds[i]].start > call }) - 1
 	var from int64 = -1
-	own := int32(-1)
-	for n := 0; i >= 0 && n < 4096; i, n = i-1, n+1 {
-		if h := &m.holds[kd.holds[i]]; h.client == client {
-			// After its ack plus the observer's lag: an expiry seen just
-			// before is the previous owner's key, whose end let it in.
-			from, own = h.start+m.lag, kd.holds[i]
-			break
+	if own >= 0 {
+		from = m.holds[own].start + m.lag
+	} else {
+		i := sort.Search(len(kd.holds), func(i int) bool { return m.holds[kd.holds[i]].start > call }) - 1
+		for n := 0; i >= 0 && n < 4096; i, n = i-1, n+1 {
+			if h := &m.holds[kd.holds[i]]; h.client == client {
+				// After its ack plus the observer's lag: an expiry seen just
+				// before is the previous owner's key, whose end let it in.
+				from, own = h.start+m.lag, kd.holds[i]
+				break
+			}
+		}
+		if own < 0 && kd.cutHold > math.MinInt64 {
+			m.setInexact(fmt.Sprintf("the hold a call of client %d on %s was made in had been pruned", client, m.keys[k]))
 		}
 	}
 	if from < 0 {
 		return false
+	}
+	if from <= kd.cutSrv && m.expSeen[own] != nil {
+		// Pruning kept what it dropped of this hold's record.
+		if t, ok := m.expSeen[own][node]; ok && t < x {
+			return true
+		}
+		from = kd.cutSrv + 1
 	}
 	for j := m.srvFrom(k, from); j < len(kd.srv) && kd.srv[j].t < x; j++ {
 		if kd.srv[j].kind == srvExpired && kd.srv[j].node == node {
@@ -240,7 +299,7 @@ func (m *model) expiredBefore(k int32, node int16, client int32, call, x int64) 
 	// Or another client's call removed it (a chain: a release that deleted
 	// the next owner's key makes that owner's own release a foreign one).
 	// attributeDels appends in time order, so the earlier ones are here.
-	for _, d := range m.badDels[k] {
+	for _, d := range kd.badDels {
 		if d.release && d.node == node && d.victim == own && d.t < x {
 			return true
 		}
@@ -248,20 +307,19 @@ func (m *model) expiredBefore(k int32, node int16, client int32, call, x int64) 
 	return false
 }
 
-// checkUnlock: a release or renewal changed a key another owner held (see
-// attributeDels). Without an observer the check does not run.
-func checkUnlock(m *model, c *ctx) (CheckResult, bool) {
+// judgeUnlock: a release or renewal changed a key another owner held (see
+// attributeDels), judged in the window of the change. Without an observer
+// the check does not run.
+func judgeUnlock(m *model, c *ctx) {
 	if !m.observerOK {
-		if len(m.observerNo) > 0 {
-			c.notes = append(c.notes, "unlock check not run: the backend delivers no keyspace notifications, so what releases removed cannot be seen")
-		}
-		return CheckResult{}, false
+		return
 	}
-	res := CheckResult{Stats: map[string]any{"server_dels": m.dels}}
-	var count int
-	for k, bds := range m.badDels {
+	for k, kd := range m.kd {
 		key := m.keys[k]
-		for _, d := range bds {
+		for _, d := range kd.badDels {
+			if !m.in(d.t) {
+				continue
+			}
 			h := &m.holds[d.victim]
 			call, what, cause := "release", "deleted", CauseNonOwnerDel
 			switch {
@@ -275,11 +333,21 @@ func checkUnlock(m *model, c *ctx) (CheckResult, bool) {
 				Detail: fmt.Sprintf("client %d's %s %s %s on %s at %s while client %d held it (acquired %s)",
 					d.culprit, call, what, key, m.nodes[d.node], sec(d.t), h.client, sec(h.start)),
 				Explanation: fmt.Sprintf("client %d no longer owned %s but its %s %s client %d's lock at %s.", d.culprit, key, call, what, h.client, sec(d.t)),
-			}, &count)
+			}, &c.unlockCount)
 		}
 	}
-	res.Violations = count
-	res.Verdict = verdictOf(count, len(m.holds) > 0)
+}
+
+func resultUnlock(m *model, c *ctx) (CheckResult, bool) {
+	if !m.observerOK {
+		if len(m.observerNo) > 0 {
+			c.notes = append(c.notes, "unlock check not run: the backend delivers no keyspace notifications, so what releases removed cannot be seen")
+		}
+		return CheckResult{}, false
+	}
+	res := CheckResult{Stats: map[string]any{"server_dels": m.dels}}
+	res.Violations = c.unlockCount
+	res.Verdict = verdictOf(c.unlockCount, c.mutex.holds+c.mutex.empty > 0)
 	return res, true
 }
 
@@ -348,8 +416,11 @@ func (m *model) foreignRewrite(k, o int32, s srvEvent) int {
 				break
 			}
 		}
+		if (i < 0 || kd.renewals[i].t < kd.cutUnanswered) && kd.cutUnanswered > math.MinInt64 {
+			m.setInexact(fmt.Sprintf("an unanswered renewal on %s that may have landed at %s had been pruned", m.keys[k], sec(s.t)))
+		}
 	}
-	if i < 0 || !m.expiredBefore(k, s.node, kd.renewals[i].client, kd.renewals[i].t, s.t) {
+	if i < 0 || !m.expiredBefore(k, s.node, kd.renewals[i].client, kd.renewals[i].t, s.t, kd.renewals[i].own) {
 		return -1
 	}
 	return i
