@@ -98,6 +98,9 @@ type Options struct {
 	// batch: judge a window every batch events at least (default
 	// minBatch); tests make it small to judge many windows.
 	batch int
+	// every: also judge a window every this much stream time (ns), so
+	// that a live check keeps up with a slow run (LiveChecker: 1 s).
+	every int64
 }
 
 // CheckResult is one check's outcome.

@@ -572,6 +572,10 @@ func (m *model) addFault(e *history.Event) {
 	m.faultBy[f.id] = f
 }
 
+// stillInEffect is the heal time of a fault whose heal is not read yet:
+// far beyond any run, with room to add a TTL.
+const stillInEffect = math.MaxInt64 / 4
+
 // prepare computes every hold's belief end from what was read so far (a
 // hold still open gets a provisional one) and orders each key's tables;
 // it runs before every judged window.
@@ -590,7 +594,15 @@ func (m *model) prepare(o Options) {
 		h.empty = m.honours && h.deadline > 0 && h.deadline <= h.start && h.actAfter == 0
 	}
 	for _, f := range m.faults {
-		if !f.healRecorded {
+		switch {
+		case f.healRecorded:
+		case f.applied && !m.final:
+			// Every fault that took effect is healed and its heal
+			// recorded (by the end of the run at the latest): until then
+			// it is still in effect.
+			f.healT = stillInEffect
+		default:
+			// Never healed in the record: the run was cut short.
 			f.healT = f.end
 		}
 	}

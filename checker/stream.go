@@ -44,8 +44,10 @@ type Stream struct {
 	maxSeen int64
 	judged  int64 // windows before this are judged (math.MinInt64: none yet)
 	since   int   // events since the last window
-	kept    int   // table entries after the last pruning
-	ready   bool
+	// lastWindow: stream time of the last window (Options.every)
+	lastWindow int64
+	kept       int // table entries after the last pruning
+	ready      bool
 
 	// Stats of the pruning, for benchmarks and the live line.
 	Windows, PeakKept int
@@ -130,7 +132,11 @@ func (s *Stream) Add(e *history.Event) {
 		s.lastEnd[int32(e.Client)] = max(s.lastEnd[int32(e.Client)], t)
 	}
 	s.since++
-	if !s.o.whole && s.since >= max(s.batch(), s.kept) {
+	if s.o.whole {
+		return
+	}
+	if s.since >= max(s.batch(), s.kept) || s.o.every > 0 && s.since >= 256 && s.maxSeen-s.lastWindow >= s.o.every {
+		s.lastWindow = s.maxSeen
 		s.window()
 	}
 }
@@ -199,11 +205,17 @@ func (s *Stream) window() {
 func (s *Stream) Result() *Result {
 	s.setup()
 	m := s.m
+	m.final = true
+	for _, f := range m.faults {
+		if f.applied && !f.healRecorded && f.t < s.judged {
+			m.setInexact(fmt.Sprintf("fault %d (%s) has no heal in the record (the run was cut short), so earlier windows judged it still in effect", f.id, f.kind))
+		}
+	}
 	m.prepare(s.o)
 	if m.observerOK {
 		m.attributeDels(math.MaxInt64)
 	}
-	m.from, m.to, m.final = s.judged, math.MaxInt64, true
+	m.from, m.to = s.judged, math.MaxInt64
 	m.judge(s.c)
 	for i := range m.holds {
 		m.summarizeLoss(int32(i), &s.c.loss)
@@ -226,6 +238,8 @@ type Live struct {
 	Verdict    Verdict   `json:"verdict"`
 	Kept       int       `json:"kept"`
 	Latest     Violation `json:"latest"`
+	// Behind: the live checker could not keep up and stopped.
+	Behind bool `json:"behind,omitempty"`
 }
 
 // Live reports the verdict of what was judged so far.

@@ -153,6 +153,8 @@ func mixedHistory(seed uint64, blocks int, topo string) []history.Event {
 			fault++
 			add(history.Event{T: t0 + 30*ms, End: t0 + 31*ms, Client: -1, Op: history.OpFault, Node: "n1",
 				Fault: &history.Fault{ID: fault, Kind: history.FaultRestartNode, Target: "node n1", Applied: true}})
+			add(history.Event{T: t0 + 60*ms, End: t0 + 70*ms, Client: -1, Op: history.OpHeal,
+				Fault: &history.Fault{ID: fault, Kind: history.FaultRestartNode, Applied: true}})
 			add(history.Event{T: t0 + 80*ms, End: t0 + 80*ms, Client: cl(0), Key: k, Op: history.OpTold})
 			add(history.Event{T: t0 + 81*ms, End: t0 + 81*ms, Client: cl(0), Key: k, Op: history.OpLost})
 			cycle(cl(1), 40, 1, 0)

@@ -22,6 +22,7 @@ type clusterFlags struct {
 	keyPrefix                                  string
 	history                                    string
 	maxHistory, minFree                        string
+	live                                       bool
 }
 
 func (f *clusterFlags) add(cmd *cobra.Command) {
@@ -35,6 +36,7 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.history, "history", runner.HistoryCompact, "history form: compact (history.lch, ~10 bytes an event) | jsonl (history.jsonl, ~100; lockchaos export converts)")
 	fl.StringVar(&f.maxHistory, "max-history", "0", "stop a run cleanly (verdict unknown where nothing was found) when its history reaches this size, e.g. 2GiB (0: no limit)")
 	fl.StringVar(&f.minFree, "min-free-disk", "256MiB", "do not start, or stop cleanly, when the output's disk has less than this free")
+	fl.BoolVar(&f.live, "live", false, "check the history while the run records it: the progress line shows the verdict so far, and the check after the run costs only the tail")
 	fl.StringVar(&f.keyPrefix, "key-prefix", "", "prefix of every key the run creates at the server (default lc:<random run id>:; matrix adds the cell's number)")
 }
 
@@ -49,6 +51,7 @@ func (f *clusterFlags) apply(o *runner.Options) error {
 	o.Backend, o.RedisServer, o.RedisSentinel, o.Image = f.backend, f.redisServer, f.redisSentinel, f.image
 	o.Addrs, o.AllowRemote, o.KeyPrefix = f.addrs, f.allowRemote, f.keyPrefix
 	o.History = f.history
+	o.Live = f.live
 	return nil
 }
 

@@ -36,6 +36,7 @@ type Writer struct {
 	err    error
 	done   chan struct{}
 	closed bool
+	tap    func(*Event) // Tap
 	wg     sync.WaitGroup
 }
 
@@ -133,6 +134,9 @@ func (hw *Writer) Append(e *Event) {
 				_, hw.err = hw.w.Write(hw.out)
 			}
 			hw.n++
+			if hw.tap != nil {
+				hw.tap(e)
+			}
 		}
 		hw.mu.Unlock()
 		return
@@ -145,6 +149,9 @@ func (hw *Writer) Append(e *Event) {
 			_, hw.err = hw.w.Write(b)
 		}
 		hw.n++
+		if hw.tap != nil {
+			hw.tap(e)
+		}
 	}
 	hw.mu.Unlock()
 	if cap(b) <= 64<<10 { // a huge event (meta) is not kept for reuse
@@ -155,6 +162,15 @@ func (hw *Writer) Append(e *Event) {
 
 // encBufs are encoding buffers for Append.
 var encBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// Tap makes fn see every event appended from now on, in the file's order,
+// under the writer's lock (fn must be quick and must copy what it keeps:
+// the live checker, checker.Live). Call it before the first Append.
+func (hw *Writer) Tap(fn func(*Event)) {
+	hw.mu.Lock()
+	hw.tap = fn
+	hw.mu.Unlock()
+}
 
 // Count is the number of events appended so far.
 func (hw *Writer) Count() int64 {

@@ -28,6 +28,9 @@ type EvalOptions struct {
 	Notifications string
 	// NoPlots skips the plots (matrix cells; see report.RenderOptions).
 	NoPlots bool
+	// Checked is the history's check already done (the live check), or
+	// nil to check the history file.
+	Checked *checker.Result
 }
 
 // Evaluate checks a run directory's history, compares the verdicts with the
@@ -36,9 +39,12 @@ type EvalOptions struct {
 // after the workload and what `check DIR` does on a saved run.
 func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*report.Results, int, error) {
 	hist := history.FileIn(dir)
-	cres, err := checker.CheckFile(hist, checker.Options{})
-	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "check %s: %w", hist, err)
+	cres := eo.Checked
+	if cres == nil {
+		var err error
+		if cres, err = checker.CheckFile(hist, checker.Options{}); err != nil {
+			return nil, ExitBadInput, fail(ExitBadInput, "check %s: %w", hist, err)
+		}
 	}
 	an, err := report.Analyze(hist, report.AnalyzeOptions{})
 	if err != nil {

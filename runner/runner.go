@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
@@ -82,6 +83,10 @@ type Options struct {
 	// Worker, when set, makes this run one worker of a run spread over
 	// processes (see Worker; Merge joins their directories).
 	Worker *Worker
+	// Live checks the history while it is recorded (checker.LiveChecker):
+	// Progress shows the verdict so far, and the check after the run costs
+	// only the tail.
+	Live bool
 }
 
 // History forms.
@@ -100,6 +105,8 @@ type Progress struct {
 	Overlaps     int64 // holds that began while another client held the key (live estimate)
 	ActiveFaults int
 	FaultsFired  int
+	// Live is the live check's verdict so far (nil without Options.Live).
+	Live *checker.Live
 }
 
 // Outcome of a run.
@@ -264,6 +271,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		}
 		defer hw.Close()
 	}
+	var live *checker.LiveChecker
+	if o.Live && hw != nil {
+		live = checker.StartLive(checker.Options{})
+		hw.Tap(live.Add)
+	}
 	rec := history.NewRecorder(hw)
 	honour := *s.Workload.HonourLost
 	sched := faults.Resolve(s.Faults, s.Seed, s.Duration)
@@ -352,7 +364,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	guard.hw = hw
 	gctx, stopGuard := guard.watch(ctx, 250*time.Millisecond)
-	interrupted := drive(gctx, o, s, rec, w, fr, sched)
+	interrupted := drive(gctx, o, s, rec, w, fr, sched, live)
 	stoppedBy := stopGuard()
 	w.Close() // no lock goroutine (renewals) writes a key after the clean-up
 	if wk != nil {
@@ -384,6 +396,13 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 			return nil, fail(ExitInfra, "history: %w", err)
 		}
 	}
+	var checked *checker.Result
+	if live != nil {
+		var why string
+		if checked, why = live.Finish(); checked == nil {
+			notes = append(notes, "the live check gave way to checking the history file: "+why)
+		}
+	}
 	notes = append(notes, w.Notes()...)
 	switch {
 	case stoppedBy != "":
@@ -395,7 +414,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		return &Outcome{Dir: o.Out, Workload: w, Interrupted: interrupted}, nil
 	}
 	res, code, err := Evaluate(o.Out, s, o.Lock, EvalOptions{Expect: o.Expect, Thresholds: o.Thresholds, Notes: notes,
-		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted, StoppedBy: stoppedBy, Notifications: notify.Mode, NoPlots: o.NoPlots})
+		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted, StoppedBy: stoppedBy, Notifications: notify.Mode, NoPlots: o.NoPlots,
+		Checked: checked})
 	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code, Workload: w, Interrupted: interrupted}
 	if err != nil {
 		return out, err
@@ -408,7 +428,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 
 // drive runs the workload and faults through the phases: workload (faults
 // fire), heal, recovery, stop. It reports whether ctx ended it early.
-func drive(ctx context.Context, o Options, s *scenarios.Scenario, rec *history.Recorder, w *workloads.Workload, fr *faults.Runner, sched []faults.Scheduled) bool {
+func drive(ctx context.Context, o Options, s *scenarios.Scenario, rec *history.Recorder, w *workloads.Workload, fr *faults.Runner, sched []faults.Scheduled, live *checker.LiveChecker) bool {
 	phase := func(p string) { rec.Record(&history.Event{T: rec.Now(), Client: -1, Op: history.OpPhase, Detail: p}) }
 	// Hard stop for client cycles still in flight well after the end.
 	wctx, cancelW := context.WithCancel(context.WithoutCancel(ctx))
@@ -424,7 +444,7 @@ func drive(ctx context.Context, o Options, s *scenarios.Scenario, rec *history.R
 	var cur atomic.Value
 	cur.Store("workload")
 	total := s.Duration + s.Recovery
-	stopProgress := progressLoop(o.Progress, rec, w, fr, &cur, start, total)
+	stopProgress := progressLoop(o.Progress, rec, w, fr, &cur, start, total, live)
 	defer stopProgress()
 
 	interrupted := !wait(ctx, s.Duration)
@@ -461,7 +481,7 @@ func wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func progressLoop(fn func(Progress), rec *history.Recorder, w *workloads.Workload, fr *faults.Runner, cur *atomic.Value, start int64, total time.Duration) func() {
+func progressLoop(fn func(Progress), rec *history.Recorder, w *workloads.Workload, fr *faults.Runner, cur *atomic.Value, start int64, total time.Duration, live *checker.LiveChecker) func() {
 	if fn == nil {
 		return func() {}
 	}
@@ -481,9 +501,14 @@ func progressLoop(fn func(Progress), rec *history.Recorder, w *workloads.Workloa
 			now := rec.Now()
 			cycles, _, _ := w.Totals()
 			applied, failed := fr.Counts()
-			fn(Progress{Phase: cur.Load().(string), Elapsed: time.Duration(now - start), Total: total, Cycles: cycles,
+			p := Progress{Phase: cur.Load().(string), Elapsed: time.Duration(now - start), Total: total, Cycles: cycles,
 				CyclesPerSec: float64(cycles-lastCycles) / (float64(now-lastT) / 1e9), Overlaps: w.Overlaps(),
-				ActiveFaults: fr.Active(), FaultsFired: applied + failed})
+				ActiveFaults: fr.Active(), FaultsFired: applied + failed}
+			if live != nil {
+				st := live.Status()
+				p.Live = &st
+			}
+			fn(p)
 			lastCycles, lastT = cycles, now
 		}
 	}()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/lockimpl"
@@ -342,5 +343,46 @@ func TestNoClusterDeclared(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("the refused run left %s behind (%v)", out, err)
+	}
+}
+
+// A run checked live (Options.Live) reports, while it runs, the violations
+// found so far, and ends with the answer a check of its history file gives.
+func TestLiveCheckIsTheFileCheck(t *testing.T) {
+	s, err := scenarios.Load("gc-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	var last *checker.Live
+	res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "process", Out: out, Live: true,
+		Progress: func(p runner.Progress) {
+			if p.Live != nil {
+				last = p.Live
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Results
+	for _, n := range r.Notes {
+		if strings.Contains(n, "live check") {
+			t.Fatalf("the live check did not give the answer: %s", n)
+		}
+	}
+	if last == nil || last.Violations == 0 || last.Verdict != checker.Invalid {
+		t.Errorf("the progress never showed the pause's violations live: %+v", last)
+	}
+	file, err := checker.CheckFile(history.FileIn(out), checker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != string(file.Verdict) || len(r.Checks) != len(file.Checks) || len(r.Violations) != len(file.Violations) {
+		t.Fatalf("live: %s %v (%d violations); file: %s %v (%d)", r.Verdict, r.Checks, len(r.Violations), file.Verdict, file.Checks, len(file.Violations))
+	}
+	for n, c := range file.Checks {
+		if got := r.Checks[n]; got.Verdict != c.Verdict || got.Violations != c.Violations {
+			t.Errorf("check %s: live %+v, file %+v", n, got, c)
+		}
 	}
 }
