@@ -33,11 +33,14 @@
 //
 // # Cost
 //
-// The history is streamed once (history.ScanFile) into compact per-key
-// tables (holds, resource writes, server events; no tokens or strings per
-// event), then each check sorts its per-key tables: O(n log n) time, and
-// memory proportional to the number of holds and writes, not to the size of
-// the history file.
+// The history is streamed once (history.ScanFile, decoded in a goroutine of
+// its own) into compact per-key tables (holds, resource writes, server
+// events; no tokens or strings per event). The checks judge it in windows of
+// time as it is read and pruning drops what no later window can need
+// (stream.go), so memory depends on concurrency, the TTL and the run's
+// faults, not on the length of the run; a whole check (Check, or a stream
+// that could not be exact) keeps every table: O(n log n) time, memory
+// proportional to the holds and writes.
 package checker
 
 import (

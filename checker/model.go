@@ -249,8 +249,11 @@ type model struct {
 	holds   []hold
 	clients map[int32]*clientState
 	byID    []*clientState // clients[id] for ids below 65536: no map lookup per event
-	// observer remembers the observer's last key (keyOf).
-	observer clientState
+	// observer remembers the observer's last key (keyOf), lastNode its
+	// last node.
+	observer    clientState
+	lastNode    string
+	lastNodeIdx int16
 	// spans is judgeLiveness' scratch buffer.
 	spans   []span
 	faults  []*fault
@@ -292,7 +295,7 @@ func (m *model) setInexact(why string) {
 }
 
 func newModel() *model {
-	return &model{keyIdx: map[string]int32{}, nodeIdx: map[string]int16{}, clients: map[int32]*clientState{}, observer: clientState{lastIdx: -1},
+	return &model{keyIdx: map[string]int32{}, nodeIdx: map[string]int16{}, clients: map[int32]*clientState{}, observer: clientState{lastIdx: -1}, lastNodeIdx: -1,
 		faultBy: map[int]*fault{}, honours: true}
 }
 
@@ -461,7 +464,10 @@ func (m *model) add(e *history.Event) {
 			return
 		}
 		k := m.keyOf(&m.observer, e.Key)
-		m.kd[k].srv = append(m.kd[k].srv, srvEvent{e.T, m.node(e.Node), srvKind(e.Detail)})
+		if e.Node != m.lastNode || m.lastNodeIdx < 0 {
+			m.lastNode, m.lastNodeIdx = e.Node, m.node(e.Node)
+		}
+		m.kd[k].srv = append(m.kd[k].srv, srvEvent{e.T, m.lastNodeIdx, srvKind(e.Detail)})
 	}
 }
 

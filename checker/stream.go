@@ -55,7 +55,7 @@ type Stream struct {
 
 // minBatch: windows are judged at most every minBatch events (and never
 // more often than the tables kept, so judging stays linear).
-const minBatch = 1 << 18
+const minBatch = 1 << 19
 
 // idle is how long a silent client (crashed, done, or paused that long)
 // stops holding the window back: ten TTLs and ε, at least 2 s. Should it

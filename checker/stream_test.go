@@ -245,3 +245,30 @@ func TestLateEventFallsBackToWhole(t *testing.T) {
 		t.Errorf("CheckFile after an inexact stream differs from the whole check by more than its note:\n  %s", strings.Join(d, "\n  "))
 	}
 }
+
+// CheckFile streams either form of the history, the compact one and the
+// JSONL one earlier runs wrote, to the same answer as the whole check.
+func TestCheckFileStreamsBothForms(t *testing.T) {
+	ev := mixedHistory(5, 400, "single")
+	whole := Check(ev, Options{})
+	for _, ext := range []string{history.CompactExt, ".jsonl"} {
+		p := filepath.Join(t.TempDir(), "history"+ext)
+		w, err := history.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range ev {
+			w.Append(&ev[i])
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := CheckFile(p, Options{batch: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := Differences(r, whole); len(d) > 0 {
+			t.Errorf("%s: CheckFile ≠ whole check:\n  %s", ext, strings.Join(d, "\n  "))
+		}
+	}
+}

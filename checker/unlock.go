@@ -347,7 +347,7 @@ func resultUnlock(m *model, c *ctx) (CheckResult, bool) {
 	}
 	res := CheckResult{Stats: map[string]any{"server_dels": m.dels}}
 	res.Violations = c.unlockCount
-	res.Verdict = verdictOf(c.unlockCount, c.mutex.holds+c.mutex.empty > 0)
+	res.Verdict = verdictOf(c.unlockCount, m.nHolds > 0)
 	return res, true
 }
 
