@@ -213,18 +213,13 @@ func scanPipelined(path string, add func(*history.Event)) (history.ScanInfo, err
 	free := make(chan []history.Event, 10)
 	var info history.ScanInfo
 	var err error
-	stop := make(chan struct{})
 	go func() {
 		defer close(ch)
 		buf := make([]history.Event, 0, batch)
 		info, err = history.ScanFile(path, func(e *history.Event) error {
 			buf = append(buf, *e)
 			if len(buf) == batch {
-				select {
-				case ch <- buf:
-				case <-stop:
-					return errStopped
-				}
+				ch <- buf
 				select {
 				case buf = <-free:
 					buf = buf[:0]
@@ -235,12 +230,11 @@ func scanPipelined(path string, add func(*history.Event)) (history.ScanInfo, err
 			return nil
 		})
 		if len(buf) > 0 {
-			select {
-			case ch <- buf:
-			case <-stop:
-			}
+			ch <- buf
 		}
 	}()
+	// Every batch is taken (the reader never stops early), so the
+	// goroutine always ends.
 	for b := range ch {
 		for i := range b {
 			add(&b[i])
@@ -251,11 +245,8 @@ func scanPipelined(path string, add func(*history.Event)) (history.ScanInfo, err
 		default:
 		}
 	}
-	close(stop)
 	return info, err
 }
-
-var errStopped = fmt.Errorf("stopped")
 
 // Check checks events held in memory (tests, embedding), whole.
 func Check(events []history.Event, o Options) *Result {

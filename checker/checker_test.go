@@ -26,6 +26,23 @@ func newHB(meta map[string]any) *hb {
 
 func (b *hb) add(e history.Event) *hb { b.ev = append(b.ev, e); return b }
 
+// writeHistory writes events to path (its form by its extension) and
+// returns path.
+func writeHistory(t testing.TB, path string, events []history.Event) string {
+	t.Helper()
+	w, err := history.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range events {
+		w.Append(&events[i])
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // acq: client c acquires at [t0,t1] ms with a deadline t1+ttl (0 = none).
 func (b *hb) acq(c int, t0, t1, deadline int64, res history.Result, depth int) *hb {
 	e := history.Event{T: t0 * ms, End: t1 * ms, Client: c, Key: "k", Op: history.OpAcquire, Result: res, Depth: depth}
@@ -321,17 +338,7 @@ func TestInventoryOversell(t *testing.T) {
 
 func TestCheckFileToleratesTornTail(t *testing.T) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, "history.jsonl")
-	w, err := history.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range gcPause(false).ev {
-		w.Append(&e)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	p := writeHistory(t, filepath.Join(dir, "history.jsonl"), gcPause(false).ev)
 	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"t":1,"op":"acq`)
 	f.Close()

@@ -28,17 +28,7 @@ func TestScheduledFaultNeverFiredIsUnknown(t *testing.T) {
 				Fault: &history.Fault{ID: id, Kind: "pause-node", Applied: true}})
 		}
 		b.cycle(1, 400, 2)
-		p := filepath.Join(t.TempDir(), "history.jsonl")
-		w, err := history.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range b.ev {
-			w.Append(&e)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		p := writeHistory(t, filepath.Join(t.TempDir(), "history.jsonl"), b.ev)
 		r, err := CheckFile(p, Options{})
 		if err != nil {
 			t.Fatal(err)

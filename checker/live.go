@@ -21,6 +21,7 @@ type LiveChecker struct {
 	status Live
 	behind bool // fed from under the writer's lock only
 	done   chan struct{}
+	closed sync.Once
 }
 
 // liveBatch events are handed over at a time; liveQueue batches may wait.
@@ -88,9 +89,9 @@ func (l *LiveChecker) Status() Live {
 func (l *LiveChecker) Finish() (*Result, string) {
 	if !l.behind && len(l.buf) > 0 {
 		l.ch <- l.buf
+		l.buf = nil
 	}
-	close(l.ch)
-	<-l.done
+	l.Stop()
 	switch {
 	case l.behind:
 		return nil, "the live check fell behind the run"
@@ -98,4 +99,11 @@ func (l *LiveChecker) Finish() (*Result, string) {
 		return nil, l.st.Inexact()
 	}
 	return l.st.Result(), ""
+}
+
+// Stop ends the checker's goroutine (idempotent; Finish calls it). Nothing
+// may Add after it: detach it from the writer first (Tap(nil)).
+func (l *LiveChecker) Stop() {
+	l.closed.Do(func() { close(l.ch) })
+	<-l.done
 }

@@ -168,13 +168,6 @@ func judgeLiveness(m *model, c *ctx) {
 				} else if len(kd.failed) > 0 && kd.failed[0].t < h.acqT {
 					gap(kd.failed[0].t, h.start, hi)
 				}
-				for _, f := range m.faults {
-					if f.applied && f.healRecorded && h.start >= f.healT {
-						if t, ok := a.firstAfterHeal[f.id]; !ok || h.start < t {
-							a.firstAfterHeal[f.id] = h.start
-						}
-					}
-				}
 			}
 			if h.heldTo > prevEnd {
 				prevEnd, prev = h.heldTo, hi
@@ -188,6 +181,27 @@ func judgeLiveness(m *model, c *ctx) {
 			gap(want[0].a, last, -1)
 		} else if last > prevEnd {
 			gap(prevEnd, last, -1)
+		}
+	}
+	// Acquisitions succeed again after every fault heals: the first ack at
+	// or after each heal. Windows come in time order, so a heal's first ack
+	// found in one window is its first.
+	for _, f := range m.faults {
+		if _, found := a.firstAfterHeal[f.id]; found || !f.applied || !f.healRecorded {
+			continue
+		}
+		for _, kd := range m.kd {
+			m.index(kd)
+			from := max(f.healT, m.from)
+			i := sort.Search(len(kd.holds), func(i int) bool { return m.holds[kd.holds[i]].start >= from })
+			if i == len(kd.holds) {
+				continue
+			}
+			if st := m.holds[kd.holds[i]].start; m.in(st) {
+				if t, ok := a.firstAfterHeal[f.id]; !ok || st < t {
+					a.firstAfterHeal[f.id] = st
+				}
+			}
 		}
 	}
 }

@@ -46,7 +46,7 @@ type hold struct {
 	// matched: bit n set when attributeDels matched the hold to a write
 	// of its key on node n (nodes from 64 on: model.matchedHi).
 	matched uint64
-	// empty (computed by finish): the lease arrived with its deadline
+	// empty (computed by prepare): the lease arrived with its deadline
 	// already past and the client never acted on it, so it never believed
 	// it held the key. Such a hold overlaps nothing; it still counts as the
 	// client's key at the server (unlock attribution, liveness).
@@ -222,9 +222,8 @@ type keyData struct {
 	// a dropped hold, the latest dropped server event and renewal. A
 	// lookup that would have needed them makes the check inexact.
 	cutHold, cutSrv, cutUnanswered int64
-	// droppedHeldTo: the latest end of a dropped hold; liveStart: the
-	// earliest start of a hold kept live (prune's scratch).
-	droppedHeldTo, liveStart int64
+	// droppedHeldTo: the latest end of a dropped hold.
+	droppedHeldTo int64
 }
 
 // model is the compact form of a history that the checks read.
@@ -307,7 +306,7 @@ func (m *model) key(k string) int32 {
 	m.keyIdx[k] = i
 	m.keys = append(m.keys, k)
 	m.kd = append(m.kd, &keyData{cutHold: math.MinInt64, cutSrv: math.MinInt64, cutUnanswered: math.MinInt64,
-		droppedHeldTo: math.MinInt64, liveStart: math.MaxInt64})
+		droppedHeldTo: math.MinInt64})
 	return i
 }
 
@@ -403,7 +402,7 @@ func (m *model) add(e *history.Event) {
 		m.addRelease(e)
 	case history.OpLost:
 		c := m.client(e.Client)
-		k := m.keyOf(m.client(e.Client), e.Key)
+		k := m.keyOf(c, e.Key)
 		if hi, ok := c.open.get(k); ok {
 			h := &m.holds[hi]
 			h.endT, h.how = e.T, endLost
@@ -414,13 +413,13 @@ func (m *model) add(e *history.Event) {
 		// The lock told the client; the hold ends when the client acts on
 		// it (OpLost, its release): loss detection measures to here.
 		c := m.client(e.Client)
-		if hi, ok := c.open.get(m.keyOf(m.client(e.Client), e.Key)); ok && m.holds[hi].told == 0 {
+		if hi, ok := c.open.get(m.keyOf(c, e.Key)); ok && m.holds[hi].told == 0 {
 			m.holds[hi].told = e.T
 		}
 	case history.OpRenew:
-		k := m.keyOf(m.client(e.Client), e.Key)
-		m.kd[k].renewals = append(m.kd[k].renewals, renewal{client: int32(e.Client), t: e.T, end: e.End, unanswered: e.Result == history.Unknown, own: -1})
 		c := m.client(e.Client)
+		k := m.keyOf(c, e.Key)
+		m.kd[k].renewals = append(m.kd[k].renewals, renewal{client: int32(e.Client), t: e.T, end: e.End, unanswered: e.Result == history.Unknown, own: -1})
 		if hi, ok := c.open.get(k); ok {
 			h := &m.holds[hi]
 			if e.Result == history.OK {
@@ -433,7 +432,7 @@ func (m *model) add(e *history.Event) {
 		}
 	case history.OpRead:
 		c := m.client(e.Client)
-		k := m.keyOf(m.client(e.Client), e.Key)
+		k := m.keyOf(c, e.Key)
 		c.lastRd.set(k, [2]int64{max(e.End, e.T), e.Value})
 		if hi, ok := c.open.get(k); ok {
 			h := &m.holds[hi]
@@ -480,7 +479,7 @@ func (m *model) act(h *hold, at int64) {
 
 func (m *model) addAcquire(e *history.Event) {
 	c := m.client(e.Client)
-	k := m.keyOf(m.client(e.Client), e.Key)
+	k := m.keyOf(c, e.Key)
 	c.tried++
 	hi, holding := c.open.get(k)
 	if e.Result != history.OK {
@@ -524,7 +523,7 @@ func (m *model) addAcquire(e *history.Event) {
 
 func (m *model) addRelease(e *history.Event) {
 	c := m.client(e.Client)
-	k := m.keyOf(m.client(e.Client), e.Key)
+	k := m.keyOf(c, e.Key)
 	m.kd[k].releases = append(m.kd[k].releases, release{int32(e.Client), int32(e.Depth), e.T, e.End, e.Result == history.Fail})
 	hi, ok := c.open.get(k)
 	if !ok {
@@ -542,7 +541,7 @@ func (m *model) addRelease(e *history.Event) {
 
 func (m *model) addWrite(e *history.Event) {
 	c := m.client(e.Client)
-	k := m.keyOf(m.client(e.Client), e.Key)
+	k := m.keyOf(c, e.Key)
 	at := e.End
 	if at == 0 {
 		at = e.T

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/lockchaos/lockchaos/history"
 )
@@ -118,7 +119,7 @@ func (s *Stream) Add(e *history.Event) {
 	if !s.ready {
 		s.setup()
 	}
-	if e.T < s.judged && s.judged > math.MinInt64 {
+	if e.T < s.judged {
 		m.setInexact(fmt.Sprintf("a %s event at %s came after that time was judged", e.Op, sec(e.T)))
 	}
 	m.add(e)
@@ -185,7 +186,7 @@ func (s *Stream) horizon() int64 {
 func (s *Stream) window() {
 	s.since = 0
 	to := s.horizon()
-	if to <= s.judged || to == math.MinInt64 {
+	if to <= s.judged {
 		s.kept = s.size()
 		return
 	}
@@ -372,10 +373,6 @@ func (s *Stream) prune(cut int64) {
 	n := int32(0)
 	for i := range m.holds {
 		if keep[i] {
-			if live[i] {
-				kd := m.kd[m.holds[i].key]
-				kd.liveStart = min(kd.liveStart, m.holds[i].start)
-			}
 			renum[i] = n
 			m.holds[n] = m.holds[i]
 			n++
@@ -415,13 +412,15 @@ func (s *Stream) prune(cut int64) {
 		}
 	}
 	for _, kd := range m.kd {
-		hs := kd.holds[:0]
+		// Server events are kept from the first hold kept live on: causes
+		// and expiries are looked up from a hold's ack.
+		srvCut := cut
 		for _, hi := range kd.holds {
-			if r := renum[hi]; r >= 0 {
-				hs = append(hs, r)
+			if live[hi] {
+				srvCut = min(srvCut, m.holds[renum[hi]].start)
 			}
 		}
-		kd.holds = hs
+		kd.holds = renumbered(kd.holds, func(hi *int32) *int32 { return hi }, renum)
 		kd.indexed = false
 		for i := range kd.writes {
 			if hi := kd.writes[i].hold; hi >= 0 {
@@ -449,11 +448,7 @@ func (s *Stream) prune(cut int64) {
 			}
 		}
 		kd.renewals = rs
-		// Server events: attributed ones before cut, and before every
-		// kept hold's start (causes and expiries are looked up from
-		// there).
-		srvCut := min(cut, kd.liveStart)
-		kd.liveStart = math.MaxInt64
+		// Server events: attributed ones before srvCut go.
 		i := 0
 		for i < kd.walked && kd.srv[i].t < srvCut {
 			i++
@@ -487,19 +482,11 @@ func (s *Stream) prune(cut int64) {
 			kd.srv = kd.srv[:copy(kd.srv, kd.srv[i:])]
 			kd.walked -= i
 		}
-		kd.releases = pruneCalls(kd.releases, cut-m.lag, func(r *release) (int32, int64, bool) { return r.client, r.end, false })
-		// Failed attempts: from the end of the latest hold on (liveness
-		// measures the wait from there); all while the key was never held.
+		kd.releases = slices.DeleteFunc(kd.releases, func(r release) bool { return r.end < cut-m.lag })
 		// Failed attempts: from the latest end of a dropped hold on
-		// (liveness measures each wait from the end of the hold before).
-		from := kd.droppedHeldTo
-		fs := kd.failed[:0]
-		for _, a := range kd.failed {
-			if a.end >= from {
-				fs = append(fs, a)
-			}
-		}
-		kd.failed = fs
+		// (liveness measures each wait from the end of the hold before);
+		// all while the key was never held.
+		kd.failed = slices.DeleteFunc(kd.failed, func(a attempt) bool { return a.end < kd.droppedHeldTo })
 	}
 }
 
@@ -511,17 +498,6 @@ func renumbered[T any](xs []T, hold func(*T) *int32, renum []int32) []T {
 		if p := hold(&xs[i]); renum[*p] >= 0 {
 			*p = renum[*p]
 			out = append(out, xs[i])
-		}
-	}
-	return out
-}
-
-// pruneCalls keeps the calls that end at or after cut.
-func pruneCalls[T any](calls []T, cut int64, span func(*T) (int32, int64, bool)) []T {
-	out := calls[:0]
-	for i := range calls {
-		if _, end, keep := span(&calls[i]); keep || end >= cut {
-			out = append(out, calls[i])
 		}
 	}
 	return out

@@ -225,17 +225,7 @@ func TestLateEventFallsBackToWhole(t *testing.T) {
 	if st.Inexact() == "" {
 		t.Fatal("a fault recorded long after its time did not make the stream inexact")
 	}
-	p := filepath.Join(t.TempDir(), "h"+history.CompactExt)
-	w, err := history.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range ev {
-		w.Append(&ev[i])
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	p := writeHistory(t, filepath.Join(t.TempDir(), "h"+history.CompactExt), ev)
 	r, err := CheckFile(p, Options{batch: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -252,17 +242,7 @@ func TestCheckFileStreamsBothForms(t *testing.T) {
 	ev := mixedHistory(5, 400, "single")
 	whole := Check(ev, Options{})
 	for _, ext := range []string{history.CompactExt, ".jsonl"} {
-		p := filepath.Join(t.TempDir(), "history"+ext)
-		w, err := history.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range ev {
-			w.Append(&ev[i])
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		p := writeHistory(t, filepath.Join(t.TempDir(), "history"+ext), ev)
 		r, err := CheckFile(p, Options{batch: 100})
 		if err != nil {
 			t.Fatal(err)

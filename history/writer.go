@@ -165,7 +165,8 @@ var encBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }
 
 // Tap makes fn see every event appended from now on, in the file's order,
 // under the writer's lock (fn must be quick and must copy what it keeps:
-// the live checker, checker.Live). Call it before the first Append.
+// the live checker, checker.LiveChecker). Call it before the first Append;
+// Tap(nil) detaches fn (no call of it is under way once Tap returns).
 func (hw *Writer) Tap(fn func(*Event)) {
 	hw.mu.Lock()
 	hw.tap = fn

@@ -275,6 +275,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if o.Live && hw != nil {
 		live = checker.StartLive(checker.Options{})
 		hw.Tap(live.Add)
+		defer func() { hw.Tap(nil); live.Stop() }() // every way out, Finish or not
 	}
 	rec := history.NewRecorder(hw)
 	honour := *s.Workload.HonourLost
