@@ -261,6 +261,13 @@ func extraBackends() string {
 	return s
 }
 
+// ResolvedBackend is the backend spec's Backend stands for (auto resolved as
+// Start would), without starting anything.
+func ResolvedBackend(spec Spec) (string, error) {
+	b, _, err := resolveBackend(spec)
+	return b, err
+}
+
 func resolveBackend(spec Spec) (backend, why string, err error) {
 	switch spec.Backend {
 	case "", Auto:

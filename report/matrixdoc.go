@@ -38,6 +38,9 @@ type Cell struct {
 	Rates map[string][]Rate `json:"rates,omitempty"`
 	Label string            `json:"label,omitempty"`
 
+	// Phases is where the cell's time went (summed over its seeds).
+	Phases *Phases `json:"phases_ms,omitempty"`
+
 	// RunExit is the exit code of the cell's single run (for its SeedRun).
 	RunExit int `json:"-"`
 }
@@ -52,6 +55,10 @@ type Matrix struct {
 	ExitCode int      `json:"exit_code"`
 	// Shard is set when the matrix is one shard of several.
 	Shard *Shard `json:"shard,omitempty"`
+	// WallMS is the matrix's wall time; Parallel how many cells ran at
+	// once at most.
+	WallMS   float64 `json:"wall_ms,omitempty"`
+	Parallel int     `json:"parallel,omitempty"`
 }
 
 // OutcomeElsewhere marks, in a shard's matrix, a cell another shard runs.
@@ -170,6 +177,7 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 		b.WriteString("\n")
 	}
 	mixedRates(&b, m)
+	phasesTable(&b, m)
 	var bad []Cell
 	for _, c := range m.Cells {
 		if c.Outcome == "unexpected" || c.Outcome == "error" || c.Outcome == "unknown" {

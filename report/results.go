@@ -59,7 +59,10 @@ type Results struct {
 
 	StartedAt  time.Time `json:"started_at"`
 	DurationMS float64   `json:"duration_ms"`
-	Events     int       `json:"events"`
+	// Phases is where the run's wall time went (nil for a history checked
+	// without its run, e.g. merged workers).
+	Phases *Phases `json:"phases_ms,omitempty"`
+	Events int     `json:"events"`
 	// Notes are run-level remarks (auto backend choice, torn history, ...).
 	Notes []string `json:"notes,omitempty"`
 }

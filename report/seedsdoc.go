@@ -56,6 +56,8 @@ type SeedRun struct {
 	// Notes what the earlier attempts were.
 	Attempts int      `json:"attempts,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
+	// Phases is where the seed's run spent its time.
+	Phases *Phases `json:"phases_ms,omitempty"`
 }
 
 // SeedSummary aggregates the seeds of one scenario × lock.

@@ -31,6 +31,9 @@ type EvalOptions struct {
 	// Checked is the history's check already done (the live check), or
 	// nil to check the history file.
 	Checked *checker.Result
+	// Phases times the run's phases up to the check (nil: a saved run's
+	// check, timed from now); Evaluate marks check and report.
+	Phases *report.PhaseTimer
 }
 
 // Evaluate checks a run directory's history, compares the verdicts with the
@@ -39,6 +42,10 @@ type EvalOptions struct {
 // after the workload and what `check DIR` does on a saved run.
 func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*report.Results, int, error) {
 	hist := history.FileIn(dir)
+	pt := eo.Phases
+	if pt == nil {
+		pt = report.NewPhaseTimer()
+	}
 	cres := eo.Checked
 	if cres == nil {
 		var err error
@@ -46,6 +53,7 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 			return nil, ExitBadInput, fail(ExitBadInput, "check %s: %w", hist, err)
 		}
 	}
+	pt.Mark("check")
 	an, err := report.Analyze(hist, report.AnalyzeOptions{})
 	if err != nil {
 		return nil, ExitBadInput, fail(ExitBadInput, "analyze %s: %w", hist, err)
@@ -134,7 +142,13 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 		r.Verdict = string(checker.Unknown)
 	}
 	r.ExitCode = code
+	r.Phases = &pt.P
 	if err := report.RenderWith(dir, r, an, report.RenderOptions{NoPlots: eo.NoPlots}); err != nil {
+		return r, ExitInfra, fail(ExitInfra, "render report into %s: %w", dir, err)
+	}
+	// The report's own time is known only now: results.json again with it.
+	pt.Mark("report")
+	if err := report.WriteJSON(filepath.Join(dir, report.ResultsFile), r); err != nil {
 		return r, ExitInfra, fail(ExitInfra, "render report into %s: %w", dir, err)
 	}
 	return r, code, nil
@@ -173,6 +187,11 @@ func CheckDir(dir string, eo EvalOptions) (*report.Results, int, error) {
 	}
 	if old, err := report.ReadResults(filepath.Join(dir, "results.json")); err == nil {
 		eo.LockConfig = old.LockConfig
+		if old.Phases != nil && eo.Phases == nil {
+			// The run's phases stand; check and report are this check's.
+			eo.Phases = report.NewPhaseTimer()
+			eo.Phases.P = *old.Phases
+		}
 		if eo.Backend == "" {
 			eo.Backend = old.Backend
 		}

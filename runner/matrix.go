@@ -21,7 +21,14 @@ type MatrixOptions struct {
 	Locks     []string              // default: every registered lock except user locks
 	Scenarios []*scenarios.Scenario // default: the whole catalog
 	Out       string                // each cell in Out/<scenario>/<lock>
-	Parallel  int                   // cells at once; default 1
+	// Parallel is the most cells run at once: 1 runs one at a time; 0
+	// (the default) is 3 a core on the process backend and 1 on the others
+	// (a docker engine's container operations, a user's server, the
+	// embedded server in this process are not ours to share). Beyond one, cells are packed by their CPU
+	// appetite (schedule.go): cells that keep cores busy run alone, the
+	// rest share 60% of the cores, none starts while the machine is busier
+	// than 85%, and the long cells start first.
+	Parallel int
 	// Retries re-runs a cell whose outcome was not as expected up to this
 	// many times. The scenarios are timing experiments on a shared machine;
 	// a retried cell says so in matrix.md and keeps every attempt's run dir.
@@ -99,15 +106,17 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 		o.Scenarios = all
 	}
 	if o.Parallel < 1 {
-		o.Parallel = 1
+		o.Parallel = autoParallel(o.Base)
 	}
-	m := &Matrix{Locks: o.Locks, Seeds: o.Seeds}
+	began := time.Now()
+	m := &Matrix{Locks: o.Locks, Seeds: o.Seeds, Parallel: o.Parallel}
 	type job struct {
 		i    int
 		s    *scenarios.Scenario
 		lock string
 		seed uint64 // 0: the scenario's own seed, no seed directory
 		k    int    // index of the seed in o.Seeds
+		n    int    // the job's number in catalog order
 	}
 	var jobs []job
 	for _, s := range o.Scenarios {
@@ -121,10 +130,10 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 				continue
 			}
 			if len(o.Seeds) == 0 {
-				jobs = append(jobs, job{len(m.Cells) - 1, s, l, 0, 0})
+				jobs = append(jobs, job{i: len(m.Cells) - 1, s: s, lock: l})
 			}
 			for k, seed := range o.Seeds {
-				jobs = append(jobs, job{len(m.Cells) - 1, s, l, seed, k})
+				jobs = append(jobs, job{i: len(m.Cells) - 1, s: s, lock: l, seed: seed, k: k})
 			}
 		}
 	}
@@ -164,19 +173,25 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 			left[j.i] = len(o.Seeds)
 		}
 	}
-	sem := make(chan struct{}, o.Parallel)
+	for jn := range jobs {
+		jobs[jn].n = jn // the key prefix's number, whatever the order
+	}
+	if o.Parallel > 1 {
+		orderJobs(jobs, func(j job) *scenarios.Scenario { return j.s })
+	}
+	sched := newScheduler(o.Parallel)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for jn, j := range jobs {
-		if ctx.Err() != nil {
+	for _, j := range jobs {
+		appetite := cellAppetite(j.s)
+		if !sched.acquire(ctx, appetite) {
 			break
 		}
-		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			c := runCellRetried(ctx, o, j.s, j.lock, j.seed, jn)
+			defer sched.release(appetite)
+			c := runCellRetried(ctx, o, j.s, j.lock, j.seed, j.n)
 			if j.seed == 0 {
 				mu.Lock()
 				m.Cells[j.i] = c
@@ -187,7 +202,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 				return
 			}
 			sr := SeedRun{Seed: j.seed, Dir: c.Dir, Verdict: c.Verdict, Checks: c.Checks, Outcome: c.Outcome,
-				ExitCode: c.RunExit, Error: c.Reason, Attempts: c.Attempts}
+				ExitCode: c.RunExit, Error: c.Reason, Attempts: c.Attempts, Phases: c.Phases}
 			for _, n := range c.Notes {
 				if strings.HasPrefix(n, "attempt ") {
 					sr.Notes = append(sr.Notes, n)
@@ -228,6 +243,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 		}
 	}
 	m.ExitCode = matrixExit(m.Cells, ctx.Err() != nil)
+	m.WallMS = report.MSOf(time.Since(began))
 	return m, nil
 }
 
@@ -269,6 +285,12 @@ func seedCell(o MatrixOptions, s *scenarios.Scenario, lock string, runs []SeedRu
 		}
 	}
 	for _, r := range runs {
+		if r.Phases != nil {
+			if c.Phases == nil {
+				c.Phases = &report.Phases{}
+			}
+			c.Phases.Add(*r.Phases)
+		}
 		c.Attempts = max(c.Attempts, r.Attempts)
 		if r.Error != "" {
 			c.Notes = append(c.Notes, fmt.Sprintf("seed %d: %s", r.Seed, r.Error))
@@ -323,6 +345,7 @@ func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, 
 	}
 	sort.Strings(c.Causes)
 	c.Incidents = len(r.Incidents)
+	c.Phases = r.Phases
 	if err != nil && c.Outcome == "as-expected" {
 		c.Outcome, c.Reason = "unknown", err.Error()
 	}

@@ -177,6 +177,7 @@ func DefaultOut(scenario, lock string) string {
 // even when interrupted (ctx cancelled) or when infrastructure failed midway;
 // the Outcome is then returned with the error.
 func Run(ctx context.Context, o Options) (*Outcome, error) {
+	pt := report.NewPhaseTimer()
 	s := o.Scenario
 	if s == nil {
 		return nil, fail(ExitBadInput, "no scenario")
@@ -249,6 +250,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		stopCluster = func() { _ = cl.Stop() }
 	}
 	defer stopCluster()
+	pt.Mark("start")
 	if err := preflight(ctx, cl, prefix); err != nil {
 		return nil, err
 	}
@@ -365,7 +367,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	guard.hw = hw
 	gctx, stopGuard := guard.watch(ctx, 250*time.Millisecond)
-	interrupted := drive(gctx, o, s, rec, w, fr, sched, live)
+	pt.Mark("ready")
+	interrupted := drive(gctx, o, s, rec, w, fr, sched, live, pt)
 	stoppedBy := stopGuard()
 	w.Close() // no lock goroutine (renewals) writes a key after the clean-up
 	if wk != nil {
@@ -397,6 +400,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 			return nil, fail(ExitInfra, "history: %w", err)
 		}
 	}
+	pt.Mark("stop")
 	var checked *checker.Result
 	if live != nil {
 		var why string
@@ -416,7 +420,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	res, code, err := Evaluate(o.Out, s, o.Lock, EvalOptions{Expect: o.Expect, Thresholds: o.Thresholds, Notes: notes,
 		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted, StoppedBy: stoppedBy, Notifications: notify.Mode, NoPlots: o.NoPlots,
-		Checked: checked})
+		Checked: checked, Phases: pt})
 	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code, Workload: w, Interrupted: interrupted}
 	if err != nil {
 		return out, err
@@ -429,7 +433,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 
 // drive runs the workload and faults through the phases: workload (faults
 // fire), heal, recovery, stop. It reports whether ctx ended it early.
-func drive(ctx context.Context, o Options, s *scenarios.Scenario, rec *history.Recorder, w *workloads.Workload, fr *faults.Runner, sched []faults.Scheduled, live *checker.LiveChecker) bool {
+func drive(ctx context.Context, o Options, s *scenarios.Scenario, rec *history.Recorder, w *workloads.Workload, fr *faults.Runner, sched []faults.Scheduled, live *checker.LiveChecker, pt *report.PhaseTimer) bool {
 	phase := func(p string) { rec.Record(&history.Event{T: rec.Now(), Client: -1, Op: history.OpPhase, Detail: p}) }
 	// Hard stop for client cycles still in flight well after the end.
 	wctx, cancelW := context.WithCancel(context.WithoutCancel(ctx))
@@ -450,14 +454,17 @@ func drive(ctx context.Context, o Options, s *scenarios.Scenario, rec *history.R
 
 	interrupted := !wait(ctx, s.Duration)
 	cancelF()
+	pt.Mark("workload")
 	phase("heal")
 	cur.Store("heal")
 	fr.HealAll(context.WithoutCancel(ctx))
+	pt.Mark("heal")
 	if !interrupted && s.Recovery > 0 {
 		phase("recovery")
 		cur.Store("recovery")
 		interrupted = !wait(ctx, s.Recovery)
 	}
+	pt.Mark("recovery")
 	close(stop)
 	grace := 2*s.Lock.WithDefaults().AcquireTimeout + 5*time.Second
 	select {

@@ -121,11 +121,14 @@ func TestRunGCPauseIsOneIncident(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "run")
+	began := time.Now()
 	res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "process", Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
+	wall := time.Since(began)
 	r := res.Results
+	checkPhases(t, out, s, wall)
 	if r.Checks["mutex"].Verdict != "invalid" {
 		t.Fatalf("mutex %s, want invalid as the catalog expects (checks %v)", r.Checks["mutex"].Verdict, r.Checks)
 	}
@@ -384,5 +387,37 @@ func TestLiveCheckIsTheFileCheck(t *testing.T) {
 		if got := r.Checks[n]; got.Verdict != c.Verdict || got.Violations != c.Violations {
 			t.Errorf("check %s: live %+v, file %+v", n, got, c)
 		}
+	}
+}
+
+// checkPhases holds a run's phase timings to what the run did: the workload
+// and recovery phases last the scenario's duration and recovery window (the
+// timer's resolution and a loaded machine's scheduling aside), every phase
+// took some time but the heal of a fault that needs none, and together they
+// are the run's wall time less the test's own bookkeeping.
+func checkPhases(t *testing.T, dir string, s *scenarios.Scenario, wall time.Duration) {
+	t.Helper()
+	r, err := report.ReadResults(filepath.Join(dir, report.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Phases
+	if p == nil {
+		t.Fatal("results.json has no phases_ms")
+	}
+	near := func(name string, got float64, want time.Duration) {
+		if d := got - report.MSOf(want); d < -1 || d > 300 {
+			t.Errorf("phase %s took %.1f ms, want %v", name, got, want)
+		}
+	}
+	near("workload", p.Workload, s.Duration)
+	near("recovery", p.Recovery, s.Recovery)
+	for i, v := range p.Values() {
+		if name := report.PhaseNames[i]; v <= 0 && name != "heal" {
+			t.Errorf("phase %s took %.3f ms, want > 0", name, v)
+		}
+	}
+	if tot, w := p.Total(), report.MSOf(wall); tot > w || tot < w-200 {
+		t.Errorf("phases add up to %.1f ms, the run took %.1f ms", tot, w)
 	}
 }

@@ -1,0 +1,202 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// Cells are packed by their CPU appetite: most catalog cells run three or
+// four clients that hold and think for milliseconds, and spend their wall
+// time in the scenario's own duration and recovery window with a core
+// mostly idle (gc-pause: 0.7 CPU-seconds in a 3.4 s run; failover 2 in 21.6;
+// restart-empty 0.3 in 5.6). A few are benchmarks in disguise (contention,
+// hot-keys, smoke: clients that neither hold nor think) and take every core
+// they get (contention: 2.3 CPU-seconds in 2.5 s); those run alone, so
+// neither they nor a timing fault beside them see a different machine.
+
+// autoParallel is MatrixOptions.Parallel's default for the backend.
+func autoParallel(o Options) int {
+	b, err := cluster.ResolvedBackend(cluster.Spec{Backend: o.Backend, RedisServer: o.RedisServer, Topology: cluster.Single})
+	if err == nil && b == cluster.Process {
+		return 3 * runtime.NumCPU()
+	}
+	return 1
+}
+
+// appetiteAlone is the appetite from which a cell runs alone.
+const appetiteAlone = 0.5
+
+// cellAppetite estimates the cores a scenario's cell keeps busy: a base for
+// starting the servers, the check and the report, a share for each server
+// process, and each client's cycles (about 0.15 ms of CPU each, client and
+// server side) over the cycle's hold and think.
+func cellAppetite(s *scenarios.Scenario) float64 {
+	nodes := s.Nodes
+	switch s.Topology {
+	case "single":
+		nodes = 1
+	case "sentinel":
+		nodes = 6 // a master, two replicas, three sentinels
+	case "cluster":
+		nodes = max(nodes, 6)
+	}
+	w := s.Workload
+	a := 0.1 + 0.02*float64(nodes)
+	perCycle := 0.15e-3 // seconds of CPU a cycle costs
+	if w.Mode == "open" && w.Rate > 0 {
+		return a + w.Rate*perCycle
+	}
+	idle := (w.Hold.Min+w.Hold.Max+w.Think.Min+w.Think.Max).Seconds()/2 + 0.5e-3
+	return a + float64(max(w.Clients, 1))*min(1, perCycle/idle)
+}
+
+// scheduler admits cells while the machine has room: at most max at once,
+// their appetites within budget cores, a cell of appetite ≥ appetiteAlone
+// only on an otherwise idle machine, and (where /proc/stat can be read) not
+// while the machine's CPU was busier than busyLimit over the last interval,
+// whoever was busy.
+type scheduler struct {
+	max       int
+	budget    float64
+	busyLimit float64
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	running int
+	used    float64
+	alone   bool
+	load    *cpuLoad
+}
+
+func newScheduler(parallel int) *scheduler {
+	cpus := float64(runtime.NumCPU())
+	s := &scheduler{max: parallel, budget: 0.6 * cpus, busyLimit: 0.85, load: newCPULoad()}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// acquire waits for room for a cell of appetite a (or ctx's end: false).
+func (s *scheduler) acquire(ctx context.Context, a float64) bool {
+	alone := a >= appetiteAlone || s.max == 1
+	stop := context.AfterFunc(ctx, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if ctx.Err() != nil {
+			return false
+		}
+		fits := s.running == 0 ||
+			(!alone && !s.alone && s.running < s.max && s.used+a <= s.budget && !s.busy())
+		if fits {
+			s.running++
+			s.used += a
+			s.alone = alone
+			return true
+		}
+		if s.running > 0 && !s.alone && !alone && s.running < s.max && s.used+a <= s.budget {
+			// Room but a busy machine: look again shortly.
+			s.mu.Unlock()
+			time.Sleep(200 * time.Millisecond)
+			s.mu.Lock()
+			continue
+		}
+		s.cond.Wait()
+	}
+}
+
+func (s *scheduler) release(a float64) {
+	s.mu.Lock()
+	s.running--
+	s.used -= a
+	if s.running == 0 {
+		s.used, s.alone = 0, false
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// busy reports whether the CPU was busier than busyLimit since the last
+// look (at least 150 ms ago; sooner looks reuse the last answer).
+func (s *scheduler) busy() bool {
+	if s.load == nil {
+		return false
+	}
+	return s.load.busy() > s.busyLimit
+}
+
+// cpuLoad is the machine's busy fraction from /proc/stat.
+type cpuLoad struct {
+	lastAt          time.Time
+	lastBusy, lastT uint64
+	frac            float64
+}
+
+func newCPULoad() *cpuLoad {
+	busy, total, ok := readProcStat()
+	if !ok {
+		return nil
+	}
+	return &cpuLoad{lastAt: time.Now(), lastBusy: busy, lastT: total}
+}
+
+func (l *cpuLoad) busy() float64 {
+	if time.Since(l.lastAt) < 150*time.Millisecond {
+		return l.frac
+	}
+	busy, total, ok := readProcStat()
+	if !ok || total <= l.lastT {
+		return l.frac
+	}
+	l.frac = float64(busy-l.lastBusy) / float64(total-l.lastT)
+	l.lastAt, l.lastBusy, l.lastT = time.Now(), busy, total
+	return l.frac
+}
+
+// readProcStat reads the first line of /proc/stat: jiffies busy and in all.
+func readProcStat() (busy, total uint64, ok bool) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "cpu ") {
+		return 0, 0, false
+	}
+	for i, field := range strings.Fields(line)[1:] {
+		v, err := strconv.ParseUint(field, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		total += v
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy, total, true
+}
+
+// orderJobs puts the cells that run alone first (they drain the machine,
+// so once, together), then the rest longest first, so the long cells do not
+// end the matrix alone. Stable: equal cells keep the catalog's order.
+func orderJobs[J any](jobs []J, scen func(J) *scenarios.Scenario) {
+	sort.SliceStable(jobs, func(a, b int) bool {
+		sa, sb := scen(jobs[a]), scen(jobs[b])
+		aa, ab := cellAppetite(sa) >= appetiteAlone, cellAppetite(sb) >= appetiteAlone
+		if aa != ab {
+			return aa
+		}
+		return cellCost(sa) > cellCost(sb)
+	})
+}

@@ -1,0 +1,96 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// The catalog's busy cells run alone, the timing cells share the machine.
+func TestCellAppetite(t *testing.T) {
+	for name, alone := range map[string]bool{"contention": true, "hot-keys": true, "smoke": true,
+		"gc-pause": false, "failover": false, "restart-empty": false, "cluster-failover": false, "slow-acquire": false} {
+		s, err := scenarios.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := cellAppetite(s); (a >= appetiteAlone) != alone || a <= 0 {
+			t.Errorf("%s: appetite %.2f cores, want alone=%v", name, a, alone)
+		}
+	}
+}
+
+// The scheduler never runs more than max cells, never more appetite than
+// its budget, and a cell that runs alone with nothing beside it.
+func TestSchedulerPacks(t *testing.T) {
+	s := newScheduler(3)
+	s.budget, s.load = 1.0, nil // no look at the machine's load: deterministic
+	cells := []float64{0.4, 0.3, 0.2, 0.9, 0.2, 0.2, 0.1, 0.6, 0.1}
+	var mu sync.Mutex
+	running, used, aloneNow := 0, 0.0, false
+	var wg sync.WaitGroup
+	for _, a := range cells {
+		if !s.acquire(context.Background(), a) {
+			t.Fatal("acquire refused without a cancelled context")
+		}
+		mu.Lock()
+		running++
+		used += a
+		alone := a >= appetiteAlone
+		if running > 3 || used > 1.0+1e-9 && running > 1 || (alone || aloneNow) && running > 1 {
+			t.Errorf("admitted %.1f: %d running using %.1f cores (alone %v/%v)", a, running, used, alone, aloneNow)
+		}
+		aloneNow = aloneNow || alone
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(20 * time.Millisecond)
+			mu.Lock()
+			running--
+			used -= a
+			if alone {
+				aloneNow = false
+			}
+			mu.Unlock()
+			s.release(a)
+		}()
+	}
+	wg.Wait()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.acquire(ctx, 0.9)
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	if s.acquire(ctx, 0.1) {
+		t.Error("a cell was admitted beside one that runs alone")
+	}
+}
+
+// One at a time means one at a time, whatever the appetite.
+func TestSchedulerOneAtATime(t *testing.T) {
+	s := newScheduler(1)
+	s.acquire(context.Background(), 0.01)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if s.acquire(ctx, 0.01) {
+		t.Error("a second cell started at --parallel 1")
+	}
+	s.release(0.01)
+	if !s.acquire(context.Background(), 0.01) {
+		t.Error("no cell started after the first ended")
+	}
+}
+
+// /proc/stat gives a busy fraction in [0, 1] where there is one.
+func TestCPULoad(t *testing.T) {
+	l := newCPULoad()
+	if l == nil {
+		t.Skip("no /proc/stat")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if f := l.busy(); f < 0 || f > 1 {
+		t.Errorf("busy fraction %v", f)
+	}
+}
