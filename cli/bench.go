@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -26,6 +27,9 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 		overhead   bool
 		noCeil     bool
 		cpuProfile string
+		mutexProf  string
+		blockProf  string
+		minRatio   float64
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -43,6 +47,7 @@ Each lock's run directory holds the usual results.json and report.`,
   lockchaos bench --lock simple --keys 1 --clients 16 --duration 5s          # hand-off on one hot key
   lockchaos bench --lock simple --key-dist per-client --overhead --repeat 5  # uncontended, cost of recording, median of 5
   lockchaos bench --lock simple --rate 5000 --duration 5s                   # open loop
+  lockchaos bench --lock simple --clients 50 --keys 50 --key-dist per-client --duration 4s --repeat 3 --min-ratio 0.9  # CI: exit 1 below 0.9 of bare go-redis
   lockchaos bench --lock simple --backend external --addrs 127.0.0.1:6379 --clients 50 --keys 50 --duration 8s --out D`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,6 +67,12 @@ Each lock's run directory holds the usual results.json and report.`,
 			if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 || o.Rate < 0 {
 				return exitWith(runner.ExitBadInput, fmt.Errorf("--clients %d, --keys %d, --duration %v, --rate %v: must be positive", o.Clients, o.Keys, o.Duration, o.Rate))
 			}
+			if minRatio < 0 || minRatio > 10 {
+				return exitWith(runner.ExitBadInput, fmt.Errorf("--min-ratio: %v is not in 0..10", minRatio))
+			}
+			if minRatio > 0 && noCeil {
+				return exitWith(runner.ExitBadInput, fmt.Errorf("--min-ratio %v compares with bare go-redis, which --no-ceiling skips", minRatio))
+			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
@@ -72,6 +83,16 @@ Each lock's run directory holds the usual results.json and report.`,
 					return exitWith(runner.ExitInfra, err)
 				}
 				defer pprof.StopCPUProfile()
+			}
+			// Where the harness's goroutines wait for each other (the
+			// history writer's lock, issue 27).
+			if mutexProf != "" {
+				runtime.SetMutexProfileFraction(5)
+				defer writeProfile(stderr, "mutex", mutexProf)
+			}
+			if blockProf != "" {
+				runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+				defer writeProfile(stderr, "block", blockProf)
 			}
 			b, err := runner.RunBench(cmd.Context(), o)
 			if b != nil {
@@ -88,6 +109,14 @@ Each lock's run directory holds the usual results.json and report.`,
 			if err != nil {
 				return exitWith(runner.ExitCodeOf(err), err)
 			}
+			if minRatio > 0 {
+				if err := runner.RatioGate(b, minRatio); err != nil {
+					return exitWith(runner.ExitViolated, err)
+				}
+				for _, l := range b.Locks {
+					fmt.Fprintf(stdout, "--min-ratio %.2f: %s %.0f cycles/s, bare go-redis %.0f: %.3f of it\n", minRatio, l.Lock, l.Throughput, b.GoRedisCS, l.Throughput/b.GoRedisCS)
+				}
+			}
 			return nil
 		},
 	}
@@ -102,6 +131,9 @@ Each lock's run directory holds the usual results.json and report.`,
 	fl.DurationVar(&o.Hold, "hold", 0, "critical-section hold time")
 	fl.StringVar(&o.Wait, "wait", "", "how blocked acquirers wait: pubsub | poll (default: the lock's)")
 	fl.StringVar(&cpuProfile, "cpuprofile", "", "write the harness's CPU profile to this file (go tool pprof)")
+	fl.StringVar(&mutexProf, "mutexprofile", "", "write the harness's mutex contention profile to this file (go tool pprof)")
+	fl.StringVar(&blockProf, "blockprofile", "", "write where the harness's goroutines blocked to this file (go tool pprof)")
+	fl.Float64Var(&minRatio, "min-ratio", 0, "exit 1 when a lock's cycles/s is below this fraction of bare go-redis's in the same run (medians over --repeat; 0 = off)")
 	fl.Float64Var(&o.Rate, "rate", 0, "open loop: cycle starts per second in total (0 = closed loop)")
 	fl.IntVar(&o.Nodes, "nodes", 5, "independent masters to start (redlock-family locks use all)")
 	fl.StringVar(&o.Out, "out", "", "bench directory (default runs/bench-<time>)")
@@ -109,6 +141,20 @@ Each lock's run directory holds the usual results.json and report.`,
 	fl.BoolVar(&noCeil, "no-ceiling", false, "skip the redis-benchmark ceiling")
 	fl.IntVar(&o.Repeat, "repeat", 1, "runs per lock (with --overhead, recording on and off alternate); the median run is reported with the spread")
 	return cmd
+}
+
+// writeProfile writes the named runtime profile (mutex, block) to path.
+func writeProfile(stderr io.Writer, name, path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup(name).WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "--%sprofile: %v\n", name, err)
+	}
 }
 
 func copyFile(src, dst string) error {

@@ -28,8 +28,11 @@ func TestBenchExternal(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "bench")
 	code, stdout, stderr := lockchaos(t, "bench", "--lock", "simple", "--backend", "external", "--addrs", srv.Nodes[0].ServerAddr,
-		"--clients", "4", "--keys", "4", "--key-dist", "per-client", "--duration", "1s", "--out", dir)
+		"--clients", "4", "--keys", "4", "--key-dist", "per-client", "--duration", "1s", "--min-ratio", "0.01", "--out", dir)
 	wantExit(t, code, 0, stdout, stderr)
+	if !strings.Contains(stdout, "--min-ratio 0.01: simple ") {
+		t.Errorf("the ratio gate's verdict is not shown:\n%s", stdout)
+	}
 	r := readResults(t, dir)
 	if r.Stats.Throughput <= 0 || r.Stats.Cycles == 0 || r.Stats.Server == nil || r.Stats.Server.CommandsPerCycle < 2 {
 		t.Fatalf("results.json stats: throughput %v, cycles %d, server %+v", r.Stats.Throughput, r.Stats.Cycles, r.Stats.Server)
@@ -100,6 +103,11 @@ func TestBenchExternal(t *testing.T) {
 	wantExit(t, code, runner.ExitBadInput, stdout, stderr)
 	if !strings.Contains(stderr, "--clients 0") {
 		t.Errorf("stderr %q does not name --clients 0", stderr)
+	}
+	code, stdout, stderr = lockchaos(t, "bench", "--min-ratio", "0.9", "--no-ceiling", "--out", filepath.Join(t.TempDir(), "b5"))
+	wantExit(t, code, runner.ExitBadInput, stdout, stderr)
+	if !strings.Contains(stderr, "--min-ratio 0.9") {
+		t.Errorf("stderr %q does not name --min-ratio", stderr)
 	}
 	b4 := filepath.Join(t.TempDir(), "b4")
 	code, stdout, stderr = lockchaos(t, "bench", "--wait", "bogus", "--out", b4)

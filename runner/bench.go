@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -290,3 +291,36 @@ type (
 	Bench     = report.Bench
 	BenchLock = report.BenchLock
 )
+
+// RatioGate is `bench --min-ratio`: every benched lock's cycles/s divided by
+// bare go-redis's in the same run (each the median over --repeat) must be
+// at least min. The error names both numbers of each lock below it.
+func RatioGate(b *Bench, min float64) error {
+	if b.GoRedisCS <= 0 {
+		return fmt.Errorf("--min-ratio %.2f: no bare go-redis measurement in this run (it failed, or --no-ceiling skipped it)", min)
+	}
+	if len(b.Locks) == 0 {
+		return fmt.Errorf("--min-ratio %.2f: no lock was benched", min)
+	}
+	var below []string
+	for _, l := range b.Locks {
+		if r, ok := ratioAtLeast(l.Throughput, b.GoRedisCS, min); !ok {
+			below = append(below, fmt.Sprintf("%s ran %.0f cycles/s against bare go-redis's %.0f in the same run: %.3f of it (medians of %d), below %.2f",
+				l.Lock, l.Throughput, b.GoRedisCS, r, b.Repeat, min))
+		}
+	}
+	if len(below) > 0 {
+		return fmt.Errorf("--min-ratio: %s", strings.Join(below, "; "))
+	}
+	return nil
+}
+
+// ratioAtLeast is the gate's decision: lock/bare and whether it is at
+// least min.
+func ratioAtLeast(lock, bare, min float64) (float64, bool) {
+	if bare <= 0 {
+		return 0, false
+	}
+	r := lock / bare
+	return r, r >= min
+}
