@@ -86,7 +86,7 @@ func Create(path string) (*Writer, error) {
 	if strings.HasSuffix(path, CompactExt) {
 		// SpeedFastest: at full speed the encoder keeps up on one core
 		// with room to spare; better levels save little on these records
-		// (README "Performance").
+		// (docs/performance.md).
 		hw.z, err = zstd.NewWriter(hw.cf, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1),
 			zstd.WithWindowSize(1<<20))
 		if err != nil {
