@@ -13,7 +13,7 @@ import (
 // The compact history: the same events as the JSONL form, as
 // length-prefixed binary records in a zstd stream (file history.lch). At
 // full speed the JSONL costs about 100 bytes an event; this form about a
-// tenth of that (README "Performance"). Times are deltas, strings that
+// tenth of that (docs/run-directory.md, "The history"). Times are deltas, strings that
 // repeat (keys, ops, nodes, errors) are interned, a release's token is a
 // reference to its acquire's, and a 32-hex-digit token is stored as its 16
 // bytes. `lockchaos export --jsonl` writes the readable form, and every

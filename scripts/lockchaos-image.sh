@@ -2,8 +2,7 @@
 # Builds lockchaos's own image (default lockchaos/lockchaos:local) from the
 # repository's Dockerfile without any registry: a static binary (CGO off)
 # FROM scratch. Push it where your cluster pulls from, then
-# `lockchaos k8s --image ...` (README "One run over many processes or
-# machines").
+# `lockchaos k8s --image ...` (docs/scale-out.md, "Kubernetes").
 #
 #   scripts/lockchaos-image.sh [IMAGE]
 #
