@@ -28,6 +28,7 @@ func newMatrixCmd(stdout, stderr io.Writer) *cobra.Command {
 		seedList string
 		plots    bool
 		shard    string
+		ci       ciFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "matrix",
@@ -95,23 +96,30 @@ directories into one matrix with the same exit-code rules.`,
 				}
 				fmt.Fprintf(stderr, "%-20s %-20s %-8s %s\n", c.Scenario, c.Lock, v, c.Outcome)
 			}
+			if err := ci.check(); err != nil {
+				return err
+			}
 			start := time.Now()
 			m, err := runner.RunMatrix(cmd.Context(), o)
 			if err != nil {
-				return exitWith(runner.ExitCodeOf(err), err)
+				code := ci.write(stderr, "lockchaos matrix", []report.TestCase{{Scenario: "matrix", Lock: strings.Join(locks, ","), Status: report.CaseError, Message: err.Error()}},
+					"## lockchaos matrix\n\n**[ERROR]** "+err.Error()+"\n", runner.ExitCodeOf(err))
+				return exitWith(code, err)
 			}
 			if err := report.WriteMatrix(out, m); err != nil {
 				return exitWith(runner.ExitInfra, err)
 			}
-			fmt.Fprint(stdout, report.MatrixMarkdown(m, nil))
+			md := report.MatrixMarkdown(m, nil)
+			fmt.Fprint(stdout, md)
 			fmt.Fprintf(stdout, "\nmatrix written to %s (%.0fs)\n", out, time.Since(start).Seconds())
-			if m.ExitCode != 0 {
-				return exitWith(m.ExitCode, nil)
+			if code := ci.write(stderr, "lockchaos matrix", report.MatrixCases(m), md, m.ExitCode); code != 0 {
+				return exitWith(code, nil)
 			}
 			return nil
 		},
 	}
 	cf.add(cmd)
+	ci.add(cmd)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&locks, "locks", nil, "locks to run, comma-separated (default: all registered)")
 	fl.StringSliceVar(&scens, "scenarios", nil, "scenarios (names or files), comma-separated (default: the catalog)")
