@@ -15,6 +15,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/lockchaos/lockchaos/report"
 )
 
 // junitFile is what a JUnit reader sees of lockchaos's file.
@@ -310,8 +312,9 @@ func TestMetricsAddrLoopbackOnly(t *testing.T) {
 }
 
 // A matrix whose expectation is wrong on purpose (gc-pause expecting the
-// simple lock valid): its JUnit test case is a failure carrying the
-// incident's sentence and cause, and the step summary gets matrix.md.
+// locks valid), run as two shards and merged: each shard's JUnit file holds
+// its own cell, the merged one both, each a failure carrying its incident's
+// sentence and cause; the step summary gets each matrix.md in turn.
 func TestMatrixJUnitFailure(t *testing.T) {
 	runSlot(t)
 	b, err := os.ReadFile(filepath.Join("..", "scenarios", "catalog", "gc-pause.yaml"))
@@ -325,32 +328,61 @@ func TestMatrixJUnitFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	out, junit, summary := filepath.Join(tmp, "m"), filepath.Join(tmp, "junit.xml"), filepath.Join(tmp, "summary.md")
+	summary := filepath.Join(tmp, "summary.md")
 	t.Setenv(StepSummaryEnv, summary)
-	code, stdout, stderr := lockchaos(t, "matrix", "--locks", "simple", "--scenarios", scen, "--backend", "process", "--parallel", "1", "--out", out, "--junit", junit)
+	var shards []string
+	locks := map[string]string{} // lock → its shard's directory
+	var mds []string
+	for i := 1; i <= 2; i++ {
+		out, junit := filepath.Join(tmp, fmt.Sprintf("shard-%d", i)), filepath.Join(tmp, fmt.Sprintf("junit-%d.xml", i))
+		code, stdout, stderr := lockchaos(t, "matrix", "--locks", "simple,fenced", "--scenarios", scen, "--backend", "process", "--parallel", "1",
+			"--shard", fmt.Sprintf("%d/2", i), "--out", out, "--junit", junit)
+		wantExit(t, code, 1, stdout, stderr)
+		f := readJUnitFile(t, junit)
+		if f.Tests != 1 || f.Failures != 1 || len(f.Suites) != 1 || len(f.Suites[0].Cases) != 1 {
+			t.Fatalf("shard %d's junit: %+v, want its 1 cell, failed (the other shard's left out)", i, f)
+		}
+		locks[f.Suites[0].Cases[0].Name] = out
+		shards = append(shards, out)
+		mds = append(mds, readFile(t, filepath.Join(out, "matrix.md")))
+	}
+	if locks["simple"] == "" || locks["fenced"] == "" {
+		t.Fatalf("the shards' test cases are %v, want simple and fenced", locks)
+	}
+	merged, junit := filepath.Join(tmp, "merged"), filepath.Join(tmp, "junit.xml")
+	code, stdout, stderr := lockchaos(t, append([]string{"matrix", "merge", "--out", merged, "--junit", junit}, shards...)...)
 	wantExit(t, code, 1, stdout, stderr)
+	mds = append(mds, readFile(t, filepath.Join(merged, "matrix.md")))
 
 	f := readJUnitFile(t, junit)
-	if f.Tests != 1 || f.Failures != 1 || len(f.Suites) != 1 || len(f.Suites[0].Cases) != 1 {
-		t.Fatalf("junit: %+v, want 1 test, 1 failure", f)
+	if f.Tests != 2 || f.Failures != 2 || len(f.Suites) != 1 || len(f.Suites[0].Cases) != 2 {
+		t.Fatalf("merged junit: %+v, want 2 tests, 2 failures", f)
 	}
-	c := f.Suites[0].Cases[0]
-	r := readResults(t, filepath.Join(out, "gc-pause-expects-valid", "simple"))
-	if len(r.Incidents) == 0 {
-		t.Fatalf("the run found no incident: %+v", r)
+	for _, c := range f.Suites[0].Cases {
+		r := readResults(t, filepath.Join(locks[c.Name], "gc-pause-expects-valid", c.Name))
+		var in *report.IncidentSummary
+		for i := range r.Incidents {
+			if r.Incidents[i].Counts["mutex"] > 0 && in == nil {
+				in = &r.Incidents[i]
+			}
+		}
+		if in == nil {
+			t.Fatalf("%s: the run found no mutex incident: %+v", c.Name, r.Incidents)
+		}
+		if c.Classname != "gc-pause-expects-valid" || c.Failure == nil || !strings.HasPrefix(c.Failure.Message, "mutex: expected valid, got invalid: "+in.Sentence+" (cause: "+in.Cause+")") {
+			t.Errorf("%s: failure %+v, want mutex's first incident, %q (cause %s)", c.Name, c.Failure, in.Sentence, in.Cause)
+		}
 	}
-	if c.Failure == nil || !strings.Contains(c.Failure.Message, r.Incidents[0].Sentence) || !strings.Contains(c.Failure.Message, "cause: "+r.Incidents[0].Cause) {
-		t.Errorf("failure %+v, want the first incident's sentence %q and cause %q", c.Failure, r.Incidents[0].Sentence, r.Incidents[0].Cause)
+	if got := readFile(t, summary); got != strings.Join(mds, "\n")+"\n" {
+		t.Errorf("step summary:\n%s\nwant the two shards' matrix.md and the merged one", got)
 	}
-	got, err := os.ReadFile(summary)
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := os.ReadFile(filepath.Join(out, "matrix.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(md)+"\n" {
-		t.Errorf("step summary:\n%s\nwant matrix.md:\n%s", got, md)
-	}
+	return string(b)
 }

@@ -129,12 +129,15 @@ directories into one matrix with the same exit-code rules.`,
 	fl.BoolVar(&plots, "plots", false, "render every cell's plots (default: none; lockchaos report DIR renders a cell's)")
 	fl.IntVar(&retries, "retries", 0, "re-run a cell that did not come out as expected up to N times (marked in matrix.md, every attempt kept)")
 	fl.StringVar(&shard, "shard", "", "run only shard I of N of the applicable cells (e.g. 2/3); combine with lockchaos matrix merge")
-	cmd.AddCommand(newMatrixMergeCmd(stdout))
+	cmd.AddCommand(newMatrixMergeCmd(stdout, stderr))
 	return cmd
 }
 
-func newMatrixMergeCmd(stdout io.Writer) *cobra.Command {
-	var out string
+func newMatrixMergeCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		out string
+		ci  ciFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "merge SHARD-DIR...",
 		Short: "Combine the directories of matrix shards (--shard I/N) into one matrix",
@@ -146,6 +149,9 @@ unknown, 0 otherwise; 3 when the shards do not belong together.`,
 		Example: `  lockchaos matrix merge --out runs/matrix runs/shard-1 runs/shard-2 runs/shard-3`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := ci.check(); err != nil {
+				return err
+			}
 			m, err := runner.MergeShards(args)
 			if err != nil {
 				return exitWith(runner.ExitCodeOf(err), err)
@@ -159,14 +165,18 @@ unknown, 0 otherwise; 3 when the shards do not belong together.`,
 			if err := report.WriteMatrix(out, m); err != nil {
 				return exitWith(runner.ExitInfra, err)
 			}
-			fmt.Fprint(stdout, report.MatrixMarkdown(m, nil))
+			md := report.MatrixMarkdown(m, nil)
+			fmt.Fprint(stdout, md)
 			fmt.Fprintf(stdout, "\nmerged matrix written to %s\n", out)
-			if m.ExitCode != 0 {
-				return exitWith(m.ExitCode, nil)
+			// A cell whose shard directory is not on this machine is told
+			// from matrix.json alone (its causes, no incident sentence).
+			if code := ci.write(stderr, "lockchaos matrix", report.MatrixCases(m), md, m.ExitCode); code != 0 {
+				return exitWith(code, nil)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory for the merged matrix (default runs/matrix-merged-<time>)")
+	ci.add(cmd)
 	return cmd
 }
