@@ -386,3 +386,34 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// run --seeds: a test case per seed, named lock/seed-N, each with its own
+// run's wall time; the step summary gets seeds.md.
+func TestRunSeedsJUnit(t *testing.T) {
+	runSlot(t)
+	tmp := t.TempDir()
+	out, junit, summary := filepath.Join(tmp, "run"), filepath.Join(tmp, "junit.xml"), filepath.Join(tmp, "summary.md")
+	t.Setenv(StepSummaryEnv, summary)
+	code, stdout, stderr := lockchaos(t, "run", "smoke", "--lock", "simple", "--backend", "process", "--duration", "1s", "--seeds", "1-2", "-q",
+		"--out", out, "--junit", junit)
+	f := readJUnitFile(t, junit)
+	if f.Tests != 2 || len(f.Suites) != 1 {
+		t.Fatalf("junit %+v, want 2 test cases (exit %d)\n%s\n%s", f, code, stdout, stderr)
+	}
+	for i, c := range f.Suites[0].Cases {
+		dir := filepath.Join(out, fmt.Sprintf("seed-%d", i+1))
+		r := readResults(t, dir)
+		if c.Classname != "smoke" || c.Name != fmt.Sprintf("simple/seed-%d", i+1) {
+			t.Errorf("case %d: %s / %s, want smoke / simple/seed-%d", i, c.Classname, c.Name, i+1)
+		}
+		if want := r.Phases.Total() / 1000; c.Time < want-0.001 || c.Time > want+0.001 {
+			t.Errorf("%s: time %v, want %.3f (its phases' sum)", c.Name, c.Time, want)
+		}
+		if (r.ExitCode == 0) != (c.Failure == nil && c.Error == nil) {
+			t.Errorf("%s: exit code %d but test case %+v", c.Name, r.ExitCode, c)
+		}
+	}
+	if got, want := readFile(t, summary), readFile(t, filepath.Join(out, "seeds.md"))+"\n"; got != want {
+		t.Errorf("step summary:\n%s\nwant seeds.md:\n%s", got, want)
+	}
+}
