@@ -30,6 +30,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 		mutexProf  string
 		blockProf  string
 		minRatio   float64
+		format     string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -51,6 +52,9 @@ Each lock's run directory holds the usual results.json and report.`,
   lockchaos bench --lock simple --backend external --addrs 127.0.0.1:6379 --clients 50 --keys 50 --duration 8s --out D`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "markdown" && format != "gobench" {
+				return exitWith(runner.ExitBadInput, fmt.Errorf("--format: %q is not one of markdown, gobench", format))
+			}
 			if err := cf.apply(&o.Base); err != nil {
 				return err
 			}
@@ -97,14 +101,24 @@ Each lock's run directory holds the usual results.json and report.`,
 			b, err := runner.RunBench(cmd.Context(), o)
 			if b != nil {
 				md := report.BenchMarkdown(b)
-				fmt.Fprint(stdout, md)
+				var gb strings.Builder
+				_ = report.WriteGoBench(&gb, b)
+				msg := stdout
+				if format == "gobench" {
+					// stdout is the benchmark file (> new.txt); the rest is on stderr.
+					fmt.Fprint(stdout, gb.String())
+					msg = stderr
+				} else {
+					fmt.Fprint(stdout, md)
+				}
 				_ = os.WriteFile(filepath.Join(o.Out, "bench.md"), []byte(md), 0o644)
+				_ = os.WriteFile(filepath.Join(o.Out, "gobench.txt"), []byte(gb.String()), 0o644)
 				_ = report.WriteJSON(filepath.Join(o.Out, "bench.json"), b)
 				// One lock: the run directory is the bench directory too.
 				if len(b.Locks) == 1 {
 					_ = copyFile(filepath.Join(b.Locks[0].Dir, "results.json"), filepath.Join(o.Out, "results.json"))
 				}
-				fmt.Fprintf(stdout, "\nbench written to %s\n", o.Out)
+				fmt.Fprintf(msg, "\nbench written to %s\n", o.Out)
 			}
 			if err != nil {
 				return exitWith(runner.ExitCodeOf(err), err)
@@ -139,6 +153,7 @@ Each lock's run directory holds the usual results.json and report.`,
 	fl.StringVar(&o.Out, "out", "", "bench directory (default runs/bench-<time>)")
 	fl.BoolVar(&overhead, "overhead", false, "also run each lock with history recording off and report the cost of recording")
 	fl.BoolVar(&noCeil, "no-ceiling", false, "skip the redis-benchmark ceiling")
+	fl.StringVar(&format, "format", "markdown", "what stdout gets: markdown (bench.md) | gobench (Go benchmark lines with custom units for benchstat; docs/ci.md); the directory gets both (bench.md, gobench.txt)")
 	fl.IntVar(&o.Repeat, "repeat", 1, "runs per lock (with --overhead, recording on and off alternate); the median run is reported with the spread")
 	return cmd
 }

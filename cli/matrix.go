@@ -28,6 +28,7 @@ func newMatrixCmd(stdout, stderr io.Writer) *cobra.Command {
 		seedList string
 		plots    bool
 		shard    string
+		ci       ciFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "matrix",
@@ -95,23 +96,30 @@ directories into one matrix with the same exit-code rules.`,
 				}
 				fmt.Fprintf(stderr, "%-20s %-20s %-8s %s\n", c.Scenario, c.Lock, v, c.Outcome)
 			}
+			if err := ci.check(); err != nil {
+				return err
+			}
 			start := time.Now()
 			m, err := runner.RunMatrix(cmd.Context(), o)
 			if err != nil {
-				return exitWith(runner.ExitCodeOf(err), err)
+				code := ci.write(stderr, "lockchaos matrix", []report.TestCase{{Scenario: "matrix", Lock: strings.Join(locks, ","), Status: report.CaseError, Message: err.Error()}},
+					"## lockchaos matrix\n\n**[ERROR]** "+err.Error()+"\n", runner.ExitCodeOf(err))
+				return exitWith(code, err)
 			}
 			if err := report.WriteMatrix(out, m); err != nil {
 				return exitWith(runner.ExitInfra, err)
 			}
-			fmt.Fprint(stdout, report.MatrixMarkdown(m, nil))
+			md := report.MatrixMarkdown(m, nil)
+			fmt.Fprint(stdout, md)
 			fmt.Fprintf(stdout, "\nmatrix written to %s (%.0fs)\n", out, time.Since(start).Seconds())
-			if m.ExitCode != 0 {
-				return exitWith(m.ExitCode, nil)
+			if code := ci.write(stderr, "lockchaos matrix", report.MatrixCases(m), md, m.ExitCode); code != 0 {
+				return exitWith(code, nil)
 			}
 			return nil
 		},
 	}
 	cf.add(cmd)
+	ci.add(cmd)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&locks, "locks", nil, "locks to run, comma-separated (default: all registered)")
 	fl.StringSliceVar(&scens, "scenarios", nil, "scenarios (names or files), comma-separated (default: the catalog)")
@@ -121,12 +129,15 @@ directories into one matrix with the same exit-code rules.`,
 	fl.BoolVar(&plots, "plots", false, "render every cell's plots (default: none; lockchaos report DIR renders a cell's)")
 	fl.IntVar(&retries, "retries", 0, "re-run a cell that did not come out as expected up to N times (marked in matrix.md, every attempt kept)")
 	fl.StringVar(&shard, "shard", "", "run only shard I of N of the applicable cells (e.g. 2/3); combine with lockchaos matrix merge")
-	cmd.AddCommand(newMatrixMergeCmd(stdout))
+	cmd.AddCommand(newMatrixMergeCmd(stdout, stderr))
 	return cmd
 }
 
-func newMatrixMergeCmd(stdout io.Writer) *cobra.Command {
-	var out string
+func newMatrixMergeCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		out string
+		ci  ciFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "merge SHARD-DIR...",
 		Short: "Combine the directories of matrix shards (--shard I/N) into one matrix",
@@ -138,6 +149,9 @@ unknown, 0 otherwise; 3 when the shards do not belong together.`,
 		Example: `  lockchaos matrix merge --out runs/matrix runs/shard-1 runs/shard-2 runs/shard-3`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := ci.check(); err != nil {
+				return err
+			}
 			m, err := runner.MergeShards(args)
 			if err != nil {
 				return exitWith(runner.ExitCodeOf(err), err)
@@ -151,14 +165,18 @@ unknown, 0 otherwise; 3 when the shards do not belong together.`,
 			if err := report.WriteMatrix(out, m); err != nil {
 				return exitWith(runner.ExitInfra, err)
 			}
-			fmt.Fprint(stdout, report.MatrixMarkdown(m, nil))
+			md := report.MatrixMarkdown(m, nil)
+			fmt.Fprint(stdout, md)
 			fmt.Fprintf(stdout, "\nmerged matrix written to %s\n", out)
-			if m.ExitCode != 0 {
-				return exitWith(m.ExitCode, nil)
+			// A cell whose shard directory is not on this machine is told
+			// from matrix.json alone (its causes, no incident sentence).
+			if code := ci.write(stderr, "lockchaos matrix", report.MatrixCases(m), md, m.ExitCode); code != 0 {
+				return exitWith(code, nil)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory for the merged matrix (default runs/matrix-merged-<time>)")
+	ci.add(cmd)
 	return cmd
 }

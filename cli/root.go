@@ -105,7 +105,11 @@ inconclusive, 3 bad input, 4 infrastructure failure.`,
   lockchaos list locks`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version: the build a CI log names at its top (lockchaos version
+		// prints every field).
+		Version: readBuildInfo().short(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newRunCmd(stdout, stderr), newCheckCmd(stdout), newReportCmd(stdout), newListCmd(stdout), newExportCmd(stdout), newCleanCmd(stdout),
 		newWorkerCmd(stdout, stderr), newMergeCmd(stdout), newK8sCmd(stdout))
 	for _, extra := range extraCommands {

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -138,6 +139,8 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		thresholds []string
 		seedList   string
 		repeat     int
+		ci         ciFlags
+		mf         metricsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run NAME|FILE.yaml",
@@ -180,33 +183,45 @@ instead (0 = the harness found exactly what the scenario expects).`,
 			if err := cf.apply(&o); err != nil {
 				return err
 			}
+			if err := ci.check(); err != nil {
+				return err
+			}
 			if seeds != nil {
-				return runSeeds(cmd, stdout, stderr, o, seeds)
+				if mf.addr != "" {
+					return exitWith(runner.ExitBadInput, fmt.Errorf("--metrics-addr with --seeds or --repeat: the endpoint serves one run"))
+				}
+				return runSeeds(cmd, stdout, stderr, o, seeds, ci)
 			}
 			if !quiet {
 				o.Progress = newProgress(stderr, s.Name, lock)
 			}
+			stopMetrics, err := mf.start(cmd, stderr, &o)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
 			fmt.Fprintf(stderr, "lockchaos: running %s with lock %s (backend %s, seed %d)\n", s.Name, lock, cf.backend, s.Seed)
 			res, err := runner.Run(cmd.Context(), o)
+			code := exitCode(err)
+			cases := []report.TestCase{{Scenario: s.Name, Lock: lock, Status: report.CaseError, Message: fmt.Sprint(err)}}
+			dir := ""
 			if res != nil && res.Results != nil {
 				report.WriteText(stdout, res.Results)
 				fmt.Fprintf(stdout, "run directory: %s\n", res.Dir)
+				code = max(code, res.ExitCode)
+				cases[0], dir = report.RunCase(res.Results, res.Dir, false), res.Dir
 			}
-			if err != nil {
-				code := runner.ExitCodeOf(err)
-				if res != nil && res.Results != nil {
-					code = max(code, res.ExitCode)
-				}
+			code = ci.write(stderr, "lockchaos run", cases, runMarkdown(s.Name, lock, dir, err), code)
+			if err != nil || code != 0 {
 				return exitWith(code, err)
-			}
-			if res.ExitCode != 0 {
-				return exitWith(res.ExitCode, nil)
 			}
 			return nil
 		},
 	}
 	cf.add(cmd)
 	of.add(cmd)
+	ci.add(cmd)
+	mf.add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&lock, "lock", "simple", "lock implementation (lockchaos list locks)")
 	fl.StringVar(&out, "out", "", "run directory (created; must not hold files)")
@@ -244,7 +259,7 @@ func seedsFlag(cmd *cobra.Command, list string, repeat int, first uint64) ([]uin
 }
 
 // runSeeds is run with --seeds/--repeat: one line per seed, then the rates.
-func runSeeds(cmd *cobra.Command, stdout, stderr io.Writer, o runner.Options, seeds []uint64) error {
+func runSeeds(cmd *cobra.Command, stdout, stderr io.Writer, o runner.Options, seeds []uint64, ci ciFlags) error {
 	s := o.Scenario
 	fmt.Fprintf(stderr, "lockchaos: running %s with lock %s over %d seeds (backend %s)\n", s.Name, o.Lock, len(seeds), o.Backend)
 	sum, err := runner.RunSeeds(cmd.Context(), o, seeds, func(r runner.SeedRun, _ *runner.Outcome) {
@@ -266,15 +281,19 @@ func runSeeds(cmd *cobra.Command, stdout, stderr io.Writer, o runner.Options, se
 		}
 		fmt.Fprintf(stdout, "run directory: %s (seeds.md, report.html)\n", runDir(o, sum))
 	}
-	if err != nil {
-		code := runner.ExitCodeOf(err)
-		if sum != nil {
-			code = max(code, sum.ExitCode)
+	code := exitCode(err)
+	cases := []report.TestCase{{Scenario: s.Name, Lock: o.Lock, Status: report.CaseError, Message: fmt.Sprint(err)}}
+	md := runMarkdown(s.Name, o.Lock, "", err)
+	if sum != nil {
+		code = max(code, sum.ExitCode)
+		cases = report.SeedCases(s.Name, o.Lock, sum.Outcome, sum.Label(), sum.Runs)
+		if b, rerr := os.ReadFile(filepath.Join(runDir(o, sum), "seeds.md")); rerr == nil {
+			md = string(b)
 		}
-		return exitWith(code, err)
 	}
-	if sum.ExitCode != 0 {
-		return exitWith(sum.ExitCode, nil)
+	code = ci.write(stderr, "lockchaos run", cases, md, code)
+	if err != nil || code != 0 {
+		return exitWith(code, err)
 	}
 	return nil
 }

@@ -87,6 +87,10 @@ type Options struct {
 	// Progress shows the verdict so far, and the check after the run costs
 	// only the tail.
 	Live bool
+	// Tap, when set, sees every event as the history records it (after
+	// the live checker), under the history writer's lock: it must be quick
+	// and copy what it keeps (run --metrics-addr's acquire histogram).
+	Tap func(*history.Event)
 }
 
 // History forms.
@@ -278,6 +282,14 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		live = checker.StartLive(checker.Options{})
 		hw.Tap(live.Add)
 		defer func() { hw.Tap(nil); live.Stop() }() // every way out, Finish or not
+	}
+	if o.Tap != nil && hw != nil {
+		tap := o.Tap
+		if live != nil {
+			tap = func(e *history.Event) { live.Add(e); o.Tap(e) }
+		}
+		hw.Tap(tap)
+		defer hw.Tap(nil) // runs before the live checker's Stop
 	}
 	rec := history.NewRecorder(hw)
 	honour := *s.Workload.HonourLost
