@@ -124,7 +124,7 @@ directories into one matrix with the same exit-code rules.`,
 	fl.StringSliceVar(&locks, "locks", nil, "locks to run, comma-separated (default: all registered)")
 	fl.StringSliceVar(&scens, "scenarios", nil, "scenarios (names or files), comma-separated (default: the catalog)")
 	fl.StringVar(&out, "out", "", "directory for the matrix (default runs/matrix-<time>)")
-	fl.IntVar(&parallel, "parallel", 0, "cells run at once at most: 0 automatic (3 a core, packed by CPU appetite: busy cells alone), 1 one at a time")
+	fl.IntVar(&parallel, "parallel", 0, "cells run at once at most: 0 automatic (4 a core, packed by CPU appetite: busy cells alone), 1 one at a time")
 	fl.StringVar(&seedList, "seeds", "", "run every cell once per seed and judge it over them: 1-3, 1,5,9")
 	fl.BoolVar(&plots, "plots", false, "render every cell's plots (default: none; lockchaos report DIR renders a cell's)")
 	fl.IntVar(&retries, "retries", 0, "re-run a cell that did not come out as expected up to N times (marked in matrix.md, every attempt kept)")

@@ -28,7 +28,7 @@ import (
 func autoParallel(o Options) int {
 	b, err := cluster.ResolvedBackend(cluster.Spec{Backend: o.Backend, RedisServer: o.RedisServer, Topology: cluster.Single})
 	if err == nil && b == cluster.Process {
-		return 3 * runtime.NumCPU()
+		return 4 * runtime.NumCPU()
 	}
 	return 1
 }
@@ -80,7 +80,7 @@ type scheduler struct {
 
 func newScheduler(parallel int) *scheduler {
 	cpus := float64(runtime.NumCPU())
-	s := &scheduler{max: parallel, budget: 0.6 * cpus, busyLimit: 0.85, load: newCPULoad()}
+	s := &scheduler{max: parallel, budget: 0.75 * cpus, busyLimit: 0.85, load: newCPULoad()}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }
