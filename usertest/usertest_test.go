@@ -22,16 +22,26 @@ func root(t *testing.T) string {
 	return dir
 }
 
-// goTool runs the go tool in dir, offline: every module from the module
-// cache and every checksum from the module's own go.sum. Only when a module
-// is missing from a cold cache (a fresh CI machine) is it run again with
-// the environment's GOPROXY, and the test says so.
+// goTool runs the go tool in dir as a user would, plainly: go.mod and
+// go.sum as they are (-mod=readonly, the default, so a module that is not
+// tidy fails here as it does for a user; the environment's GOFLAGS are kept
+// but any -mod is overridden), offline: every module from the module cache
+// and every checksum from the module's own go.sum. Only when a module is
+// missing from a cold cache (a fresh CI machine) is it run again with the
+// environment's GOPROXY, and the test says so.
 func goTool(ctx context.Context, t *testing.T, dir string, args ...string) (string, error) {
 	t.Helper()
+	var flags []string
+	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
+		if !strings.HasPrefix(f, "-mod=") {
+			flags = append(flags, f)
+		}
+	}
+	goflags := "GOFLAGS=" + strings.Join(append(flags, "-mod=readonly"), " ")
 	cmd := func(proxy string) *exec.Cmd {
 		c := exec.CommandContext(ctx, filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
 		c.Dir = dir
-		c.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		c.Env = append(os.Environ(), goflags, "GOWORK=off")
 		if proxy != "" {
 			c.Env = append(c.Env, "GOPROXY="+proxy)
 		}
