@@ -51,8 +51,8 @@ func (b *blindRenew) TryAcquire(ctx context.Context, key string) (Lease, error) 
 // renew is the blind SET. The renewals (Renewals) send it with a context
 // that the lease's loss does not cancel, as such code usually does (a
 // background context with a timeout), and report it when it comes back
-// after the lease was lost or released, so that what it did at the server
-// can be attributed.
+// acknowledged after the lease was lost or released, so that what it did
+// at the server can be attributed.
 func (b *blindRenew) renew(ctx context.Context, key, token string) error {
 	return Classify("renew", key, b.conn.Set(ctx, key, token, b.env.Options.TTL).Err())
 }

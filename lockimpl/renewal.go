@@ -28,9 +28,9 @@ type Renewal struct {
 	renew      func(ctx context.Context) error
 	every      time.Duration // the renewal interval
 	// late: the renewal's command is not cut short by the stop (it is on
-	// the wire; only CommandTimeout bounds it), and one acknowledged or
-	// unanswered after the stop is still reported: what it did at the
-	// server must be attributable. Renewals sets it.
+	// the wire; only CommandTimeout bounds it), and one acknowledged after
+	// the stop is still reported: what it did at the server must be
+	// attributable. Renewals sets it.
 	late     bool
 	deadline atomic.Pointer[time.Time]
 	lost     chan struct{}
@@ -82,9 +82,14 @@ func (r *Renewal) loop() {
 		cancel()
 		if r.ctx.Err() != nil {
 			// Released, lost or closed meanwhile: no verdict on this
-			// renewal. In late mode one that may have changed the key
-			// (not refused) is still reported, for the history.
-			if r.late && !errors.Is(err, ErrNotOwner) {
+			// renewal. In late mode one that the server acknowledged is
+			// still reported, for the history: it changed the key. One
+			// refused changed nothing, and one unanswered is not reported
+			// either: its window would span the loss or the release, and
+			// the checker would pin on it whatever happened to the key
+			// meanwhile (the next owner's SET PX) although an
+			// owner-checked renewal cannot have done it.
+			if r.late && err == nil {
 				r.env.note(Note{Kind: NoteRenew, Key: r.key, Token: r.token, Start: sent, End: r.env.Clock.Now(), Err: err})
 			}
 			return

@@ -13,10 +13,10 @@ import (
 // keeps one Renewals per Locker: Start when an acquire succeeded, Lease for
 // the lease it returns, Close in its Close.
 //
-// Its renewals report every renewal that may have changed the key, also
-// one that was on the wire when the lease was lost or released (it is not
-// cut short, only Options.CommandTimeout bounds it): what a late renewal
-// did at the server must be attributable to it.
+// Its renewals report every renewal, also one that was on the wire when
+// the lease was lost or released (it is not cut short, only
+// Options.CommandTimeout bounds it) and that the server acknowledged after:
+// what a late renewal did at the server must be attributable to it.
 type Renewals struct {
 	env    *Env
 	every  time.Duration
