@@ -1,6 +1,9 @@
 package lockimpl
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // blindRenew is the watchdog written without an owner check on renewal:
 // SET key token NX PX to take the lock, then every renew_interval
@@ -42,19 +45,29 @@ func (b *blindRenew) TryAcquire(ctx context.Context, key string) (Lease, error) 
 		return nil, err
 	}
 	bl := l.(*basicLease)
+	var rp atomic.Pointer[Renewal]
 	r := b.renewals.Start(key, bl.token, bl.deadline.Add(-b.env.Options.TTL), func(ctx context.Context) error {
-		return b.renew(ctx, key, bl.token)
+		return b.renew(ctx, rp.Load(), key, bl.token)
 	})
+	rp.Store(r)
 	return b.track(bl, r), nil
 }
 
 // renew is the blind SET. The renewals (Renewals) send it with a context
 // that the lease's loss does not cancel, as such code usually does (a
 // background context with a timeout), and report it when it comes back
-// acknowledged after the lease was lost or released, so that what it did
-// at the server can be attributed.
-func (b *blindRenew) renew(ctx context.Context, key, token string) error {
-	return Classify("renew", key, b.conn.Set(ctx, key, token, b.env.Options.TTL).Err())
+// acknowledged after the lease was lost or released. One that comes back
+// unanswered then (a timeout: it may well have landed) is reported here,
+// so that what it did at the server can be attributed. Renewals does not
+// report those: for an owner-checked renewal the checker would pin on it
+// whatever happened to the key meanwhile.
+func (b *blindRenew) renew(ctx context.Context, r *Renewal, key, token string) error {
+	sent := b.env.Clock.Now()
+	err := Classify("renew", key, b.conn.Set(ctx, key, token, b.env.Options.TTL).Err())
+	if err != nil && r != nil && !r.Active() {
+		b.env.note(Note{Kind: NoteRenew, Key: key, Token: token, Start: sent, End: b.env.Clock.Now(), Err: err})
+	}
+	return err
 }
 
 // renewingSimple is simple with a Renewal per held lease (Renewals), for
