@@ -6,11 +6,15 @@
 // adapters live in lockimpl/adapters.
 //
 // A user's own lock plugs in by implementing Locker and calling Register from
-// any Go package. The blocks make a plain lock short: WaitAcquire (the
-// blocking wait), NewLease, Classify (error classification), the standard
-// scripts CompareAndDelete and RenewOwned, and Renewal (background renewal
-// that reports through Env.Note). Test it with the locktest package, or
-// build lockchaos with it (cli.Main); see examples/customlock.
+// any Go package. The blocks make a lock short: WaitAcquire (the blocking
+// wait, timed by Env.Clock), NewLease (a once-guarded Release; a fixed or
+// moving deadline), Classify (error classification), the standard scripts
+// of a plain lock (CompareAndDelete, RenewOwned) and of a reentrant one
+// (AcquireReentrant, ReleaseReentrant, RenewReentrant), Renewal (one
+// background renewal that reports through Env.Note) and Renewals (the
+// lifecycle of a Locker's renewals). Test it with the locktest package, or
+// build lockchaos with it (cli.Main); see examples/customlock and
+// docs/custom-locks.md.
 package lockimpl
 
 import (
@@ -135,7 +139,9 @@ type Env struct {
 	// Endpoints parallel Conns, for adapters that must build their own client.
 	Endpoints []Endpoint
 	// Clock is the client's clock: skew faults act through it. Implementations
-	// must read time and set timers through it, never through package time.
+	// must read time and wait through it, never through package time: a
+	// wait that must also end on an event sleeps with a context the event
+	// cancels (WaitAcquire does).
 	Clock Clock
 	// Options are the lock options of the scenario.
 	Options Options

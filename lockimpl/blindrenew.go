@@ -2,7 +2,7 @@ package lockimpl
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 )
 
 // blindRenew is the watchdog written without an owner check on renewal:
@@ -18,7 +18,7 @@ import (
 // timeout): a command already on the wire cannot be called back anyway.
 // A control: renewal-arrives-late must catch it.
 type blindRenew struct {
-	renewingSimple
+	*renewingSimple
 }
 
 func init() {
@@ -30,7 +30,8 @@ func init() {
 		Mistake: "a renewal that arrives after the key expired and another client took it overwrites that " +
 			"client's key with this client's token: the new owner's lock is stolen without an acquire",
 	}, func(env Env) (Locker, error) {
-		return &blindRenew{newRenewingSimple(env)}, nil
+		rs, err := newRenewingSimple(env)
+		return &blindRenew{rs}, err
 	})
 }
 
@@ -44,72 +45,53 @@ func (b *blindRenew) TryAcquire(ctx context.Context, key string) (Lease, error) 
 		return nil, err
 	}
 	bl := l.(*basicLease)
-	start := bl.deadline.Add(-b.env.Options.TTL)
-	var r *Renewal
-	r = NewRenewal(&b.env, key, bl.token, start, func(ctx context.Context) error {
-		return b.renew(ctx, r, key, bl.token)
+	var rp atomic.Pointer[Renewal]
+	r := b.renewals.Start(key, bl.token, bl.deadline.Add(-b.env.Options.TTL), func(ctx context.Context) error {
+		return b.renew(ctx, rp.Load(), key, bl.token)
 	})
+	rp.Store(r)
 	return b.track(bl, r), nil
 }
 
-// renew is the blind SET. When the renewal gave up on it (the lease was
-// lost or released while it was on the wire) it still ran, and the
-// Renewal will not report it: it is reported here, so that what it did at
-// the server can be attributed.
+// renew is the blind SET. The renewals (Renewals) send it with a context
+// that the lease's loss does not cancel, as such code usually does (a
+// background context with a timeout), and report it when it comes back
+// acknowledged after the lease was lost or released. One that comes back
+// unanswered then (a timeout: it may well have landed) is reported here,
+// so that what it did at the server can be attributed. Renewals does not
+// report those: for an owner-checked renewal the checker would pin on it
+// whatever happened to the key meanwhile.
 func (b *blindRenew) renew(ctx context.Context, r *Renewal, key, token string) error {
-	o := &b.env.Options
 	sent := b.env.Clock.Now()
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.CommandTimeout)
-	defer cancel()
-	err := Classify("renew", key, b.conn.Set(cctx, key, token, o.TTL).Err())
-	if !r.Active() {
+	err := Classify("renew", key, b.conn.Set(ctx, key, token, b.env.Options.TTL).Err())
+	if err != nil && r != nil && !r.Active() {
 		b.env.note(Note{Kind: NoteRenew, Key: key, Token: token, Start: sent, End: b.env.Clock.Now(), Err: err})
 	}
 	return err
 }
 
-// renewingSimple is simple with a Renewal per held lease, for the
-// renewing controls: each differs from the correct watchdog only in what
-// its renewal does.
+// renewingSimple is simple with a Renewal per held lease (Renewals), for
+// the renewing controls: each differs from the correct watchdog only in
+// what its renewal does.
 type renewingSimple struct {
 	simple
-	mu       sync.Mutex
-	renewals map[*Renewal]struct{}
-	wg       sync.WaitGroup
+	renewals *Renewals
 }
 
-func newRenewingSimple(env Env) renewingSimple {
-	return renewingSimple{simple: simple{nodeBase: newNodeBase(env)}, renewals: map[*Renewal]struct{}{}}
+func newRenewingSimple(env Env) (*renewingSimple, error) {
+	rs := &renewingSimple{simple: simple{nodeBase: newNodeBase(env)}}
+	var err error
+	rs.renewals, err = NewRenewals(&rs.env, 0)
+	return rs, err
 }
 
-// track starts r for lease bl, keeps it until the lease is released (or
-// Close abandons it) and returns the renewed lease.
+// track returns the renewed lease of bl.
 func (rs *renewingSimple) track(bl *basicLease, r *Renewal) Lease {
-	rs.mu.Lock()
-	rs.renewals[r] = struct{}{}
-	rs.mu.Unlock()
-	rs.wg.Go(r.Run)
-	release := bl.release
-	return NewLease(LeaseFields{Key: bl.key, Token: bl.token, Renewal: r, Release: func(ctx context.Context) error {
-		done := r.Releasing()
-		err := release(ctx)
-		done()
-		r.Stop()
-		rs.mu.Lock()
-		delete(rs.renewals, r)
-		rs.mu.Unlock()
-		return err
-	}})
+	return rs.renewals.Lease(r, LeaseFields{Key: bl.key, Token: bl.token, Release: bl.release})
 }
 
 // Close abandons every renewal still running and waits for them.
 func (rs *renewingSimple) Close() error {
-	rs.mu.Lock()
-	for r := range rs.renewals {
-		r.Abandon()
-		delete(rs.renewals, r)
-	}
-	rs.mu.Unlock()
-	rs.wg.Wait()
+	rs.renewals.Close()
 	return rs.simple.Close()
 }

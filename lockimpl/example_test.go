@@ -38,22 +38,22 @@ func ExampleNewLease() {
 // A renewing lease: a Renewal renews with the owner-checked RenewOwned
 // script every RenewInterval, reports each attempt through Env.Note (so the
 // checker sees it), moves the lease's Deadline and closes its Lost.
-func ExampleNewRenewal() {
-	var env lockimpl.Env // given to the lock's factory
+// Renewals runs it, stops it at the release and abandons it at Close.
+func ExampleRenewals() {
+	var env lockimpl.Env                           // given to the lock's factory
+	renewals, err := lockimpl.NewRenewals(&env, 0) // every Options.RenewInterval; call Close in the Locker's Close
+	if err != nil {
+		return // the interval cannot renew before the lease is lost
+	}
 	o, conn := &env.Options, env.Conns[0]
 	key, token := "orders", lockimpl.NewToken()
 	start := env.Clock.Now()
 	// ... SET key token NX PX ttl succeeded ...
-	r := lockimpl.NewRenewal(&env, key, token, start, func(ctx context.Context) error {
+	r := renewals.Start(key, token, start, func(ctx context.Context) error {
 		return lockimpl.RenewOwned(ctx, conn, o, key, token)
 	})
-	go r.Run()
-	lease := lockimpl.NewLease(lockimpl.LeaseFields{Key: key, Token: token, Renewal: r,
-		Release: func(ctx context.Context) error {
-			defer r.Stop()
-			defer r.Releasing()()
-			return lockimpl.CompareAndDelete(ctx, conn, o, key, token)
-		}})
+	lease := renewals.Lease(r, lockimpl.LeaseFields{Key: key, Token: token,
+		Release: func(ctx context.Context) error { return lockimpl.CompareAndDelete(ctx, conn, o, key, token) }})
 	_ = lease
 }
 

@@ -15,7 +15,7 @@ import (
 // past the next owner's acquire. A control: restart-under-holder must
 // catch it.
 type falseSuccess struct {
-	renewingSimple
+	*renewingSimple
 }
 
 func init() {
@@ -27,7 +27,8 @@ func init() {
 		Mistake: "a refused extension counts as a success: the deadline moves on and a holder whose key is gone " +
 			"is never told, so it works past the next owner's acquire",
 	}, func(env Env) (Locker, error) {
-		return &falseSuccess{newRenewingSimple(env)}, nil
+		rs, err := newRenewingSimple(env)
+		return &falseSuccess{rs}, err
 	})
 }
 
@@ -41,7 +42,7 @@ func (f *falseSuccess) TryAcquire(ctx context.Context, key string) (Lease, error
 		return nil, err
 	}
 	bl := l.(*basicLease)
-	r := NewRenewal(&f.env, key, bl.token, bl.deadline.Add(-f.env.Options.TTL), func(ctx context.Context) error {
+	r := f.renewals.Start(key, bl.token, bl.deadline.Add(-f.env.Options.TTL), func(ctx context.Context) error {
 		err := RenewOwned(ctx, f.conn, &f.env.Options, key, bl.token)
 		if errors.Is(err, ErrNotOwner) {
 			return nil // the mistake

@@ -3,6 +3,7 @@ package lockimpl
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,26 +17,48 @@ type LeaseFields struct {
 	// Deadline is the validity promised, by the client's clock (Env.Clock):
 	// typically when the acquiring command was sent + TTL.
 	Deadline time.Time
+	// DeadlineFunc, when set, is read at every Lease.Deadline instead of
+	// Deadline: the deadline of a lease that a lock renews with a loop of
+	// its own moves with it. It may be called from any goroutine.
+	DeadlineFunc func() time.Time
 	// Lost is closed when the lock learns the lease is gone.
 	Lost <-chan struct{}
 	// Depth is the hold count after the acquire (reentrant locks).
 	Depth int
-	// Renewal, when set, supplies Deadline and Lost (they move with it).
+	// Renewal, when set, supplies the deadline and Lost (they move with
+	// it): DeadlineFunc is its Deadline.
 	Renewal *Renewal
 	// Release gives the lock up (see Lease.Release). Required.
 	Release func(ctx context.Context) error
 }
 
 // NewLease returns the Lease described by f, for locks that need no lease
-// type of their own.
+// type of their own. Its Release acts once: a second call returns an error
+// wrapping ErrNotOwner without calling f.Release, so that a reentrant
+// lease released twice does not undo a level held by another lease.
 func NewLease(f LeaseFields) Lease {
 	l := &basicLease{key: f.Key, token: f.Token, fence: f.Fence, fenced: f.Fenced, deadline: f.Deadline,
-		lost: f.Lost, depth: f.Depth, release: f.Release}
+		lost: f.Lost, depth: f.Depth, release: releaseOnce(f.Key, f.Release)}
 	if f.Renewal != nil {
 		l.lost = f.Renewal.Lost()
-		return &renewedLease{basicLease: *l, r: f.Renewal}
+		f.DeadlineFunc = f.Renewal.Deadline
+	}
+	if f.DeadlineFunc != nil {
+		return &movingLease{basicLease: *l, deadline: f.DeadlineFunc}
 	}
 	return l
+}
+
+// releaseOnce makes a lease's Release act once: a second call would undo a
+// level of a reentrant hold that is not this lease's.
+func releaseOnce(key string, release func(context.Context) error) func(context.Context) error {
+	var done atomic.Bool
+	return func(ctx context.Context) error {
+		if done.Swap(true) {
+			return fmt.Errorf("release %s: lease already released: %w", key, ErrNotOwner)
+		}
+		return release(ctx)
+	}
 }
 
 // basicLease is the Lease most implementations return: fixed fields plus a
@@ -59,13 +82,13 @@ func (l *basicLease) Lost() <-chan struct{}             { return l.lost }
 func (l *basicLease) Depth() int                        { return max(l.depth, 1) }
 func (l *basicLease) Release(ctx context.Context) error { return l.release(ctx) }
 
-// renewedLease reads its deadline from its renewal, which moves it.
-type renewedLease struct {
+// movingLease reads its deadline from a function (a renewal moves it).
+type movingLease struct {
 	basicLease
-	r *Renewal
+	deadline func() time.Time
 }
 
-func (l *renewedLease) Deadline() time.Time { return l.r.Deadline() }
+func (l *movingLease) Deadline() time.Time { return l.deadline() }
 
 // Classify turns a command error into the API's errors: an indeterminate
 // outcome (IsIndeterminate: timeout, cancellation, broken connection) wraps

@@ -2,8 +2,6 @@ package lockimpl
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -48,15 +46,3 @@ func (b *nodeBase) Config() map[string]any {
 }
 
 func (b *nodeBase) Close() error { return nil }
-
-// releaseOnce makes a lease's Release act once: a second call would undo a
-// level of a reentrant hold that is not this lease's.
-func releaseOnce(key string, release func(context.Context) error) func(context.Context) error {
-	var done atomic.Bool
-	return func(ctx context.Context) error {
-		if done.Swap(true) {
-			return fmt.Errorf("release %s: lease already released: %w", key, ErrNotOwner)
-		}
-		return release(ctx)
-	}
-}

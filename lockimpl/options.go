@@ -108,10 +108,17 @@ func (o Options) Validate() error {
 		return fmt.Errorf("lock option drift: %v is not in [0, 1)", o.Drift)
 	case o.RenewInterval < 0:
 		return fmt.Errorf("lock option renew_interval: %v is negative", o.RenewInterval)
-	case o.TTL > 0 && o.RenewInterval >= o.TTL:
-		return fmt.Errorf("lock option renew_interval: %v is not below ttl %v", o.RenewInterval, o.TTL)
 	case o.Replicas < 0:
 		return fmt.Errorf("lock option replicas: %d is negative", o.Replicas)
+	}
+	// A renewal interval must leave a renewal the time to land before the
+	// Renewal declares the lease lost (RenewalGuard ahead of the deadline).
+	// At a TTL of 1ms no interval can: only renewing locks are affected,
+	// and they are lost at once, which a run shows.
+	if o.RenewInterval > 0 && o.TTL > RenewalGuard(o.TTL) {
+		if err := checkRenewInterval("lock option renew_interval", o.TTL, o.RenewInterval); err != nil {
+			return err
+		}
 	}
 	return nil
 }

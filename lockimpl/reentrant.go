@@ -14,11 +14,6 @@ type reentrant struct {
 	owner string
 }
 
-var (
-	reentrantAcquireScript = script("reentrant_acquire")
-	reentrantReleaseScript = script("reentrant_release")
-)
-
 func init() {
 	Register(Info{
 		Name:        "reentrant",
@@ -49,32 +44,16 @@ func (r *reentrant) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	}, nil
 }
 
-// enter runs the acquire script. It returns when the script was sent (by the
-// client's clock) and the hold count after it.
+// enter runs the acquire script (AcquireReentrant). It returns when the
+// script was sent (by the client's clock) and the hold count after it.
 func (r *reentrant) enter(ctx context.Context, key string) (time.Time, int, error) {
 	start := r.env.Clock.Now()
-	cctx, cancel := r.cmdCtx(ctx)
-	defer cancel()
-	n, err := reentrantAcquireScript.Run(cctx, r.conn, []string{key}, r.owner, r.ttlMS()).Int()
-	if err != nil {
-		return start, 0, Classify("acquire", key, err)
-	}
-	if n == 0 {
-		return start, 0, ErrNotAcquired
-	}
-	return start, n, nil
+	n, err := AcquireReentrant(ctx, r.conn, &r.env.Options, key, r.owner)
+	return start, n, err
 }
 
-// leave runs the release script and returns the hold count left.
+// leave runs the release script (ReleaseReentrant) and returns the hold
+// count left.
 func (r *reentrant) leave(ctx context.Context, key string) (int, error) {
-	cctx, cancel := r.cmdCtx(ctx)
-	defer cancel()
-	n, err := reentrantReleaseScript.Run(cctx, r.conn, []string{key}, r.owner, ReleaseChannel(key)).Int()
-	if err != nil {
-		return 0, Classify("release", key, err)
-	}
-	if n < 0 {
-		return 0, ErrNotOwner
-	}
-	return n, nil
+	return ReleaseReentrant(ctx, r.conn, &r.env.Options, key, r.owner)
 }

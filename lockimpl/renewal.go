@@ -20,14 +20,21 @@ import (
 // without reporting them is flagged (Info.Renews).
 //
 // Build it with NewRenewal, start Run in a goroutine, hand it to the lease
-// (LeaseFields.Renewal) and call Stop when the lease is released.
+// (LeaseFields.Renewal) and call Stop when the lease is released; or let
+// Renewals do all of that (and Abandon on Close).
 type Renewal struct {
 	env        *Env
 	key, token string
 	renew      func(ctx context.Context) error
-	deadline   atomic.Pointer[time.Time]
-	lost       chan struct{}
-	lostOnce   sync.Once
+	every      time.Duration // the renewal interval
+	// late: the renewal's command is not cut short by the stop (it is on
+	// the wire; only CommandTimeout bounds it), and one acknowledged after
+	// the stop is still reported: what it did at the server must be
+	// attributable. Renewals sets it.
+	late     bool
+	deadline atomic.Pointer[time.Time]
+	lost     chan struct{}
+	lostOnce sync.Once
 	// releasing counts releases in flight: a renewal refused meanwhile may
 	// only have come after our own delete.
 	releasing atomic.Int32
@@ -37,11 +44,17 @@ type Renewal struct {
 
 // NewRenewal prepares the renewal of key, held with token since start (by
 // env.Clock, when the acquiring command was sent), so its first deadline is
-// start + TTL. renew makes one owner-checked renewal and returns nil,
+// start + TTL, renewing every env.Options.RenewInterval (which
+// Options.Validate checks against RenewalGuard; Renewals takes an interval
+// of its own). renew makes one owner-checked renewal and returns nil,
 // ErrNotOwner, or another error (indeterminate or not).
 func NewRenewal(env *Env, key, token string, start time.Time, renew func(ctx context.Context) error) *Renewal {
+	return newRenewal(env, key, token, start, env.Options.RenewInterval, renew)
+}
+
+func newRenewal(env *Env, key, token string, start time.Time, every time.Duration, renew func(ctx context.Context) error) *Renewal {
 	ctx, stop := context.WithCancel(context.Background())
-	r := &Renewal{env: env, key: key, token: token, renew: renew, lost: make(chan struct{}), ctx: ctx, stop: stop}
+	r := &Renewal{env: env, key: key, token: token, renew: renew, every: every, lost: make(chan struct{}), ctx: ctx, stop: stop}
 	d := start.Add(env.Options.TTL)
 	r.deadline.Store(&d)
 	return r
@@ -58,13 +71,28 @@ func (r *Renewal) Run() {
 
 func (r *Renewal) loop() {
 	o := &r.env.Options
-	for r.env.Clock.Sleep(r.ctx, o.RenewInterval) == nil {
+	for r.env.Clock.Sleep(r.ctx, r.every) == nil {
 		sent := r.env.Clock.Now()
-		cctx, cancel := context.WithTimeout(r.ctx, o.CommandTimeout)
+		base := r.ctx
+		if r.late {
+			base = context.WithoutCancel(r.ctx)
+		}
+		cctx, cancel := context.WithTimeout(base, o.CommandTimeout)
 		err := r.renew(cctx)
 		cancel()
 		if r.ctx.Err() != nil {
-			return // released or closed meanwhile: no verdict on this renewal
+			// Released, lost or closed meanwhile: no verdict on this
+			// renewal. In late mode one that the server acknowledged is
+			// still reported, for the history: it changed the key. One
+			// refused changed nothing, and one unanswered is not reported
+			// either: its window would span the loss or the release, and
+			// the checker would pin on it whatever happened to the key
+			// meanwhile (the next owner's SET PX) although an
+			// owner-checked renewal cannot have done it.
+			if r.late && err == nil {
+				r.env.note(Note{Kind: NoteRenew, Key: r.key, Token: r.token, Start: sent, End: r.env.Clock.Now(), Err: err})
+			}
+			return
 		}
 		if errors.Is(err, ErrNotOwner) && r.releasing.Load() > 0 {
 			continue // refused after our own release; that release decides
@@ -80,25 +108,40 @@ func (r *Renewal) loop() {
 	}
 }
 
-// lostGuard is how early watch declares the lease lost: a timer fires late
-// by a few milliseconds on a busy machine, and Lost must close no later than
-// the deadline. TTL/20, between 1ms and 10ms.
-func (r *Renewal) lostGuard() time.Duration {
-	return min(max(r.env.Options.TTL/20, time.Millisecond), 10*time.Millisecond)
+// RenewalGuard is how early a Renewal declares its lease lost, before the
+// deadline, for a lock whose TTL is ttl: a timer fires late by a few
+// milliseconds on a busy machine, and Lost must close no later than the
+// deadline. TTL/20, between 1ms and 10ms. A renewal interval must be below
+// ttl - RenewalGuard(ttl), or the lease is lost before its first renewal.
+func RenewalGuard(ttl time.Duration) time.Duration {
+	return min(max(ttl/20, time.Millisecond), 10*time.Millisecond)
+}
+
+// checkRenewInterval says why every cannot renew a lease of ttl, naming
+// field.
+func checkRenewInterval(field string, ttl, every time.Duration) error {
+	switch {
+	case every <= 0:
+		return fmt.Errorf("%s: %v is not positive", field, every)
+	case every >= ttl-RenewalGuard(ttl):
+		return fmt.Errorf("%s: %v is not below ttl %v minus the %v a renewal declares the lease lost early "+
+			"(RenewalGuard): the lease would be lost before its first renewal", field, every, ttl, RenewalGuard(ttl))
+	}
+	return nil
 }
 
 // watch loses the lease when the clock reaches its deadline. It wakes at
-// least every RenewInterval, so a jump of the client's clock is noticed.
+// least every renewal interval, so a jump of the client's clock is noticed.
 func (r *Renewal) watch() {
 	for {
 		d := r.Deadline()
-		left := d.Sub(r.env.Clock.Now()) - r.lostGuard()
+		left := d.Sub(r.env.Clock.Now()) - RenewalGuard(r.env.Options.TTL)
 		if left <= 0 {
 			r.Lose(fmt.Errorf("%w: no renewal of %s acknowledged before the local deadline %s",
 				ErrLeaseLost, r.key, d.Format("15:04:05.000")))
 			return
 		}
-		if r.env.Clock.Sleep(r.ctx, min(left, r.env.Options.RenewInterval)) != nil {
+		if r.env.Clock.Sleep(r.ctx, min(left, r.every)) != nil {
 			return
 		}
 	}

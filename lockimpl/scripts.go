@@ -24,8 +24,11 @@ func script(name string) *redis.Script {
 }
 
 var (
-	releaseScript    = script("release")
-	renewValueScript = script("renew_value")
+	releaseScript          = script("release")
+	renewValueScript       = script("renew_value")
+	renewScript            = script("renew")
+	reentrantAcquireScript = script("reentrant_acquire")
+	reentrantReleaseScript = script("reentrant_release")
 )
 
 // ReleaseScript is CompareAndDelete's script (KEYS: key and
@@ -62,6 +65,61 @@ func RenewOwned(ctx context.Context, conn redis.Scripter, o *Options, key, token
 	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
 	defer cancel()
 	n, err := renewValueScript.Run(cctx, conn, []string{key}, token, ttlMS(o.TTL)).Int()
+	if err != nil {
+		return Classify("renew", key, err)
+	}
+	if n == 0 {
+		return ErrNotOwner
+	}
+	return nil
+}
+
+// AcquireReentrant is the standard acquire of a reentrant lock stored as a
+// hash key = {owner: hold count}: one Lua script takes key when it is free
+// or already owner's (one more level) and resets its TTL to o.TTL either
+// way. It returns the hold count after the acquire, ErrNotAcquired when
+// another owner holds key, and an error wrapping ErrIndeterminate when the
+// reply did not come within o.CommandTimeout. owner is the Locker's
+// identity (one NewToken per Locker), not one per lease.
+func AcquireReentrant(ctx context.Context, conn redis.Scripter, o *Options, key, owner string) (int, error) {
+	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
+	defer cancel()
+	n, err := reentrantAcquireScript.Run(cctx, conn, []string{key}, owner, ttlMS(o.TTL)).Int()
+	if err != nil {
+		return 0, Classify("acquire", key, err)
+	}
+	if n == 0 {
+		return 0, ErrNotAcquired
+	}
+	return n, nil
+}
+
+// ReleaseReentrant undoes one level of owner's hold on the reentrant key
+// (AcquireReentrant); the last level deletes key and publishes on
+// ReleaseChannel(key). It returns the hold count left, ErrNotOwner when
+// owner does not hold key (it expired, or another owner has it), and an
+// error wrapping ErrIndeterminate when the reply did not come within
+// o.CommandTimeout.
+func ReleaseReentrant(ctx context.Context, conn redis.Scripter, o *Options, key, owner string) (int, error) {
+	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
+	defer cancel()
+	n, err := reentrantReleaseScript.Run(cctx, conn, []string{key}, owner, ReleaseChannel(key)).Int()
+	if err != nil {
+		return 0, Classify("release", key, err)
+	}
+	if n < 0 {
+		return 0, ErrNotOwner
+	}
+	return n, nil
+}
+
+// RenewReentrant is the owner-checked renewal of a reentrant key
+// (AcquireReentrant): it resets key's TTL to o.TTL only while owner holds
+// it. Same errors as RenewOwned.
+func RenewReentrant(ctx context.Context, conn redis.Scripter, o *Options, key, owner string) error {
+	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
+	defer cancel()
+	n, err := renewScript.Run(cctx, conn, []string{key}, owner, ttlMS(o.TTL)).Int()
 	if err != nil {
 		return Classify("renew", key, err)
 	}

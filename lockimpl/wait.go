@@ -27,20 +27,30 @@ import (
 //
 // The timeout ends the wait, not an attempt in flight: cutting a SET NX
 // short would make its outcome unknown (and could leave an unowned key).
+// The wait is timed by env.Clock, as everything a lock does: a client whose
+// clock runs fast gives up sooner, one whose clock jumps ahead gives up at
+// its next pause.
 func WaitAcquire(ctx context.Context, env *Env, key string, try func(context.Context) (Lease, error)) (Lease, error) {
-	o := &env.Options
-	deadline := time.Now().Add(o.AcquireTimeout)
+	o, clock := &env.Options, env.Clock
+	deadline := clock.Now().Add(o.AcquireTimeout)
 	l, err := try(ctx)
 	if !errors.Is(err, ErrNotAcquired) {
 		return l, err // the common case pays for no AcquireTimeout timer
 	}
-	wctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
+	// pause waits d (at most until the deadline) or until wake fires; false
+	// when the wait is over (the deadline passed or ctx is done).
+	pause := func(d time.Duration, wake <-chan struct{}) bool {
+		left := deadline.Sub(clock.Now())
+		if left <= 0 || ctx.Err() != nil {
+			return false
+		}
+		return sleepOrWake(ctx, clock, min(d, left), wake) == nil && deadline.After(clock.Now())
+	}
 	// Most contended waits are short (the holder is about to release): a
 	// few quick retries before paying for a subscription and its wake-ups.
 	if o.Wait == "pubsub" {
 		for i := 0; i < quickRetries; i++ {
-			if env.Clock.Sleep(wctx, quickRetryDelay) != nil {
+			if !pause(quickRetryDelay, nil) {
 				return nil, ErrNotAcquired
 			}
 			if l, err = try(ctx); !errors.Is(err, ErrNotAcquired) {
@@ -55,13 +65,8 @@ func WaitAcquire(ctx context.Context, env *Env, key string, try func(context.Con
 		defer w.unsubscribe(sub)
 		// Wait (bounded) until the server confirmed the subscription, so
 		// a release between here and the next attempt is not missed.
-		t := time.NewTimer(o.RetryDelay)
-		select {
-		case <-sub.ready:
-		case <-t.C:
-		case <-wctx.Done():
-		}
-		t.Stop()
+		// Past the deadline, one last attempt follows all the same.
+		pause(o.RetryDelay, sub.ready)
 		wake = sub.c
 	}
 	for {
@@ -69,15 +74,41 @@ func WaitAcquire(ctx context.Context, env *Env, key string, try func(context.Con
 		if !errors.Is(err, ErrNotAcquired) {
 			return l, err
 		}
-		t := time.NewTimer(o.RetryPause())
-		select {
-		case <-wctx.Done():
-			t.Stop()
+		if !pause(o.RetryPause(), wake) {
 			return nil, ErrNotAcquired
-		case <-wake:
-		case <-t.C:
 		}
-		t.Stop()
+	}
+}
+
+// sleepOrWake waits d on clock, or until wake fires (a nil wake never
+// does) or ctx is done (then it returns ctx's error). Clock has no timers
+// to select on: a wake-up cancels the sleep's context instead.
+func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake <-chan struct{}) error {
+	if wake == nil {
+		return clock.Sleep(ctx, d)
+	}
+	select {
+	case <-wake:
+		return nil
+	default:
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	woken := make(chan struct{})
+	go func() {
+		select {
+		case <-wake:
+			close(woken)
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	_ = clock.Sleep(sctx, d) // ends early only when sctx is done: woken or ctx
+	select {
+	case <-woken:
+		return nil
+	default:
+		return ctx.Err() // nil when the sleep ran its course
 	}
 }
 

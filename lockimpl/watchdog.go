@@ -29,10 +29,7 @@ type hold struct {
 	depth int // guarded by watchdog.mu
 }
 
-var (
-	renewScript = script("renew")
-	errClosed   = errors.New("locker closed")
-)
+var errClosed = errors.New("locker closed")
 
 func init() {
 	Register(Info{
@@ -63,7 +60,7 @@ func (w *watchdog) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	}
 	h := w.track(key, start, n)
 	return NewLease(LeaseFields{Key: key, Token: w.owner, Depth: n, Renewal: h.Renewal,
-		Release: releaseOnce(key, func(ctx context.Context) error { return w.release(ctx, key) })}), nil
+		Release: func(ctx context.Context) error { return w.release(ctx, key) }}), nil
 }
 
 // track records an acquire that left the hold count at n. A nested acquire
@@ -94,16 +91,9 @@ func (w *watchdog) track(key string, start time.Time, n int) *hold {
 	return h
 }
 
-// renew is one owner-checked PEXPIRE of the hold's hash.
+// renew is one owner-checked PEXPIRE of the hold's hash (RenewReentrant).
 func (w *watchdog) renew(ctx context.Context, key string) error {
-	n, err := renewScript.Run(ctx, w.conn, []string{key}, w.owner, w.ttlMS()).Int()
-	switch {
-	case err != nil:
-		return Classify("renew", key, err)
-	case n == 0:
-		return ErrNotOwner
-	}
-	return nil
+	return RenewReentrant(ctx, w.conn, &w.env.Options, key, w.owner)
 }
 
 // release undoes one level and stops the hold's renewal at depth 0: by the

@@ -22,16 +22,26 @@ func root(t *testing.T) string {
 	return dir
 }
 
-// goTool runs the go tool in dir, offline: every module from the module
-// cache and every checksum from the module's own go.sum. Only when a module
-// is missing from a cold cache (a fresh CI machine) is it run again with
-// the environment's GOPROXY, and the test says so.
+// goTool runs the go tool in dir as a user would, plainly: go.mod and
+// go.sum as they are (-mod=readonly, the default, so a module that is not
+// tidy fails here as it does for a user; the environment's GOFLAGS are kept
+// but any -mod is overridden), offline: every module from the module cache
+// and every checksum from the module's own go.sum. Only when a module is
+// missing from a cold cache (a fresh CI machine) is it run again with the
+// environment's GOPROXY, and the test says so.
 func goTool(ctx context.Context, t *testing.T, dir string, args ...string) (string, error) {
 	t.Helper()
+	var flags []string
+	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
+		if !strings.HasPrefix(f, "-mod=") {
+			flags = append(flags, f)
+		}
+	}
+	goflags := "GOFLAGS=" + strings.Join(append(flags, "-mod=readonly"), " ")
 	cmd := func(proxy string) *exec.Cmd {
 		c := exec.CommandContext(ctx, filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
 		c.Dir = dir
-		c.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		c.Env = append(os.Environ(), goflags, "GOWORK=off")
 		if proxy != "" {
 			c.Env = append(c.Env, "GOPROXY="+proxy)
 		}
@@ -77,8 +87,10 @@ func TestCustomBinary(t *testing.T) {
 		t.Fatalf("go vet ./... in examples/customlock: %v\n%s", err, out)
 	}
 	out, err := run(t, exec.CommandContext(ctx, bin, "list", "locks"))
-	if err != nil || !strings.Contains(out, "seq-lock") || !strings.Contains(out, "watchdog") {
-		t.Fatalf("customlock list locks: %v; want seq-lock and the built-in locks:\n%s", err, out)
+	for _, want := range []string{"seq-lock", "renew-lock", "reentrant-lock", "watchdog"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Fatalf("customlock list locks: %v; want %s among the example's and the built-in locks:\n%s", err, want, out)
+		}
 	}
 	cmd := exec.CommandContext(ctx, bin, "run", "gc-pause", "--lock", "seq-lock", "--expect", "--out", filepath.Join(t.TempDir(), "run"))
 	if out, err := run(t, cmd); err != nil {
@@ -168,13 +180,21 @@ func TestFreshModule(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	sum, err := os.ReadFile(filepath.Join(root(t), "examples", "customlock", "go.sum"))
+	ex := filepath.Join(root(t), "examples", "customlock")
+	sum, err := os.ReadFile(filepath.Join(ex, "go.sum"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The example's go.mod, renamed: lockchaos and every module its
+	// packages need (a go.mod that lists only lockchaos does not build
+	// with -mod=readonly), the replace pointed at this checkout.
+	mod, err := os.ReadFile(filepath.Join(ex, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod := strings.Replace(replaceToRoot(t, string(mod)), "module example.com/customlock\n", "module example.com/fresh\n", 1)
 	files := map[string]string{
-		"go.mod": "module example.com/fresh\n\ngo 1.26.8\n\nrequire github.com/lockchaos/lockchaos v0.0.0-00010101000000-000000000000\n\n" +
-			"replace github.com/lockchaos/lockchaos => " + root(t) + "\n",
+		"go.mod":                gomod,
 		"go.sum":                string(sum), // the checksums of lockchaos's dependencies
 		"mylock/mylock.go":      freshLock,
 		"mylock/mylock_test.go": freshTest,
@@ -214,4 +234,15 @@ func TestFreshModule(t *testing.T) {
 			t.Errorf("broken lock: output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// replaceToRoot points an example go.mod's replace of lockchaos (../..)
+// at this checkout, for a copy of the module elsewhere.
+func replaceToRoot(t *testing.T, mod string) string {
+	t.Helper()
+	const rel = "replace github.com/lockchaos/lockchaos => ../..\n"
+	if strings.Count(mod, rel) != 1 {
+		t.Fatalf("the example's go.mod has no line %q", rel)
+	}
+	return strings.Replace(mod, rel, "replace github.com/lockchaos/lockchaos => "+root(t)+"\n", 1)
 }
