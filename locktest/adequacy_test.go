@@ -15,7 +15,9 @@ import (
 // control watch-unlock, and a renewing lock written outside the project,
 // newRenewer, whose release stall-unlock freezes for 2×TTL). Adapters of
 // third-party libraries are not the project's to vouch for and are left
-// out. It runs every lock's subset (a few minutes): not under -short.
+// out. A broken control must fail one of two passes (a pause can miss its
+// moment on a loaded machine; the log says when it took two). It runs
+// every lock's subset (about five minutes): not under -short.
 func TestShortIsMutationAdequate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the -short subset of every built-in lock (a few minutes)")
@@ -45,23 +47,38 @@ func TestShortIsMutationAdequate(t *testing.T) {
 					t.Fatal(err)
 				}
 				broken := info.Kind == lockimpl.Broken
-				var ran, failed []string
-				for _, st := range steps {
-					if st.skip != "" {
-						continue
-					}
-					v := judge(c, info.Name, info, ref, st.s, t.TempDir)
-					if v.skip != "" {
-						t.Logf("%s skipped: %s", st.s.Name, v.skip)
-						continue
-					}
-					ran = append(ran, st.s.Name)
-					if v.fail != "" {
-						failed = append(failed, st.s.Name)
-						if !broken {
-							t.Errorf("correct lock %s fails the -short subset:\n%s", info.Name, v.fail)
+				subset := func() (ran, failed []string) {
+					for _, st := range steps {
+						if st.skip != "" {
+							continue
+						}
+						v := judge(c, info.Name, info, ref, st.s, t.TempDir)
+						for _, l := range v.logs {
+							if strings.Contains(l, "running it again") {
+								t.Log(l)
+							}
+						}
+						if v.skip != "" {
+							t.Logf("%s skipped: %s", st.s.Name, v.skip)
+							continue
+						}
+						ran = append(ran, st.s.Name)
+						if v.fail != "" {
+							failed = append(failed, st.s.Name)
+							if !broken {
+								t.Errorf("correct lock %s fails the -short subset:\n%s", info.Name, v.fail)
+							}
 						}
 					}
+					return ran, failed
+				}
+				ran, failed := subset()
+				if broken && len(failed) == 0 {
+					// The faults are timing experiments on a shared machine:
+					// a pause can miss its moment. A control the subset
+					// catches fails one of two passes; said when it took two.
+					t.Logf("broken control %s passed the first pass of its -short subset (%s); a second pass", info.Name, strings.Join(ran, ", "))
+					ran, failed = subset()
 				}
 				if !broken {
 					if v := probe(c, info.Name, info, t.TempDir); v.fail != "" {

@@ -111,7 +111,10 @@ func ReferenceFor(info lockimpl.Info) string { return runner.KindReference(info)
 //
 //   - every kind: smoke (no faults), expire-then-unlock (del-no-owner,
 //     renew-no-owner-check, watchdog-fixed-timer), stall-unlock (get-del),
-//     crash-between (setnx-expire), gc-pause (fencing's resource check);
+//     crash-between (setnx-expire): a release without its owner check, a
+//     check-then-act release and a non-atomic acquire are mistakes any
+//     kind's code can make;
+//   - fenced: gc-pause (the resource must stay valid behind the fence);
 //   - reentrant, watchdog: reentrant-expiry (local-reentrant);
 //   - watchdog: renewal-starved (a watchdog that does not stop at its
 //     local deadline), clock-jump-under-holder (renew-false-success);
@@ -122,14 +125,14 @@ func ReferenceFor(info lockimpl.Info) string { return runner.KindReference(info)
 // run.
 var ShortScenarios = map[string][]string{
 	"simple":      shortBase,
-	"fenced":      shortBase,
+	"fenced":      append(slices.Clone(shortBase), "gc-pause"),
 	"reentrant":   append(slices.Clone(shortBase), "reentrant-expiry"),
 	"watchdog":    append(slices.Clone(shortBase), "reentrant-expiry", "renewal-starved", "clock-jump-under-holder"),
 	"redlock":     append(slices.Clone(shortBase), "slow-acquire"),
 	"simple-wait": {"failover"},
 }
 
-var shortBase = []string{"smoke", "expire-then-unlock", "gc-pause", "stall-unlock", "crash-between"}
+var shortBase = []string{"smoke", "expire-then-unlock", "stall-unlock", "crash-between"}
 
 // ShortFor is the -short subset for a lock whose reference is ref.
 func ShortFor(ref string) []string {
@@ -392,7 +395,18 @@ func judge(c config, name string, info lockimpl.Info, ref string, s *scenarios.S
 		}
 		r := res.Results
 		declared := slices.ContainsFunc(r.Notes, isDeclarationNote)
+		verdicts := map[string]string{}
+		for check, ch := range r.Checks {
+			verdicts[check] = string(ch.Verdict)
+		}
+		_, mismatches := scenarios.Matches(Bar(s, ref), verdicts)
 		switch {
+		case declared && attempt < 2 && !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, workloads.UndeclaredRenewals) }):
+			// The silent-renewal rule reads the longest hold's length: a
+			// machine that stalls the process for a few hundred ms can make
+			// one. A lock that never reports its renewals does it again.
+			v.logs = append(v.logs, fmt.Sprintf("%s with %s: %s; running it again (a stalled machine can make one long hold)", s.Name, name, strings.Join(r.Notes, "; ")))
+			continue
 		case declared:
 			// Renewals the checker cannot see make every deadline it judges
 			// the first one: the lock must report them (Env.Note,
@@ -402,15 +416,23 @@ func judge(c config, name string, info lockimpl.Info, ref string, s *scenarios.S
 			v.logs = append(v.logs, fmt.Sprintf("%s with %s (%s): verdict %s, %d cycles in %v; meets the bar (%s's expectation, invalid relaxed to any: %v)",
 				s.Name, name, info.Capabilities(), r.Verdict, r.Stats.Cycles, sc.Duration, ref, sc.Expect[name]))
 			return v
-		case r.Outcome == "unknown":
+		case r.Outcome == "unknown" && attempt < 2:
 			// The checker could not decide (e.g. outcomes left unknown by
 			// a loaded machine): once more before calling it inconclusive.
-			if attempt < 2 {
-				v.logs = append(v.logs, fmt.Sprintf("%s with %s: inconclusive (%s); running it again", s.Name, name, strings.Join(r.Notes, "; ")))
-				continue
-			}
+			v.logs = append(v.logs, fmt.Sprintf("%s with %s: inconclusive (%s); running it again", s.Name, name, strings.Join(r.Notes, "; ")))
+			continue
+		case attempt < 2 && len(mismatches) > 0 && !slices.ContainsFunc(mismatches, func(m string) bool { return !strings.HasPrefix(m, "liveness:") }):
+			// Only liveness missed the bar: how long a key stayed
+			// unavailable is a timing, and a loaded machine (a shared CI
+			// runner) can stretch it past the TTL's allowance. Once more;
+			// a lock that leaves keys held (setnx-expire) does it again.
+			v.logs = append(v.logs, fmt.Sprintf("%s with %s: only liveness missed the bar (%s); running it again", s.Name, name, strings.Join(mismatches, "; ")))
+			continue
 		}
 		v.fail = failure(s, name, ref, r.Outcome, r.Verdict, res.Dir, r.Notes, violations(r.Violations))
+		if attempt > 1 {
+			v.fail += fmt.Sprintf("\n  (attempt %d; the first: %s)", attempt, strings.Join(v.logs, "; "))
+		}
 		return v
 	}
 }
