@@ -265,15 +265,14 @@ func plan(info, ref lockimpl.Info, c config) ([]step, error) {
 	var steps []step
 	for _, s := range append(all, sweep...) {
 		st := step{s: s}
+		ok, why := Applies(info, ref, s)
 		switch {
+		case !ok:
+			st.skip = why
 		case len(c.scenarios) > 0 && !slices.Contains(c.scenarios, s.Name):
 			st.skip, st.chosen = "not selected by locktest.Scenarios", true
 		case c.quick && !slices.Contains(short, s.Name):
 			st.skip, st.chosen = "not in the -short subset of "+ref.Name+"'s kind", true
-		default:
-			if ok, why := Applies(info, ref, s); !ok {
-				st.skip = why
-			}
 		}
 		steps = append(steps, st)
 	}
