@@ -75,3 +75,57 @@ func TestFrozenReleaseOfARenewingLockPasses(t *testing.T) {
 		t.Log(l)
 	}
 }
+
+// The plan holds the pause-point sweep for every kind the sweep lists (it
+// runs in full, not in -short) and says why it is left out for a lock that
+// needs replicas.
+func TestPlanHasTheSweep(t *testing.T) {
+	for _, tc := range []struct {
+		info lockimpl.Info
+		runs bool
+	}{{lockimpl.Info{}, true}, {lockimpl.Info{Renews: true}, true}, {lockimpl.Info{MinNodes: 1}, true}, {lockimpl.Info{NeedsReplicas: true}, false}} {
+		ref, _, _ := lockimpl.Lookup(ReferenceFor(tc.info))
+		for _, quick := range []bool{false, true} {
+			steps, err := plan(tc.info, ref, config{quick: quick})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, st := range steps {
+				if !strings.HasPrefix(st.s.Name, "sweep-pause-") {
+					continue
+				}
+				n++
+				if runs := st.skip == ""; runs != (tc.runs && !quick) {
+					t.Errorf("%s (quick %v): %s runs %v (%s)", tc.info.Capabilities(), quick, st.s.Name, runs, st.skip)
+				}
+			}
+			if n != 6 {
+				t.Errorf("%s: %d sweep scenarios in the plan, want 6", tc.info.Capabilities(), n)
+			}
+		}
+	}
+}
+
+// A renewing lock written as an author outside the project would survives
+// the sweep of its kind: frozen at every point of its cycle, renewals
+// included, for 0.5×, 1.5× and 3× the TTL (about 25 s).
+func TestRenewerSurvivesTheSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the six sweep scenarios")
+	}
+	info, err := register("test-renewer-sweep", newRenewer, lockimpl.Info{Renews: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep, err := scenarios.Sweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sweep {
+		v := judge(config{backend: cluster.Auto}, info.Name, info, ReferenceFor(info), s, t.TempDir)
+		if v.fail != "" || v.skip != "" {
+			t.Errorf("%s%s", v.fail, v.skip)
+		}
+	}
+}
