@@ -162,3 +162,30 @@ func TestHelperUndeclared(t *testing.T) {
 	}
 	locktest.Run(t, "undeclared-renewer", locktest.NewRenewerForTest, locktest.Quick(), locktest.Scenarios("smoke"))
 }
+
+// A scenario go test's -run leaves out is counted as skipped, not passed.
+func TestRunFilterIsNotAPass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child test process")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFiltered$/^smoke$", "-test.v")
+	cmd.Env = append(os.Environ(), "LOCKTEST_HELPER=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the child failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"--- PASS: TestHelperFiltered/smoke",
+		"summary: capabilities check not run (go test -run); 1 scenarios ran: 1 passed, 0 failed",
+		"skipped, not selected by go test -run: expire-then-unlock"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("child output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestHelperFiltered(t *testing.T) {
+	if os.Getenv("LOCKTEST_HELPER") == "" {
+		t.Skip("run by TestRunFilterIsNotAPass")
+	}
+	locktest.Run(t, "simple", nil, locktest.Quick(), locktest.Scenarios("smoke", "expire-then-unlock"))
+}
