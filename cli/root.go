@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/spf13/cobra"
 
 	"github.com/lockchaos/lockchaos/runner"
@@ -59,11 +57,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}()
 
 	// go-redis logs reconnects and sentinel choices on its own; during fault
-	// runs those are expected and would bury the progress line. They are
-	// shown with LOCKCHAOS_DEBUG=1.
-	if os.Getenv("LOCKCHAOS_DEBUG") == "" {
-		redis.SetLogger(quietLogger{})
-	}
+	// runs those are expected and would bury the progress line. The runner
+	// sends them to each run's go-redis.log (runner.RedisLogFile), and to
+	// stderr too with LOCKCHAOS_DEBUG=1.
 
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
@@ -121,8 +117,3 @@ inconclusive, 3 bad input, 4 infrastructure failure.`,
 // extraCommands are added by other files of this package (matrix, bench,
 // compare) so each command lives in its own file.
 var extraCommands []func(stdout, stderr io.Writer) *cobra.Command
-
-// quietLogger drops go-redis's internal log lines.
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}

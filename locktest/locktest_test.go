@@ -139,3 +139,53 @@ func TestBar(t *testing.T) {
 		t.Errorf("gc-pause bar for simple: %v, want mutex any, resource any", got)
 	}
 }
+
+// A renewing lock registered without Renews fails the suite: its
+// capabilities check says to declare Renews. The run says what it did: the
+// scenarios that do not apply to a plain lock, one line each with the
+// reason, and the summary.
+func TestUndeclaredRenewerFails(t *testing.T) {
+	childFails(t, "TestHelperUndeclared",
+		"--- FAIL: TestHelperUndeclared/capabilities",
+		"reported renewals through Env.Note but does not declare Renews",
+		"declare Renews in its lockimpl.Info (locktest.Info)",
+		"skipped renewal-starved: not for the reference simple: scenario is meant for watchdog",
+		"skipped reentrant-expiry: not for the reference simple",
+		"--- PASS: TestHelperUndeclared/smoke",
+		"locktest undeclared-renewer summary: capabilities check FAILED; 1 scenarios ran: 1 passed, 0 failed",
+		"skipped, not selected by locktest.Scenarios: ")
+}
+
+func TestHelperUndeclared(t *testing.T) {
+	if os.Getenv("LOCKTEST_HELPER") == "" {
+		t.Skip("run by TestUndeclaredRenewerFails")
+	}
+	locktest.Run(t, "undeclared-renewer", locktest.NewRenewerForTest, locktest.Quick(), locktest.Scenarios("smoke"))
+}
+
+// A scenario go test's -run leaves out is counted as skipped, not passed.
+func TestRunFilterIsNotAPass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child test process")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFiltered$/^smoke$", "-test.v")
+	cmd.Env = append(os.Environ(), "LOCKTEST_HELPER=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the child failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"--- PASS: TestHelperFiltered/smoke",
+		"summary: capabilities check not run (go test -run); 1 scenarios ran: 1 passed, 0 failed",
+		"skipped, not selected by go test -run: expire-then-unlock"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("child output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestHelperFiltered(t *testing.T) {
+	if os.Getenv("LOCKTEST_HELPER") == "" {
+		t.Skip("run by TestRunFilterIsNotAPass")
+	}
+	locktest.Run(t, "simple", nil, locktest.Quick(), locktest.Scenarios("smoke", "expire-then-unlock"))
+}

@@ -97,7 +97,7 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	r.LossDetection = cres.LossDetection
 	report.FillStats(r, an)
 
-	exp := s.Expectation(lock)
+	exp := ExpectationFor(s, lock)
 	r.Expected = exp
 	matched, mismatches := scenarios.Matches(exp, verdicts)
 	switch {

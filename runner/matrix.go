@@ -51,15 +51,12 @@ type MatrixOptions struct {
 	Shard *Shard
 }
 
-// Applicable says whether a lock can run in a scenario's topology.
+// Applicable says whether a lock can run in a scenario's topology. A
+// scenario's locks: list names built-ins; a user's lock runs where the
+// built-in of its kind (or one with its capabilities) is listed (StandIn).
 func Applicable(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
-	if len(s.Locks) > 0 {
-		for _, l := range s.Locks {
-			if l == info.Name {
-				return true, ""
-			}
-		}
-		return false, "scenario is meant for " + strings.Join(s.Locks, ", ")
+	if ok, why := listed(info, s); !ok {
+		return false, why
 	}
 	if info.NoCluster != "" && s.Topology == "cluster" {
 		return false, "cannot run on Redis Cluster: " + info.NoCluster
@@ -272,7 +269,7 @@ func runCellRetried(ctx context.Context, o MatrixOptions, s *scenarios.Scenario,
 // seeds.md and index report.html into the cell directory.
 func seedCell(o MatrixOptions, s *scenarios.Scenario, lock string, runs []SeedRun) Cell {
 	dir := filepath.Join(o.Out, s.Name, lock)
-	sum := Summarize(s.Name, lock, s.ForBackend(o.Base.Backend).Expectation(lock), runs, true)
+	sum := Summarize(s.Name, lock, ExpectationFor(s.ForBackend(o.Base.Backend), lock), runs, true)
 	c := Cell{Scenario: s.Name, Lock: lock, Applicable: true, Dir: dir, Expected: sum.Expected, Outcome: sum.Outcome,
 		Verdict: sum.Majority(), Label: sum.Label(), Seeds: runs, Rates: sum.Rates, Checks: map[string]string{}}
 	if c.Verdict == "error" {

@@ -225,6 +225,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := prepareDir(o.Out); err != nil {
 		return nil, badField("out", "%s: %w", o.Out, err)
 	}
+	defer redisLogs.attach(o.Out)() // go-redis's own lines go to the run directory
 	guard := &limitGuard{l: o.Limits, dir: o.Out, free: diskFree}
 	if err := guard.preflight(); err != nil {
 		return nil, &Error{Code: ExitInfra, Field: "min-free-disk", Err: err}

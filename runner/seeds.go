@@ -226,7 +226,7 @@ func RunSeeds(ctx context.Context, o Options, seeds []uint64, onSeed func(SeedRu
 			}
 		}
 	}
-	sum := Summarize(o.Scenario.Name, o.Lock, o.Scenario.ForBackend(o.Backend).Expectation(o.Lock), runs, o.Expect)
+	sum := Summarize(o.Scenario.Name, o.Lock, ExpectationFor(o.Scenario.ForBackend(o.Backend), o.Lock), runs, o.Expect)
 	if ctx.Err() != nil && len(runs) < len(seeds) {
 		sum.Mismatches = append(sum.Mismatches, fmt.Sprintf("interrupted after %d of %d seeds", len(runs), len(seeds)))
 		if sum.ExitCode == 0 {

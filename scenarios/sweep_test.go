@@ -88,3 +88,23 @@ func TestSweepFiles(t *testing.T) {
 		}
 	}
 }
+
+// The embedded sweep (Sweep, which locktest runs) is the files on disk.
+func TestSweepEmbedded(t *testing.T) {
+	got, err := Sweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(sweepPoints) {
+		t.Fatalf("Sweep() has %d scenarios, want %d", len(got), len(sweepPoints))
+	}
+	for _, s := range got {
+		want, err := LoadFile(filepath.Join("sweep", s.Name+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Duration != want.Duration || len(s.Faults) != len(want.Faults) || strings.Join(s.Locks, ",") != strings.Join(want.Locks, ",") {
+			t.Errorf("%s: embedded copy differs from the file", s.Name)
+		}
+	}
+}

@@ -212,7 +212,7 @@ func TestFreshModule(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the correct lock failed the conformance suite: %v\n%s", err, out)
 	}
-	for _, want := range []string{"--- PASS: TestCorrect/smoke", "--- PASS: TestCorrect/expire-then-unlock", "--- PASS: TestCorrect/gc-pause"} {
+	for _, want := range []string{"--- PASS: TestCorrect/capabilities", "--- PASS: TestCorrect/smoke", "--- PASS: TestCorrect/expire-then-unlock", "--- PASS: TestCorrect/stall-unlock", "locktest my-lock summary: capabilities check passed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("correct lock: output lacks %q:\n%s", want, out)
 		}

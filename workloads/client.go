@@ -103,6 +103,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	}
 	c.hold(k, true)
 	defer c.hold(k, false)
+	frozen0 := c.gate.frozenNS.Load()
 	start := ev.T
 	if sched != 0 {
 		start = sched
@@ -134,8 +135,10 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 		return err
 	}
 	c.hold(k, false)
+	// The hold ends as the release is called, less the time the client
+	// was frozen (its lock's renewals with it): see Workload.Notes.
+	w.sawHold(rec.Now() - ev.End - (c.gate.frozenNS.Load() - frozen0))
 	end := c.release(lease, 0)
-	w.sawHold(end - ev.End)
 	if c.gate.isDead() {
 		return ErrCrashed
 	}
@@ -284,6 +287,9 @@ func (c *Client) release(l lockimpl.Lease, remaining int) int64 {
 // note records a lock's background event (renewals).
 func (c *Client) note(n lockimpl.Note) {
 	c.w.lockNotes.Add(1)
+	if n.Kind == lockimpl.NoteRenew {
+		c.w.renewNotes.Add(1)
+	}
 	if n.Kind == lockimpl.NoteLost {
 		c.rec.Record(&history.Event{T: c.rec.Now(), Client: c.ID, Key: c.w.shortKey(n.Key), Token: n.Token, Op: history.OpTold})
 		return

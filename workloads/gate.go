@@ -23,14 +23,17 @@ import (
 type gate struct {
 	c *Client
 
-	mu      sync.Mutex
-	armed   []*armedFault
-	frozen  chan struct{} // non-nil while frozen; closed at resume
-	dead    bool
-	stallD  time.Duration
-	stallOn map[string]bool // nil = all commands
-	cuts    map[int]string  // node index → reset | drop
-	phase   string          // "", acquiring, releasing
+	mu     sync.Mutex
+	armed  []*armedFault
+	frozen chan struct{} // non-nil while frozen; closed at resume
+	// frozenNS is the time this client spent frozen so far (ns): a hold's
+	// frozen time is not time its lock could renew in (Workload.Notes).
+	frozenNS atomic.Int64
+	dead     bool
+	stallD   time.Duration
+	stallOn  map[string]bool // nil = all commands
+	cuts     map[int]string  // node index → reset | drop
+	phase    string          // "", acquiring, releasing
 	// replied counts the answered commands of the current phase: in-release
 	// fires after the first only, so a fault armed in the middle of a
 	// two-command release (get-del's GET, then DEL) waits for the next
@@ -170,6 +173,7 @@ func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
 	t0 := g.c.rec.Now()
 	time.Sleep(a.d) // a stop-the-world pause is not interruptible
 	t1 := g.c.rec.Now()
+	g.frozenNS.Add(t1 - t0)
 	g.mu.Lock()
 	g.frozen = nil
 	g.mu.Unlock()

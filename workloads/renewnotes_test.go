@@ -35,3 +35,30 @@ func TestRenewalNotesFlag(t *testing.T) {
 		}
 	}
 }
+
+// A lock that reports renewals without declaring Renews is flagged with a
+// note that tells its author to declare it; one that reports only losses,
+// or declares Renews, is not.
+func TestUndeclaredRenewalsFlag(t *testing.T) {
+	o := lockimpl.Options{TTL: 300 * time.Millisecond}.WithDefaults()
+	for _, tc := range []struct {
+		name    string
+		renews  bool
+		renew   int64
+		flagged bool
+	}{
+		{"renews undeclared", false, 2, true},
+		{"no renewal reported", false, 0, false},
+		{"declared", true, 2, false},
+	} {
+		w := &Workload{lockInfo: lockimpl.Info{Name: "x", Renews: tc.renews}, lockOpts: o}
+		w.lockNotes.Store(tc.renew + 1) // one loss note besides
+		w.renewNotes.Store(tc.renew)
+		w.sawHold(int64(time.Second))
+		notes := w.Notes()
+		got := len(notes) == 1 && strings.Contains(notes[0], UndeclaredRenewals) && strings.Contains(notes[0], "declare Renews")
+		if got != tc.flagged {
+			t.Errorf("%s: notes %q, flagged %v, want %v", tc.name, notes, got, tc.flagged)
+		}
+	}
+}

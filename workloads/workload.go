@@ -64,10 +64,13 @@ type Workload struct {
 	holders   []atomic.Int32 // per key: clients that believe they hold it
 	overlaps  atomic.Int64
 	lockOpts  lockimpl.Options // with defaults
-	// lockNotes counts Env.Note calls; longestHold is the longest hold
-	// (acquire reply to release reply, ns): together they tell whether a
-	// lock that declares Renews reported its renewals (RenewalNotes).
+	// lockNotes counts Env.Note calls, renewNotes those reporting a
+	// renewal; longestHold is the longest hold (acquire reply to the call
+	// of its release, less the time the client was frozen in between, ns):
+	// together they tell whether a lock's renewals match its declaration
+	// (Notes).
 	lockNotes   atomic.Int64
+	renewNotes  atomic.Int64
 	longestHold atomic.Int64
 }
 
@@ -166,17 +169,28 @@ func (w *Workload) sawHold(d int64) {
 }
 
 // Notes are the workload's findings about the lock itself, for the results.
+//
 // A lock that declares Info.Renews must report each renewal through
 // Env.Note, or the checker cannot see its renewals (and judges its holds by
 // the first deadline only). When a hold lasted longer than two renewal
 // intervals plus a command timeout, a renewal attempt must have finished
 // inside it; if the lock reported none during the whole run, it is flagged
-// here rather than trusted.
+// here rather than trusted. A hold ends when its release is called (a lock
+// stops renewing when its release starts, and a release frozen or stalled
+// for longer than the TTL is not holding time), and time the client spent
+// frozen by a pause fault does not count (its renewals were frozen too).
+//
+// A lock that reports renewals but does not declare Renews is flagged too:
+// it is judged as a plain lock and the renewal scenarios pass it by.
 func (w *Workload) Notes() []string {
+	o := &w.lockOpts
+	if n := w.renewNotes.Load(); n > 0 && !w.lockInfo.Renews {
+		return []string{fmt.Sprintf("lock %s %s (%d renewals): declare Renews in its lockimpl.Info, or it is judged as a lock that does not renew and the renewal scenarios skip it",
+			w.lockInfo.Name, UndeclaredRenewals, n)}
+	}
 	if !w.lockInfo.Renews || w.lockNotes.Load() > 0 {
 		return nil
 	}
-	o := &w.lockOpts
 	longest := time.Duration(w.longestHold.Load())
 	if longest <= 2*o.RenewInterval+o.CommandTimeout {
 		return nil
@@ -188,6 +202,11 @@ func (w *Workload) Notes() []string {
 // SilentRenewals is in the note Notes gives a renewing lock that reported
 // no renewal (locktest fails such a lock).
 const SilentRenewals = "declares Renews but reported no renewal through Env.Note"
+
+// UndeclaredRenewals is in the note Notes gives a lock that reported
+// renewals through Env.Note without declaring Renews (locktest fails such a
+// lock).
+const UndeclaredRenewals = "reported renewals through Env.Note but does not declare Renews"
 
 // LockConfig is the lock's effective configuration, when it reports one.
 func (w *Workload) LockConfig() map[string]any { return w.config }

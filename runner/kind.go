@@ -1,0 +1,133 @@
+package runner
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// KindReference names the built-in correct lock of info's kind: the lock a
+// user's lock with these capabilities is measured against (its bar in
+// locktest, its stand-in in a scenario's locks: list).
+func KindReference(info lockimpl.Info) string {
+	switch {
+	case info.NeedsReplicas:
+		return "simple-wait"
+	case info.MinNodes > 0:
+		return "redlock"
+	case info.Renews:
+		return "watchdog"
+	case info.Fenced:
+		return "fenced"
+	case info.Reentrant:
+		return "reentrant"
+	}
+	return "simple"
+}
+
+// sameCapabilities: a and b declare the same scenario-deciding
+// capabilities (NoCluster is a topology limit, judged on its own).
+func sameCapabilities(a, b lockimpl.Info) bool {
+	return a.Reentrant == b.Reentrant && a.Fenced == b.Fenced && a.Renews == b.Renews &&
+		a.NeedsReplicas == b.NeedsReplicas && (a.MinNodes > 0) == (b.MinNodes > 0)
+}
+
+// StandIn is, for a user's lock in a scenario whose locks: list does not
+// name it, the listed built-in it stands with: the built-in of its kind
+// (KindReference) when listed, else a listed lock with the same
+// capabilities (a correct one first). A scenario's list names built-ins
+// for the capabilities they stand for, so a user's lock runs wherever the
+// built-in of its kind runs. judge says whether that lock's expectation
+// judges the user's lock (a correct lock or a correct control's); when
+// false, the scenario's default does. ok is false when no listed lock
+// stands for it.
+func StandIn(info lockimpl.Info, s *scenarios.Scenario) (name string, judge, ok bool) {
+	if info.Kind != lockimpl.User || len(s.Locks) == 0 || slices.Contains(s.Locks, info.Name) {
+		return "", false, false
+	}
+	correct := func(i lockimpl.Info) bool { return i.Kind == lockimpl.Correct || i.Kind == lockimpl.Control }
+	if ref := KindReference(info); slices.Contains(s.Locks, ref) {
+		if ri, _, err := lockimpl.Lookup(ref); err == nil {
+			return ref, correct(ri), true
+		}
+	}
+	var other string
+	for _, l := range s.Locks {
+		li, _, err := lockimpl.Lookup(l)
+		if err != nil || li.Kind == lockimpl.User || !sameCapabilities(li, info) {
+			continue
+		}
+		if correct(li) {
+			return l, true, true
+		}
+		if other == "" {
+			other = l
+		}
+	}
+	return other, false, other != ""
+}
+
+// ExpectationFor is the expectation lock is judged by in s: its own entry;
+// else, for a user's lock, the expectation of the correct built-in it
+// stands with (StandIn in a scenario with a locks: list, the built-in of
+// its kind, KindReference, in one without) with every "invalid" relaxed to
+// "any": the built-in's expected failures show a limit of the design, and
+// doing better than the built-in is no failure; else the scenario's
+// default.
+func ExpectationFor(s *scenarios.Scenario, lock string) map[string]string {
+	if _, own := s.Expect[lock]; own {
+		return s.Expectation(lock)
+	}
+	info, _, err := lockimpl.Lookup(lock)
+	if err != nil || info.Kind != lockimpl.User {
+		return s.Expectation(lock)
+	}
+	name, judge := KindReference(info), true
+	if len(s.Locks) > 0 {
+		var ok bool
+		if name, judge, ok = StandIn(info, s); !ok {
+			return s.Expectation(lock)
+		}
+	}
+	if ri, _, err := lockimpl.Lookup(name); err != nil || !judge || (ri.Kind != lockimpl.Correct && ri.Kind != lockimpl.Control) {
+		return s.Expectation(lock)
+	}
+	return RelaxInvalid(s.Expectation(name))
+}
+
+// RelaxInvalid is exp with every "invalid" (a rate too) made "any": the bar
+// a lock is held to by a correct lock's expectation, which it may beat.
+func RelaxInvalid(exp map[string]string) map[string]string {
+	if exp == nil {
+		return nil
+	}
+	out := make(map[string]string, len(exp))
+	for check, v := range exp {
+		if v == "invalid" || strings.HasPrefix(v, "invalid ") {
+			v = "any"
+		}
+		out[check] = v
+	}
+	return out
+}
+
+// listed says why a lock not named by a scenario's locks: list may still run
+// in it (a user's lock standing with a listed built-in), or why not.
+func listed(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
+	if len(s.Locks) == 0 || slices.Contains(s.Locks, info.Name) {
+		return true, ""
+	}
+	meant := "scenario is meant for " + strings.Join(s.Locks, ", ")
+	if info.Kind != lockimpl.User {
+		return false, meant
+	}
+	if _, _, ok := StandIn(info, s); !ok {
+		return false, meant + " (none of them has the capabilities of this user lock: " + info.Capabilities() + ")"
+	}
+	if s.Workload.Reentry > 0 && !info.Reentrant {
+		return false, "re-enters the lock, which does not declare Reentrant"
+	}
+	return true, ""
+}
