@@ -1,0 +1,5 @@
+//go:build !race
+
+package locktest
+
+const raceDetector = false
