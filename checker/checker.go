@@ -147,6 +147,11 @@ type Result struct {
 	// LossDetection: how long holders went on believing after the server
 	// lost their key (lossdetect.go); nil where not measured.
 	LossDetection *LossDetection `json:"loss_detection,omitempty"`
+	// OwnershipSource is what the unlock check read: "command-record"
+	// (every node's commands with their clients: exact) or
+	// "keyspace-observer" (notifications matched to calls by time), with
+	// why the record was not used.
+	OwnershipSource string `json:"ownership_source,omitempty"`
 }
 
 // CheckFile streams a history file and checks it in bounded memory (see

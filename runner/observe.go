@@ -26,6 +26,27 @@ func observe(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, p 
 	return stop, st, nil
 }
 
+// recordCommands starts the per-node command record (cluster.Record). A
+// record that cannot start is recorded as a gap on every node, so the
+// checker falls back to the keyspace observer and says so.
+func recordCommands(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, p keyspace.Prefix, runID string) (func(), cluster.RecordStatus) {
+	stop, st, err := cluster.Record(ctx, cl, p, runID, rec.Record, rec.Now, rec.ToRun)
+	if err == nil && st.Mode == cluster.RecordMonitor {
+		return stop, st
+	}
+	why := st.Note
+	if err != nil {
+		why = "command record not running: " + err.Error()
+		st = cluster.RecordStatus{Mode: cluster.RecordUnavailable, Note: why}
+	}
+	for _, n := range cl.Nodes {
+		if n.Role != "sentinel" {
+			rec.Record(&history.Event{T: rec.Now(), Client: -1, Op: history.OpCommand, Node: n.Name, Detail: history.CmdGap, Err: why})
+		}
+	}
+	return stop, st
+}
+
 // preflightShow is how many keys per node the refusal names.
 const preflightShow = 5
 
