@@ -1,0 +1,455 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// The command record (history.OpCommand): every node's commands on the
+// run's keys, in the order the node ran them, each with the client whose
+// named connection ran it (MONITOR). Where it is complete, the unlock check
+// reads who changed a key from it instead of matching keyspace
+// notifications to calls by time: replaying a node's commands gives each
+// key's owner (the client whose write made it) and expiry (on the server's
+// own clock), so a DEL, an overwrite or an extension by another client
+// while the key was alive is exact. MONITOR shows no replies: a SET NX's
+// outcome is the replay's (the key absent, or expired by its TTL), and
+// where the replay cannot tell (a command within cmdExpiryMargin of the
+// key's expiry) the key's state is unknown until its next write or delete,
+// and nothing is blamed on it meanwhile.
+//
+// Where the record is incomplete (a node's MONITOR connection broke: a node
+// killed or restarted) the key states of that node are forgotten, and the
+// keyspace observer's findings stand for that node from the gap until
+// cmdFallbackAfter past the record's resumption.
+
+// Ownership sources (Result.OwnershipSource).
+const (
+	SourceCommandRecord = "command-record"
+	SourceObserver      = "keyspace-observer"
+)
+
+// cmdExpiryMargin: a command this close to a key's expiry may have found it
+// present or gone (Redis compares milliseconds, and a script's commands all
+// see its start time).
+const cmdExpiryMargin = int64(2e6)
+
+// cmdFallbackAfter: how long after a gap's end the observer still speaks for
+// its node (key states forgotten at the gap come back with their keys' next
+// write).
+func (m *model) cmdFallbackAfter() int64 { return max(2*m.ttl, 1e9) }
+
+// What a recorded command did to a key.
+const (
+	cmdSet    uint8 = iota // SET family: the value is the owner's token
+	cmdDel                 // DEL, UNLINK, GETDEL
+	cmdExpire              // PEXPIRE family: the TTL changes
+	cmdHash                // HSET, HINCRBY, ...: a hash lock's write
+	cmdHDel                // HDEL: may remove the key
+)
+
+// cmdEvent is one key change of a recorded command.
+type cmdEvent struct {
+	t      int64
+	node   int16
+	client int32
+	op     uint8
+	nx, xx bool
+	keep   bool  // KEEPTTL
+	ttl    int64 // ns relative to t; 0 none
+	abs    int64 // absolute expiry (PXAT, EXAT, PEXPIREAT) on the run clock; 0 none
+	tok    string
+	script bool // ran inside a script
+	name   string
+}
+
+// keyState is a key on one node as the replay has it.
+type keyState struct {
+	present, unknown bool
+	owner            int32 // client whose write made it (-1: the harness or unknown)
+	setT             int64 // when that write ran
+	exp              int64 // expiry on the run clock (0: none)
+	lastT            int64 // the replay's last step on it
+}
+
+// cmdGap is a stretch of a node's record that is missing.
+type cmdGap struct {
+	node     int16
+	from, to int64 // to: math.MaxInt64 until the record resumed
+	why      string
+}
+
+// addCommand reads one OpCommand event.
+func (m *model) addCommand(e *history.Event) {
+	if e.Detail == history.CmdGap || e.Detail == history.CmdResumed {
+		n := m.node(e.Node)
+		if e.Detail == history.CmdGap {
+			m.cmdGaps = append(m.cmdGaps, cmdGap{node: n, from: e.T, to: math.MaxInt64, why: e.Err})
+			return
+		}
+		for i := len(m.cmdGaps) - 1; i >= 0; i-- {
+			if g := &m.cmdGaps[i]; g.node == n && g.to == math.MaxInt64 {
+				g.to = e.T
+				break
+			}
+		}
+		return
+	}
+	if e.Cmd == nil || len(e.Cmd.Args) == 0 {
+		return
+	}
+	node := m.node(e.Node)
+	client := int32(e.Client)
+	m.cmdSeen = true
+	if isScript(e.Cmd.Args[0]) {
+		for _, in := range e.Cmd.Inner {
+			m.addCmdArgs(in, e.T, node, client, true)
+		}
+		return
+	}
+	m.addCmdArgs(e.Cmd.Args, e.T, node, client, false)
+}
+
+func isScript(name string) bool {
+	switch strings.ToUpper(name) {
+	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO":
+		return true
+	}
+	return false
+}
+
+// shortKey maps a server key to the history's name for it (as
+// keyspace.Prefix.Short does), ok false for a key not under the run's
+// prefix.
+func (m *model) shortKey(key string) (string, bool) {
+	if m.prefix == "" {
+		return key, true
+	}
+	rest, ok := strings.CutPrefix(key, m.prefix)
+	if !ok {
+		return "", false
+	}
+	if strings.HasPrefix(rest, "{") && strings.IndexByte(rest, '}') == len(rest)-1 {
+		return rest[1 : len(rest)-1], true
+	}
+	return rest, true
+}
+
+// addCmdArgs turns one command into the key changes it makes.
+func (m *model) addCmdArgs(args []string, t int64, node int16, client int32, script bool) {
+	if len(args) < 2 {
+		return
+	}
+	ev := cmdEvent{t: t, node: node, client: client, script: script, name: strings.ToUpper(args[0])}
+	add := func(key string, ev cmdEvent) {
+		short, ok := m.shortKey(key)
+		if !ok {
+			return
+		}
+		k := m.keyOf(&m.observer, short)
+		m.kd[k].cmds = append(m.kd[k].cmds, ev)
+	}
+	num := func(s string) int64 {
+		v, _ := strconv.ParseInt(s, 10, 64)
+		return v
+	}
+	switch name := strings.ToUpper(args[0]); name {
+	case "SET", "SETNX", "SETEX", "PSETEX":
+		if len(args) < 3 {
+			return
+		}
+		ev.op, ev.tok = cmdSet, args[2]
+		switch name {
+		case "SETNX":
+			ev.nx = true
+		case "SETEX":
+			ev.ttl, ev.tok = num(args[2])*1e9, args[len(args)-1]
+		case "PSETEX":
+			ev.ttl, ev.tok = num(args[2])*1e6, args[len(args)-1]
+		}
+		for i := 3; name == "SET" && i < len(args); i++ {
+			switch strings.ToUpper(args[i]) {
+			case "NX":
+				ev.nx = true
+			case "XX":
+				ev.xx = true
+			case "KEEPTTL":
+				ev.keep = true
+			case "PX", "EX", "PXAT", "EXAT":
+				if i+1 < len(args) {
+					v := num(args[i+1])
+					switch strings.ToUpper(args[i]) {
+					case "PX":
+						ev.ttl = v * 1e6
+					case "EX":
+						ev.ttl = v * 1e9
+					case "PXAT":
+						ev.abs = m.unixToRun(v * 1e6)
+					case "EXAT":
+						ev.abs = m.unixToRun(v * 1e9)
+					}
+					i++
+				}
+			}
+		}
+		add(args[1], ev)
+	case "DEL", "UNLINK":
+		ev.op = cmdDel
+		for _, k := range args[1:] {
+			add(k, ev)
+		}
+	case "GETDEL":
+		ev.op = cmdDel
+		add(args[1], ev)
+	case "PEXPIRE", "EXPIRE", "PEXPIREAT", "EXPIREAT":
+		if len(args) < 3 {
+			return
+		}
+		ev.op = cmdExpire
+		v := num(args[2])
+		switch name {
+		case "PEXPIRE":
+			ev.ttl = v * 1e6
+		case "EXPIRE":
+			ev.ttl = v * 1e9
+		case "PEXPIREAT":
+			ev.abs = m.unixToRun(v * 1e6)
+		case "EXPIREAT":
+			ev.abs = m.unixToRun(v * 1e9)
+		}
+		add(args[1], ev)
+	case "HSET", "HSETNX", "HINCRBY", "HINCRBYFLOAT", "HMSET":
+		ev.op = cmdHash
+		if len(args) >= 3 {
+			ev.tok = args[2]
+		}
+		add(args[1], ev)
+	case "HDEL":
+		ev.op = cmdHDel
+		add(args[1], ev)
+	}
+}
+
+// unixToRun maps a unix time (ns) to the run clock.
+func (m *model) unixToRun(ns int64) int64 {
+	start, _ := metaInt(m.meta[history.MetaStartNS])
+	return ns - start
+}
+
+// inGap reports whether node's record was missing at t (or had just come
+// back: its key states were forgotten).
+func (m *model) inGap(node int16, t int64) bool {
+	for _, g := range m.cmdGaps {
+		if g.node == node && t >= g.from && (g.to == math.MaxInt64 || t <= g.to+m.cmdFallbackAfter()) {
+			return true
+		}
+	}
+	return false
+}
+
+// gapSince reports whether node's record broke in (a, b].
+func (m *model) gapSince(node int16, a, b int64) bool {
+	for _, g := range m.cmdGaps {
+		if g.node == node && g.from > a && g.from <= b {
+			return true
+		}
+	}
+	return false
+}
+
+// useRecord reports whether the unlock check reads the command record.
+func (m *model) useRecord() bool { return m.cmdOn && !m.noRecord }
+
+// attributeCommands replays every key's recorded commands up to (not
+// including) upTo, carrying on where the previous call stopped, and records
+// each change another client made to a key a client held (kd.cmdDels).
+func (m *model) attributeCommands(upTo int64) {
+	if !m.useRecord() {
+		return
+	}
+	for k, kd := range m.kd {
+		k := int32(k)
+		if kd.state == nil && len(kd.cmds) > 0 {
+			kd.state = map[int16]*keyState{}
+		}
+		for ; kd.cmdWalked < len(kd.cmds) && kd.cmds[kd.cmdWalked].t < upTo; kd.cmdWalked++ {
+			c := kd.cmds[kd.cmdWalked]
+			st := kd.state[c.node]
+			if st == nil {
+				st = &keyState{owner: -1}
+				kd.state[c.node] = st
+			}
+			if st.present && m.gapSince(c.node, st.lastT, c.t) {
+				*st = keyState{owner: -1} // commands may be missing: forget it
+			}
+			st.lastT = c.t
+			// Expired before this command, for certain; or maybe.
+			maybe := false
+			if st.present && st.exp != 0 {
+				switch {
+				case c.t > st.exp+cmdExpiryMargin:
+					*st = keyState{owner: -1, lastT: c.t}
+				case c.t >= st.exp-cmdExpiryMargin:
+					maybe = true
+				}
+			}
+			alive := st.present && !st.unknown && !maybe
+			owner := st.owner
+			foreign := alive && owner >= 0 && c.client >= 0 && owner != c.client && m.masterAt(c.node, c.t)
+			exp := func(old int64) int64 {
+				switch {
+				case c.abs != 0:
+					return c.abs
+				case c.ttl != 0:
+					return c.t + c.ttl
+				}
+				return old
+			}
+			writer := c.client
+			if writer < 0 && c.tok != "" {
+				// A replica's copy of a master's write: its token names the
+				// writer.
+				if w, ok := m.tokOwner[c.tok]; ok {
+					writer = w
+				}
+			} else if writer >= 0 && (c.op == cmdSet || c.op == cmdHash) && c.tok != "" {
+				if m.tokOwner == nil {
+					m.tokOwner = map[string]int32{}
+				}
+				m.tokOwner[c.tok] = writer
+			}
+			switch c.op {
+			case cmdSet:
+				switch {
+				case c.nx && (st.unknown || maybe):
+					// It may or may not have taken the key.
+					st.unknown, st.exp = true, max(st.exp, exp(0))
+				case c.nx && st.present:
+				case c.xx && !st.present:
+				default:
+					if foreign {
+						m.cmdFound(k, kd, c, st)
+					}
+					old := st.exp
+					if !c.keep {
+						old = 0
+					}
+					if !st.present || st.unknown || maybe || owner != writer {
+						st.setT = c.t
+					}
+					st.present, st.unknown, st.owner, st.exp = true, false, writer, exp(old)
+				}
+			case cmdDel:
+				if foreign {
+					m.cmdFound(k, kd, c, st)
+				}
+				*st = keyState{owner: -1, lastT: c.t}
+			case cmdExpire:
+				if !st.present {
+					continue
+				}
+				if foreign {
+					m.cmdFound(k, kd, c, st)
+				}
+				st.exp = exp(st.exp)
+			case cmdHash:
+				if !st.present {
+					*st = keyState{present: true, owner: writer, setT: c.t, lastT: c.t}
+				}
+			case cmdHDel:
+				if st.present {
+					st.unknown = true
+				}
+			}
+		}
+	}
+}
+
+// cmdFound records a change by c of a key another client's write made
+// (state st): the hold of that client that wrote it is the victim.
+func (m *model) cmdFound(k int32, kd *keyData, c cmdEvent, st *keyState) {
+	victim := m.holdOf(k, st.owner, st.setT)
+	if victim < 0 {
+		return
+	}
+	h := &m.holds[victim]
+	if c.t > h.heldTo+m.lag {
+		// The owner had let go already (it released or learned its loss):
+		// no holder was harmed.
+		return
+	}
+	what := c.name
+	if c.script {
+		what = "script's " + c.name
+	}
+	d := badDel{t: c.t, node: c.node, victim: victim, culprit: c.client, cmd: what}
+	switch c.op {
+	case cmdDel:
+		d.release = true
+		m.noteLoss(victim, c.t, fmt.Sprintf("deleted by client %d", c.client), true)
+	case cmdSet:
+		d.set = true
+		m.noteLoss(victim, c.t, fmt.Sprintf("overwritten by client %d", c.client), true)
+	}
+	kd.cmdDels = append(kd.cmdDels, d)
+}
+
+// holdOf returns client's hold of key k whose acquire wrote the key at
+// setT (server time): the one whose acquire call spans setT, allowing for
+// the observer's lag between the two clocks' readings, or -1.
+func (m *model) holdOf(k, client int32, setT int64) int32 {
+	kd := m.kd[k]
+	m.index(kd)
+	hs := kd.holds
+	slack := m.lag
+	// Holds are sorted by their ack; the write comes before it, by at
+	// most matchWindow (a Redlock acquire acks after every node).
+	i := sort.Search(len(hs), func(i int) bool { return m.holds[hs[i]].start > setT+matchWindow }) - 1
+	for n := 0; i >= 0 && n < 4096; i, n = i-1, n+1 {
+		h := &m.holds[hs[i]]
+		if h.client != client {
+			continue
+		}
+		if h.acqT-slack <= setT && setT <= h.start+slack {
+			return hs[i]
+		}
+		if h.start < setT-slack {
+			break
+		}
+	}
+	if kd.cutHold >= setT-matchWindow {
+		m.setInexact(fmt.Sprintf("the hold that wrote %s at %s had been pruned", m.keys[k], sec(setT)))
+	}
+	return -1
+}
+
+// ownershipSource says what the unlock check read, for the results.
+func (m *model) ownershipSource() string {
+	if !m.useRecord() {
+		why := "no command record in this history"
+		switch {
+		case m.noRecord:
+			why = "the command record was set aside (Options.NoCommandRecord)"
+		case m.cmdMode != "" && m.cmdMode != "monitor":
+			why = "command record " + m.cmdMode
+		}
+		return SourceObserver + " (" + why + ")"
+	}
+	if len(m.cmdGaps) == 0 {
+		return SourceCommandRecord
+	}
+	var parts []string
+	for _, g := range m.cmdGaps {
+		to := "the end"
+		if g.to != math.MaxInt64 {
+			to = sec(g.to + m.cmdFallbackAfter())
+		}
+		parts = append(parts, fmt.Sprintf("%s from %s to %s (%s)", m.nodes[g.node], sec(g.from), to, g.why))
+	}
+	return SourceCommandRecord + "; " + SourceObserver + " where the record has gaps: " + strings.Join(parts, "; ")
+}

@@ -1,0 +1,110 @@
+package checker
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// cmd: client c's connection ran args on n1 at t ms (server time).
+func (b *hb) cmd(c int, t int64, args []string, inner ...[]string) *hb {
+	return b.add(history.Event{T: t * ms, Client: c, Key: "k", Op: history.OpCommand, Node: "n1",
+		Cmd: &history.Command{Conn: "127.0.0.1:1", Args: args, Inner: inner}})
+}
+
+const recKey = "p:{k}"
+
+func recordHB() *hb {
+	return newHB(map[string]any{history.MetaCommandRecord: "monitor", history.MetaKeyPrefix: "p:"})
+}
+
+// getDel is the get-del control's history: client 0's lease expires while
+// it is between its GET and its DEL, client 1 takes the key, and client 0's
+// DEL removes it. No keyspace notification arrived in time (the observer
+// says nothing): only the command record can tell who deleted what.
+func getDel() *hb {
+	b := recordHB()
+	b.acq(0, 0, 1, 101, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "100", "NX"}).read(0, 2, 0).write(0, 3, 4, 1, 0, true)
+	b.cmd(2, 60, []string{"SET", recKey, "tokC", "PX", "100", "NX"}) // refused: A holds it
+	b.acq(1, 90, 110, 210, history.OK, 1).cmd(1, 109, []string{"SET", recKey, "tokB", "PX", "100", "NX"}).read(1, 111, 1)
+	b.cmd(0, 148, []string{"GET", recKey}).rel(0, 148, 151, 0).cmd(0, 150, []string{"DEL", recKey})
+	b.write(1, 170, 171, 2, 0, true).rel(1, 172, 173, 0)
+	b.cmd(1, 172, []string{"EVALSHA", "sha", "1", recKey, "tokB"}, []string{"GET", recKey})
+	return b
+}
+
+// The record names the culprit's DEL exactly, where the observer has
+// nothing; without the record the unlock check cannot run.
+func TestCommandRecordFindsForeignDel(t *testing.T) {
+	b := getDel()
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckUnlock: Invalid})
+	var found []Violation
+	for _, v := range r.Violations {
+		if v.Check == CheckUnlock {
+			found = append(found, v)
+		}
+	}
+	if len(found) != 1 || found[0].Clients[0] != 0 || found[0].Clients[1] != 1 || found[0].Cause != CauseNonOwnerDel ||
+		!strings.Contains(found[0].Detail, "its DEL, in the server's command record") {
+		t.Fatalf("unlock violations %+v: want one, client 0's DEL of client 1's key", found)
+	}
+	if r.OwnershipSource != SourceCommandRecord {
+		t.Errorf("ownership source %q, want %q", r.OwnershipSource, SourceCommandRecord)
+	}
+	if _, ran := Check(b.ev, Options{NoCommandRecord: true}).Checks[CheckUnlock]; ran {
+		t.Error("without the record and with no notification, the unlock check ran")
+	}
+	// Streamed in small windows and whole: the same.
+	t.Setenv(CompareEnv, "1")
+	p := writeHistory(t, filepath.Join(t.TempDir(), history.CompactFile), b.ev)
+	if rs, err := CheckFile(p, Options{batch: 3}); err != nil || rs.Checks[CheckUnlock].Violations != 1 {
+		t.Fatalf("streamed: %v, %+v", err, rs)
+	}
+}
+
+// A correct lock's record accuses no one: a refused compare-and-delete
+// (its script ran only the GET), a SET NX that found the key, the owner's
+// own DEL, a DEL after the key expired by its TTL.
+func TestCommandRecordClearsCorrectLock(t *testing.T) {
+	b := recordHB()
+	b.acq(0, 0, 1, 101, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "100", "NX"})
+	b.acq(1, 90, 110, 210, history.OK, 1).cmd(1, 109, []string{"SET", recKey, "tokB", "PX", "100", "NX"})
+	b.rel(0, 148, 151, 0).cmd(0, 150, []string{"EVALSHA", "sha", "1", recKey, "tokA"}, []string{"GET", recKey})
+	b.cmd(2, 160, []string{"SET", recKey, "tokC", "PX", "100", "NX"})
+	b.rel(1, 172, 173, 0).cmd(1, 172, []string{"EVALSHA", "sha", "1", recKey, "tokB"}, []string{"GET", recKey}, []string{"DEL", recKey})
+	b.acq(2, 180, 181, 281, history.OK, 1).cmd(2, 181, []string{"SET", recKey, "tokD", "PX", "100", "NX"})
+	// Client 0's stale DEL long after client 2's key expired (at 281).
+	b.cmd(0, 300, []string{"DEL", recKey}).rel(2, 299, 302, 0)
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckUnlock: Valid})
+
+	// Within 2 ms of the expiry the replay cannot tell: nothing blamed.
+	b2 := recordHB()
+	b2.acq(0, 0, 1, 101, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "100", "NX"})
+	b2.acq(1, 95, 101, 201, history.OK, 1).cmd(1, 100, []string{"SET", recKey, "tokB", "PX", "100", "NX"})
+	b2.cmd(0, 120, []string{"DEL", recKey}).rel(0, 119, 121, 0).rel(1, 150, 151, 0)
+	wantVerdicts(t, Check(b2.ev, Options{}), map[string]Verdict{CheckUnlock: Valid})
+}
+
+// Where a node's record has a gap, what it would have found there is not
+// used and the source says so.
+func TestCommandRecordGapFallsBack(t *testing.T) {
+	b := getDel()
+	var evs []history.Event
+	for _, e := range b.ev {
+		if e.T == 150*ms && e.Op == history.OpCommand {
+			evs = append(evs, history.Event{T: 140 * ms, Client: -1, Op: history.OpCommand, Node: "n1", Detail: history.CmdGap, Err: "EOF"})
+		}
+		evs = append(evs, e)
+	}
+	r := Check(evs, Options{})
+	if r.Checks[CheckUnlock].Violations != 0 {
+		t.Errorf("a finding inside a record gap was used: %+v", r.Checks[CheckUnlock])
+	}
+	if !strings.Contains(r.OwnershipSource, "n1 from 0.140 s") {
+		t.Errorf("ownership source %q does not name the gap", r.OwnershipSource)
+	}
+}
