@@ -106,6 +106,9 @@ func (m *model) addCommand(e *history.Event) {
 	node := m.node(e.Node)
 	client := int32(e.Client)
 	m.cmdSeen = true
+	if e.T < m.cmdJudged {
+		m.setInexact(fmt.Sprintf("a command on %s at %s was read after the record was replayed past it", e.Node, sec(e.T)))
+	}
 	if isScript(e.Cmd.Args[0]) {
 		for _, in := range e.Cmd.Inner {
 			m.addCmdArgs(in, e.T, node, client, true)
@@ -272,13 +275,21 @@ func (m *model) attributeCommands(upTo int64) {
 	if !m.useRecord() {
 		return
 	}
+	ps := m.probes()
+	m.cmdJudged = max(m.cmdJudged, upTo)
 	for k, kd := range m.kd {
 		k := int32(k)
-		if kd.state == nil && len(kd.cmds) > 0 {
+		// In server time across nodes (each node's stream is in its
+		// order already; a stable sort keeps it): a probe then sees every
+		// node's commands before it. Only what is not replayed yet moves.
+		rest := kd.cmds[kd.cmdWalked:]
+		sort.SliceStable(rest, func(i, j int) bool { return rest[i].t < rest[j].t })
+		if kd.state == nil {
 			kd.state = map[int16]*keyState{}
 		}
 		for ; kd.cmdWalked < len(kd.cmds) && kd.cmds[kd.cmdWalked].t < upTo; kd.cmdWalked++ {
 			c := kd.cmds[kd.cmdWalked]
+			m.takeSnaps(kd, ps, c.t-1)
 			st := kd.state[c.node]
 			if st == nil {
 				st = &keyState{owner: -1}
@@ -367,6 +378,7 @@ func (m *model) attributeCommands(upTo int64) {
 				}
 			}
 		}
+		m.takeSnaps(kd, ps, upTo-1)
 	}
 }
 
@@ -391,10 +403,12 @@ func (m *model) cmdFound(k int32, kd *keyData, c cmdEvent, st *keyState) {
 	switch c.op {
 	case cmdDel:
 		d.release = true
-		m.noteLoss(victim, c.t, fmt.Sprintf("deleted by client %d", c.client), true)
+		// seen false: the record is exact, not a notification that may be
+		// of the previous owner's key.
+		m.noteLoss(victim, c.t, fmt.Sprintf("deleted by client %d", c.client), false)
 	case cmdSet:
 		d.set = true
-		m.noteLoss(victim, c.t, fmt.Sprintf("overwritten by client %d", c.client), true)
+		m.noteLoss(victim, c.t, fmt.Sprintf("overwritten by client %d", c.client), false)
 	}
 	kd.cmdDels = append(kd.cmdDels, d)
 }
@@ -452,4 +466,137 @@ func (m *model) ownershipSource() string {
 		parts = append(parts, fmt.Sprintf("%s from %s to %s (%s)", m.nodes[g.node], sec(g.from), to, g.why))
 	}
 	return SourceCommandRecord + "; " + SourceObserver + " where the record has gaps: " + strings.Join(parts, "; ")
+}
+
+// Loss detection from the record. A failover's new master holds what
+// replication had brought it when it was promoted: the replay of its own
+// record (a replica's record shows its master's writes as they arrived)
+// says whether a holder's key was there. On independent masters a node
+// restarted empty drops its keys: the replay of the others says on how many
+// the holder's key still was, and below a majority the lock was lost.
+
+// snapKey is where a probe looked: a fault and a node.
+type snapKey struct {
+	fault int
+	node  int16
+}
+
+// snap is a key's state on a node at a probe's time.
+type snap struct {
+	present, unknown bool
+	owner            int32
+}
+
+// probes are the moments the record is looked at for losses: the
+// promotion of each failover's new master (sentinel, cluster), each
+// empty restart of a node (independent), with the nodes to look at.
+func (m *model) probes() []probe {
+	var out []probe
+	for _, f := range m.faults {
+		if !f.applied {
+			continue
+		}
+		switch {
+		case (m.topo == "sentinel" || m.topo == "cluster") && (f.kind == history.FaultFailover || f.kind == history.FaultIsolateNode) && f.v.NewMaster != "":
+			// The promotion: Sentinel kills the new master's normal
+			// clients (its MONITOR too) in the transaction that promotes
+			// it, so a gap in the new master's record during the fault
+			// marks the moment; else the fault's end, when the harness
+			// saw it. Replication stops there: what the node holds then
+			// is what it keeps.
+			n := m.node(f.v.NewMaster)
+			t := f.end
+			for _, g := range m.cmdGaps {
+				if g.node == n && g.from >= f.t && g.from < t {
+					t = g.from
+				}
+			}
+			out = append(out, probe{f: f, t: t, nodes: []int16{n}})
+		case m.topo == "independent" && (f.kind == history.FaultRestartNode || f.kind == history.FaultKillNode) && f.v.Mode != "aof":
+			p := probe{f: f, t: f.t}
+			for i := range m.nodes {
+				p.nodes = append(p.nodes, int16(i))
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+type probe struct {
+	f     *fault
+	t     int64
+	nodes []int16
+}
+
+// takeSnaps records key kd's state on each probe's nodes for the probes
+// at or before t not yet taken.
+func (m *model) takeSnaps(kd *keyData, ps []probe, t int64) {
+	for _, p := range ps {
+		if p.t > t {
+			continue
+		}
+		for _, n := range p.nodes {
+			sk := snapKey{p.f.id, n}
+			if _, ok := kd.snaps[sk]; ok {
+				continue
+			}
+			if kd.snaps == nil {
+				kd.snaps = map[snapKey]snap{}
+			}
+			s := snap{owner: -1}
+			if st := kd.state[n]; st != nil && st.present {
+				s.present, s.unknown, s.owner = true, st.unknown, st.owner
+				switch {
+				case st.exp != 0 && p.t > st.exp+cmdExpiryMargin:
+					s.present, s.unknown = false, false
+				case st.exp != 0 && p.t >= st.exp-cmdExpiryMargin:
+					s.unknown = true
+				}
+			}
+			// A gap in the node's record before the probe: a write may be
+			// missing (the restarted node itself is not counted).
+			if m.gapSince(n, math.MinInt64, p.t-1) && m.nodes[n] != p.f.node {
+				s.unknown = true
+			}
+			kd.snaps[sk] = s
+		}
+	}
+}
+
+// recordLoss notes hold hi's loss where the record shows its key absent
+// from a promoted master, or from a majority of independent masters after
+// a restart.
+func (m *model) recordLoss(hi int32) {
+	h := &m.holds[hi]
+	kd := m.kd[h.key]
+	for _, p := range m.probes() {
+		if h.empty || !(h.start < p.t && p.t < h.belief) {
+			continue
+		}
+		held, known := 0, true
+		for _, n := range p.nodes {
+			s, ok := kd.snaps[snapKey{p.f.id, n}]
+			if !ok || s.unknown {
+				known = false
+				break
+			}
+			if s.present && s.owner == h.client && !(m.topo == "independent" && m.nodes[n] == p.f.node) {
+				held++
+			}
+		}
+		if !known {
+			continue
+		}
+		switch m.topo {
+		case "independent":
+			if q := len(m.nodes)/2 + 1; held < q {
+				m.noteLossAt(hi, p.t, fmt.Sprintf("held on %d of %d nodes after %s restarted empty, below the majority (command record)", held, len(m.nodes), targetName(p.f)), false)
+			}
+		default:
+			if held == 0 {
+				m.noteLossAt(hi, p.t, fmt.Sprintf("absent on the new master %s after the failover (command record)", m.nodes[p.nodes[0]]), false)
+			}
+		}
+	}
 }

@@ -108,3 +108,61 @@ func TestCommandRecordGapFallsBack(t *testing.T) {
 		t.Errorf("ownership source %q does not name the gap", r.OwnershipSource)
 	}
 }
+
+// cmdOn is cmd on another node.
+func (b *hb) cmdOn(node string, c int, t int64, args []string) *hb {
+	return b.add(history.Event{T: t * ms, Client: c, Key: "k", Op: history.OpCommand, Node: node,
+		Cmd: &history.Command{Conn: "127.0.0.1:1", Args: args}})
+}
+
+// On a Sentinel failover the record of the promoted replica says whether
+// the holder's key had reached it: absent, the holder lost it at the
+// promotion; replicated, it did not.
+func TestCommandRecordLossOnFailover(t *testing.T) {
+	run := func(replicated bool) *Result {
+		b := newHB(map[string]any{history.MetaCommandRecord: "monitor", history.MetaKeyPrefix: "p:", "topology": "sentinel", "ttl_ms": 10000.0, history.MetaStartNS: 0.0})
+		b.acq(0, 0, 1, 10001, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "10000", "NX"})
+		if replicated {
+			b.cmdOn("n2", -1, 50, []string{"SET", recKey, "tokA", "PXAT", "10001"})
+		}
+		b.add(history.Event{T: 100 * ms, End: 300 * ms, Client: -1, Node: "n1", Op: history.OpFault, Fault: &history.Fault{ID: 1, Kind: history.FaultFailover,
+			Target: "node n1", Effect: map[string]string{history.EffectNewMaster: "n2", history.EffectOldMaster: "n1"}, Applied: true}})
+		b.add(history.Event{T: 250 * ms, Client: -1, Node: "n2", Op: history.OpCommand, Detail: history.CmdGap, Err: "EOF"})
+		b.add(history.Event{T: 260 * ms, Client: -1, Node: "n2", Op: history.OpCommand, Detail: history.CmdResumed})
+		b.rel(0, 600, 601, 0).cmdOn("n2", 0, 600, []string{"DEL", recKey})
+		b.add(history.Event{T: 700 * ms, Client: -1, Op: history.OpHeal, Fault: &history.Fault{ID: 1, Kind: history.FaultFailover, Applied: true}})
+		return Check(b.ev, Options{})
+	}
+	lost := run(false).LossDetection
+	if lost == nil || lost.Losses != 1 || !strings.Contains(lost.Worst, "absent on the new master n2") || !strings.Contains(lost.Worst, "at 0.250 s") {
+		t.Errorf("key never replicated: loss detection %+v, want one loss at the promotion (0.250 s)", lost)
+	}
+	if kept := run(true).LossDetection; kept == nil || kept.Losses != 0 {
+		t.Errorf("key replicated before the promotion: loss detection %+v, want no loss", kept)
+	}
+}
+
+// On independent masters a node restarted empty costs the holder its lock
+// only when fewer than a majority still hold its key.
+func TestCommandRecordLossOnIndependentRestart(t *testing.T) {
+	run := func(on ...string) *Result {
+		b := newHB(map[string]any{history.MetaCommandRecord: "monitor", history.MetaKeyPrefix: "p:", "topology": "independent", "ttl_ms": 2000.0})
+		for _, n := range []string{"n1", "n2", "n3", "n4", "n5"} {
+			b.cmdOn(n, 1, 0, []string{"GET", "p:other"}) // every node in the record
+		}
+		b.acq(0, 1, 5, 2001, history.OK, 1)
+		for _, n := range on {
+			b.cmdOn(n, 0, 2, []string{"SET", recKey, "tokA", "PX", "2000", "NX"})
+		}
+		b.add(history.Event{T: 100 * ms, End: 120 * ms, Client: -1, Node: "n3", Op: history.OpFault, Fault: &history.Fault{ID: 1, Kind: history.FaultRestartNode,
+			Target: "node n3", Request: map[string]string{history.ParamMode: "empty"}, Applied: true}})
+		b.rel(0, 600, 601, 0)
+		return Check(b.ev, Options{})
+	}
+	if ld := run("n1", "n2", "n3").LossDetection; ld == nil || ld.Losses != 1 || !strings.Contains(ld.Worst, "held on 2 of 5 nodes") {
+		t.Errorf("3 of 5 then n3 restarted: loss detection %+v, want one loss", ld)
+	}
+	if ld := run("n1", "n2", "n3", "n4").LossDetection; ld == nil || ld.Losses != 0 {
+		t.Errorf("4 of 5 then n3 restarted: loss detection %+v, want none", ld)
+	}
+}

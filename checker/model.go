@@ -232,6 +232,8 @@ type keyData struct {
 	cmdWalked int
 	state     map[int16]*keyState
 	cmdDels   []badDel
+	// snaps: the key's state at the record's loss probes (recordLoss).
+	snaps map[snapKey]snap
 }
 
 // model is the compact form of a history that the checks read.
@@ -273,11 +275,13 @@ type model struct {
 	// cmdGaps where it is missing; tokOwner maps a token to the client
 	// that wrote it (a replica's copies name no client); prefix is the
 	// run's key prefix.
-	cmdMode   string
-	cmdOn     bool
-	noRecord  bool
-	cmdSeen   bool
-	cmdGaps   []cmdGap
+	cmdMode  string
+	cmdOn    bool
+	noRecord bool
+	cmdSeen  bool
+	cmdGaps  []cmdGap
+	// cmdJudged: the record was replayed up to here.
+	cmdJudged int64
 	tokOwner  map[string]int32
 	prefix    string
 	lag       int64 // Options.ObserverLag
