@@ -77,6 +77,16 @@ type keyState struct {
 	lastT            int64 // the replay's last step on it
 }
 
+// cmdFree is a client's command that deleted a key present on a master
+// (the reentrancy check looks for one in a release that left depth > 0).
+type cmdFree struct {
+	t      int64
+	node   int16
+	client int32
+	name   string
+	script bool
+}
+
 // cmdGap is a stretch of a node's record that is missing.
 type cmdGap struct {
 	node     int16
@@ -359,6 +369,9 @@ func (m *model) attributeCommands(upTo int64) {
 				if foreign {
 					m.cmdFound(k, kd, c, st)
 				}
+				if st.present && c.client >= 0 && m.masterAt(c.node, c.t) {
+					kd.cmdFrees = append(kd.cmdFrees, cmdFree{t: c.t, node: c.node, client: c.client, name: c.name, script: c.script})
+				}
 				*st = keyState{owner: -1, lastT: c.t}
 			case cmdExpire:
 				if !st.present {
@@ -599,4 +612,22 @@ func (m *model) recordLoss(hi int32) {
 			}
 		}
 	}
+}
+
+// ownPartialRelease returns client's own release of k in flight at x
+// (within lag) that left depth > 0, or -1: the release whose recorded DEL
+// freed the key above depth 0. Refused releases changed nothing.
+func ownPartialRelease(kd *keyData, client int32, x, lag int64) int {
+	i := sort.Search(len(kd.releases), func(i int) bool { return kd.releases[i].t > x+lag }) - 1
+	for ; i >= 0 && kd.relMax[i]+lag >= x; i-- {
+		r := &kd.releases[i]
+		if r.client != client || r.refused || x > r.end+lag || x < r.t-lag {
+			continue
+		}
+		if r.remaining <= 0 {
+			return -1
+		}
+		return i
+	}
+	return -1
 }

@@ -166,3 +166,32 @@ func TestCommandRecordLossOnIndependentRestart(t *testing.T) {
 		t.Errorf("4 of 5 then n3 restarted: loss detection %+v, want none", ld)
 	}
 }
+
+// The record names the release whose DEL freed a reentrant lock above
+// depth 0: its own client's, exactly.
+func TestCommandRecordPartialReleaseFreed(t *testing.T) {
+	run := func(broken bool) *Result {
+		b := recordHB()
+		b.acq(0, 0, 1, 101, history.OK, 1).cmd(0, 1, []string{"EVALSHA", "acq", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "1"}, []string{"PEXPIRE", recKey, "100"})
+		b.acq(0, 10, 11, 111, history.OK, 2).cmd(0, 11, []string{"EVALSHA", "acq", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "1"}, []string{"PEXPIRE", recKey, "100"})
+		inner := [][]string{{"HINCRBY", recKey, "tokA", "-1"}}
+		if broken {
+			inner = append(inner, []string{"DEL", recKey})
+		}
+		b.rel(0, 20, 21, 1).cmd(0, 20, []string{"EVALSHA", "rel", "1", recKey, "tokA"}, inner...)
+		b.rel(0, 30, 31, 0).cmd(0, 30, []string{"EVALSHA", "rel", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "-1"}, []string{"DEL", recKey})
+		return Check(b.ev, Options{})
+	}
+	r := run(true)
+	wantVerdicts(t, r, map[string]Verdict{CheckReentrancy: Invalid})
+	found := false
+	for _, v := range r.Violations {
+		if v.Check == CheckReentrancy && strings.Contains(v.Detail, "left depth 1: its script's DEL") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no reentrancy violation naming the script's DEL: %+v", r.Violations)
+	}
+	wantVerdicts(t, run(false), map[string]Verdict{CheckReentrancy: Valid})
+}

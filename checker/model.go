@@ -232,6 +232,7 @@ type keyData struct {
 	cmdWalked int
 	state     map[int16]*keyState
 	cmdDels   []badDel
+	cmdFrees  []cmdFree
 	// snaps: the key's state at the record's loss probes (recordLoss).
 	snaps map[snapKey]snap
 }

@@ -495,6 +495,7 @@ func (s *Stream) prune(cut int64) {
 			kd.cmds = kd.cmds[:copy(kd.cmds, kd.cmds[j:])]
 			kd.cmdWalked -= j
 		}
+		kd.cmdFrees = slices.DeleteFunc(kd.cmdFrees, func(f cmdFree) bool { return f.t < srvCut })
 		kd.releases = slices.DeleteFunc(kd.releases, func(r release) bool { return r.end < cut-m.lag })
 		// Failed attempts: from the latest end of a dropped hold on
 		// (liveness measures each wait from the end of the hold before);
