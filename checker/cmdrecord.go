@@ -346,10 +346,18 @@ func (m *model) attributeCommands(upTo int64) {
 			}
 			switch c.op {
 			case cmdSet:
+				won := m.tokAcq[c.tok]
 				switch {
-				case c.nx && (st.unknown || maybe):
+				case c.nx && (st.unknown || maybe) && won == history.OK:
+					// The replay cannot tell, but the client's acquire
+					// returned with this token: it took the key.
+					st.present, st.unknown, st.owner, st.exp, st.setT = true, false, writer, exp(0), c.t
+				case c.nx && (st.unknown || maybe) && won == history.Unknown:
 					// It may or may not have taken the key.
 					st.unknown, st.exp = true, max(st.exp, exp(0))
+				case c.nx && (st.unknown || maybe):
+					// No acquire returned with this token: an attempt that
+					// failed (each attempt has its own token).
 				case c.nx && st.present:
 				case c.xx && !st.present:
 				default:
@@ -380,10 +388,22 @@ func (m *model) attributeCommands(upTo int64) {
 				if foreign {
 					m.cmdFound(k, kd, c, st)
 				}
+				if maybe {
+					// Whether it found the key is unknown.
+					st.unknown = true
+				}
 				st.exp = exp(st.exp)
 			case cmdHash:
-				if !st.present {
+				switch {
+				case !st.present:
 					*st = keyState{present: true, owner: writer, setT: c.t, lastT: c.t}
+				case (st.unknown || maybe) && owner != writer && m.tokAcq[c.tok] == history.OK:
+					// A hash lock's script wrote another owner's field: the
+					// key it checked was gone (expired at the edge of the
+					// replay's certainty).
+					*st = keyState{present: true, owner: writer, setT: c.t, lastT: c.t}
+				case (st.unknown || maybe) && owner != writer:
+					st.unknown = true
 				}
 			case cmdHDel:
 				if st.present {

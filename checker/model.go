@@ -281,6 +281,10 @@ type model struct {
 	noRecord bool
 	cmdSeen  bool
 	cmdGaps  []cmdGap
+	// tokAcq: each acquire's token and its result, with a record: a SET
+	// NX the replay cannot judge took the key when its acquire returned ok
+	// with its token.
+	tokAcq map[string]history.Result
 	// cmdJudged: the record was replayed up to here.
 	cmdJudged int64
 	tokOwner  map[string]int32
@@ -508,6 +512,12 @@ func (m *model) act(h *hold, at int64) {
 }
 
 func (m *model) addAcquire(e *history.Event) {
+	if m.cmdOn && e.Token != "" {
+		if m.tokAcq == nil {
+			m.tokAcq = map[string]history.Result{}
+		}
+		m.tokAcq[e.Token] = e.Result
+	}
 	c := m.client(e.Client)
 	k := m.keyOf(c, e.Key)
 	c.tried++
