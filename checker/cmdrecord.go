@@ -347,6 +347,11 @@ func (m *model) attributeCommands(upTo int64) {
 			switch c.op {
 			case cmdSet:
 				won := m.tokAcq[c.tok]
+				if won == history.OK && m.topo == "independent" {
+					// A Redlock acquire succeeds on a majority: its token
+					// says nothing of this node.
+					won = history.Unknown
+				}
 				switch {
 				case c.nx && (st.unknown || maybe) && won == history.OK:
 					// The replay cannot tell, but the client's acquire
