@@ -96,6 +96,10 @@ type cmdGap struct {
 
 // addCommand reads one OpCommand event.
 func (m *model) addCommand(e *history.Event) {
+	if e.Detail == history.CmdUnavailable {
+		m.cmdOn, m.cmdMode, m.cmdWhy = false, "unavailable", e.Err
+		return
+	}
 	if e.Detail == history.CmdGap || e.Detail == history.CmdResumed {
 		n := m.node(e.Node)
 		if e.Detail == history.CmdGap {
@@ -487,6 +491,8 @@ func (m *model) ownershipSource() string {
 		switch {
 		case m.noRecord:
 			why = "the command record was set aside (Options.NoCommandRecord)"
+		case m.cmdWhy != "":
+			why = m.cmdWhy
 		case m.cmdMode != "" && m.cmdMode != "monitor":
 			why = "command record " + m.cmdMode
 		}

@@ -195,3 +195,14 @@ func TestCommandRecordPartialReleaseFreed(t *testing.T) {
 	}
 	wantVerdicts(t, run(false), map[string]Verdict{CheckReentrancy: Valid})
 }
+
+// A run whose record could not start says so: the unlock check does not
+// read it, and the source gives the reason.
+func TestCommandRecordUnavailable(t *testing.T) {
+	b := getDel()
+	evs := append([]history.Event{b.ev[0], {T: 0, Client: -1, Op: history.OpCommand, Detail: history.CmdUnavailable, Err: "MONITOR refused: NOPERM"}}, b.ev[1:]...)
+	r := Check(evs, Options{})
+	if _, ran := r.Checks[CheckUnlock]; ran || !strings.HasPrefix(r.OwnershipSource, SourceObserver) || !strings.Contains(r.OwnershipSource, "NOPERM") {
+		t.Errorf("unlock ran %v, source %q: want the record set aside with its reason", ran, r.OwnershipSource)
+	}
+}

@@ -278,6 +278,7 @@ type model struct {
 	// run's key prefix.
 	cmdMode  string
 	cmdOn    bool
+	cmdWhy   string
 	noRecord bool
 	cmdSeen  bool
 	cmdGaps  []cmdGap

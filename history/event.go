@@ -63,10 +63,13 @@ const (
 	OpCommand Op = "command"
 )
 
-// Details of OpCommand events that are not commands.
+// Details of OpCommand events that are not commands. CmdUnavailable,
+// recorded once at the start, says the run has no record after all (MONITOR
+// refused): Err says why.
 const (
-	CmdGap     = "record-gap"
-	CmdResumed = "record-resumed"
+	CmdGap         = "record-gap"
+	CmdResumed     = "record-resumed"
+	CmdUnavailable = "record-unavailable"
 )
 
 // Command is what a node's command record shows of one command.

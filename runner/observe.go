@@ -27,8 +27,8 @@ func observe(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, p 
 }
 
 // recordCommands starts the per-node command record (cluster.Record). A
-// record that cannot start is recorded as a gap on every node, so the
-// checker falls back to the keyspace observer and says so.
+// record that cannot start is recorded as such (history.CmdUnavailable), so
+// the checker falls back to the keyspace observer and says why.
 func recordCommands(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, p keyspace.Prefix, runID string) (func(), cluster.RecordStatus) {
 	stop, st, err := cluster.Record(ctx, cl, p, runID, rec.Record, rec.Now, rec.ToRun)
 	if err == nil && st.Mode == cluster.RecordMonitor {
@@ -39,11 +39,7 @@ func recordCommands(ctx context.Context, cl *cluster.Cluster, rec *history.Recor
 		why = "command record not running: " + err.Error()
 		st = cluster.RecordStatus{Mode: cluster.RecordUnavailable, Note: why}
 	}
-	for _, n := range cl.Nodes {
-		if n.Role != "sentinel" {
-			rec.Record(&history.Event{T: rec.Now(), Client: -1, Op: history.OpCommand, Node: n.Name, Detail: history.CmdGap, Err: why})
-		}
-	}
+	rec.Record(&history.Event{T: rec.Now(), Client: -1, Op: history.OpCommand, Detail: history.CmdUnavailable, Err: why})
 	return stop, st
 }
 
