@@ -94,6 +94,10 @@ type Options struct {
 	ObserverLag int64
 	// Checks restricts the checks run (default: all that apply).
 	Checks []string
+	// NoCommandRecord sets the history's command record aside: the unlock
+	// check matches keyspace notifications to calls by time, as for a
+	// history without one (the cross-check of the two).
+	NoCommandRecord bool
 
 	// whole: judge the whole history in one window at the end (no
 	// pruning): Check, and CheckFile's second pass.
@@ -147,6 +151,11 @@ type Result struct {
 	// LossDetection: how long holders went on believing after the server
 	// lost their key (lossdetect.go); nil where not measured.
 	LossDetection *LossDetection `json:"loss_detection,omitempty"`
+	// OwnershipSource is what the unlock check read: "command-record"
+	// (every node's commands with their clients: exact) or
+	// "keyspace-observer" (notifications matched to calls by time), with
+	// why the record was not used.
+	OwnershipSource string `json:"ownership_source,omitempty"`
 }
 
 // CheckFile streams a history file and checks it in bounded memory (see
@@ -339,6 +348,7 @@ func (m *model) result(c *ctx) *Result {
 	}
 	r.Incidents = m.incidents(r.Violations)
 	r.LossDetection = m.lossDetection(&c.loss)
+	r.OwnershipSource = m.ownershipSource()
 	if m.badEvents > 0 {
 		m.notes = append(m.notes, fmt.Sprintf("%d fault events had no fault record and were ignored", m.badEvents))
 	}

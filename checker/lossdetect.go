@@ -43,8 +43,17 @@ type LossDetection struct {
 }
 
 // noteLoss records that the server lost hold o's key at t; the earliest
-// loss of a hold counts.
+// loss of a hold counts. On independent masters one node's loss is not the
+// lock's: only recordLoss's majority count is (noteLossAt).
 func (m *model) noteLoss(o int32, t int64, how string, seen bool) {
+	if m.topo == "independent" {
+		return
+	}
+	m.noteLossAt(o, t, how, seen)
+}
+
+// noteLossAt is noteLoss on any topology.
+func (m *model) noteLossAt(o int32, t int64, how string, seen bool) {
 	h := &m.holds[o]
 	if h.lossHow != 0 && t >= h.lossT {
 		return
@@ -69,9 +78,17 @@ type lossAcc struct {
 }
 
 // measuresLoss: loss detection is measured on single-master topologies with
-// an observer.
+// an observer or a command record; with a command record also on a Redis
+// Cluster (a key lives on one shard) and on independent masters (a majority
+// of nodes must hold it).
 func (m *model) measuresLoss() bool {
-	return m.observerOK && (m.topo == "single" || m.topo == "sentinel")
+	switch m.topo {
+	case "single", "sentinel":
+		return m.observerOK || m.useRecord()
+	case "cluster", "independent":
+		return m.useRecord()
+	}
+	return false
 }
 
 // summarizeLoss folds hold h, whose belief is final, into the loss
@@ -82,6 +99,9 @@ func (m *model) summarizeLoss(hi int32, a *lossAcc) {
 		return
 	}
 	m.faultLoss(hi)
+	if m.useRecord() {
+		m.recordLoss(hi)
+	}
 	h := &m.holds[hi]
 	if h.lossHow == 0 {
 		return
@@ -147,8 +167,12 @@ func (m *model) openAtEnd(h *hold) bool {
 // faultLoss adds the losses the observer cannot see: a node restarted
 // empty (or killed and restarted after a while) drops its keys without a
 // notification. A hold believing at that moment on that node (the master)
-// lost its key then.
+// lost its key then. (On independent masters, one node is not the lock:
+// recordLoss counts the others.)
 func (m *model) faultLoss(hi int32) {
+	if m.topo == "independent" {
+		return
+	}
 	h := &m.holds[hi]
 	for _, f := range m.faults {
 		if !f.applied || (f.kind != history.FaultRestartNode && f.kind != history.FaultKillNode) || f.v.Mode == "aof" {

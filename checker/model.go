@@ -224,6 +224,17 @@ type keyData struct {
 	cutHold, cutSrv, cutUnanswered int64
 	// droppedHeldTo: the latest end of a dropped hold.
 	droppedHeldTo int64
+
+	// The command record (cmdrecord.go): the key's changes in the order
+	// each node ran them, the replay's walk and state per node, and the
+	// changes it found made by a client that did not own the key.
+	cmds      []cmdEvent
+	cmdWalked int
+	state     map[int16]*keyState
+	cmdDels   []badDel
+	cmdFrees  []cmdFree
+	// snaps: the key's state at the record's loss probes (recordLoss).
+	snaps map[snapKey]snap
 }
 
 // model is the compact form of a history that the checks read.
@@ -260,13 +271,32 @@ type model struct {
 
 	observerOK bool
 	observerNo []string
-	lag        int64 // Options.ObserverLag
-	dels       int
-	notes      []string
-	badEvents  int
-	nHolds     int // holds ever added
-	matchedHi  map[matchKey]bool
-	lossHows   []string
+	// The command record: cmdMode is the run's meta command_record, cmdOn
+	// when it is "monitor", noRecord when the options set it aside;
+	// cmdGaps where it is missing; tokOwner maps a token to the client
+	// that wrote it (a replica's copies name no client); prefix is the
+	// run's key prefix.
+	cmdMode  string
+	cmdOn    bool
+	cmdWhy   string
+	noRecord bool
+	cmdSeen  bool
+	cmdGaps  []cmdGap
+	// tokAcq: each acquire's token and its result, with a record: a SET
+	// NX the replay cannot judge took the key when its acquire returned ok
+	// with its token.
+	tokAcq map[string]history.Result
+	// cmdJudged: the record was replayed up to here.
+	cmdJudged int64
+	tokOwner  map[string]int32
+	prefix    string
+	lag       int64 // Options.ObserverLag
+	dels      int
+	notes     []string
+	badEvents int
+	nHolds    int // holds ever added
+	matchedHi map[matchKey]bool
+	lossHows  []string
 	// expSeen: for a hold kept for an old unanswered renewal, the first
 	// expiry on each node after its ack among the server events pruning
 	// dropped (expiredBefore).
@@ -376,6 +406,9 @@ func (m *model) add(e *history.Event) {
 			m.honours = v
 		}
 		m.topo, _ = e.Meta[history.MetaTopology].(string)
+		m.prefix, _ = e.Meta[history.MetaKeyPrefix].(string)
+		m.cmdMode, _ = e.Meta[history.MetaCommandRecord].(string)
+		m.cmdOn = m.cmdMode == "monitor"
 		if u, ok := e.Meta[history.MetaClockUncertainty].(map[string]any); ok {
 			m.unc = map[int32]int64{}
 			for id, v := range u {
@@ -453,6 +486,8 @@ func (m *model) add(e *history.Event) {
 		if f := m.faultBy[e.Fault.ID]; f != nil {
 			f.healT, f.healRecorded = e.T, true
 		}
+	case history.OpCommand:
+		m.addCommand(e)
 	case history.OpServer:
 		if e.Detail == "observer-unavailable" {
 			m.observerNo = append(m.observerNo, e.Node)
@@ -478,6 +513,12 @@ func (m *model) act(h *hold, at int64) {
 }
 
 func (m *model) addAcquire(e *history.Event) {
+	if m.cmdOn && e.Token != "" {
+		if m.tokAcq == nil {
+			m.tokAcq = map[string]history.Result{}
+		}
+		m.tokAcq[e.Token] = e.Result
+	}
 	c := m.client(e.Client)
 	k := m.keyOf(c, e.Key)
 	c.tried++
@@ -612,6 +653,7 @@ func (m *model) prepare(o Options) {
 		}
 	}
 	m.lag = o.ObserverLag
+	m.noRecord = o.NoCommandRecord
 	for _, kd := range m.kd {
 		// Stable: notifications with equal times keep the observer's order.
 		sort.SliceStable(kd.srv, func(i, j int) bool { return kd.srv[i].t < kd.srv[j].t })

@@ -61,11 +61,35 @@ func judgeReentrancy(m *model, c *ctx) {
 				Window: [2]int64{r.t, r.at}, Cause: CauseLocalReentry, Explanation: expl + ": the hold count was not checked against the server.", Lease: m.lease(r.hold),
 				Detail: fmt.Sprintf("re-entry at depth %d by client %d after it had lost the key", r.depth, r.client)}, &a.count)
 		}
+		rec := m.useRecord()
+		if rec {
+			// The record says whose command freed the key: a release of
+			// that client's own that left depth > 0 freed it early.
+			for _, f := range kd.cmdFrees {
+				if !m.in(f.t) || m.inGap(f.node, f.t) {
+					continue
+				}
+				i := ownPartialRelease(kd, f.client, f.t, m.lag)
+				if i < 0 {
+					continue
+				}
+				r := kd.releases[i]
+				what := f.name
+				if f.script {
+					what = "script's " + f.name
+				}
+				c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: history.MS(f.t),
+					Window: [2]int64{r.t, r.end}, Cause: CauseUnknown,
+					Detail: fmt.Sprintf("%s was deleted on %s at %s by client %d's release that left depth %d: its %s, in the server's command record",
+						m.keys[k], m.nodes[f.node], sec(f.t), r.client, r.remaining, what),
+					Explanation: fmt.Sprintf("client %d released one level of %s (depth %d left) but the key was freed.", r.client, m.keys[k], r.remaining)}, &a.count)
+			}
+		}
 		if !m.observerOK {
 			continue
 		}
 		for _, s := range kd.srv {
-			if s.kind != srvDel || !m.in(s.t) || !m.masterAt(s.node, s.t) {
+			if s.kind != srvDel || !m.in(s.t) || !m.masterAt(s.node, s.t) || (rec && !m.inGap(s.node, s.t)) {
 				continue
 			}
 			i := partialReleaseAt(kd, s.t, m.lag)

@@ -127,7 +127,7 @@ func (s *Stream) Add(e *history.Event) {
 	s.maxSeen = max(s.maxSeen, t)
 	switch e.Op {
 	case history.OpFault, history.OpHeal:
-	case history.OpServer:
+	case history.OpServer, history.OpCommand:
 		s.lastEnd[-1] = max(s.lastEnd[-1], e.T)
 	default:
 		s.lastEnd[int32(e.Client)] = max(s.lastEnd[int32(e.Client)], t)
@@ -193,6 +193,7 @@ func (s *Stream) window() {
 	m := s.m
 	m.prepare(s.o)
 	m.attributeDels(to)
+	m.attributeCommands(to)
 	m.from, m.to = s.judged, to
 	m.judge(s.c)
 	s.judged = to
@@ -216,6 +217,7 @@ func (s *Stream) Result() *Result {
 	if m.observerOK {
 		m.attributeDels(math.MaxInt64)
 	}
+	m.attributeCommands(math.MaxInt64)
 	m.from, m.to = s.judged, math.MaxInt64
 	m.judge(s.c)
 	for i := range m.holds {
@@ -264,7 +266,7 @@ func (s *Stream) size() int {
 	m := s.m
 	n := len(m.holds)
 	for _, kd := range m.kd {
-		n += len(kd.writes) + len(kd.srv) + len(kd.releases) + len(kd.renewals) + len(kd.nested) + len(kd.failed)
+		n += len(kd.cmds) + len(kd.writes) + len(kd.srv) + len(kd.releases) + len(kd.renewals) + len(kd.nested) + len(kd.failed)
 	}
 	return n
 }
@@ -429,6 +431,7 @@ func (s *Stream) prune(cut int64) {
 		}
 		kd.nested = renumbered(kd.nested, func(r *nested) *int32 { return &r.hold }, renum)
 		kd.badDels = renumbered(kd.badDels, func(d *badDel) *int32 { return &d.victim }, renum)
+		kd.cmdDels = renumbered(kd.cmdDels, func(d *badDel) *int32 { return &d.victim }, renum)
 		for node, o := range kd.owner {
 			if o >= 0 {
 				kd.owner[node] = renum[o]
@@ -482,6 +485,17 @@ func (s *Stream) prune(cut int64) {
 			kd.srv = kd.srv[:copy(kd.srv, kd.srv[i:])]
 			kd.walked -= i
 		}
+		// Recorded commands: replayed ones before srvCut go (the replay's
+		// state per node carries what they did).
+		j := 0
+		for j < kd.cmdWalked && kd.cmds[j].t < srvCut {
+			j++
+		}
+		if j > 0 {
+			kd.cmds = kd.cmds[:copy(kd.cmds, kd.cmds[j:])]
+			kd.cmdWalked -= j
+		}
+		kd.cmdFrees = slices.DeleteFunc(kd.cmdFrees, func(f cmdFree) bool { return f.t < srvCut })
 		kd.releases = slices.DeleteFunc(kd.releases, func(r release) bool { return r.end < cut-m.lag })
 		// Failed attempts: from the latest end of a dropped hold on
 		// (liveness measures each wait from the end of the hold before);

@@ -160,10 +160,11 @@ func (m *model) cutFrom(client int32, node int16, t int64) bool {
 type badDel struct {
 	t       int64
 	node    int16
-	victim  int32 // hold whose key was changed
-	culprit int32 // client whose call changed it
-	release bool  // a release deleted it (else a renewal extended it)
-	set     bool  // a renewal overwrote it (SET with its own token)
+	victim  int32  // hold whose key was changed
+	culprit int32  // client whose call changed it
+	release bool   // a release deleted it (else a renewal extended it)
+	set     bool   // a renewal overwrote it (SET with its own token)
+	cmd     string // the command record's command that did it ("" from the observer)
 }
 
 // attributeDels walks every key's server record once, in order, up to
@@ -307,16 +308,43 @@ func (m *model) expiredBefore(k int32, node int16, client int32, call, x int64, 
 	return false
 }
 
+// evidence names the recorded command that made the change, or how the
+// observer's match was made.
+func (d *badDel) evidence() string {
+	if d.cmd != "" {
+		return fmt.Sprintf(": its %s, in the server's command record", d.cmd)
+	}
+	return ": matched by time to a keyspace notification"
+}
+
 // judgeUnlock: a release or renewal changed a key another owner held (see
 // attributeDels), judged in the window of the change. Without an observer
 // the check does not run.
+//
+// With a command record (cmdrecord.go), its findings are the evidence; the
+// observer's stand only where the record has a gap.
 func judgeUnlock(m *model, c *ctx) {
-	if !m.observerOK {
+	rec := m.useRecord()
+	if !m.observerOK && !rec {
 		return
 	}
+	var dels []badDel
 	for k, kd := range m.kd {
 		key := m.keys[k]
+		dels = dels[:0]
 		for _, d := range kd.badDels {
+			if !rec || m.inGap(d.node, d.t) {
+				dels = append(dels, d)
+			}
+		}
+		if rec {
+			for _, d := range kd.cmdDels {
+				if !m.inGap(d.node, d.t) {
+					dels = append(dels, d)
+				}
+			}
+		}
+		for _, d := range dels {
 			if !m.in(d.t) {
 				continue
 			}
@@ -330,8 +358,8 @@ func judgeUnlock(m *model, c *ctx) {
 			}
 			c.violate(Violation{Check: CheckUnlock, Key: key, Clients: []int{int(d.culprit), int(h.client)},
 				AtMS: history.MS(d.t), Window: [2]int64{d.t, d.t}, Cause: cause, Lease: m.lease(d.victim),
-				Detail: fmt.Sprintf("client %d's %s %s %s on %s at %s while client %d held it (acquired %s)",
-					d.culprit, call, what, key, m.nodes[d.node], sec(d.t), h.client, sec(h.start)),
+				Detail: fmt.Sprintf("client %d's %s %s %s on %s at %s while client %d held it (acquired %s)%s",
+					d.culprit, call, what, key, m.nodes[d.node], sec(d.t), h.client, sec(h.start), d.evidence()),
 				Explanation: fmt.Sprintf("client %d no longer owned %s but its %s %s client %d's lock at %s.", d.culprit, key, call, what, h.client, sec(d.t)),
 			}, &c.unlockCount)
 		}
@@ -339,13 +367,13 @@ func judgeUnlock(m *model, c *ctx) {
 }
 
 func resultUnlock(m *model, c *ctx) (CheckResult, bool) {
-	if !m.observerOK {
+	if !m.observerOK && !m.useRecord() {
 		if len(m.observerNo) > 0 {
 			c.notes = append(c.notes, "unlock check not run: the backend delivers no keyspace notifications, so what releases removed cannot be seen")
 		}
 		return CheckResult{}, false
 	}
-	res := CheckResult{Stats: map[string]any{"server_dels": m.dels}}
+	res := CheckResult{Stats: map[string]any{"server_dels": m.dels, "source": m.ownershipSource()}}
 	res.Violations = c.unlockCount
 	res.Verdict = verdictOf(c.unlockCount, m.nHolds > 0)
 	return res, true

@@ -152,6 +152,7 @@ Each lock's run directory holds the usual results.json and report.`,
 	fl.IntVar(&o.Nodes, "nodes", 5, "independent masters to start (redlock-family locks use all)")
 	fl.StringVar(&o.Out, "out", "", "bench directory (default runs/bench-<time>)")
 	fl.BoolVar(&overhead, "overhead", false, "also run each lock with history recording off and report the cost of recording")
+	fl.BoolVar(&o.CommandRecord, "command-record", false, "record every node's commands (MONITOR) as scenario runs do; off by default: it costs the servers throughput (docs/ground-truth.md)")
 	fl.BoolVar(&noCeil, "no-ceiling", false, "skip the redis-benchmark ceiling")
 	fl.StringVar(&format, "format", "markdown", "what stdout gets: markdown (bench.md) | gobench (Go benchmark lines with custom units for benchstat; docs/ci.md); the directory gets both (bench.md, gobench.txt)")
 	fl.IntVar(&o.Repeat, "repeat", 1, "runs per lock (with --overhead, recording on and off alternate); the median run is reported with the spread")

@@ -401,6 +401,9 @@ type ClientOptions struct {
 	// client's throughput). A connection the server closed is then found
 	// by the next command failing, so only runs without faults set it.
 	NoConnCheck bool
+	// Name, when set, names every connection (CLIENT SETNAME): the command
+	// record ties each command to its client by it (ConnName).
+	Name string
 }
 
 // NewClient returns a client for endpoint i. It never retries a command
@@ -428,7 +431,7 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 			Addrs: ep.ClusterAddrs, Password: ep.Password, Dialer: dialer, Protocol: 2, MaxRetries: -1, MaxRedirects: -1,
 			ClusterStateReloadInterval: 250 * time.Millisecond,
 			DialerRetries:              1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
-			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
+			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true, ClientName: o.Name,
 		})
 	} else if ep.MasterName != "" {
 		// Sentinel announces the servers' own addresses: map them to proxies.
@@ -440,7 +443,7 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 		cl = redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password,
 			Dialer: dialer, Protocol: 2, MaxRetries: -1, DialerRetries: 1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
-			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
+			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true, ClientName: o.Name,
 		})
 	} else {
 		// A TLS connection is never probed anyway (it hides syscall.Conn).
@@ -448,7 +451,7 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 		cl = redis.NewClient(&redis.Options{
 			Addr: ep.Addr, Password: ep.Password, TLSConfig: ep.TLS, Dialer: dialer,
 			Protocol: 2, MaxRetries: -1, DialerRetries: 1, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
-			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true,
+			ContextTimeoutEnabled: true, PoolSize: o.PoolSize, DisableIdentity: true, ClientName: o.Name,
 		})
 	}
 	for _, h := range o.Hooks {

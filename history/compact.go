@@ -36,13 +36,21 @@ import (
 //	value  varint                    (fValue)
 //	node, err, detail  string        (fNode, fErr, fDetail)
 //	fault, meta  bytes: JSON         (fFault, fMeta)
+//	cmd    conn string, name string, uvarint n + n strings (args),
+//	       uvarint m + m × (uvarint n + n strings) (inner)   (fCmd)
 //
+// Version 3 ("LCH\x03") added fCmd; a version-2 stream (no command
+// records) reads the same way.
 // A string is a uvarint: 0 = a literal follows (uvarint length, bytes), 1 =
 // a literal follows and takes the next table slot, n ≥ 2 = table slot n-2.
 // The table holds at most compactTableMax strings.
 
 // CompactMagic starts the decompressed stream of a compact history.
-const CompactMagic = "LCH\x02"
+const CompactMagic = "LCH\x03"
+
+// compactMagicV2 starts histories written before the command record: they
+// decode the same way (no record has fCmd).
+const compactMagicV2 = "LCH\x02"
 
 // zstdMagic starts every zstd frame.
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
@@ -65,6 +73,7 @@ const (
 	fDetail
 	fFault
 	fMeta
+	fCmd
 )
 
 // compactEnc is the encoder's state: the previous t, the string table,
@@ -113,6 +122,7 @@ func (c *compactEnc) append(b []byte, e *Event) []byte {
 	set(e.Detail != "", fDetail)
 	set(e.Fault != nil, fFault)
 	set(len(e.Meta) != 0, fMeta)
+	set(e.Cmd != nil, fCmd)
 
 	r := c.rec[:0]
 	r = binary.AppendUvarint(r, flags)
@@ -172,6 +182,15 @@ func (c *compactEnc) append(b []byte, e *Event) []byte {
 	if flags&fMeta != 0 {
 		r = appendBytes(r, string(appendMarshal(nil, e.Meta)))
 	}
+	if flags&fCmd != 0 {
+		r = c.str(r, e.Cmd.Conn)
+		r = c.str(r, e.Cmd.Name)
+		r = c.strs(r, e.Cmd.Args)
+		r = binary.AppendUvarint(r, uint64(len(e.Cmd.Inner)))
+		for _, in := range e.Cmd.Inner {
+			r = c.strs(r, in)
+		}
+	}
 	c.rec = r
 	b = binary.AppendUvarint(b, uint64(len(r)))
 	return append(b, r...)
@@ -187,6 +206,24 @@ func (c *compactEnc) str(b []byte, s string) []byte {
 	c.table[s] = uint64(len(c.table))
 	return appendBytes(binary.AppendUvarint(b, 1), s)
 }
+
+// strs appends a command's arguments: their count, then each interned up
+// to cmdInternMax bytes (a script's body repeats with every EVAL).
+func (c *compactEnc) strs(b []byte, ss []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ss)))
+	for _, s := range ss {
+		if _, ok := c.table[s]; !ok && len(s) > 256 && len(s) <= cmdInternMax && len(c.table) < compactTableMax {
+			c.table[s] = uint64(len(c.table))
+			b = appendBytes(binary.AppendUvarint(b, 1), s)
+			continue
+		}
+		b = c.str(b, s)
+	}
+	return b
+}
+
+// cmdInternMax is the longest command argument the string table takes.
+const cmdInternMax = 8192
 
 func appendBytes(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
@@ -359,6 +396,30 @@ func (d *compactDec) decode(b []byte, ev *Event) (err error) {
 	if flags&fMeta != 0 {
 		if err := json.Unmarshal(raw(uv()), &ev.Meta); err != nil {
 			return fmt.Errorf("meta: %w", err)
+		}
+	}
+	if flags&fCmd != 0 {
+		ev.Cmd = &Command{Conn: str(), Name: str()}
+		strs := func() []string {
+			n := uv()
+			if n > uint64(len(b)-p) {
+				panic(errBadRecord)
+			}
+			out := make([]string, n)
+			for i := range out {
+				out[i] = str()
+			}
+			return out
+		}
+		ev.Cmd.Args = strs()
+		if n := uv(); n > 0 {
+			if n > uint64(len(b)-p) {
+				panic(errBadRecord)
+			}
+			ev.Cmd.Inner = make([][]string, n)
+			for i := range ev.Cmd.Inner {
+				ev.Cmd.Inner[i] = strs()
+			}
 		}
 	}
 	if p != len(b) {

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // compactSample is a history with every field and the edge cases of the
@@ -31,6 +34,13 @@ func compactSample() []Event {
 			Request: map[string]string{ParamMode: "kill"}, Effect: map[string]string{EffectNewMaster: "n2"}, Applied: true}},
 		{T: 901, Client: -1, Node: "n2", Key: "k1", Op: OpServer, Detail: "expired"},
 		{T: 1 << 40, End: 1<<40 + 1, Client: 1 << 20, Key: "k1", Op: OpRenew, Result: OK, Token: "0123456789abcdef0123456789abcdef"},
+		{T: 1<<40 + 5, Client: 3, Node: "n1", Key: "k1", Op: OpCommand, Cmd: &Command{Conn: "127.0.0.1:55210", Name: "lc-r-c3",
+			Args: []string{"SET", "lc:r:k1", "0123456789abcdef0123456789abcdef", "NX", "PX", "500"}}},
+		{T: 1<<40 + 6, Client: 3, Node: "n1", Key: "k1", Op: OpCommand, Cmd: &Command{Conn: "127.0.0.1:55210", Name: "lc-r-c3",
+			Args: []string{"EVAL", long + "script", "1", "lc:r:k1", "tok"}, Inner: [][]string{{"GET", "lc:r:k1"}, {"DEL", "lc:r:k1"}}}},
+		{T: 1<<40 + 7, Client: 3, Node: "n1", Key: "k1", Op: OpCommand, Cmd: &Command{Conn: "127.0.0.1:55210", Name: "lc-r-c3",
+			Args: []string{"EVAL", long + "script", "1", "lc:r:k1", "tok"}, Inner: [][]string{{"GET", "lc:r:k1"}}}},
+		{T: 1<<40 + 8, Client: -1, Node: "n2", Op: OpCommand, Detail: CmdGap, Err: "EOF"},
 	}
 	return evs
 }
@@ -127,6 +137,43 @@ func TestCompactTornTail(t *testing.T) {
 		if cut < int64(len(full)) && cut > flushedAt && !info.Torn && len(got) < 3000 {
 			t.Errorf("cut at %d: %d events and not marked torn", cut, len(got))
 		}
+	}
+}
+
+// A compact history of version 2 (before the command record) still reads.
+func TestReadsCompactV2(t *testing.T) {
+	dir := t.TempDir()
+	var evs []Event
+	for _, e := range compactSample() {
+		if e.Cmd == nil {
+			evs = append(evs, e)
+		}
+	}
+	p := filepath.Join(dir, CompactFile)
+	writeCompact(t, p, evs)
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zstd.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := zr.DecodeAll(raw, nil)
+	zr.Close()
+	if err != nil || !bytes.HasPrefix(plain, []byte(CompactMagic)) {
+		t.Fatalf("decode: %v, head %q", err, plain[:min(4, len(plain))])
+	}
+	copy(plain, compactMagicV2)
+	zw, _ := zstd.NewWriter(nil)
+	v2 := zw.EncodeAll(plain, nil)
+	_ = zw.Close()
+	if err := os.WriteFile(p, v2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, info, err := ReadFile(p)
+	if err != nil || info.Torn || !reflect.DeepEqual(got, evs) {
+		t.Fatalf("v2 history: err %v, torn %v, %d events of %d", err, info.Torn, len(got), len(evs))
 	}
 }
 

@@ -50,7 +50,40 @@ const (
 	OpServer Op = "server"
 	// OpPhase marks run phases: Detail = workload | heal | recovery | done.
 	OpPhase Op = "phase"
+	// OpCommand is one command a node ran on the run's keys, from the
+	// node's command record (MONITOR): T = the server's time of it, mapped
+	// onto the run clock (start_unix_ns); Node = the node; Client = the
+	// lock client whose named connection ran it (-1: the harness or an
+	// unnamed connection); Key = the first of the run's keys it names;
+	// Cmd = the connection, the command and, for a script, the commands it
+	// ran. Result is empty: MONITOR does not show replies. Detail
+	// "record-gap" (Err says why) marks a node whose record stopped (a
+	// dropped MONITOR connection, a node down) and "record-resumed" where it
+	// starts again: commands between the two are missing.
+	OpCommand Op = "command"
 )
+
+// Details of OpCommand events that are not commands. CmdUnavailable,
+// recorded once at the start, says the run has no record after all (MONITOR
+// refused): Err says why.
+const (
+	CmdGap         = "record-gap"
+	CmdResumed     = "record-resumed"
+	CmdUnavailable = "record-unavailable"
+)
+
+// Command is what a node's command record shows of one command.
+type Command struct {
+	// Conn is the connection's address as the node saw it (ip:port).
+	Conn string `json:"conn"`
+	// Name is the connection's name (CLIENT SETNAME), "" when unnamed.
+	Name string `json:"name,omitempty"`
+	// Args is the command and its arguments as the server received them.
+	Args []string `json:"args"`
+	// Inner, for a script (EVAL, EVALSHA, FCALL), is what it ran, in order:
+	// a conditional script's write appears only when it ran.
+	Inner [][]string `json:"inner,omitempty"`
+}
 
 // Result of an operation.
 type Result string
@@ -79,6 +112,7 @@ type Event struct {
 	Detail   string `json:"detail,omitempty"`   // op-specific detail (observer event, pause point, phase)
 
 	Fault *Fault         `json:"fault,omitempty"` // OpFault / OpHeal
+	Cmd   *Command       `json:"cmd,omitempty"`   // OpCommand
 	Meta  map[string]any `json:"meta,omitempty"`  // OpRun: scenario, lock, seed, ttl_ms, ...
 }
 
@@ -132,4 +166,7 @@ const (
 	// its part of the run (runner.WorkerInfo).
 	MetaWorkers = "workers"
 	MetaWorker  = "worker"
+	// MetaCommandRecord says whether the run recorded every node's commands
+	// on its keys (OpCommand events): "monitor", or "off".
+	MetaCommandRecord = "command_record"
 )

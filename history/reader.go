@@ -79,7 +79,7 @@ func scan(r io.Reader, from, to int64, fn func(*Event) error) (ScanInfo, error) 
 			// flush.
 			return ScanInfo{Torn: true}, nil
 		}
-		if string(head) == CompactMagic {
+		if string(head) == CompactMagic || string(head) == compactMagicV2 {
 			br.Discard(len(CompactMagic))
 			return scanCompact(br, from, to, fn)
 		}

@@ -373,6 +373,10 @@ func AppendJSON(b []byte, e *Event) []byte {
 		b = append(b, `,"fault":`...)
 		b = appendMarshal(b, e.Fault)
 	}
+	if e.Cmd != nil {
+		b = append(b, `,"cmd":`...)
+		b = appendMarshal(b, e.Cmd)
+	}
 	if len(e.Meta) != 0 {
 		b = append(b, `,"meta":`...)
 		b = appendMarshal(b, e.Meta)

@@ -159,6 +159,10 @@ type Env struct {
 	// key it is given by appending) puts them under it too, so that a run
 	// on a user's server touches no key of the user's.
 	KeyPrefix string
+	// ConnName, when set, is the name an implementation that builds its
+	// own client gives every connection (CLIENT SETNAME), as Conns' are
+	// named: the harness's command record ties commands to clients by it.
+	ConnName string
 }
 
 // CommandGate is the harness's per-client fault gate (Env.Gate).

@@ -34,6 +34,13 @@ type Results struct {
 	// set back afterwards) | already-on | config-refused (the unlock check
 	// was skipped) | unavailable (embedded).
 	Notifications string `json:"keyspace_notifications,omitempty"`
+	// CommandRecord says whether the run recorded every node's commands on
+	// its keys: monitor | unavailable | off.
+	CommandRecord string `json:"command_record,omitempty"`
+	// OwnershipSource is what the ownership checks (unlock, reentrancy)
+	// read: command-record (exact: who ran each command) or
+	// keyspace-observer (the fallback: authors matched by time), with why.
+	OwnershipSource string `json:"ownership_source,omitempty"`
 	// Verdict is the checker's overall verdict: valid | invalid | unknown.
 	Verdict string `json:"verdict"`
 	// Expected is the scenario's expectation for this lock (check → verdict),

@@ -45,6 +45,9 @@ type BenchOptions struct {
 	// recording on and off) and reports the run with the median throughput
 	// and the spread. Default 1.
 	Repeat int
+	// CommandRecord keeps the per-node command record (MONITOR) on, as
+	// scenario runs have it; off by default (it costs server throughput).
+	CommandRecord bool
 }
 
 // RunBench runs the locks one after another on one set of servers.
@@ -257,7 +260,7 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	}
 	ro := o.Base
 	ro.Scenario, ro.Lock, ro.Out, ro.Cluster, ro.NoHistory, ro.Progress = s, info.Name, dir, cl, noHistory, nil
-	ro.Conn, ro.NoObserver = benchConn, true
+	ro.Conn, ro.NoObserver, ro.NoCommandRecord = benchConn, true, !o.CommandRecord
 	out, err := Run(ctx, ro)
 	if out == nil {
 		return nil, err

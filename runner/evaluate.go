@@ -26,6 +26,8 @@ type EvalOptions struct {
 	StoppedBy string
 	// Notifications is cluster.Notify.Mode of the run.
 	Notifications string
+	// CommandRecord is cluster.RecordStatus.Mode of the run.
+	CommandRecord string
 	// NoPlots skips the plots (matrix cells; see report.RenderOptions).
 	NoPlots bool
 	// Checked is the history's check already done (the live check), or
@@ -70,6 +72,11 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	r.Image, _ = meta[history.MetaImage].(string)
 	r.KeyPrefix, _ = meta[history.MetaKeyPrefix].(string)
 	r.Notifications = eo.Notifications
+	r.CommandRecord = eo.CommandRecord
+	if r.CommandRecord == "" {
+		r.CommandRecord, _ = meta[history.MetaCommandRecord].(string)
+	}
+	r.OwnershipSource = cres.OwnershipSource
 	if ns, ok := meta[history.MetaStartNS].(float64); ok && ns > 0 {
 		r.StartedAt = time.Unix(0, int64(ns)).UTC()
 	}

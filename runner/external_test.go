@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -84,7 +85,8 @@ func TestExternalInterruptRestoresConfig(t *testing.T) {
 }
 
 // Where CONFIG is refused (here by ACL), the run goes on without
-// notifications and says so; the unlock check is skipped.
+// notifications and says so; the unlock check reads the command record
+// (MONITOR is allowed). Where MONITOR is refused too, it is skipped.
 func TestExternalConfigRefused(t *testing.T) {
 	addr, admin := userRedis(t, "")
 	if err := admin.Do(context.Background(), "ACL", "SETUSER", "default", "-config").Err(); err != nil {
@@ -95,17 +97,35 @@ func TestExternalConfigRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Duration = time.Second
-	out, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: cluster.External,
-		Addrs: []string{addr}, Out: filepath.Join(t.TempDir(), "run")})
-	if err != nil {
-		t.Fatal(err)
+	run := func() *report.Results {
+		t.Helper()
+		out, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: cluster.External,
+			Addrs: []string{addr}, Out: filepath.Join(t.TempDir(), "run")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Results
 	}
-	r := out.Results
+	r := run()
 	if r.Verdict != "valid" || r.Notifications != cluster.NotifyRefused {
 		t.Errorf("verdict %q, notifications %q", r.Verdict, r.Notifications)
 	}
-	if _, ok := r.Checks["unlock"]; ok {
-		t.Errorf("unlock check ran without notifications")
+	if _, ok := r.Checks["unlock"]; !ok || r.CommandRecord != cluster.RecordMonitor || r.OwnershipSource != "command-record" {
+		t.Errorf("CONFIG refused, MONITOR allowed: unlock check ran %v, command record %q, source %q; want it run from the record", ok, r.CommandRecord, r.OwnershipSource)
+	}
+	if err := admin.Do(context.Background(), "ACL", "SETUSER", "default", "-monitor").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r2 := run()
+	if _, ok := r2.Checks["unlock"]; ok || r2.CommandRecord != cluster.RecordUnavailable {
+		t.Errorf("CONFIG and MONITOR refused: unlock check ran %v, command record %q; want it skipped, the record unavailable", ok, r2.CommandRecord)
+	}
+	monitorNote := false
+	for _, n := range r2.Notes {
+		monitorNote = monitorNote || strings.Contains(n, "MONITOR refused")
+	}
+	if !monitorNote {
+		t.Errorf("no note says MONITOR was refused: %q", r2.Notes)
 	}
 	found := false
 	for _, n := range r.Notes {

@@ -26,6 +26,23 @@ func observe(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, p 
 	return stop, st, nil
 }
 
+// recordCommands starts the per-node command record (cluster.Record). A
+// record that cannot start is recorded as such (history.CmdUnavailable), so
+// the checker falls back to the keyspace observer and says why.
+func recordCommands(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, p keyspace.Prefix, runID string) (func(), cluster.RecordStatus) {
+	stop, st, err := cluster.Record(ctx, cl, p, runID, rec.Record, rec.Now, rec.ToRun)
+	if err == nil && st.Mode == cluster.RecordMonitor {
+		return stop, st
+	}
+	why := st.Note
+	if err != nil {
+		why = "command record not running: " + err.Error()
+		st = cluster.RecordStatus{Mode: cluster.RecordUnavailable, Note: why}
+	}
+	rec.Record(&history.Event{T: rec.Now(), Client: -1, Op: history.OpCommand, Detail: history.CmdUnavailable, Err: why})
+	return stop, st
+}
+
 // preflightShow is how many keys per node the refusal names.
 const preflightShow = 5
 

@@ -69,6 +69,10 @@ type Options struct {
 	// NoObserver skips the keyspace-notification observer (bench: it costs
 	// Redis and harness CPU the lock under test does not).
 	NoObserver bool
+	// NoCommandRecord skips the per-node command record (MONITOR): bench
+	// turns it off, since MONITOR costs the servers throughput (see
+	// docs/ground-truth.md); scenario runs and matrix cells keep it.
+	NoCommandRecord bool
 	// KeyPrefix is the prefix of every key the run creates at the server
 	// (keyspace.Prefix). Default "lc:<run id>:", the run id random per run.
 	KeyPrefix string
@@ -323,6 +327,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		"recovery_ms": s.Recovery.Milliseconds(), history.MetaRunID: runID, history.MetaKeyPrefix: string(prefix),
 		history.MetaFaultsScheduled: scheduled, history.MetaServer: cl.ServerVersion(ctx), history.MetaImage: cl.Image(),
 	}
+	recordCmds := !o.NoCommandRecord && !o.NoHistory && (wk == nil || wk.Index == 0)
+	runMeta[history.MetaCommandRecord] = cluster.RecordOff
+	if recordCmds {
+		runMeta[history.MetaCommandRecord] = cluster.RecordMonitor
+	}
 	if wk != nil {
 		runMeta[history.MetaWorker] = map[string]any{"index": wk.Index, "count": wk.Count, "clients": clientIDs}
 	}
@@ -355,9 +364,17 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	// Every exit path sets the servers' configuration back (stop is
 	// idempotent), a failed or interrupted run's too.
 	defer func() { _ = stopObserver() }()
+	stopRecord, recStatus := func() {}, cluster.RecordStatus{Mode: cluster.RecordOff}
+	if recordCmds {
+		stopRecord, recStatus = recordCommands(ctx, cl, rec, prefix, runID)
+		if recStatus.Note != "" {
+			notes = append(notes, recStatus.Note)
+		}
+	}
+	defer stopRecord()
 
 	w, err := workloads.New(workloads.Options{Config: s.Workload, Lock: o.Lock, LockOptions: s.Lock, Cluster: cl,
-		Rec: rec, Seed: s.Seed, Histograms: true, Conn: o.Conn, KeyPrefix: prefix, ClientIDs: clientIDs})
+		Rec: rec, Seed: s.Seed, Histograms: true, Conn: o.Conn, KeyPrefix: prefix, ClientIDs: clientIDs, RunID: runID})
 	if err != nil {
 		return nil, fail(ExitBadInput, "workload: %w", err)
 	}
@@ -402,6 +419,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := stopObserver(); err != nil {
 		notes = append(notes, err.Error())
 	}
+	stopRecord()
 	// The observer is stopped first: the clean-up's dels are no lock's.
 	// Of workers, the coordinator alone cleans up, once all are done.
 	if wk == nil || wk.Index == 0 {
@@ -432,7 +450,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		return &Outcome{Dir: o.Out, Workload: w, Interrupted: interrupted}, nil
 	}
 	res, code, err := Evaluate(o.Out, s, o.Lock, EvalOptions{Expect: o.Expect, Thresholds: o.Thresholds, Notes: notes,
-		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted, StoppedBy: stoppedBy, Notifications: notify.Mode, NoPlots: o.NoPlots,
+		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted, StoppedBy: stoppedBy, Notifications: notify.Mode, CommandRecord: recStatus.Mode, NoPlots: o.NoPlots,
 		Checked: checked, Phases: pt})
 	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code, Workload: w, Interrupted: interrupted}
 	if err != nil {

@@ -40,6 +40,9 @@ type Options struct {
 	// KeyPrefix puts every key the locks create at the server under it
 	// (keyspace.Prefix.Key); history events keep the short names (k0, ...).
 	KeyPrefix keyspace.Prefix
+	// RunID, when set, names every client's connections
+	// cluster.ConnName(RunID, id), for the command record.
+	RunID string
 	// ClientIDs, when set, are the clients this process drives (a worker's
 	// share of Config.Clients: ids I, I+N, ...); the others run elsewhere.
 	// An open loop's rate is shared out in proportion. Default: all.
@@ -131,11 +134,17 @@ func New(o Options) (*Workload, error) {
 		for i, ep := range eps {
 			co := o.Conn
 			co.Hooks = []redis.Hook{c.gate.hook(i)}
+			if o.RunID != "" {
+				co.Name = cluster.ConnName(o.RunID, id)
+			}
 			conns[i] = o.Cluster.NewClient(ep, co)
 		}
 		w.conns = append(w.conns, conns...)
 		env := lockimpl.Env{ClientID: id, Conns: conns, Endpoints: leps, Clock: c.clock, Options: o.LockOptions, Note: c.note, Gate: &c.gate,
 			KeyPrefix: string(o.KeyPrefix)}
+		if o.RunID != "" {
+			env.ConnName = cluster.ConnName(o.RunID, id)
+		}
 		lk, err := lockimpl.New(o.Lock, env)
 		if err != nil {
 			w.Close()

@@ -55,7 +55,7 @@ func newRueidislock(env lockimpl.Env) (lockimpl.Locker, error) {
 		return nil, errors.New("rueidislock: no endpoint address in Env (it needs its own rueidis client)")
 	}
 	ep := env.Endpoints[0]
-	co := rueidis.ClientOption{InitAddress: []string{ep.Addr}, Password: ep.Password}
+	co := rueidis.ClientOption{InitAddress: []string{ep.Addr}, Password: ep.Password, ClientName: env.ConnName}
 	switch {
 	case ep.MasterName != "":
 		co.InitAddress = ep.SentinelAddrs

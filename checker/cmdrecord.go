@@ -1,0 +1,664 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// The command record (history.OpCommand): every node's commands on the
+// run's keys, in the order the node ran them, each with the client whose
+// named connection ran it (MONITOR). Where it is complete, the unlock check
+// reads who changed a key from it instead of matching keyspace
+// notifications to calls by time: replaying a node's commands gives each
+// key's owner (the client whose write made it) and expiry (on the server's
+// own clock), so a DEL, an overwrite or an extension by another client
+// while the key was alive is exact. MONITOR shows no replies: a SET NX's
+// outcome is the replay's (the key absent, or expired by its TTL), and
+// where the replay cannot tell (a command within cmdExpiryMargin of the
+// key's expiry) the key's state is unknown until its next write or delete,
+// and nothing is blamed on it meanwhile.
+//
+// Where the record is incomplete (a node's MONITOR connection broke: a node
+// killed or restarted) the key states of that node are forgotten, and the
+// keyspace observer's findings stand for that node from the gap until
+// cmdFallbackAfter past the record's resumption.
+
+// Ownership sources (Result.OwnershipSource).
+const (
+	SourceCommandRecord = "command-record"
+	SourceObserver      = "keyspace-observer"
+)
+
+// cmdExpiryMargin: a command this close to a key's expiry may have found it
+// present or gone (Redis compares milliseconds, and a script's commands all
+// see its start time).
+const cmdExpiryMargin = int64(2e6)
+
+// cmdFallbackAfter: how long after a gap's end the observer still speaks for
+// its node (key states forgotten at the gap come back with their keys' next
+// write).
+func (m *model) cmdFallbackAfter() int64 { return max(2*m.ttl, 1e9) }
+
+// What a recorded command did to a key.
+const (
+	cmdSet    uint8 = iota // SET family: the value is the owner's token
+	cmdDel                 // DEL, UNLINK, GETDEL
+	cmdExpire              // PEXPIRE family: the TTL changes
+	cmdHash                // HSET, HINCRBY, ...: a hash lock's write
+	cmdHDel                // HDEL: may remove the key
+)
+
+// cmdEvent is one key change of a recorded command.
+type cmdEvent struct {
+	t      int64
+	node   int16
+	client int32
+	op     uint8
+	nx, xx bool
+	keep   bool  // KEEPTTL
+	ttl    int64 // ns relative to t; 0 none
+	abs    int64 // absolute expiry (PXAT, EXAT, PEXPIREAT) on the run clock; 0 none
+	tok    string
+	script bool // ran inside a script
+	name   string
+}
+
+// keyState is a key on one node as the replay has it.
+type keyState struct {
+	present, unknown bool
+	owner            int32 // client whose write made it (-1: the harness or unknown)
+	setT             int64 // when that write ran
+	exp              int64 // expiry on the run clock (0: none)
+	lastT            int64 // the replay's last step on it
+}
+
+// cmdFree is a client's command that deleted a key present on a master
+// (the reentrancy check looks for one in a release that left depth > 0).
+type cmdFree struct {
+	t      int64
+	node   int16
+	client int32
+	name   string
+	script bool
+}
+
+// cmdGap is a stretch of a node's record that is missing.
+type cmdGap struct {
+	node     int16
+	from, to int64 // to: math.MaxInt64 until the record resumed
+	why      string
+}
+
+// addCommand reads one OpCommand event.
+func (m *model) addCommand(e *history.Event) {
+	if e.Detail == history.CmdUnavailable {
+		m.cmdOn, m.cmdMode, m.cmdWhy = false, "unavailable", e.Err
+		return
+	}
+	if e.Detail == history.CmdGap || e.Detail == history.CmdResumed {
+		n := m.node(e.Node)
+		if e.Detail == history.CmdGap {
+			m.cmdGaps = append(m.cmdGaps, cmdGap{node: n, from: e.T, to: math.MaxInt64, why: e.Err})
+			return
+		}
+		for i := len(m.cmdGaps) - 1; i >= 0; i-- {
+			if g := &m.cmdGaps[i]; g.node == n && g.to == math.MaxInt64 {
+				g.to = e.T
+				break
+			}
+		}
+		return
+	}
+	if e.Cmd == nil || len(e.Cmd.Args) == 0 {
+		return
+	}
+	node := m.node(e.Node)
+	client := int32(e.Client)
+	m.cmdSeen = true
+	if e.T < m.cmdJudged {
+		m.setInexact(fmt.Sprintf("a command on %s at %s was read after the record was replayed past it", e.Node, sec(e.T)))
+	}
+	if isScript(e.Cmd.Args[0]) {
+		for _, in := range e.Cmd.Inner {
+			m.addCmdArgs(in, e.T, node, client, true)
+		}
+		return
+	}
+	m.addCmdArgs(e.Cmd.Args, e.T, node, client, false)
+}
+
+func isScript(name string) bool {
+	switch strings.ToUpper(name) {
+	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO":
+		return true
+	}
+	return false
+}
+
+// shortKey maps a server key to the history's name for it (as
+// keyspace.Prefix.Short does), ok false for a key not under the run's
+// prefix.
+func (m *model) shortKey(key string) (string, bool) {
+	if m.prefix == "" {
+		return key, true
+	}
+	rest, ok := strings.CutPrefix(key, m.prefix)
+	if !ok {
+		return "", false
+	}
+	if strings.HasPrefix(rest, "{") && strings.IndexByte(rest, '}') == len(rest)-1 {
+		return rest[1 : len(rest)-1], true
+	}
+	return rest, true
+}
+
+// addCmdArgs turns one command into the key changes it makes.
+func (m *model) addCmdArgs(args []string, t int64, node int16, client int32, script bool) {
+	if len(args) < 2 {
+		return
+	}
+	ev := cmdEvent{t: t, node: node, client: client, script: script, name: strings.ToUpper(args[0])}
+	add := func(key string, ev cmdEvent) {
+		short, ok := m.shortKey(key)
+		if !ok {
+			return
+		}
+		k := m.keyOf(&m.observer, short)
+		m.kd[k].cmds = append(m.kd[k].cmds, ev)
+	}
+	num := func(s string) int64 {
+		v, _ := strconv.ParseInt(s, 10, 64)
+		return v
+	}
+	switch name := strings.ToUpper(args[0]); name {
+	case "SET", "SETNX", "SETEX", "PSETEX":
+		if len(args) < 3 {
+			return
+		}
+		ev.op, ev.tok = cmdSet, args[2]
+		switch name {
+		case "SETNX":
+			ev.nx = true
+		case "SETEX":
+			ev.ttl, ev.tok = num(args[2])*1e9, args[len(args)-1]
+		case "PSETEX":
+			ev.ttl, ev.tok = num(args[2])*1e6, args[len(args)-1]
+		}
+		for i := 3; name == "SET" && i < len(args); i++ {
+			switch strings.ToUpper(args[i]) {
+			case "NX":
+				ev.nx = true
+			case "XX":
+				ev.xx = true
+			case "KEEPTTL":
+				ev.keep = true
+			case "PX", "EX", "PXAT", "EXAT":
+				if i+1 < len(args) {
+					v := num(args[i+1])
+					switch strings.ToUpper(args[i]) {
+					case "PX":
+						ev.ttl = v * 1e6
+					case "EX":
+						ev.ttl = v * 1e9
+					case "PXAT":
+						ev.abs = m.unixToRun(v * 1e6)
+					case "EXAT":
+						ev.abs = m.unixToRun(v * 1e9)
+					}
+					i++
+				}
+			}
+		}
+		add(args[1], ev)
+	case "DEL", "UNLINK":
+		ev.op = cmdDel
+		for _, k := range args[1:] {
+			add(k, ev)
+		}
+	case "GETDEL":
+		ev.op = cmdDel
+		add(args[1], ev)
+	case "PEXPIRE", "EXPIRE", "PEXPIREAT", "EXPIREAT":
+		if len(args) < 3 {
+			return
+		}
+		ev.op = cmdExpire
+		v := num(args[2])
+		switch name {
+		case "PEXPIRE":
+			ev.ttl = v * 1e6
+		case "EXPIRE":
+			ev.ttl = v * 1e9
+		case "PEXPIREAT":
+			ev.abs = m.unixToRun(v * 1e6)
+		case "EXPIREAT":
+			ev.abs = m.unixToRun(v * 1e9)
+		}
+		add(args[1], ev)
+	case "HSET", "HSETNX", "HINCRBY", "HINCRBYFLOAT", "HMSET":
+		ev.op = cmdHash
+		if len(args) >= 3 {
+			ev.tok = args[2]
+		}
+		add(args[1], ev)
+	case "HDEL":
+		ev.op = cmdHDel
+		add(args[1], ev)
+	}
+}
+
+// unixToRun maps a unix time (ns) to the run clock.
+func (m *model) unixToRun(ns int64) int64 {
+	start, _ := metaInt(m.meta[history.MetaStartNS])
+	return ns - start
+}
+
+// inGap reports whether node's record was missing at t (or had just come
+// back: its key states were forgotten).
+func (m *model) inGap(node int16, t int64) bool {
+	for _, g := range m.cmdGaps {
+		if g.node == node && t >= g.from && (g.to == math.MaxInt64 || t <= g.to+m.cmdFallbackAfter()) {
+			return true
+		}
+	}
+	return false
+}
+
+// gapSince reports whether node's record broke in (a, b].
+func (m *model) gapSince(node int16, a, b int64) bool {
+	for _, g := range m.cmdGaps {
+		if g.node == node && g.from > a && g.from <= b {
+			return true
+		}
+	}
+	return false
+}
+
+// useRecord reports whether the unlock check reads the command record.
+func (m *model) useRecord() bool { return m.cmdOn && !m.noRecord }
+
+// attributeCommands replays every key's recorded commands up to (not
+// including) upTo, carrying on where the previous call stopped, and records
+// each change another client made to a key a client held (kd.cmdDels).
+func (m *model) attributeCommands(upTo int64) {
+	if !m.useRecord() {
+		return
+	}
+	ps := m.probes()
+	m.cmdJudged = max(m.cmdJudged, upTo)
+	for k, kd := range m.kd {
+		k := int32(k)
+		// In server time across nodes (each node's stream is in its
+		// order already; a stable sort keeps it): a probe then sees every
+		// node's commands before it. Only what is not replayed yet moves.
+		rest := kd.cmds[kd.cmdWalked:]
+		sort.SliceStable(rest, func(i, j int) bool { return rest[i].t < rest[j].t })
+		if kd.state == nil {
+			kd.state = map[int16]*keyState{}
+		}
+		for ; kd.cmdWalked < len(kd.cmds) && kd.cmds[kd.cmdWalked].t < upTo; kd.cmdWalked++ {
+			c := kd.cmds[kd.cmdWalked]
+			m.takeSnaps(kd, ps, c.t-1)
+			st := kd.state[c.node]
+			if st == nil {
+				st = &keyState{owner: -1}
+				kd.state[c.node] = st
+			}
+			if st.present && m.gapSince(c.node, st.lastT, c.t) {
+				*st = keyState{owner: -1} // commands may be missing: forget it
+			}
+			st.lastT = c.t
+			// Expired before this command, for certain; or maybe.
+			maybe := false
+			if st.present && st.exp != 0 {
+				switch {
+				case c.t > st.exp+cmdExpiryMargin:
+					*st = keyState{owner: -1, lastT: c.t}
+				case c.t >= st.exp-cmdExpiryMargin:
+					maybe = true
+				}
+			}
+			alive := st.present && !st.unknown && !maybe
+			owner := st.owner
+			foreign := alive && owner >= 0 && c.client >= 0 && owner != c.client && m.masterAt(c.node, c.t)
+			exp := func(old int64) int64 {
+				switch {
+				case c.abs != 0:
+					return c.abs
+				case c.ttl != 0:
+					return c.t + c.ttl
+				}
+				return old
+			}
+			writer := c.client
+			if writer < 0 && c.tok != "" {
+				// A replica's copy of a master's write: its token names the
+				// writer.
+				if w, ok := m.tokOwner[c.tok]; ok {
+					writer = w
+				}
+			} else if writer >= 0 && (c.op == cmdSet || c.op == cmdHash) && c.tok != "" {
+				if m.tokOwner == nil {
+					m.tokOwner = map[string]int32{}
+				}
+				m.tokOwner[c.tok] = writer
+			}
+			switch c.op {
+			case cmdSet:
+				won := m.tokAcq[c.tok]
+				if won == history.OK && m.topo == "independent" {
+					// A Redlock acquire succeeds on a majority: its token
+					// says nothing of this node.
+					won = history.Unknown
+				}
+				switch {
+				case c.nx && (st.unknown || maybe) && won == history.OK:
+					// The replay cannot tell, but the client's acquire
+					// returned with this token: it took the key.
+					st.present, st.unknown, st.owner, st.exp, st.setT = true, false, writer, exp(0), c.t
+				case c.nx && (st.unknown || maybe) && won == history.Unknown:
+					// It may or may not have taken the key.
+					st.unknown, st.exp = true, max(st.exp, exp(0))
+				case c.nx && (st.unknown || maybe):
+					// No acquire returned with this token: an attempt that
+					// failed (each attempt has its own token).
+				case c.nx && st.present:
+				case c.xx && !st.present:
+				default:
+					if foreign {
+						m.cmdFound(k, kd, c, st)
+					}
+					old := st.exp
+					if !c.keep {
+						old = 0
+					}
+					if !st.present || st.unknown || maybe || owner != writer {
+						st.setT = c.t
+					}
+					st.present, st.unknown, st.owner, st.exp = true, false, writer, exp(old)
+				}
+			case cmdDel:
+				if foreign {
+					m.cmdFound(k, kd, c, st)
+				}
+				if st.present && c.client >= 0 && m.masterAt(c.node, c.t) {
+					kd.cmdFrees = append(kd.cmdFrees, cmdFree{t: c.t, node: c.node, client: c.client, name: c.name, script: c.script})
+				}
+				*st = keyState{owner: -1, lastT: c.t}
+			case cmdExpire:
+				if !st.present {
+					continue
+				}
+				if foreign {
+					m.cmdFound(k, kd, c, st)
+				}
+				if maybe {
+					// Whether it found the key is unknown.
+					st.unknown = true
+				}
+				st.exp = exp(st.exp)
+			case cmdHash:
+				switch {
+				case !st.present:
+					*st = keyState{present: true, owner: writer, setT: c.t, lastT: c.t}
+				case (st.unknown || maybe) && owner != writer && m.tokAcq[c.tok] == history.OK:
+					// A hash lock's script wrote another owner's field: the
+					// key it checked was gone (expired at the edge of the
+					// replay's certainty).
+					*st = keyState{present: true, owner: writer, setT: c.t, lastT: c.t}
+				case (st.unknown || maybe) && owner != writer:
+					st.unknown = true
+				}
+			case cmdHDel:
+				if st.present {
+					st.unknown = true
+				}
+			}
+		}
+		m.takeSnaps(kd, ps, upTo-1)
+	}
+}
+
+// cmdFound records a change by c of a key another client's write made
+// (state st): the hold of that client that wrote it is the victim.
+func (m *model) cmdFound(k int32, kd *keyData, c cmdEvent, st *keyState) {
+	victim := m.holdOf(k, st.owner, st.setT)
+	if victim < 0 {
+		return
+	}
+	h := &m.holds[victim]
+	if c.t > h.heldTo+m.lag {
+		// The owner had let go already (it released or learned its loss):
+		// no holder was harmed.
+		return
+	}
+	what := c.name
+	if c.script {
+		what = "script's " + c.name
+	}
+	d := badDel{t: c.t, node: c.node, victim: victim, culprit: c.client, cmd: what}
+	switch c.op {
+	case cmdDel:
+		d.release = true
+		// seen false: the record is exact, not a notification that may be
+		// of the previous owner's key.
+		m.noteLoss(victim, c.t, fmt.Sprintf("deleted by client %d", c.client), false)
+	case cmdSet:
+		d.set = true
+		m.noteLoss(victim, c.t, fmt.Sprintf("overwritten by client %d", c.client), false)
+	}
+	kd.cmdDels = append(kd.cmdDels, d)
+}
+
+// holdOf returns client's hold of key k whose acquire wrote the key at
+// setT (server time): the one whose acquire call spans setT, allowing for
+// the observer's lag between the two clocks' readings, or -1.
+func (m *model) holdOf(k, client int32, setT int64) int32 {
+	kd := m.kd[k]
+	m.index(kd)
+	hs := kd.holds
+	slack := m.lag
+	// Holds are sorted by their ack; the write comes before it, by at
+	// most matchWindow (a Redlock acquire acks after every node).
+	i := sort.Search(len(hs), func(i int) bool { return m.holds[hs[i]].start > setT+matchWindow }) - 1
+	for n := 0; i >= 0 && n < 4096; i, n = i-1, n+1 {
+		h := &m.holds[hs[i]]
+		if h.client != client {
+			continue
+		}
+		if h.acqT-slack <= setT && setT <= h.start+slack {
+			return hs[i]
+		}
+		if h.start < setT-slack {
+			break
+		}
+	}
+	if kd.cutHold >= setT-matchWindow {
+		m.setInexact(fmt.Sprintf("the hold that wrote %s at %s had been pruned", m.keys[k], sec(setT)))
+	}
+	return -1
+}
+
+// ownershipSource says what the unlock check read, for the results.
+func (m *model) ownershipSource() string {
+	if !m.useRecord() {
+		why := "no command record in this history"
+		switch {
+		case m.noRecord:
+			why = "the command record was set aside (Options.NoCommandRecord)"
+		case m.cmdWhy != "":
+			why = m.cmdWhy
+		case m.cmdMode != "" && m.cmdMode != "monitor":
+			why = "command record " + m.cmdMode
+		}
+		return SourceObserver + " (" + why + ")"
+	}
+	if len(m.cmdGaps) == 0 {
+		return SourceCommandRecord
+	}
+	var parts []string
+	for _, g := range m.cmdGaps {
+		to := "the end"
+		if g.to != math.MaxInt64 {
+			to = sec(g.to + m.cmdFallbackAfter())
+		}
+		parts = append(parts, fmt.Sprintf("%s from %s to %s (%s)", m.nodes[g.node], sec(g.from), to, g.why))
+	}
+	return SourceCommandRecord + "; " + SourceObserver + " where the record has gaps: " + strings.Join(parts, "; ")
+}
+
+// Loss detection from the record. A failover's new master holds what
+// replication had brought it when it was promoted: the replay of its own
+// record (a replica's record shows its master's writes as they arrived)
+// says whether a holder's key was there. On independent masters a node
+// restarted empty drops its keys: the replay of the others says on how many
+// the holder's key still was, and below a majority the lock was lost.
+
+// snapKey is where a probe looked: a fault and a node.
+type snapKey struct {
+	fault int
+	node  int16
+}
+
+// snap is a key's state on a node at a probe's time.
+type snap struct {
+	present, unknown bool
+	owner            int32
+}
+
+// probes are the moments the record is looked at for losses: the
+// promotion of each failover's new master (sentinel, cluster), each
+// empty restart of a node (independent), with the nodes to look at.
+func (m *model) probes() []probe {
+	var out []probe
+	for _, f := range m.faults {
+		if !f.applied {
+			continue
+		}
+		switch {
+		case (m.topo == "sentinel" || m.topo == "cluster") && (f.kind == history.FaultFailover || f.kind == history.FaultIsolateNode) && f.v.NewMaster != "":
+			// The promotion: Sentinel kills the new master's normal
+			// clients (its MONITOR too) in the transaction that promotes
+			// it, so a gap in the new master's record during the fault
+			// marks the moment; else the fault's end, when the harness
+			// saw it. Replication stops there: what the node holds then
+			// is what it keeps.
+			n := m.node(f.v.NewMaster)
+			t := f.end
+			for _, g := range m.cmdGaps {
+				if g.node == n && g.from >= f.t && g.from < t {
+					t = g.from
+				}
+			}
+			out = append(out, probe{f: f, t: t, nodes: []int16{n}})
+		case m.topo == "independent" && (f.kind == history.FaultRestartNode || f.kind == history.FaultKillNode) && f.v.Mode != "aof":
+			p := probe{f: f, t: f.t}
+			for i := range m.nodes {
+				p.nodes = append(p.nodes, int16(i))
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+type probe struct {
+	f     *fault
+	t     int64
+	nodes []int16
+}
+
+// takeSnaps records key kd's state on each probe's nodes for the probes
+// at or before t not yet taken.
+func (m *model) takeSnaps(kd *keyData, ps []probe, t int64) {
+	for _, p := range ps {
+		if p.t > t {
+			continue
+		}
+		for _, n := range p.nodes {
+			sk := snapKey{p.f.id, n}
+			if _, ok := kd.snaps[sk]; ok {
+				continue
+			}
+			if kd.snaps == nil {
+				kd.snaps = map[snapKey]snap{}
+			}
+			s := snap{owner: -1}
+			if st := kd.state[n]; st != nil && st.present {
+				s.present, s.unknown, s.owner = true, st.unknown, st.owner
+				switch {
+				case st.exp != 0 && p.t > st.exp+cmdExpiryMargin:
+					s.present, s.unknown = false, false
+				case st.exp != 0 && p.t >= st.exp-cmdExpiryMargin:
+					s.unknown = true
+				}
+			}
+			// A gap in the node's record before the probe: a write may be
+			// missing (the restarted node itself is not counted).
+			if m.gapSince(n, math.MinInt64, p.t-1) && m.nodes[n] != p.f.node {
+				s.unknown = true
+			}
+			kd.snaps[sk] = s
+		}
+	}
+}
+
+// recordLoss notes hold hi's loss where the record shows its key absent
+// from a promoted master, or from a majority of independent masters after
+// a restart.
+func (m *model) recordLoss(hi int32) {
+	h := &m.holds[hi]
+	kd := m.kd[h.key]
+	for _, p := range m.probes() {
+		if h.empty || !(h.start < p.t && p.t < h.belief) {
+			continue
+		}
+		held, known := 0, true
+		for _, n := range p.nodes {
+			s, ok := kd.snaps[snapKey{p.f.id, n}]
+			if !ok || s.unknown {
+				known = false
+				break
+			}
+			if s.present && s.owner == h.client && !(m.topo == "independent" && m.nodes[n] == p.f.node) {
+				held++
+			}
+		}
+		if !known {
+			continue
+		}
+		switch m.topo {
+		case "independent":
+			if q := len(m.nodes)/2 + 1; held < q {
+				m.noteLossAt(hi, p.t, fmt.Sprintf("held on %d of %d nodes after %s restarted empty, below the majority (command record)", held, len(m.nodes), targetName(p.f)), false)
+			}
+		default:
+			if held == 0 {
+				m.noteLossAt(hi, p.t, fmt.Sprintf("absent on the new master %s after the failover (command record)", m.nodes[p.nodes[0]]), false)
+			}
+		}
+	}
+}
+
+// ownPartialRelease returns client's own release of k in flight at x
+// (within lag) that left depth > 0, or -1: the release whose recorded DEL
+// freed the key above depth 0. Refused releases changed nothing.
+func ownPartialRelease(kd *keyData, client int32, x, lag int64) int {
+	i := sort.Search(len(kd.releases), func(i int) bool { return kd.releases[i].t > x+lag }) - 1
+	for ; i >= 0 && kd.relMax[i]+lag >= x; i-- {
+		r := &kd.releases[i]
+		if r.client != client || r.refused || x > r.end+lag || x < r.t-lag {
+			continue
+		}
+		if r.remaining <= 0 {
+			return -1
+		}
+		return i
+	}
+	return -1
+}

@@ -1,0 +1,208 @@
+package checker
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// cmd: client c's connection ran args on n1 at t ms (server time).
+func (b *hb) cmd(c int, t int64, args []string, inner ...[]string) *hb {
+	return b.add(history.Event{T: t * ms, Client: c, Key: "k", Op: history.OpCommand, Node: "n1",
+		Cmd: &history.Command{Conn: "127.0.0.1:1", Args: args, Inner: inner}})
+}
+
+const recKey = "p:{k}"
+
+func recordHB() *hb {
+	return newHB(map[string]any{history.MetaCommandRecord: "monitor", history.MetaKeyPrefix: "p:"})
+}
+
+// getDel is the get-del control's history: client 0's lease expires while
+// it is between its GET and its DEL, client 1 takes the key, and client 0's
+// DEL removes it. No keyspace notification arrived in time (the observer
+// says nothing): only the command record can tell who deleted what.
+func getDel() *hb {
+	b := recordHB()
+	b.acq(0, 0, 1, 101, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "100", "NX"}).read(0, 2, 0).write(0, 3, 4, 1, 0, true)
+	b.cmd(2, 60, []string{"SET", recKey, "tokC", "PX", "100", "NX"}) // refused: A holds it
+	b.acq(1, 90, 110, 210, history.OK, 1).cmd(1, 109, []string{"SET", recKey, "tokB", "PX", "100", "NX"}).read(1, 111, 1)
+	b.cmd(0, 148, []string{"GET", recKey}).rel(0, 148, 151, 0).cmd(0, 150, []string{"DEL", recKey})
+	b.write(1, 170, 171, 2, 0, true).rel(1, 172, 173, 0)
+	b.cmd(1, 172, []string{"EVALSHA", "sha", "1", recKey, "tokB"}, []string{"GET", recKey})
+	return b
+}
+
+// The record names the culprit's DEL exactly, where the observer has
+// nothing; without the record the unlock check cannot run.
+func TestCommandRecordFindsForeignDel(t *testing.T) {
+	b := getDel()
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckUnlock: Invalid})
+	var found []Violation
+	for _, v := range r.Violations {
+		if v.Check == CheckUnlock {
+			found = append(found, v)
+		}
+	}
+	if len(found) != 1 || found[0].Clients[0] != 0 || found[0].Clients[1] != 1 || found[0].Cause != CauseNonOwnerDel ||
+		!strings.Contains(found[0].Detail, "its DEL, in the server's command record") {
+		t.Fatalf("unlock violations %+v: want one, client 0's DEL of client 1's key", found)
+	}
+	if r.OwnershipSource != SourceCommandRecord {
+		t.Errorf("ownership source %q, want %q", r.OwnershipSource, SourceCommandRecord)
+	}
+	if _, ran := Check(b.ev, Options{NoCommandRecord: true}).Checks[CheckUnlock]; ran {
+		t.Error("without the record and with no notification, the unlock check ran")
+	}
+	// Streamed in small windows and whole: the same.
+	t.Setenv(CompareEnv, "1")
+	p := writeHistory(t, filepath.Join(t.TempDir(), history.CompactFile), b.ev)
+	if rs, err := CheckFile(p, Options{batch: 3}); err != nil || rs.Checks[CheckUnlock].Violations != 1 {
+		t.Fatalf("streamed: %v, %+v", err, rs)
+	}
+}
+
+// A correct lock's record accuses no one: a refused compare-and-delete
+// (its script ran only the GET), a SET NX that found the key, the owner's
+// own DEL, a DEL after the key expired by its TTL.
+func TestCommandRecordClearsCorrectLock(t *testing.T) {
+	b := recordHB()
+	b.acq(0, 0, 1, 101, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "100", "NX"})
+	b.acq(1, 90, 110, 210, history.OK, 1).cmd(1, 109, []string{"SET", recKey, "tokB", "PX", "100", "NX"})
+	b.rel(0, 148, 151, 0).cmd(0, 150, []string{"EVALSHA", "sha", "1", recKey, "tokA"}, []string{"GET", recKey})
+	b.cmd(2, 160, []string{"SET", recKey, "tokC", "PX", "100", "NX"})
+	b.rel(1, 172, 173, 0).cmd(1, 172, []string{"EVALSHA", "sha", "1", recKey, "tokB"}, []string{"GET", recKey}, []string{"DEL", recKey})
+	b.acq(2, 180, 181, 281, history.OK, 1).cmd(2, 181, []string{"SET", recKey, "tokD", "PX", "100", "NX"})
+	// Client 0's stale DEL long after client 2's key expired (at 281).
+	b.cmd(0, 300, []string{"DEL", recKey}).rel(2, 299, 302, 0)
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckUnlock: Valid})
+
+	// Within 2 ms of the expiry the replay cannot tell: nothing blamed.
+	b2 := recordHB()
+	b2.acq(0, 0, 1, 101, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "100", "NX"})
+	b2.acq(1, 95, 101, 201, history.OK, 1).cmd(1, 100, []string{"SET", recKey, "tokB", "PX", "100", "NX"})
+	b2.cmd(0, 120, []string{"DEL", recKey}).rel(0, 119, 121, 0).rel(1, 150, 151, 0)
+	wantVerdicts(t, Check(b2.ev, Options{}), map[string]Verdict{CheckUnlock: Valid})
+}
+
+// Where a node's record has a gap, what it would have found there is not
+// used and the source says so.
+func TestCommandRecordGapFallsBack(t *testing.T) {
+	b := getDel()
+	var evs []history.Event
+	for _, e := range b.ev {
+		if e.T == 150*ms && e.Op == history.OpCommand {
+			evs = append(evs, history.Event{T: 140 * ms, Client: -1, Op: history.OpCommand, Node: "n1", Detail: history.CmdGap, Err: "EOF"})
+		}
+		evs = append(evs, e)
+	}
+	r := Check(evs, Options{})
+	if r.Checks[CheckUnlock].Violations != 0 {
+		t.Errorf("a finding inside a record gap was used: %+v", r.Checks[CheckUnlock])
+	}
+	if !strings.Contains(r.OwnershipSource, "n1 from 0.140 s") {
+		t.Errorf("ownership source %q does not name the gap", r.OwnershipSource)
+	}
+}
+
+// cmdOn is cmd on another node.
+func (b *hb) cmdOn(node string, c int, t int64, args []string) *hb {
+	return b.add(history.Event{T: t * ms, Client: c, Key: "k", Op: history.OpCommand, Node: node,
+		Cmd: &history.Command{Conn: "127.0.0.1:1", Args: args}})
+}
+
+// On a Sentinel failover the record of the promoted replica says whether
+// the holder's key had reached it: absent, the holder lost it at the
+// promotion; replicated, it did not.
+func TestCommandRecordLossOnFailover(t *testing.T) {
+	run := func(replicated bool) *Result {
+		b := newHB(map[string]any{history.MetaCommandRecord: "monitor", history.MetaKeyPrefix: "p:", "topology": "sentinel", "ttl_ms": 10000.0, history.MetaStartNS: 0.0})
+		b.acq(0, 0, 1, 10001, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "10000", "NX"})
+		if replicated {
+			b.cmdOn("n2", -1, 50, []string{"SET", recKey, "tokA", "PXAT", "10001"})
+		}
+		b.add(history.Event{T: 100 * ms, End: 300 * ms, Client: -1, Node: "n1", Op: history.OpFault, Fault: &history.Fault{ID: 1, Kind: history.FaultFailover,
+			Target: "node n1", Effect: map[string]string{history.EffectNewMaster: "n2", history.EffectOldMaster: "n1"}, Applied: true}})
+		b.add(history.Event{T: 250 * ms, Client: -1, Node: "n2", Op: history.OpCommand, Detail: history.CmdGap, Err: "EOF"})
+		b.add(history.Event{T: 260 * ms, Client: -1, Node: "n2", Op: history.OpCommand, Detail: history.CmdResumed})
+		b.rel(0, 600, 601, 0).cmdOn("n2", 0, 600, []string{"DEL", recKey})
+		b.add(history.Event{T: 700 * ms, Client: -1, Op: history.OpHeal, Fault: &history.Fault{ID: 1, Kind: history.FaultFailover, Applied: true}})
+		return Check(b.ev, Options{})
+	}
+	lost := run(false).LossDetection
+	if lost == nil || lost.Losses != 1 || !strings.Contains(lost.Worst, "absent on the new master n2") || !strings.Contains(lost.Worst, "at 0.250 s") {
+		t.Errorf("key never replicated: loss detection %+v, want one loss at the promotion (0.250 s)", lost)
+	}
+	if kept := run(true).LossDetection; kept == nil || kept.Losses != 0 {
+		t.Errorf("key replicated before the promotion: loss detection %+v, want no loss", kept)
+	}
+}
+
+// On independent masters a node restarted empty costs the holder its lock
+// only when fewer than a majority still hold its key.
+func TestCommandRecordLossOnIndependentRestart(t *testing.T) {
+	run := func(on ...string) *Result {
+		b := newHB(map[string]any{history.MetaCommandRecord: "monitor", history.MetaKeyPrefix: "p:", "topology": "independent", "ttl_ms": 2000.0})
+		for _, n := range []string{"n1", "n2", "n3", "n4", "n5"} {
+			b.cmdOn(n, 1, 0, []string{"GET", "p:other"}) // every node in the record
+		}
+		b.acq(0, 1, 5, 2001, history.OK, 1)
+		for _, n := range on {
+			b.cmdOn(n, 0, 2, []string{"SET", recKey, "tokA", "PX", "2000", "NX"})
+		}
+		b.add(history.Event{T: 100 * ms, End: 120 * ms, Client: -1, Node: "n3", Op: history.OpFault, Fault: &history.Fault{ID: 1, Kind: history.FaultRestartNode,
+			Target: "node n3", Request: map[string]string{history.ParamMode: "empty"}, Applied: true}})
+		b.rel(0, 600, 601, 0)
+		return Check(b.ev, Options{})
+	}
+	if ld := run("n1", "n2", "n3").LossDetection; ld == nil || ld.Losses != 1 || !strings.Contains(ld.Worst, "held on 2 of 5 nodes") {
+		t.Errorf("3 of 5 then n3 restarted: loss detection %+v, want one loss", ld)
+	}
+	if ld := run("n1", "n2", "n3", "n4").LossDetection; ld == nil || ld.Losses != 0 {
+		t.Errorf("4 of 5 then n3 restarted: loss detection %+v, want none", ld)
+	}
+}
+
+// The record names the release whose DEL freed a reentrant lock above
+// depth 0: its own client's, exactly.
+func TestCommandRecordPartialReleaseFreed(t *testing.T) {
+	run := func(broken bool) *Result {
+		b := recordHB()
+		b.acq(0, 0, 1, 101, history.OK, 1).cmd(0, 1, []string{"EVALSHA", "acq", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "1"}, []string{"PEXPIRE", recKey, "100"})
+		b.acq(0, 10, 11, 111, history.OK, 2).cmd(0, 11, []string{"EVALSHA", "acq", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "1"}, []string{"PEXPIRE", recKey, "100"})
+		inner := [][]string{{"HINCRBY", recKey, "tokA", "-1"}}
+		if broken {
+			inner = append(inner, []string{"DEL", recKey})
+		}
+		b.rel(0, 20, 21, 1).cmd(0, 20, []string{"EVALSHA", "rel", "1", recKey, "tokA"}, inner...)
+		b.rel(0, 30, 31, 0).cmd(0, 30, []string{"EVALSHA", "rel", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "-1"}, []string{"DEL", recKey})
+		return Check(b.ev, Options{})
+	}
+	r := run(true)
+	wantVerdicts(t, r, map[string]Verdict{CheckReentrancy: Invalid})
+	found := false
+	for _, v := range r.Violations {
+		if v.Check == CheckReentrancy && strings.Contains(v.Detail, "left depth 1: its script's DEL") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no reentrancy violation naming the script's DEL: %+v", r.Violations)
+	}
+	wantVerdicts(t, run(false), map[string]Verdict{CheckReentrancy: Valid})
+}
+
+// A run whose record could not start says so: the unlock check does not
+// read it, and the source gives the reason.
+func TestCommandRecordUnavailable(t *testing.T) {
+	b := getDel()
+	evs := append([]history.Event{b.ev[0], {T: 0, Client: -1, Op: history.OpCommand, Detail: history.CmdUnavailable, Err: "MONITOR refused: NOPERM"}}, b.ev[1:]...)
+	r := Check(evs, Options{})
+	if _, ran := r.Checks[CheckUnlock]; ran || !strings.HasPrefix(r.OwnershipSource, SourceObserver) || !strings.Contains(r.OwnershipSource, "NOPERM") {
+		t.Errorf("unlock ran %v, source %q: want the record set aside with its reason", ran, r.OwnershipSource)
+	}
+}

@@ -1,0 +1,483 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/keyspace"
+)
+
+// How the command record was obtained (Record.Mode).
+const (
+	// RecordMonitor: every data node's MONITOR stream was recorded.
+	RecordMonitor = "monitor"
+	// RecordUnavailable: the backend (embedded) or the server (MONITOR
+	// refused by an ACL or renamed) gave no record; the keyspace observer
+	// is the only view of the servers.
+	RecordUnavailable = "unavailable"
+	// RecordOff: the run did not ask for one (bench).
+	RecordOff = "off"
+)
+
+// RecordStatus says how the command record was obtained.
+type RecordStatus struct {
+	Mode string
+	// Note is a sentence for the results when Mode is not RecordMonitor.
+	Note string
+}
+
+// ConnName is the name a lock client's connections carry (CLIENT
+// SETNAME): the command record ties each command to its client by it.
+func ConnName(runID string, client int) string {
+	return "lc-" + runID + "-c" + strconv.Itoa(client)
+}
+
+// ClientOfConnName is the client id a connection name of run runID
+// carries, or -1 (another run's, the harness's, unnamed).
+func ClientOfConnName(runID, name string) int {
+	rest, ok := strings.CutPrefix(name, "lc-"+runID+"-c")
+	if !ok {
+		return -1
+	}
+	id, err := strconv.Atoi(rest)
+	if err != nil || id < 0 {
+		return -1
+	}
+	return id
+}
+
+// monitorName is the record's own connection's name.
+const monitorName = "lc-monitor"
+
+// Record streams the MONITOR output of every data node into the history:
+// each command that names a key under p, with the script commands that
+// follow an EVAL/EVALSHA/FCALL (`[0 lua]` lines) attached to it, becomes
+// an OpCommand event. T is the server's time of the command (MONITOR's
+// stamp) on the run clock (toRun); Client is the lock client whose
+// connection ran it, by the connection's name (ConnName): the names come
+// from CLIENT LIST when the record starts and from the CLIENT SETNAME
+// lines of the stream itself, which MONITOR shows with their address
+// before any command of that connection.
+//
+// A MONITOR connection that breaks (a node killed or restarted) is
+// recorded as a history.CmdGap event on that node; the record dials again
+// every 50 ms and marks history.CmdResumed when it is back: commands in
+// between are missing, and the checker says so and falls back to the
+// keyspace observer.
+//
+// Replicas are recorded too (they show the commands replicated to them,
+// from their master's connection): after a promotion the new master's
+// record is already running.
+func Record(ctx context.Context, c *Cluster, p keyspace.Prefix, runID string, record func(*history.Event), now func() int64, toRun func(time.Time) int64) (stop func(), st RecordStatus, err error) {
+	if c.Backend == Embedded {
+		return func() {}, RecordStatus{Mode: RecordUnavailable, Note: "backend embedded has no MONITOR: ownership checks use the keyspace observer"}, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var started []*monitorNode
+	stopAll := func() {
+		cancel()
+		for _, m := range started {
+			m.close()
+		}
+		wg.Wait()
+	}
+	for _, n := range c.Nodes {
+		if n.Role == "sentinel" {
+			continue
+		}
+		m := &monitorNode{node: n.Name, addr: n.ServerAddr, tls: n.tls, password: c.password, prefix: string(p), runID: runID,
+			record: record, now: now, toRun: toRun, names: map[string]string{}}
+		if err := m.connect(ctx); err != nil {
+			stopAll()
+			if c.Backend == External {
+				return func() {}, RecordStatus{Mode: RecordUnavailable, Note: fmt.Sprintf("MONITOR refused by node %s (%v): ownership checks use the keyspace observer", n.Name, err)}, nil
+			}
+			return func() {}, RecordStatus{}, fmt.Errorf("command record on node %s: %w", n.Name, err)
+		}
+		started = append(started, m)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.run(ctx)
+		}()
+	}
+	var once sync.Once
+	return func() { once.Do(stopAll) }, RecordStatus{Mode: RecordMonitor}, nil
+}
+
+// monitorNode is one node's MONITOR connection and its state.
+type monitorNode struct {
+	node, addr, password, prefix, runID string
+	tls                                 *tls.Config
+	record                              func(*history.Event)
+	now                                 func() int64
+	toRun                               func(time.Time) int64
+
+	mu   sync.Mutex
+	conn net.Conn
+	rd   *bufio.Reader
+	// names maps a connection's address to its name.
+	names map[string]string
+	// pending is a script command waiting for the inner commands that
+	// follow it.
+	pending *history.Event
+}
+
+func (m *monitorNode) close() {
+	m.mu.Lock()
+	if m.conn != nil {
+		_ = m.conn.Close()
+	}
+	m.mu.Unlock()
+}
+
+// connect dials the node, names the connection, reads CLIENT LIST and
+// starts MONITOR.
+func (m *monitorNode) connect(ctx context.Context) error {
+	d := &net.Dialer{Timeout: time.Second}
+	var cn net.Conn
+	var err error
+	if m.tls != nil {
+		cn, err = (&tls.Dialer{NetDialer: d, Config: m.tls}).DialContext(ctx, "tcp", m.addr)
+	} else {
+		cn, err = d.DialContext(ctx, "tcp", m.addr)
+	}
+	if err != nil {
+		return err
+	}
+	rd := bufio.NewReaderSize(cn, 1<<20)
+	_ = cn.SetDeadline(time.Now().Add(3 * time.Second))
+	do := func(args ...string) (string, error) {
+		var b []byte
+		b = append(b, '*')
+		b = strconv.AppendInt(b, int64(len(args)), 10)
+		b = append(b, "\r\n"...)
+		for _, a := range args {
+			b = append(b, '$')
+			b = strconv.AppendInt(b, int64(len(a)), 10)
+			b = append(b, "\r\n"...)
+			b = append(b, a...)
+			b = append(b, "\r\n"...)
+		}
+		if _, err := cn.Write(b); err != nil {
+			return "", err
+		}
+		return readReply(rd)
+	}
+	fail := func(err error) error {
+		_ = cn.Close()
+		return err
+	}
+	if m.password != "" {
+		if _, err := do("AUTH", m.password); err != nil {
+			return fail(fmt.Errorf("AUTH: %w", err))
+		}
+	}
+	if _, err := do("CLIENT", "SETNAME", monitorName); err != nil {
+		return fail(fmt.Errorf("CLIENT SETNAME: %w", err))
+	}
+	list, err := do("CLIENT", "LIST")
+	if err != nil {
+		return fail(fmt.Errorf("CLIENT LIST: %w", err))
+	}
+	names := parseClientList(list)
+	if _, err := do("MONITOR"); err != nil {
+		return fail(fmt.Errorf("MONITOR: %w", err))
+	}
+	_ = cn.SetDeadline(time.Time{})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.conn != nil {
+		_ = m.conn.Close()
+	}
+	if ctx.Err() != nil {
+		_ = cn.Close()
+		return ctx.Err()
+	}
+	m.conn, m.rd = cn, rd
+	for a, n := range names {
+		m.names[a] = n
+	}
+	return nil
+}
+
+// readReply reads one RESP2 reply: a simple string, an error or a bulk
+// string (what AUTH, CLIENT and MONITOR answer).
+func readReply(rd *bufio.Reader) (string, error) {
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("empty reply")
+	}
+	switch line[0] {
+	case '+':
+		return line[1:], nil
+	case '-':
+		return "", errors.New(line[1:])
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", fmt.Errorf("bad bulk length %q", line)
+		}
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(rd, b); err != nil {
+			return "", err
+		}
+		return string(b[:n]), nil
+	}
+	return "", fmt.Errorf("unexpected reply %q", line)
+}
+
+// parseClientList maps each connection's addr to its name (named ones
+// only).
+func parseClientList(s string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		var addr, name string
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "addr="); ok {
+				addr = v
+			} else if v, ok := strings.CutPrefix(f, "name="); ok {
+				name = v
+			}
+		}
+		if addr != "" && name != "" {
+			out[addr] = name
+		}
+	}
+	return out
+}
+
+// run reads the stream until ctx ends, reconnecting after a break.
+func (m *monitorNode) run(ctx context.Context) {
+	lines := make(chan string, 4096)
+	for {
+		m.mu.Lock()
+		rd := m.rd
+		m.mu.Unlock()
+		errc := make(chan error, 1)
+		go func() {
+			for {
+				line, err := rd.ReadString('\n')
+				if err != nil {
+					errc <- err
+					return
+				}
+				select {
+				case lines <- line:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+		err := m.consume(ctx, lines, errc)
+		m.flush()
+		if ctx.Err() != nil {
+			return
+		}
+		m.record(&history.Event{T: m.now(), Client: -1, Op: history.OpCommand, Node: m.node, Detail: history.CmdGap, Err: err.Error()})
+		for ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if m.connect(ctx) == nil {
+				m.record(&history.Event{T: m.now(), Client: -1, Op: history.OpCommand, Node: m.node, Detail: history.CmdResumed})
+				break
+			}
+		}
+	}
+}
+
+// consume handles lines until the reader fails (its error) or ctx ends.
+// A pending script is flushed when the next top-level line comes, or when
+// the stream is quiet for 20 ms (its inner commands come in the same
+// write as it).
+func (m *monitorNode) consume(ctx context.Context, lines chan string, errc chan error) error {
+	quiet := time.NewTimer(time.Hour)
+	defer quiet.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-errc:
+			// Lines read before the error are still in the channel.
+			for {
+				select {
+				case l := <-lines:
+					m.line(l)
+				default:
+					return err
+				}
+			}
+		case l := <-lines:
+			m.line(l)
+			if m.pending != nil {
+				quiet.Reset(20 * time.Millisecond)
+			}
+		case <-quiet.C:
+			m.flush()
+		}
+	}
+}
+
+func (m *monitorNode) flush() {
+	if m.pending != nil {
+		m.emit(m.pending)
+		m.pending = nil
+	}
+}
+
+// emit records e when it names a key under the prefix.
+func (m *monitorNode) emit(e *history.Event) {
+	key := ""
+	find := func(args []string) {
+		for _, a := range args[min(1, len(args)):] {
+			if key == "" && strings.HasPrefix(a, m.prefix) {
+				key = a
+			}
+		}
+	}
+	find(e.Cmd.Args)
+	for _, in := range e.Cmd.Inner {
+		find(in)
+	}
+	if key == "" {
+		return
+	}
+	e.Key, _ = keyspace.Prefix(m.prefix).Short(key)
+	m.record(e)
+}
+
+// line handles one MONITOR line: `+<sec.µs> [<db> <addr>] "CMD" "arg"...`.
+func (m *monitorNode) line(l string) {
+	l = strings.TrimRight(l, "\r\n")
+	l = strings.TrimPrefix(l, "+")
+	stamp, rest, ok := strings.Cut(l, " [")
+	if !ok {
+		return
+	}
+	src, argText, ok := strings.Cut(rest, "] ")
+	if !ok {
+		return
+	}
+	_, addr, _ := strings.Cut(src, " ")
+	args, err := ParseMonitorArgs(argText)
+	if err != nil || len(args) == 0 {
+		return
+	}
+	if addr == "lua" {
+		if m.pending != nil {
+			m.pending.Cmd.Inner = append(m.pending.Cmd.Inner, args)
+		}
+		return
+	}
+	m.flush()
+	name := strings.ToUpper(args[0])
+	if name == "CLIENT" && len(args) >= 3 && strings.EqualFold(args[1], "SETNAME") {
+		m.mu.Lock()
+		m.names[addr] = args[2]
+		m.mu.Unlock()
+		return
+	}
+	m.mu.Lock()
+	connName := m.names[addr]
+	m.mu.Unlock()
+	e := &history.Event{T: m.serverTime(stamp), Client: ClientOfConnName(m.runID, connName), Op: history.OpCommand, Node: m.node,
+		Cmd: &history.Command{Conn: addr, Name: connName, Args: args}}
+	switch name {
+	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO":
+		m.pending = e
+		return
+	}
+	m.emit(e)
+}
+
+// serverTime maps MONITOR's stamp (unix seconds with µs) to the run clock.
+func (m *monitorNode) serverTime(stamp string) int64 {
+	sec, frac, _ := strings.Cut(stamp, ".")
+	s, err1 := strconv.ParseInt(sec, 10, 64)
+	us, err2 := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+	if err1 != nil || err2 != nil {
+		return m.now()
+	}
+	return m.toRun(time.Unix(s, us*1000))
+}
+
+// ParseMonitorArgs splits the arguments of a MONITOR line: each is quoted,
+// with the escapes of the server's sdscatrepr (\" \\ \n \r \t \a \b and
+// \xHH).
+func ParseMonitorArgs(s string) ([]string, error) {
+	var out []string
+	i := 0
+	for i < len(s) {
+		if s[i] == ' ' {
+			i++
+			continue
+		}
+		if s[i] != '"' {
+			return nil, fmt.Errorf("argument at %d not quoted: %q", i, s)
+		}
+		i++
+		var b []byte
+		closed := false
+		for i < len(s) {
+			ch := s[i]
+			if ch == '"' {
+				closed = true
+				i++
+				break
+			}
+			if ch != '\\' || i+1 >= len(s) {
+				b = append(b, ch)
+				i++
+				continue
+			}
+			i++
+			switch e := s[i]; e {
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'a':
+				b = append(b, '\a')
+			case 'b':
+				b = append(b, '\b')
+			case 'x':
+				if i+2 < len(s) {
+					if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+						b = append(b, byte(v))
+						i += 2
+						break
+					}
+				}
+				b = append(b, 'x')
+			default:
+				b = append(b, e)
+			}
+			i++
+		}
+		if !closed {
+			return nil, fmt.Errorf("unterminated argument: %q", s)
+		}
+		out = append(out, string(b))
+	}
+	return out, nil
+}

@@ -1,0 +1,181 @@
+package cluster
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/keyspace"
+)
+
+type eventSink struct {
+	mu  sync.Mutex
+	evs []history.Event
+}
+
+func (s *eventSink) record(e *history.Event) {
+	s.mu.Lock()
+	s.evs = append(s.evs, *e)
+	s.mu.Unlock()
+}
+
+func (s *eventSink) snapshot() []history.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.evs)
+}
+
+// waitFor polls until cond holds on the recorded events (bounded).
+func (s *eventSink) waitFor(t *testing.T, what string, cond func([]history.Event) bool) []history.Event {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if evs := s.snapshot(); cond(evs) {
+			return evs
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	evs := s.snapshot()
+	t.Fatalf("%s: not recorded within 5s; recorded %+v", what, evs)
+	return nil
+}
+
+func commands(evs []history.Event) []history.Event {
+	var out []history.Event
+	for _, e := range evs {
+		if e.Op == history.OpCommand && e.Cmd != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// The command record sees every command on the run's keys with the client
+// whose named connection ran it, a script's inner commands (a conditional
+// DEL only when it ran), nothing of another prefix, and a gap when the node
+// restarts, after which it resumes.
+func TestRecordNamesEveryCommand(t *testing.T) {
+	ctx := context.Background()
+	c := startSingle(t)
+	start := time.Now()
+	toRun := func(x time.Time) int64 { return int64(x.Sub(start)) }
+	now := func() int64 { return int64(time.Since(start)) }
+	p := keyspace.Prefix("lc:run1:")
+	var sink eventSink
+	stop, st, err := Record(ctx, c, p, "run1", sink.record, now, toRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if st.Mode != RecordMonitor {
+		t.Fatalf("mode %q, want %q", st.Mode, RecordMonitor)
+	}
+	ep := c.Endpoints()[0]
+	a := c.NewClient(ep, ClientOptions{PoolSize: 1, Name: ConnName("run1", 3)})
+	b := c.NewClient(ep, ClientOptions{PoolSize: 1, Name: ConnName("run1", 7)})
+	other := c.NewClient(ep, ClientOptions{PoolSize: 1, Name: ConnName("run2", 3)})
+	before := now()
+	if err := a.SetNX(ctx, "lc:run1:k0", "tok-a", time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Set(ctx, "lc:run2:k0", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	unlock := redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+	// b's compare-and-delete with the wrong token: GET only.
+	if err := unlock.Run(ctx, b, []string{"lc:run1:k0"}, "tok-b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// b's plain DEL "with \"quotes\"" in a value: a foreign delete.
+	if err := b.Del(ctx, "lc:run1:k0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Set(ctx, "lc:run1:k1", "with \"quotes\"\n\x01", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unlock.Run(ctx, a, []string{"lc:run1:k1"}, "with \"quotes\"\n\x01").Err(); err != nil {
+		t.Fatal(err)
+	}
+	after := now()
+	evs := sink.waitFor(t, "the last script", func(evs []history.Event) bool {
+		return slices.ContainsFunc(evs, func(e history.Event) bool { return e.Key == "k1" && len(e.Cmd.Inner) == 2 })
+	})
+	cmds := commands(evs)
+	for _, e := range cmds {
+		if e.Key == "" || e.Node != c.Nodes[0].Name || e.Result != "" {
+			t.Errorf("event %+v: want key, node %s and no result", e, c.Nodes[0].Name)
+		}
+		if e.T < before-int64(50*time.Millisecond) || e.T > after+int64(50*time.Millisecond) {
+			t.Errorf("event at %d outside [%d, %d]: server time not mapped to the run clock", e.T, before, after)
+		}
+	}
+	type row struct {
+		client int
+		key    string
+		args   []string
+		inner  [][]string
+	}
+	var got []row
+	for _, e := range cmds {
+		args := e.Cmd.Args
+		if args[0] == "evalsha" || args[0] == "EVALSHA" || args[0] == "eval" || args[0] == "EVAL" {
+			args = args[2:] // the sha or the body
+		}
+		got = append(got, row{e.Client, e.Key, args, e.Cmd.Inner})
+	}
+	want := []row{
+		{3, "k0", []string{"set", "lc:run1:k0", "tok-a", "ex", "1", "nx"}, nil},
+		{7, "k0", []string{"1", "lc:run1:k0", "tok-b"}, [][]string{{"GET", "lc:run1:k0"}}},
+		{7, "k0", []string{"del", "lc:run1:k0"}, nil},
+		{3, "k1", []string{"set", "lc:run1:k1", "with \"quotes\"\n\x01"}, nil},
+		{3, "k1", []string{"1", "lc:run1:k1", "with \"quotes\"\n\x01"}, [][]string{{"GET", "lc:run1:k1"}, {"DEL", "lc:run1:k1"}}},
+	}
+	// go-redis may send the script as EVALSHA, get NOSCRIPT and send EVAL:
+	// the NOSCRIPT try ran nothing (no inner command).
+	got = slices.DeleteFunc(got, func(r row) bool { return len(r.args) == 3 && r.inner == nil && r.args[0] == "1" })
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("record:\n got %+v\nwant %+v", got, want)
+	}
+
+	// A restart breaks the record: a gap, then it resumes and records again.
+	if err := c.Nodes[0].Ctl.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Nodes[0].Ctl.Restart(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	sink.waitFor(t, "gap and resume", func(evs []history.Event) bool {
+		gap := slices.IndexFunc(evs, func(e history.Event) bool { return e.Detail == history.CmdGap })
+		res := slices.IndexFunc(evs, func(e history.Event) bool { return e.Detail == history.CmdResumed })
+		return gap >= 0 && res > gap
+	})
+	c2 := c.NewClient(ep, ClientOptions{PoolSize: 1, Name: ConnName("run1", 9)})
+	if err := c2.Set(ctx, "lc:run1:k2", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sink.waitFor(t, "a command after the restart", func(evs []history.Event) bool {
+		return slices.ContainsFunc(evs, func(e history.Event) bool { return e.Key == "k2" && e.Client == 9 })
+	})
+}
+
+func TestParseMonitorArgs(t *testing.T) {
+	got, err := ParseMonitorArgs(`"SET" "a\"b" "\\x" "\x01\xff" "" "n\r\n"`)
+	want := []string{"SET", `a"b`, `\x`, "\x01\xff", "", "n\r\n"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q, %v; want %q", got, err, want)
+	}
+	for _, bad := range []string{`SET`, `"SET" "a`} {
+		if _, err := ParseMonitorArgs(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	if ClientOfConnName("r1", ConnName("r1", 12)) != 12 || ClientOfConnName("r1", ConnName("r2", 12)) != -1 || ClientOfConnName("r1", "lc-r1-cx") != -1 {
+		t.Error("ClientOfConnName does not invert ConnName")
+	}
+}
