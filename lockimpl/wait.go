@@ -82,7 +82,10 @@ func WaitAcquire(ctx context.Context, env *Env, key string, try func(context.Con
 
 // sleepOrWake waits d on clock, or until wake fires (a nil wake never
 // does) or ctx is done (then it returns ctx's error). Clock has no timers
-// to select on: a wake-up cancels the sleep's context instead.
+// to select on, so the sleep runs in a goroutine of its own and this one
+// selects: only the caller ever receives from wake, and only when it
+// returns woken (a helper that received from wake could take a release's
+// wake-up after the sleep ended, and the next wait would miss it).
 func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake <-chan struct{}) error {
 	if wake == nil {
 		return clock.Sleep(ctx, d)
@@ -94,21 +97,16 @@ func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake <-chan 
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	woken := make(chan struct{})
-	go func() {
-		select {
-		case <-wake:
-			close(woken)
-			cancel()
-		case <-sctx.Done():
-		}
-	}()
-	_ = clock.Sleep(sctx, d) // ends early only when sctx is done: woken or ctx
+	slept := make(chan error, 1)
+	go func() { slept <- clock.Sleep(sctx, d) }()
 	select {
-	case <-woken:
+	case <-wake:
 		return nil
-	default:
-		return ctx.Err() // nil when the sleep ran its course
+	case err := <-slept:
+		if err != nil {
+			return ctx.Err()
+		}
+		return nil
 	}
 }
 
