@@ -356,6 +356,13 @@ func (m *model) attributeCommands(upTo int64) {
 					// says nothing of this node.
 					won = history.Unknown
 				}
+				if won == history.OK && c.nx && retriedWith(kd.cmds[kd.cmdWalked+1:], c, 2*m.ttl) {
+					// The same client tried the same token again: some
+					// libraries keep one value across an acquire's retries
+					// (redsync), so the acquire's success does not say this
+					// attempt was the one that took the key.
+					won = history.Unknown
+				}
 				switch {
 				case c.nx && (st.unknown || maybe) && won == history.OK:
 					// The replay cannot tell, but the client's acquire
@@ -422,6 +429,20 @@ func (m *model) attributeCommands(upTo int64) {
 		}
 		m.takeSnaps(kd, ps, upTo-1)
 	}
+}
+
+// retriedWith reports whether later (commands after c, in server time)
+// holds a SET NX by c's client with c's token within horizon of c.
+func retriedWith(later []cmdEvent, c cmdEvent, horizon int64) bool {
+	for _, d := range later {
+		if d.t > c.t+horizon {
+			return false
+		}
+		if d.op == cmdSet && d.nx && d.client == c.client && d.tok == c.tok {
+			return true
+		}
+	}
+	return false
 }
 
 // cmdFound records a change by c of a key another client's write made
