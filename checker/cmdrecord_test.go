@@ -206,3 +206,28 @@ func TestCommandRecordUnavailable(t *testing.T) {
 		t.Errorf("unlock ran %v, source %q: want the record set aside with its reason", ran, r.OwnershipSource)
 	}
 }
+
+// A client that tries the same token again (redsync keeps one value across
+// an acquire's retries) did not take the key with the earlier attempt, as
+// far as the acquire's success can say; another client's SET, the same
+// client's other token, or a retry past the horizon say nothing.
+func TestRetriedWith(t *testing.T) {
+	ms := int64(1e6)
+	c := cmdEvent{t: 100 * ms, client: 2, op: cmdSet, nx: true, tok: "a"}
+	for _, tc := range []struct {
+		name  string
+		later []cmdEvent
+		want  bool
+	}{
+		{"same client, same token", []cmdEvent{{t: 110 * ms, client: 2, op: cmdSet, nx: true, tok: "a"}}, true},
+		{"another client", []cmdEvent{{t: 110 * ms, client: 1, op: cmdSet, nx: true, tok: "a"}}, false},
+		{"another token", []cmdEvent{{t: 110 * ms, client: 2, op: cmdSet, nx: true, tok: "b"}}, false},
+		{"not NX", []cmdEvent{{t: 110 * ms, client: 2, op: cmdSet, tok: "a"}}, false},
+		{"past the horizon", []cmdEvent{{t: 600 * ms, client: 2, op: cmdSet, nx: true, tok: "a"}}, false},
+		{"nothing later", nil, false},
+	} {
+		if got := retriedWith(tc.later, c, 400*ms); got != tc.want {
+			t.Errorf("%s: retriedWith = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
