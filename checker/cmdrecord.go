@@ -199,17 +199,7 @@ func (m *model) addCmdArgs(args []string, t int64, node int16, client int32, scr
 				ev.keep = true
 			case "PX", "EX", "PXAT", "EXAT":
 				if i+1 < len(args) {
-					v := num(args[i+1])
-					switch strings.ToUpper(args[i]) {
-					case "PX":
-						ev.ttl = v * 1e6
-					case "EX":
-						ev.ttl = v * 1e9
-					case "PXAT":
-						ev.abs = m.unixToRun(v * 1e6)
-					case "EXAT":
-						ev.abs = m.unixToRun(v * 1e9)
-					}
+					m.setExpiry(&ev, strings.ToUpper(args[i]), num(args[i+1]))
 					i++
 				}
 			}
@@ -228,17 +218,7 @@ func (m *model) addCmdArgs(args []string, t int64, node int16, client int32, scr
 			return
 		}
 		ev.op = cmdExpire
-		v := num(args[2])
-		switch name {
-		case "PEXPIRE":
-			ev.ttl = v * 1e6
-		case "EXPIRE":
-			ev.ttl = v * 1e9
-		case "PEXPIREAT":
-			ev.abs = m.unixToRun(v * 1e6)
-		case "EXPIREAT":
-			ev.abs = m.unixToRun(v * 1e9)
-		}
+		m.setExpiry(&ev, name, num(args[2]))
 		add(args[1], ev)
 	case "HSET", "HSETNX", "HINCRBY", "HINCRBYFLOAT", "HMSET":
 		ev.op = cmdHash
@@ -249,6 +229,22 @@ func (m *model) addCmdArgs(args []string, t int64, node int16, client int32, scr
 	case "HDEL":
 		ev.op = cmdHDel
 		add(args[1], ev)
+	}
+}
+
+// setExpiry sets ev's expiry from a time argument v in unit (SET's option
+// or the EXPIRE command's name): milliseconds or seconds, relative to the
+// command or at a unix time.
+func (m *model) setExpiry(ev *cmdEvent, unit string, v int64) {
+	switch unit {
+	case "PX", "PEXPIRE":
+		ev.ttl = v * 1e6
+	case "EX", "EXPIRE":
+		ev.ttl = v * 1e9
+	case "PXAT", "PEXPIREAT":
+		ev.abs = m.unixToRun(v * 1e6)
+	case "EXAT", "EXPIREAT":
+		ev.abs = m.unixToRun(v * 1e9)
 	}
 }
 

@@ -96,22 +96,21 @@ func (s *scheduler) acquire(ctx context.Context, a float64) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		fits := s.running == 0 ||
-			(!alone && !s.alone && s.running < s.max && s.used+a <= s.budget && !s.busy())
-		if fits {
+		room := !alone && !s.alone && s.running < s.max && s.used+a <= s.budget
+		switch {
+		case s.running == 0 || room && !s.busy():
 			s.running++
 			s.used += a
 			s.alone = alone
 			return true
-		}
-		if s.running > 0 && !s.alone && !alone && s.running < s.max && s.used+a <= s.budget {
+		case room:
 			// Room but a busy machine: look again shortly.
 			s.mu.Unlock()
 			time.Sleep(200 * time.Millisecond)
 			s.mu.Lock()
-			continue
+		default:
+			s.cond.Wait()
 		}
-		s.cond.Wait()
 	}
 }
 
