@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/lockchaos/lockchaos/checker"
 )
 
 // clone deep-copies results through JSON, as a baseline read from disk is.
@@ -56,12 +58,12 @@ func TestCompare(t *testing.T) {
 		{name: "fairness dropped", mutate: func(_, c *Results) { c.Stats.Fairness = 0.5 }, regressed: true, worse: []string{"fairness"}},
 		{name: "verdict valid to invalid", mutate: func(_, c *Results) {
 			c.Verdict = "invalid"
-			c.Checks["mutex"] = CheckSummary{Verdict: "invalid", Violations: 1}
+			c.Checks["mutex"] = checker.CheckResult{Verdict: "invalid", Violations: 1}
 		}, regressed: true, worse: []string{"verdict", "mutex"}},
-		{name: "verdict valid to unknown", mutate: func(_, c *Results) { c.Checks["mutex"] = CheckSummary{Verdict: "unknown"} },
+		{name: "verdict valid to unknown", mutate: func(_, c *Results) { c.Checks["mutex"] = checker.CheckResult{Verdict: "unknown"} },
 			regressed: true, worse: []string{"mutex"}},
-		{name: "verdict invalid to valid is better", mutate: func(_, c *Results) { c.Checks["fencing"] = CheckSummary{Verdict: "valid"} }},
-		{name: "new check that is invalid", mutate: func(_, c *Results) { c.Checks["liveness"] = CheckSummary{Verdict: "invalid"} },
+		{name: "verdict invalid to valid is better", mutate: func(_, c *Results) { c.Checks["fencing"] = checker.CheckResult{Verdict: "valid"} }},
+		{name: "new check that is invalid", mutate: func(_, c *Results) { c.Checks["liveness"] = checker.CheckResult{Verdict: "invalid"} },
 			regressed: true, worse: []string{"liveness"}},
 	}
 	for _, tc := range tests {
@@ -102,7 +104,7 @@ func TestCompareOutput(t *testing.T) {
 	base.Scenario, base.Lock = "smoke", "simple"
 	cur := clone(t, base)
 	base.Stats.Throughput *= 3
-	cur.Checks["mutex"] = CheckSummary{Verdict: "invalid"}
+	cur.Checks["mutex"] = checker.CheckResult{Verdict: "invalid"}
 	c := Compare(base, cur, 0)
 	if c.MaxRegression != DefaultMaxRegression {
 		t.Errorf("max regression = %v, want the default", c.MaxRegression)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -36,7 +37,7 @@ type htmlRow []string
 
 type htmlViolation struct {
 	N                 int
-	V                 ViolationSummary
+	V                 checker.Violation
 	Clients, At, Win  string
 	Timeline          template.URL
 	TimelineFile      string
@@ -45,7 +46,7 @@ type htmlViolation struct {
 
 // htmlIncident is one incident as report.html shows it.
 type htmlIncident struct {
-	In           IncidentSummary
+	In           checker.Incident
 	Facts        string
 	Timeline     template.URL
 	TimelineFile string
@@ -165,8 +166,8 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 			break
 		}
 		hv := htmlViolation{N: i + 1, V: v, Clients: joinInts(v.Clients), At: formatMS(v.AtMS)}
-		if v.WindowNS != [2]int64{} {
-			hv.Win = fmt.Sprintf("%s – %s", formatMS(history.MS(v.WindowNS[0])), formatMS(history.MS(v.WindowNS[1])))
+		if v.Window != [2]int64{} {
+			hv.Win = fmt.Sprintf("%s – %s", formatMS(history.MS(v.Window[0])), formatMS(history.MS(v.Window[1])))
 		}
 		if t := art.timelines[i]; t != "" {
 			if u, err := dataURI(filepath.Join(art.dir, t+".png")); err == nil {

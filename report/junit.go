@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/checker"
 )
 
 // JUnit XML: runs, seeds and matrix cells as test cases, the format the
@@ -92,7 +94,7 @@ func wallS(p *Phases, durationMS float64) float64 {
 // failed threshold.
 func failureText(r *Results) (msg, detail string) {
 	var checks []string
-	var related []IncidentSummary // incidents of the first check invalid where it should not be
+	var related []checker.Incident // incidents of the first check invalid where it should not be
 	for _, name := range sortedChecks(r) {
 		got := string(r.Checks[name].Verdict)
 		want, ok := expectedFor(r, name)
@@ -145,7 +147,7 @@ func failureText(r *Results) (msg, detail string) {
 }
 
 // incidentLine is an incident's sentence and its cause.
-func incidentLine(in IncidentSummary) string {
+func incidentLine(in checker.Incident) string {
 	if in.Cause == "" {
 		return in.Sentence
 	}

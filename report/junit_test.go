@@ -70,14 +70,14 @@ func junitRuns(t *testing.T, base string) (bad, good, unknown string) {
 	phases := &Phases{Start: 100, Ready: 50, Workload: 3000, Heal: 10, Recovery: 1000, Stop: 200, Check: 30, Report: 110} // 4.5 s
 	bad = write("bad", &Results{Scenario: "gc-pause", Lock: "simple", Seed: 1, Verdict: "invalid", Outcome: "unexpected", ExitCode: 1,
 		Expected: map[string]string{"mutex": "valid"},
-		Checks:   map[string]CheckSummary{"mutex": {Verdict: checker.Invalid, Violations: 2}, "liveness": {Verdict: checker.Valid}},
-		Incidents: []IncidentSummary{{ID: 1, Sentence: "Client 3 held k0 after a 1.2s pause outlived its 500ms lease; client 5 took the key.",
+		Checks:   map[string]checker.CheckResult{"mutex": {Verdict: checker.Invalid, Violations: 2}, "liveness": {Verdict: checker.Valid}},
+		Incidents: []checker.Incident{{ID: 1, Sentence: "Client 3 held k0 after a 1.2s pause outlived its 500ms lease; client 5 took the key.",
 			Cause: "expired-during-pause", Counts: map[string]int{"mutex": 2}}},
 		Phases: phases, DurationMS: 9999})
 	good = write("good", &Results{Scenario: "gc-pause", Lock: "fenced", Seed: 1, Verdict: "valid", Outcome: "as-expected", ExitCode: 0,
-		Checks: map[string]CheckSummary{"mutex": {Verdict: checker.Valid}}, Phases: phases})
+		Checks: map[string]checker.CheckResult{"mutex": {Verdict: checker.Valid}}, Phases: phases})
 	unknown = write("unknown", &Results{Scenario: "restart-empty", Lock: "simple", Seed: 1, Verdict: "unknown", Outcome: "unknown", ExitCode: 2,
-		Checks:     map[string]CheckSummary{"mutex": {Verdict: checker.Unknown, Notes: []string{"fault 1 (kill-node) did not take effect"}}},
+		Checks:     map[string]checker.CheckResult{"mutex": {Verdict: checker.Unknown, Notes: []string{"fault 1 (kill-node) did not take effect"}}},
 		DurationMS: 2500})
 	return bad, good, unknown
 }
@@ -179,8 +179,8 @@ func TestJUnitSeeds(t *testing.T) {
 	// incident of a check that was meant to fail.
 	r := &Results{Scenario: "gc-pause", Lock: "simple", ExitCode: 1, Outcome: "unexpected",
 		Expected: map[string]string{"mutex": "invalid", "liveness": "valid"},
-		Checks:   map[string]CheckSummary{"mutex": {Verdict: checker.Invalid}, "liveness": {Verdict: checker.Invalid}},
-		Incidents: []IncidentSummary{{ID: 1, Sentence: "Client 0 was paused.", Cause: "expired-during-pause", Counts: map[string]int{"mutex": 3}},
+		Checks:   map[string]checker.CheckResult{"mutex": {Verdict: checker.Invalid}, "liveness": {Verdict: checker.Invalid}},
+		Incidents: []checker.Incident{{ID: 1, Sentence: "Client 0 was paused.", Cause: "expired-during-pause", Counts: map[string]int{"mutex": 3}},
 			{ID: 2, Sentence: "Client 2 waited 4s.", Cause: "starved", Counts: map[string]int{"liveness": 1}}}}
 	if c := RunCase(r, "", false); c.Message != "liveness: expected valid, got invalid: Client 2 waited 4s. (cause: starved)" ||
 		!strings.Contains(c.Detail, "incident 1: Client 0 was paused.") {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
 )
 
 // renderDir is where TestRender leaves its output when
@@ -22,17 +24,17 @@ func renderDir(t *testing.T) string {
 	return t.TempDir()
 }
 
-func sampleResults(v ViolationSummary) *Results {
+func sampleResults(v checker.Violation) *Results {
 	return &Results{
 		Scenario: "synthetic", Lock: "simple", Backend: "embedded", Topology: "single", Seed: 7,
 		Verdict: "invalid", Outcome: "as-expected", ExitCode: 0,
 		Expected: map[string]string{"mutex": "invalid"},
-		Checks: map[string]CheckSummary{
+		Checks: map[string]checker.CheckResult{
 			"mutex":    {Verdict: "invalid", Violations: 1},
 			"fencing":  {Verdict: "valid"},
 			"liveness": {Verdict: "valid"},
 		},
-		Violations: []ViolationSummary{v},
+		Violations: []checker.Violation{v},
 		StartedAt:  time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC),
 		DurationMS: 5000,
 	}
@@ -155,7 +157,7 @@ func TestRenderSurvivesBrokenPlot(t *testing.T) {
 
 func TestRenderWithoutAnalysis(t *testing.T) {
 	dir := t.TempDir()
-	r := sampleResults(ViolationSummary{Check: "mutex", Key: "k"})
+	r := sampleResults(checker.Violation{Check: "mutex", Key: "k"})
 	if err := Render(dir, r, nil); err != nil {
 		t.Fatal(err)
 	}

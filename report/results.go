@@ -52,12 +52,16 @@ type Results struct {
 	// ExitCode is what the command exited with (0..4, see README).
 	ExitCode int `json:"exit_code"`
 
-	Checks     map[string]CheckSummary `json:"checks"`
-	Violations []ViolationSummary      `json:"violations"`
-	Incidents  []IncidentSummary       `json:"incidents"`
-	Stats      Stats                   `json:"stats"`
-	Faults     []FaultSummary          `json:"faults,omitempty"`
-	Thresholds []ThresholdResult       `json:"thresholds,omitempty"`
+	// Checks, Violations and Incidents are the checker's own results
+	// (checker.Result), as results.json holds them. Incidents group the
+	// violations that share a cause, in order of their start; Violations
+	// stay as their evidence.
+	Checks     map[string]checker.CheckResult `json:"checks"`
+	Violations []checker.Violation            `json:"violations"`
+	Incidents  []checker.Incident             `json:"incidents"`
+	Stats      Stats                          `json:"stats"`
+	Faults     []FaultSummary                 `json:"faults,omitempty"`
+	Thresholds []ThresholdResult              `json:"thresholds,omitempty"`
 	// LossDetection: how long holders went on believing after the server
 	// lost their key (single-master topologies with an observer).
 	LossDetection *checker.LossDetection `json:"loss_detection,omitempty"`
@@ -72,57 +76,6 @@ type Results struct {
 	Events int     `json:"events"`
 	// Notes are run-level remarks (auto backend choice, torn history, ...).
 	Notes []string `json:"notes,omitempty"`
-}
-
-// CheckSummary is one check's verdict as results.json holds it: the
-// checker's own result type.
-type CheckSummary = checker.CheckResult
-
-// ViolationSummary is one violation with its evidence and likely cause.
-type ViolationSummary struct {
-	Check       string   `json:"check"`
-	Key         string   `json:"key"`
-	Clients     []int    `json:"clients"`
-	AtMS        float64  `json:"at_ms"`
-	Detail      string   `json:"detail"`
-	Cause       string   `json:"cause"`
-	Explanation string   `json:"explanation"`
-	WindowNS    [2]int64 `json:"window_ns"`
-
-	// Lease is the hold whose belief the violation overlapped, if any.
-	Lease *LeaseSummary `json:"lease,omitempty"`
-	// FaultID is the fault the cause names (0: none).
-	FaultID int `json:"fault_id,omitempty"`
-}
-
-// LeaseSummary identifies a hold (checker.Lease).
-type LeaseSummary struct {
-	Client       int    `json:"client"`
-	Key          string `json:"key"`
-	AcquiredNS   int64  `json:"acquired_ns"`
-	DeadlineNS   int64  `json:"deadline_ns,omitempty"`
-	BelievedToNS int64  `json:"believed_to_ns"`
-}
-
-// IncidentSummary is one incident (checker.Incident): the violations that
-// share a cause and the fault it names or the lease the others overlapped.
-// Results.Incidents lists them in order of their start; Results.Violations
-// stays as their evidence.
-type IncidentSummary struct {
-	ID int `json:"id"`
-	// Sentence tells the incident to a person.
-	Sentence string        `json:"sentence"`
-	Cause    string        `json:"cause"`
-	FaultID  int           `json:"fault_id,omitempty"`
-	Lease    *LeaseSummary `json:"lease,omitempty"`
-	SpanNS   [2]int64      `json:"span_ns"`
-	Clients  []int         `json:"clients"`
-	Keys     []string      `json:"keys"`
-	// Counts are its violations per check (mutex: overlapping pairs of
-	// holds; resource: lost writes).
-	Counts map[string]int `json:"counts"`
-	// Violations are indices into Results.Violations.
-	Violations []int `json:"violations"`
 }
 
 // FaultSummary is one fault firing as recorded in the history.

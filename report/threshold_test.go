@@ -3,13 +3,15 @@ package report
 import (
 	"strings"
 	"testing"
+
+	"github.com/lockchaos/lockchaos/checker"
 )
 
 func thresholdResults() *Results {
 	return &Results{
 		Verdict: "valid", Outcome: "as-expected",
-		Checks:     map[string]CheckSummary{"mutex": {Verdict: "valid"}, "fencing": {Verdict: "invalid", Violations: 2}},
-		Violations: []ViolationSummary{{Check: "fencing"}, {Check: "fencing"}},
+		Checks:     map[string]checker.CheckResult{"mutex": {Verdict: "valid"}, "fencing": {Verdict: "invalid", Violations: 2}},
+		Violations: []checker.Violation{{Check: "fencing"}, {Check: "fencing"}},
 		Events:     1000,
 		Stats: Stats{
 			Throughput: 6000, Cycles: 600, WorkloadCycles: 590, Fairness: 0.95,

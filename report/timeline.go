@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -51,7 +52,7 @@ type tlMark struct {
 
 // timelineData is what one pass collects around one violation.
 type timelineData struct {
-	v            ViolationSummary
+	v            checker.Violation
 	winLo, winHi int64 // the checker's window
 	lo, hi       int64 // collection range
 	open         map[int]tlHold
@@ -64,8 +65,8 @@ type timelineData struct {
 	title, band string
 }
 
-func newTimelineData(v ViolationSummary, ttlNS int64) *timelineData {
-	lo, hi := v.WindowNS[0], v.WindowNS[1]
+func newTimelineData(v checker.Violation, ttlNS int64) *timelineData {
+	lo, hi := v.Window[0], v.Window[1]
 	if lo == 0 && hi == 0 {
 		at := int64(v.AtMS * 1e6)
 		lo, hi = at, at
@@ -150,7 +151,7 @@ func (d *timelineData) finish(endNS int64) {
 // far before every window are skipped without decoding them (the writer puts
 // "t" and "end" first), and reading stops well after the last window: on a
 // long history this pass costs a fraction of Analyze.
-func collectTimelines(historyPath string, vs []ViolationSummary, ttlNS int64) ([]*timelineData, error) {
+func collectTimelines(historyPath string, vs []checker.Violation, ttlNS int64) ([]*timelineData, error) {
 	ds := make([]*timelineData, len(vs))
 	skipBefore, stopAfter := int64(math.MaxInt64), int64(math.MinInt64)
 	for i, v := range vs {
@@ -179,7 +180,7 @@ func collectTimelines(historyPath string, vs []ViolationSummary, ttlNS int64) ([
 // MaxTimelines violations that have a window, reading the history once.
 // It returns, per violation index, the base name written ("" = none) and
 // the errors of the plots that failed.
-func PlotTimelines(dir string, a *Analysis, vs []ViolationSummary) (map[int]string, []error) {
+func PlotTimelines(dir string, a *Analysis, vs []checker.Violation) (map[int]string, []error) {
 	names, _, errs := plotAllTimelines(dir, a, vs, nil)
 	return names, errs
 }
@@ -187,7 +188,7 @@ func PlotTimelines(dir string, a *Analysis, vs []ViolationSummary) (map[int]stri
 // tlSpec is one timeline to draw: the view, its file's base name, and
 // which violation (index) or incident (id) it belongs to.
 type tlSpec struct {
-	v           ViolationSummary
+	v           checker.Violation
 	base        string
 	n           int
 	incident    bool
@@ -199,10 +200,10 @@ type tlSpec struct {
 // the first MaxIncidentTimelines incidents. It returns the base names
 // written per violation index and per incident id, and the errors of the
 // plots that failed.
-func plotAllTimelines(dir string, a *Analysis, vs []ViolationSummary, incs []IncidentSummary) (map[int]string, map[int]string, []error) {
+func plotAllTimelines(dir string, a *Analysis, vs []checker.Violation, incs []checker.Incident) (map[int]string, map[int]string, []error) {
 	names, incNames := map[int]string{}, map[int]string{}
 	var specs []tlSpec
-	drawable := func(v ViolationSummary) bool { return v.Key != "" && (v.WindowNS != [2]int64{} || v.AtMS != 0) }
+	drawable := func(v checker.Violation) bool { return v.Key != "" && (v.Window != [2]int64{} || v.AtMS != 0) }
 	for i, v := range vs {
 		if len(specs) == MaxTimelines {
 			break
@@ -235,7 +236,7 @@ func plotAllTimelines(dir string, a *Analysis, vs []ViolationSummary, incs []Inc
 	if ms, ok := metaInt(a.Meta, history.MetaTTLms); ok {
 		ttl = int64(ms) * 1_000_000
 	}
-	sel := make([]ViolationSummary, len(specs))
+	sel := make([]checker.Violation, len(specs))
 	for i, s := range specs {
 		sel[i] = s.v
 	}

@@ -62,7 +62,7 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	}
 	meta, _ := history.RunMeta(hist)
 	r := &report.Results{Scenario: s.Name, Lock: lock, Topology: s.Topology, Seed: s.Seed,
-		Verdict: string(cres.Verdict), Checks: map[string]report.CheckSummary{}, LockConfig: eo.LockConfig,
+		Verdict: string(cres.Verdict), Checks: map[string]checker.CheckResult{}, LockConfig: eo.LockConfig,
 		Events: cres.Events, Notes: append(append([]string{}, eo.Notes...), cres.Notes...), Backend: eo.Backend}
 	if r.Backend == "" {
 		r.Backend, _ = meta[history.MetaBackend].(string)
@@ -89,18 +89,8 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 		r.Checks[name] = c
 		verdicts[name] = string(c.Verdict)
 	}
-	r.Violations = []report.ViolationSummary{}
-	for _, v := range cres.Violations {
-		r.Violations = append(r.Violations, report.ViolationSummary{Check: v.Check, Key: v.Key, Clients: v.Clients,
-			AtMS: v.AtMS, Detail: v.Detail, Cause: v.Cause, Explanation: v.Explanation, WindowNS: v.Window,
-			Lease: leaseSummary(v.Lease), FaultID: v.FaultID})
-	}
-	r.Incidents = []report.IncidentSummary{}
-	for _, in := range cres.Incidents {
-		r.Incidents = append(r.Incidents, report.IncidentSummary{ID: in.ID, Sentence: in.Sentence, Cause: in.Cause,
-			FaultID: in.FaultID, Lease: leaseSummary(in.Lease), SpanNS: in.Span, Clients: in.Clients, Keys: in.Keys,
-			Counts: in.Counts, Violations: in.Violations})
-	}
+	r.Violations = orEmpty(cres.Violations)
+	r.Incidents = orEmpty(cres.Incidents)
 	r.LossDetection = cres.LossDetection
 	report.FillStats(r, an)
 
@@ -161,11 +151,13 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	return r, code, nil
 }
 
-func leaseSummary(l *checker.Lease) *report.LeaseSummary {
-	if l == nil {
-		return nil
+// orEmpty is xs, or an empty slice for nil (results.json lists "[]", not
+// null).
+func orEmpty[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
 	}
-	return &report.LeaseSummary{Client: l.Client, Key: l.Key, AcquiredNS: l.AcquiredNS, DeadlineNS: l.DeadlineNS, BelievedToNS: l.BelievedToNS}
+	return xs
 }
 
 // CheckDir re-runs the checker on a saved run directory, with the scenario
