@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 func acq(c int, key string, t, end int64, res history.Result, depth int) history.Event {
@@ -34,7 +35,7 @@ func TestAnalyze(t *testing.T) {
 		throughput             float64
 		fairness               float64
 		perClient              []int64
-		acquires, releases     Counts
+		acquires, releases     metrics.Counts
 		handoffs               []float64 // µs: count and max/min checked
 		cycleMaxUS             float64
 	}
@@ -58,7 +59,7 @@ func TestAnalyze(t *testing.T) {
 				rel(1, "k", 45*ms, 45*ms+200*us, 0),
 			},
 			want: want{cycles: 4, workloadCycles: 3, throughput: 3 / 0.040, fairness: 1, perClient: []int64{2, 2},
-				acquires: Counts{OK: 4}, releases: Counts{OK: 4}, handoffs: []float64{1000}, cycleMaxUS: 20000},
+				acquires: metrics.Counts{OK: 4}, releases: metrics.Counts{OK: 4}, handoffs: []float64{1000}, cycleMaxUS: 20000},
 		},
 		{
 			name: "hand-off, waiter acked before the releaser's ack is appended",
@@ -71,7 +72,7 @@ func TestAnalyze(t *testing.T) {
 				phaseEv(40*ms, "heal"),
 			},
 			want: want{cycles: 2, workloadCycles: 2, throughput: 2 / 0.040, fairness: 1, perClient: []int64{1, 1},
-				acquires: Counts{OK: 2}, releases: Counts{OK: 2}, handoffs: []float64{1000}, cycleMaxUS: 20000},
+				acquires: metrics.Counts{OK: 2}, releases: metrics.Counts{OK: 2}, handoffs: []float64{1000}, cycleMaxUS: 20000},
 		},
 		{
 			name: "the releaser takes the key again first: the waiter's hand-off counts from the second release",
@@ -86,7 +87,7 @@ func TestAnalyze(t *testing.T) {
 				phaseEv(50*ms, "heal"),
 			},
 			want: want{cycles: 3, workloadCycles: 3, throughput: 3 / 0.050, fairness: 0.9, perClient: []int64{2, 1},
-				acquires: Counts{OK: 3}, releases: Counts{OK: 3}, handoffs: []float64{1000}, cycleMaxUS: 29100},
+				acquires: metrics.Counts{OK: 3}, releases: metrics.Counts{OK: 3}, handoffs: []float64{1000}, cycleMaxUS: 29100},
 		},
 		{
 			name: "reentrant holds are one cycle; failed and unknown acquires count; idle clients lower fairness",
@@ -104,7 +105,7 @@ func TestAnalyze(t *testing.T) {
 			},
 			// Jain over [1, 1, 0, 0] = 4 / (4·2) = 0.5
 			want: want{cycles: 2, workloadCycles: 2, throughput: 200, fairness: 0.5, perClient: []int64{1, 1, 0, 0},
-				acquires: Counts{OK: 2, Fail: 1, Unknown: 1}, releases: Counts{OK: 2}, cycleMaxUS: 4100},
+				acquires: metrics.Counts{OK: 2, Fail: 1, Unknown: 1}, releases: metrics.Counts{OK: 2}, cycleMaxUS: 4100},
 		},
 		{
 			name: "no phase events: throughput over first client event .. last event",
@@ -116,7 +117,7 @@ func TestAnalyze(t *testing.T) {
 				rel(0, "k", 29*ms, 30*ms, 0),
 			},
 			want: want{cycles: 2, workloadCycles: 2, throughput: 2 / 0.020, fairness: 1, perClient: []int64{2},
-				acquires: Counts{OK: 2}, releases: Counts{OK: 2}, cycleMaxUS: 11000},
+				acquires: metrics.Counts{OK: 2}, releases: metrics.Counts{OK: 2}, cycleMaxUS: 11000},
 		},
 		{
 			name: "an acquire never released is not a cycle",
@@ -125,13 +126,13 @@ func TestAnalyze(t *testing.T) {
 				acq(0, "k", 0, 1*ms, history.OK, 1),
 				phaseEv(10*ms, "heal"),
 			},
-			want: want{fairness: 1, perClient: []int64{1}, acquires: Counts{OK: 1}},
+			want: want{fairness: 1, perClient: []int64{1}, acquires: metrics.Counts{OK: 1}},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeHistory(t, t.TempDir(), tc.evs)
-			a, err := Analyze(path, AnalyzeOptions{})
+			a, err := metrics.Analyze(path, metrics.AnalyzeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,14 +157,14 @@ func TestAnalyze(t *testing.T) {
 			if st.Acquires != w.acquires || st.Releases != w.releases {
 				t.Errorf("acquires %+v releases %+v, want %+v %+v", st.Acquires, st.Releases, w.acquires, w.releases)
 			}
-			h := st.LatencyUS[OpHandoff]
+			h := st.LatencyUS[metrics.OpHandoff]
 			if h.Count != int64(len(w.handoffs)) {
 				t.Errorf("handoffs = %d, want %d", h.Count, len(w.handoffs))
 			}
 			if len(w.handoffs) > 0 && !near(h.Max, w.handoffs[len(w.handoffs)-1]) {
 				t.Errorf("handoff max = %vµs, want %vµs", h.Max, w.handoffs[len(w.handoffs)-1])
 			}
-			if c := st.LatencyUS[OpCycle]; w.cycleMaxUS > 0 && !near(c.Max, w.cycleMaxUS) {
+			if c := st.LatencyUS[metrics.OpCycle]; w.cycleMaxUS > 0 && !near(c.Max, w.cycleMaxUS) {
 				t.Errorf("cycle max = %vµs, want %vµs", c.Max, w.cycleMaxUS)
 			}
 		})
@@ -178,15 +179,15 @@ func TestAnalyzeLatencySummary(t *testing.T) {
 		evs = append(evs, acq(0, "k", at, at+i*ms, history.OK, 1), rel(0, "k", at+i*ms, at+i*ms+100*us, 0))
 		at += i*ms + 200*us
 	}
-	a, err := Analyze(writeHistory(t, t.TempDir(), evs), AnalyzeOptions{})
+	a, err := metrics.Analyze(writeHistory(t, t.TempDir(), evs), metrics.AnalyzeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := a.Stats.LatencyUS[OpAcquire]
+	l := a.Stats.LatencyUS[metrics.OpAcquire]
 	if l.Count != 100 || !near(l.P50, 50000) || !near(l.P90, 90000) || !near(l.P99, 99000) || !near(l.Max, 100000) || !near(l.Mean, 50500) {
 		t.Errorf("acquire latency = %+v", l)
 	}
-	if r := a.Stats.LatencyUS[OpRelease]; r.Count != 100 || !near(r.P50, 100) {
+	if r := a.Stats.LatencyUS[metrics.OpRelease]; r.Count != 100 || !near(r.P50, 100) {
 		t.Errorf("release latency = %+v", r)
 	}
 }
@@ -205,7 +206,7 @@ func TestAnalyzeFaultsSeriesSamples(t *testing.T) {
 		history.Event{T: 30 * ms, Client: -1, Op: history.OpHeal, Fault: &history.Fault{ID: 3, Kind: "kill-node", Effect: map[string]string{"restarted": "true"}}},
 		history.Event{T: 31 * ms, Client: -1, Op: history.OpFault, Fault: &history.Fault{ID: 4, Kind: "partition", Applied: false}},
 		phaseEv(at, "heal"))
-	a, err := Analyze(writeHistory(t, t.TempDir(), evs), AnalyzeOptions{BucketNS: ms, MaxBuckets: 8, MaxSamples: 10})
+	a, err := metrics.Analyze(writeHistory(t, t.TempDir(), evs), metrics.AnalyzeOptions{BucketNS: ms, MaxBuckets: 8, MaxSamples: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestAnalyzeFaultsSeriesSamples(t *testing.T) {
 }
 
 func TestAnalyzeErrors(t *testing.T) {
-	if _, err := Analyze("/nonexistent/history.jsonl", AnalyzeOptions{}); err == nil {
+	if _, err := metrics.Analyze("/nonexistent/history.jsonl", metrics.AnalyzeOptions{}); err == nil {
 		t.Error("missing file: want an error")
 	}
 }
@@ -257,7 +258,7 @@ func TestJain(t *testing.T) {
 		{[]int64{0, 0}, 0},
 		{nil, 0},
 	} {
-		if got := Jain(tc.xs); math.Abs(got-tc.want) > 1e-12 {
+		if got := metrics.Jain(tc.xs); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("Jain(%v) = %v, want %v", tc.xs, got, tc.want)
 		}
 	}
@@ -281,7 +282,7 @@ func BenchmarkAnalyze(b *testing.B) {
 	b.Run("analyze", func(b *testing.B) {
 		var events int
 		for b.Loop() {
-			a, err := Analyze(path, AnalyzeOptions{})
+			a, err := metrics.Analyze(path, metrics.AnalyzeOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}

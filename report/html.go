@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // scheduleFile is the runner's schedule.json: the seed and the resolved
@@ -53,7 +54,7 @@ type htmlIncident struct {
 }
 
 type htmlData struct {
-	R          *Results
+	R          *metrics.Results
 	Marker     string
 	Outcome    string
 	Meta       []htmlRow
@@ -69,7 +70,7 @@ type htmlData struct {
 	Thresholds []htmlRow
 	Clients    []htmlRow
 	Hgrm       []string
-	Stats      Stats
+	Stats      metrics.Stats
 	Duration   string
 
 	Incidents []htmlIncident
@@ -103,7 +104,7 @@ func dataURI(path string) (template.URL, error) {
 	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b)), nil
 }
 
-func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
+func buildHTMLData(r *metrics.Results, a *metrics.Analysis, art artifacts) *htmlData {
 	d := &htmlData{R: r, Marker: Marker(r.ExitCode), Outcome: r.Outcome, Stats: r.Stats}
 	if r.DurationMS > 0 {
 		d.Duration = (time.Duration(r.DurationMS * 1e6)).Round(time.Millisecond).String()
@@ -134,7 +135,7 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			add(k, metaString(a.Meta, k))
+			add(k, metrics.MetaString(a.Meta, k))
 		}
 	}
 	if len(r.LockConfig) > 0 {

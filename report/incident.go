@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // maxTextIncidents is how many incidents WriteText and summary.md spell out.
@@ -75,7 +76,7 @@ func incidentsHeading(n int) string {
 }
 
 // incidentOf maps a violation's index to its incident's id.
-func incidentOf(r *Results) map[int]int {
+func incidentOf(r *metrics.Results) map[int]int {
 	out := map[int]int{}
 	for _, in := range r.Incidents {
 		for _, i := range in.Violations {

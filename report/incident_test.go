@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // withIncident gives r one incident made of its violations, as the runner
 // copies it from the checker.
-func withIncident(r *Results, sentence string) checker.Incident {
+func withIncident(r *metrics.Results, sentence string) checker.Incident {
 	in := checker.Incident{ID: 1, Sentence: sentence, Cause: "expired-during-pause", FaultID: 1,
 		Span: [2]int64{500e6, 910e6}, Clients: []int{0, 1, 2}, Keys: []string{"k0"}, Counts: map[string]int{}}
 	for i, v := range r.Violations {
@@ -76,12 +77,12 @@ func TestTextAndSummaryLeadWithIncidents(t *testing.T) {
 func TestRenderIncidentTimeline(t *testing.T) {
 	dir := t.TempDir()
 	hist, v := synthRun(t, dir, 3000)
-	a, err := Analyze(hist, AnalyzeOptions{})
+	a, err := metrics.Analyze(hist, metrics.AnalyzeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := sampleResults(v)
-	FillStats(r, a)
+	metrics.FillStats(r, a)
 	in := withIncident(r, "client 1 was paused past its TTL.")
 	in.Keys = []string{v.Key}
 	r.Incidents[0] = in
@@ -108,7 +109,7 @@ func TestRenderIncidentTimeline(t *testing.T) {
 	if !strings.Contains(string(md), "timeline: `incident-1.png`") {
 		t.Errorf("summary.md does not name the incident's timeline:\n%s", md)
 	}
-	back, err := ReadResults(filepath.Join(dir, "results.json"))
+	back, err := metrics.ReadResults(filepath.Join(dir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // Marker is the emoji-free status word for an exit code, as summary.md and
@@ -35,7 +37,7 @@ func mdCode(s string) string {
 
 // expectedText says what the scenario expected of check name, and whether
 // the run matched.
-func expectedText(r *Results, name, got string) string {
+func expectedText(r *metrics.Results, name, got string) string {
 	e, ok := expectedFor(r, name)
 	if !ok {
 		return "-"
@@ -49,7 +51,7 @@ func expectedText(r *Results, name, got string) string {
 // expectedFor is the scenario's expectation for check name: its own entry,
 // else the "*" entry. A scenario with an expectation but no entry for name
 // expects it valid.
-func expectedFor(r *Results, name string) (string, bool) {
+func expectedFor(r *metrics.Results, name string) (string, bool) {
 	if e, ok := r.Expected[name]; ok {
 		return e, true
 	}
@@ -87,13 +89,13 @@ func mapText(m map[string]string) string {
 // WriteSummaryMarkdown writes summary.md's content: a GitHub job summary
 // of the run. timelines maps a violation's index to its timeline plot's
 // base name ("" or missing = none).
-func WriteSummaryMarkdown(w io.Writer, r *Results, timelines map[int]string) error {
+func WriteSummaryMarkdown(w io.Writer, r *metrics.Results, timelines map[int]string) error {
 	return writeSummaryMarkdown(w, r, artifacts{timelines: timelines})
 }
 
 // writeSummaryMarkdown is WriteSummaryMarkdown with every plot Render
 // made: the violations' and the incidents' timelines.
-func writeSummaryMarkdown(w io.Writer, r *Results, art artifacts) error {
+func writeSummaryMarkdown(w io.Writer, r *metrics.Results, art artifacts) error {
 	timelines := art.timelines
 	var b strings.Builder
 	fmt.Fprintf(&b, "## lockchaos: %s / %s\n\n", orDash(r.Scenario), orDash(r.Lock))
@@ -214,21 +216,21 @@ func writeSummaryMarkdown(w io.Writer, r *Results, art artifacts) error {
 
 // latencyRows are the latency table's rows: op, count, p50, p90, p99,
 // p99.9, max (formatted), for the ops that recorded any.
-func latencyRows(st Stats) [][]string {
+func latencyRows(st metrics.Stats) [][]string {
 	var rows [][]string
-	for _, op := range Ops {
+	for _, op := range metrics.Ops {
 		l, ok := st.LatencyUS[op]
 		if !ok || l.Count == 0 {
 			continue
 		}
-		rows = append(rows, []string{op, fmt.Sprint(l.Count), FormatUS(l.P50), FormatUS(l.P90), FormatUS(l.P99), FormatUS(l.P999), FormatUS(l.Max)})
+		rows = append(rows, []string{op, fmt.Sprint(l.Count), metrics.FormatUS(l.P50), metrics.FormatUS(l.P90), metrics.FormatUS(l.P99), metrics.FormatUS(l.P999), metrics.FormatUS(l.Max)})
 	}
 	return rows
 }
 
 // faultTimes formats when a fault healed ("-" if never) and whether it
 // took effect.
-func faultTimes(f FaultSummary) (healed, applied string) {
+func faultTimes(f metrics.FaultSummary) (healed, applied string) {
 	healed, applied = "-", "yes"
 	if f.HealedMS > 0 {
 		healed = formatMS(f.HealedMS)
@@ -241,7 +243,7 @@ func faultTimes(f FaultSummary) (healed, applied string) {
 
 // thresholdCells formats a threshold's measured value and its result:
 // pass, FAIL, or "ERROR: why".
-func thresholdCells(t ThresholdResult) (value, result string) {
+func thresholdCells(t metrics.ThresholdResult) (value, result string) {
 	value = t.Actual
 	if value == "" && t.Error == "" {
 		value = trimFloat(t.Value)

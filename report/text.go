@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // maxTextViolations is how many violations WriteText and summary.md spell out.
@@ -16,7 +17,7 @@ const maxTextViolations = 5
 // WriteText writes a compact aligned summary of r for a terminal: verdict,
 // checks, the first violations with their explanation, throughput and the
 // latency table, thresholds and notes.
-func WriteText(w io.Writer, r *Results) error {
+func WriteText(w io.Writer, r *metrics.Results) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s · lock %s · backend %s · topology %s · seed %d\n",
 		orDash(r.Scenario), orDash(r.Lock), orDash(r.Backend), orDash(r.Topology), r.Seed)
@@ -110,7 +111,7 @@ func outcomeSuffix(o string) string {
 	return " (" + o + ")"
 }
 
-func passWord(t ThresholdResult) string {
+func passWord(t metrics.ThresholdResult) string {
 	switch {
 	case t.Error != "":
 		return "ERROR"
@@ -120,7 +121,7 @@ func passWord(t ThresholdResult) string {
 	return "FAIL "
 }
 
-func thresholdDetail(t ThresholdResult) string {
+func thresholdDetail(t metrics.ThresholdResult) string {
 	switch {
 	case t.Error != "":
 		return ": " + t.Error
@@ -136,7 +137,7 @@ func trimFloat(v float64) string {
 	return s
 }
 
-func hasLatency(st Stats) bool {
+func hasLatency(st metrics.Stats) bool {
 	for _, l := range st.LatencyUS {
 		if l.Count > 0 {
 			return true
@@ -145,7 +146,7 @@ func hasLatency(st Stats) bool {
 	return false
 }
 
-func sortedChecks(r *Results) []string {
+func sortedChecks(r *metrics.Results) []string {
 	names := make([]string, 0, len(r.Checks))
 	for n := range r.Checks {
 		names = append(names, n)
@@ -174,7 +175,7 @@ func plural(n int) string {
 
 // writeTextIncidents writes "N incidents:" and each incident's sentence
 // with its facts; nothing when the run had no violation.
-func writeTextIncidents(b *strings.Builder, r *Results) {
+func writeTextIncidents(b *strings.Builder, r *metrics.Results) {
 	n := len(r.Incidents)
 	if n == 0 {
 		return

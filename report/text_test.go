@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 func TestWriteText(t *testing.T) {
@@ -16,7 +17,7 @@ func TestWriteText(t *testing.T) {
 	r.Expected = map[string]string{"fencing": "valid"}
 	r.Violations = []checker.Violation{{Check: "fencing", Key: "k0", Clients: []int{1, 3}, AtMS: 1234.5,
 		Cause: "expired during pause", Explanation: "client 1 was paused past its TTL"}}
-	r.Thresholds = EvalThresholds([]string{"acquire.p99 < 5ms", "throughput > 7000", "nonsense"}, r)
+	r.Thresholds = metrics.EvalThresholds([]string{"acquire.p99 < 5ms", "throughput > 7000", "nonsense"}, r)
 	r.Notes = []string{"backend auto: process"}
 	var buf bytes.Buffer
 	if err := WriteText(&buf, r); err != nil {

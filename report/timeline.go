@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // MaxTimelines caps the holder timelines Render draws (one per violation).
@@ -180,7 +181,7 @@ func collectTimelines(historyPath string, vs []checker.Violation, ttlNS int64) (
 // MaxTimelines violations that have a window, reading the history once.
 // It returns, per violation index, the base name written ("" = none) and
 // the errors of the plots that failed.
-func PlotTimelines(dir string, a *Analysis, vs []checker.Violation) (map[int]string, []error) {
+func PlotTimelines(dir string, a *metrics.Analysis, vs []checker.Violation) (map[int]string, []error) {
 	names, _, errs := plotAllTimelines(dir, a, vs, nil)
 	return names, errs
 }
@@ -200,7 +201,7 @@ type tlSpec struct {
 // the first MaxIncidentTimelines incidents. It returns the base names
 // written per violation index and per incident id, and the errors of the
 // plots that failed.
-func plotAllTimelines(dir string, a *Analysis, vs []checker.Violation, incs []checker.Incident) (map[int]string, map[int]string, []error) {
+func plotAllTimelines(dir string, a *metrics.Analysis, vs []checker.Violation, incs []checker.Incident) (map[int]string, map[int]string, []error) {
 	names, incNames := map[int]string{}, map[int]string{}
 	var specs []tlSpec
 	drawable := func(v checker.Violation) bool { return v.Key != "" && (v.Window != [2]int64{} || v.AtMS != 0) }
@@ -233,7 +234,7 @@ func plotAllTimelines(dir string, a *Analysis, vs []checker.Violation, incs []ch
 		return names, incNames, nil
 	}
 	ttl := int64(0)
-	if ms, ok := metaInt(a.Meta, history.MetaTTLms); ok {
+	if ms, ok := metrics.MetaInt(a.Meta, history.MetaTTLms); ok {
 		ttl = int64(ms) * 1_000_000
 	}
 	sel := make([]checker.Violation, len(specs))
@@ -401,7 +402,7 @@ var serverGlyphs = map[string]struct {
 	"evicted": {draw.CrossGlyph{}, palette[6], "redis: key evicted"},
 }
 
-func plotTimeline(d *timelineData, a *Analysis, n int, base string) error {
+func plotTimeline(d *timelineData, a *metrics.Analysis, n int, base string) error {
 	v := d.v
 	// The view: the window with some margin, widened to show the whole of
 	// the involved clients' holds that overlap the window.
@@ -569,7 +570,7 @@ func plotTimeline(d *timelineData, a *Analysis, n int, base string) error {
 		l.add(g.label, sc)
 	}
 	l.add(bandLabel, bandThumb{palette[3]})
-	var inView []FaultSummary
+	var inView []metrics.FaultSummary
 	for _, f := range a.Faults {
 		to := f.HealedMS
 		if to == 0 {

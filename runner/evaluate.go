@@ -10,6 +10,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -35,18 +36,18 @@ type EvalOptions struct {
 	Checked *checker.Result
 	// Phases times the run's phases up to the check (nil: a saved run's
 	// check, timed from now); Evaluate marks check and report.
-	Phases *report.PhaseTimer
+	Phases *metrics.PhaseTimer
 }
 
 // Evaluate checks a run directory's history, compares the verdicts with the
 // scenario's expectation for lock, evaluates thresholds, renders the report
 // into dir and returns the results with the exit code. It is what `run` does
 // after the workload and what `check DIR` does on a saved run.
-func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*report.Results, int, error) {
+func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*metrics.Results, int, error) {
 	hist := history.FileIn(dir)
 	pt := eo.Phases
 	if pt == nil {
-		pt = report.NewPhaseTimer()
+		pt = metrics.NewPhaseTimer()
 	}
 	cres := eo.Checked
 	if cres == nil {
@@ -56,12 +57,12 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 		}
 	}
 	pt.Mark("check")
-	an, err := report.Analyze(hist, report.AnalyzeOptions{})
+	an, err := metrics.Analyze(hist, metrics.AnalyzeOptions{})
 	if err != nil {
 		return nil, ExitBadInput, fail(ExitBadInput, "analyze %s: %w", hist, err)
 	}
 	meta, _ := history.RunMeta(hist)
-	r := &report.Results{Scenario: s.Name, Lock: lock, Topology: s.Topology, Seed: s.Seed,
+	r := &metrics.Results{Scenario: s.Name, Lock: lock, Topology: s.Topology, Seed: s.Seed,
 		Verdict: string(cres.Verdict), Checks: map[string]checker.CheckResult{}, LockConfig: eo.LockConfig,
 		Events: cres.Events, Notes: append(append([]string{}, eo.Notes...), cres.Notes...), Backend: eo.Backend}
 	if r.Backend == "" {
@@ -92,7 +93,7 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	r.Violations = orEmpty(cres.Violations)
 	r.Incidents = orEmpty(cres.Incidents)
 	r.LossDetection = cres.LossDetection
-	report.FillStats(r, an)
+	metrics.FillStats(r, an)
 
 	exp := ExpectationFor(s, lock)
 	r.Expected = exp
@@ -126,7 +127,7 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 		}
 	}
 	exprs := append(append([]string{}, s.Thresholds...), eo.Thresholds...)
-	r.Thresholds = report.EvalThresholds(exprs, r)
+	r.Thresholds = metrics.EvalThresholds(exprs, r)
 	for _, t := range r.Thresholds {
 		if !t.Passed && code == ExitOK {
 			code = ExitViolated
@@ -145,7 +146,7 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	}
 	// The report's own time is known only now: results.json again with it.
 	pt.Mark("report")
-	if err := report.WriteJSON(filepath.Join(dir, report.ResultsFile), r); err != nil {
+	if err := metrics.WriteJSON(filepath.Join(dir, metrics.ResultsFile), r); err != nil {
 		return r, ExitInfra, fail(ExitInfra, "render report into %s: %w", dir, err)
 	}
 	return r, code, nil
@@ -162,7 +163,7 @@ func orEmpty[T any](xs []T) []T {
 
 // CheckDir re-runs the checker on a saved run directory, with the scenario
 // saved in it, and re-renders its report.
-func CheckDir(dir string, eo EvalOptions) (*report.Results, int, error) {
+func CheckDir(dir string, eo EvalOptions) (*metrics.Results, int, error) {
 	hist := history.FileIn(dir)
 	if _, err := os.Stat(hist); err != nil {
 		return nil, ExitBadInput, fail(ExitBadInput, "%s is not a run directory: %w", dir, err)
@@ -184,11 +185,11 @@ func CheckDir(dir string, eo EvalOptions) (*report.Results, int, error) {
 	if lock == "" {
 		return nil, ExitBadInput, fail(ExitBadInput, "%s: run event has no %q", hist, history.MetaLock)
 	}
-	if old, err := report.ReadResults(filepath.Join(dir, "results.json")); err == nil {
+	if old, err := metrics.ReadResults(filepath.Join(dir, "results.json")); err == nil {
 		eo.LockConfig = old.LockConfig
 		if old.Phases != nil && eo.Phases == nil {
 			// The run's phases stand; check and report are this check's.
-			eo.Phases = report.NewPhaseTimer()
+			eo.Phases = metrics.NewPhaseTimer()
 			eo.Phases.P = *old.Phases
 		}
 		if eo.Backend == "" {
@@ -202,16 +203,16 @@ func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xfa017
 
 // RenderDir re-renders a saved run's report from its history and results.json
 // without re-checking.
-func RenderDir(dir string) (*report.Results, error) {
-	r, err := report.ReadResults(filepath.Join(dir, "results.json"))
+func RenderDir(dir string) (*metrics.Results, error) {
+	r, err := metrics.ReadResults(filepath.Join(dir, "results.json"))
 	if err != nil {
 		return nil, fail(ExitBadInput, "%w", err)
 	}
-	an, err := report.Analyze(history.FileIn(dir), report.AnalyzeOptions{})
+	an, err := metrics.Analyze(history.FileIn(dir), metrics.AnalyzeOptions{})
 	if err != nil {
 		return nil, fail(ExitBadInput, "%w", err)
 	}
-	report.FillStats(r, an)
+	metrics.FillStats(r, an)
 	if err := report.Render(dir, r, an); err != nil {
 		return r, fail(ExitInfra, "%w", err)
 	}

@@ -1,8 +1,12 @@
-// Package report turns a run's history and checker result into what people
-// and CI read: results.json, summary.md, report.html, HdrHistogram latency
-// distributions (.hgrm), plots (PNG and SVG), thresholds and baseline
-// comparison. It reads files and never talks to Redis.
-package report
+// Package metrics computes a run's numbers from its history and checker
+// result and holds the documents that carry them: results.json (Results),
+// bench.json, matrix.json and seeds.json, the latency analysis with its
+// HdrHistogram distributions (.hgrm), thresholds and the comparison with a
+// baseline. It reads and writes files and never draws: rendering (plots,
+// Markdown, HTML, text) is package report's, which imports this one, so
+// that code that only needs the numbers does not pull in the plotting
+// library.
+package metrics
 
 import (
 	"encoding/json"
@@ -151,6 +155,34 @@ type ThresholdResult struct {
 	Actual string `json:"actual,omitempty"`
 	Passed bool   `json:"passed"`
 	Error  string `json:"error,omitempty"`
+}
+
+// ResultsFile is results.json's name in a run directory.
+const ResultsFile = "results.json"
+
+// FillStats copies the analysis's numbers and fault windows into r. It
+// leaves r alone when a is nil.
+func FillStats(r *Results, a *Analysis) {
+	if r == nil || a == nil {
+		return
+	}
+	r.Stats = a.Stats
+	r.Faults = a.Faults
+	if r.Events == 0 {
+		r.Events = a.Events
+	}
+	if r.Scenario == "" {
+		r.Scenario = MetaString(a.Meta, "scenario")
+	}
+	if r.Lock == "" {
+		r.Lock = MetaString(a.Meta, "lock")
+	}
+	if r.Backend == "" {
+		r.Backend = MetaString(a.Meta, "backend")
+	}
+	if r.Topology == "" {
+		r.Topology = MetaString(a.Meta, "topology")
+	}
 }
 
 // WriteJSON writes v as indented JSON to path (atomically: temp + rename, so
