@@ -62,6 +62,23 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 		return nil, ExitBadInput, fail(ExitBadInput, "analyze %s: %w", hist, err)
 	}
 	meta, _ := history.RunMeta(hist)
+	r := newResults(s, lock, eo, cres, meta, an)
+	code := judge(r, s, lock, eo, cres.Verdict)
+	r.Phases = &pt.P
+	if err := report.RenderWith(dir, r, an, report.RenderOptions{NoPlots: eo.NoPlots}); err != nil {
+		return r, ExitInfra, fail(ExitInfra, "render report into %s: %w", dir, err)
+	}
+	// The report's own time is known only now: results.json again with it.
+	pt.Mark("report")
+	if err := metrics.WriteJSON(filepath.Join(dir, metrics.ResultsFile), r); err != nil {
+		return r, ExitInfra, fail(ExitInfra, "render report into %s: %w", dir, err)
+	}
+	return r, code, nil
+}
+
+// newResults is the run's results before judging: what the run's meta
+// says about it, the checker's result and the analysis's numbers.
+func newResults(s *scenarios.Scenario, lock string, eo EvalOptions, cres *checker.Result, meta map[string]any, an *metrics.Analysis) *metrics.Results {
 	r := &metrics.Results{Scenario: s.Name, Lock: lock, Topology: s.Topology, Seed: s.Seed,
 		Verdict: string(cres.Verdict), Checks: map[string]checker.CheckResult{}, LockConfig: eo.LockConfig,
 		Events: cres.Events, Notes: append(append([]string{}, eo.Notes...), cres.Notes...), Backend: eo.Backend}
@@ -85,23 +102,30 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	if cres.Torn {
 		r.Notes = append(r.Notes, "the history's last line was torn (the run was killed while writing); it was skipped")
 	}
-	verdicts := map[string]string{}
 	for name, c := range cres.Checks {
 		r.Checks[name] = c
-		verdicts[name] = string(c.Verdict)
 	}
 	r.Violations = orEmpty(cres.Violations)
 	r.Incidents = orEmpty(cres.Incidents)
 	r.LossDetection = cres.LossDetection
 	metrics.FillStats(r, an)
+	return r
+}
 
-	exp := ExpectationFor(s, lock)
-	r.Expected = exp
-	matched, mismatches := scenarios.Matches(exp, verdicts)
+// judge compares r's verdicts with the scenario's expectation for lock
+// (Expected, Outcome), evaluates the thresholds and sets the exit code,
+// which it returns. verdict is the checker's overall verdict.
+func judge(r *metrics.Results, s *scenarios.Scenario, lock string, eo EvalOptions, verdict checker.Verdict) int {
+	verdicts := map[string]string{}
+	for name, c := range r.Checks {
+		verdicts[name] = string(c.Verdict)
+	}
+	r.Expected = ExpectationFor(s, lock)
+	matched, mismatches := scenarios.Matches(r.Expected, verdicts)
 	switch {
 	case matched:
 		r.Outcome = "as-expected"
-	case cres.Verdict == checker.Unknown:
+	case verdict == checker.Unknown:
 		r.Outcome = "unknown"
 	default:
 		r.Outcome = "unexpected"
@@ -109,23 +133,7 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	for _, m := range mismatches {
 		r.Notes = append(r.Notes, "not as expected: "+m)
 	}
-
-	code := ExitOK
-	if eo.Expect {
-		switch r.Outcome {
-		case "unknown":
-			code = ExitUnknown
-		case "unexpected":
-			code = ExitViolated
-		}
-	} else {
-		switch cres.Verdict {
-		case checker.Invalid:
-			code = ExitViolated
-		case checker.Unknown:
-			code = ExitUnknown
-		}
-	}
+	code := verdictCode(r.Outcome, verdict, eo.Expect)
 	exprs := append(append([]string{}, s.Thresholds...), eo.Thresholds...)
 	r.Thresholds = metrics.EvalThresholds(exprs, r)
 	for _, t := range r.Thresholds {
@@ -140,16 +148,28 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 		r.Verdict = string(checker.Unknown)
 	}
 	r.ExitCode = code
-	r.Phases = &pt.P
-	if err := report.RenderWith(dir, r, an, report.RenderOptions{NoPlots: eo.NoPlots}); err != nil {
-		return r, ExitInfra, fail(ExitInfra, "render report into %s: %w", dir, err)
+	return code
+}
+
+// verdictCode is the exit code of an outcome (with --expect) or of the
+// checker's verdict (without).
+func verdictCode(outcome string, verdict checker.Verdict, expect bool) int {
+	if expect {
+		switch outcome {
+		case "unknown":
+			return ExitUnknown
+		case "unexpected":
+			return ExitViolated
+		}
+		return ExitOK
 	}
-	// The report's own time is known only now: results.json again with it.
-	pt.Mark("report")
-	if err := metrics.WriteJSON(filepath.Join(dir, metrics.ResultsFile), r); err != nil {
-		return r, ExitInfra, fail(ExitInfra, "render report into %s: %w", dir, err)
+	switch verdict {
+	case checker.Invalid:
+		return ExitViolated
+	case checker.Unknown:
+		return ExitUnknown
 	}
-	return r, code, nil
+	return ExitOK
 }
 
 // orEmpty is xs, or an empty slice for nil (results.json lists "[]", not
