@@ -109,6 +109,23 @@ func buildHTMLData(r *metrics.Results, a *metrics.Analysis, art artifacts) *html
 	if r.DurationMS > 0 {
 		d.Duration = (time.Duration(r.DurationMS * 1e6)).Round(time.Millisecond).String()
 	}
+	d.addMeta(r, a)
+	for _, n := range sortedChecks(r) {
+		c := r.Checks[n]
+		d.Checks = append(d.Checks, htmlRow{n, string(c.Verdict), fmt.Sprint(c.Violations), expectedText(r, n, string(c.Verdict)), strings.Join(c.Notes, "; ")})
+	}
+	d.MaxPlots = MaxIncidentTimelines
+	d.addIncidents(r, art)
+	d.addViolations(r, art)
+	d.addTables(r, a)
+	d.addPlots(art)
+	d.Hgrm = art.hgrm
+	d.addRunFiles(art.dir)
+	return d
+}
+
+// addMeta lists the run's facts: the results' and the run event's meta.
+func (d *htmlData) addMeta(r *metrics.Results, a *metrics.Analysis) {
 	add := func(k, v string) {
 		if v != "" {
 			d.Meta = append(d.Meta, htmlRow{k, v})
@@ -143,12 +160,10 @@ func buildHTMLData(r *metrics.Results, a *metrics.Analysis, art artifacts) *html
 			add("lock config", string(b))
 		}
 	}
+}
 
-	for _, n := range sortedChecks(r) {
-		c := r.Checks[n]
-		d.Checks = append(d.Checks, htmlRow{n, string(c.Verdict), fmt.Sprint(c.Violations), expectedText(r, n, string(c.Verdict)), strings.Join(c.Notes, "; ")})
-	}
-	d.MaxPlots = MaxIncidentTimelines
+// addIncidents lists the incidents with their timelines.
+func (d *htmlData) addIncidents(r *metrics.Results, art artifacts) {
 	for i, in := range r.Incidents {
 		hi := htmlIncident{In: in, Facts: incidentFacts(in)}
 		if t := art.incidentTimelines[in.ID]; t != "" {
@@ -161,6 +176,10 @@ func buildHTMLData(r *metrics.Results, a *metrics.Analysis, art artifacts) *html
 		}
 		d.Incidents = append(d.Incidents, hi)
 	}
+}
+
+// addViolations lists the first 50 violations with their timelines.
+func (d *htmlData) addViolations(r *metrics.Results, art artifacts) {
 	for i, v := range r.Violations {
 		if i == 50 {
 			d.MoreViol = len(r.Violations) - i
@@ -177,7 +196,10 @@ func buildHTMLData(r *metrics.Results, a *metrics.Analysis, art artifacts) *html
 		}
 		d.Violations = append(d.Violations, hv)
 	}
+}
 
+// addTables fills the latency, fault, threshold and per-client tables.
+func (d *htmlData) addTables(r *metrics.Results, a *metrics.Analysis) {
 	for _, row := range latencyRows(r.Stats) {
 		d.Latency = append(d.Latency, row)
 	}
@@ -196,6 +218,10 @@ func buildHTMLData(r *metrics.Results, a *metrics.Analysis, art artifacts) *html
 				fmt.Sprint(c.Acquires.Unknown), fmt.Sprint(c.Cycles)})
 		}
 	}
+}
+
+// addPlots embeds the run's plots with their captions.
+func (d *htmlData) addPlots(art artifacts) {
 	for _, base := range art.plots {
 		u, err := dataURI(filepath.Join(art.dir, base+".png"))
 		if err != nil {
@@ -208,9 +234,12 @@ func buildHTMLData(r *metrics.Results, a *metrics.Analysis, art artifacts) *html
 		}
 		d.Plots = append(d.Plots, htmlPlot{Title: title, File: base, Caption: pc[1], Src: u})
 	}
-	d.Hgrm = art.hgrm
+}
 
-	if b, err := os.ReadFile(filepath.Join(art.dir, "schedule.json")); err == nil {
+// addRunFiles adds the fault schedule and the scenario saved in the run
+// directory.
+func (d *htmlData) addRunFiles(dir string) {
+	if b, err := os.ReadFile(filepath.Join(dir, "schedule.json")); err == nil {
 		var s scheduleFile
 		if json.Unmarshal(b, &s) == nil {
 			d.SchedSeed = fmt.Sprint(s.Seed)
@@ -221,10 +250,9 @@ func buildHTMLData(r *metrics.Results, a *metrics.Analysis, art artifacts) *html
 			}
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(art.dir, "scenario.yaml")); err == nil && len(b) < 64<<10 {
+	if b, err := os.ReadFile(filepath.Join(dir, "scenario.yaml")); err == nil && len(b) < 64<<10 {
 		d.Scenario = string(b)
 	}
-	return d
 }
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
