@@ -23,61 +23,9 @@ func WriteText(w io.Writer, r *metrics.Results) error {
 		orDash(r.Scenario), orDash(r.Lock), orDash(r.Backend), orDash(r.Topology), r.Seed)
 	fmt.Fprintf(&b, "verdict: %s%s · exit %d\n", strings.ToUpper(orDash(r.Verdict)), outcomeSuffix(r.Outcome), r.ExitCode)
 	writeTextIncidents(&b, r)
-
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	for _, name := range sortedChecks(r) {
-		c := r.Checks[name]
-		exp := ""
-		if e, ok := expectedFor(r, name); ok {
-			mark := "ok"
-			if !expectMatches(e, string(c.Verdict)) {
-				mark = "NOT AS EXPECTED"
-			}
-			exp = fmt.Sprintf("expected %s: %s", e, mark)
-		}
-		viol := ""
-		if c.Violations > 0 {
-			viol = fmt.Sprintf("%d violation%s", c.Violations, plural(c.Violations))
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, c.Verdict, viol, exp)
-	}
-	tw.Flush()
-
-	if n := len(r.Violations); n > 0 {
-		fmt.Fprintf(&b, "violations: %d\n", n)
-		inc := incidentOf(r)
-		for i, v := range r.Violations {
-			if i == maxTextViolations {
-				fmt.Fprintf(&b, "  ... %d more in results.json\n", n-i)
-				break
-			}
-			fmt.Fprintf(&b, "  %d. %s on %s, clients %s, at %s: %s%s\n", i+1, v.Check, orDash(v.Key), joinInts(v.Clients), formatMS(v.AtMS), orDash(v.Cause), incidentRef(inc, i))
-			if v.Explanation != "" {
-				fmt.Fprintf(&b, "     %s\n", v.Explanation)
-			} else if v.Detail != "" {
-				fmt.Fprintf(&b, "     %s\n", v.Detail)
-			}
-		}
-	}
-
-	st := r.Stats
-	fmt.Fprintf(&b, "throughput: %s cycles/s (%d cycles in %.2fs of workload; %d in all) · fairness %.3f\n",
-		formatRate(st.Throughput), st.WorkloadCycles, st.WorkloadS, st.Cycles, st.Fairness)
-	fmt.Fprintf(&b, "acquires: %d ok, %d fail, %d unknown · releases: %d ok, %d fail, %d unknown\n",
-		st.Acquires.OK, st.Acquires.Fail, st.Acquires.Unknown, st.Releases.OK, st.Releases.Fail, st.Releases.Unknown)
-	if hasLatency(st) {
-		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
-		// Right-aligned numbers; op names padded so they read left-aligned.
-		fmt.Fprintln(tw, "latency\tcount\tp50\tp90\tp99\tp99.9\tmax\t")
-		for _, row := range latencyRows(st) {
-			row[0] = fmt.Sprintf("%-7s", row[0])
-			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-		}
-		tw.Flush()
-	}
-	if line := LossDetectionLine(r.LossDetection); line != "" {
-		b.WriteString(line + "\n")
-	}
+	writeTextChecks(&b, r)
+	writeTextViolations(&b, r)
+	writeTextStats(&b, r)
 	if len(r.Faults) > 0 {
 		applied := 0
 		for _, f := range r.Faults {
@@ -102,6 +50,70 @@ func WriteText(w io.Writer, r *metrics.Results) error {
 	}
 	_, err := io.WriteString(w, strings.Join(lines, "\n"))
 	return err
+}
+
+// writeTextChecks is a line per check: verdict, violations, expectation.
+func writeTextChecks(b *strings.Builder, r *metrics.Results) {
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	for _, name := range sortedChecks(r) {
+		c := r.Checks[name]
+		exp := ""
+		if e, ok := expectedFor(r, name); ok {
+			mark := "ok"
+			if !expectMatches(e, string(c.Verdict)) {
+				mark = "NOT AS EXPECTED"
+			}
+			exp = fmt.Sprintf("expected %s: %s", e, mark)
+		}
+		viol := ""
+		if c.Violations > 0 {
+			viol = fmt.Sprintf("%d violation%s", c.Violations, plural(c.Violations))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, c.Verdict, viol, exp)
+	}
+	tw.Flush()
+}
+
+// writeTextViolations lists the first violations.
+func writeTextViolations(b *strings.Builder, r *metrics.Results) {
+	if n := len(r.Violations); n > 0 {
+		fmt.Fprintf(b, "violations: %d\n", n)
+		inc := incidentOf(r)
+		for i, v := range r.Violations {
+			if i == maxTextViolations {
+				fmt.Fprintf(b, "  ... %d more in results.json\n", n-i)
+				break
+			}
+			fmt.Fprintf(b, "  %d. %s on %s, clients %s, at %s: %s%s\n", i+1, v.Check, orDash(v.Key), joinInts(v.Clients), formatMS(v.AtMS), orDash(v.Cause), incidentRef(inc, i))
+			if v.Explanation != "" {
+				fmt.Fprintf(b, "     %s\n", v.Explanation)
+			} else if v.Detail != "" {
+				fmt.Fprintf(b, "     %s\n", v.Detail)
+			}
+		}
+	}
+}
+
+// writeTextStats gives throughput, counts, latencies and loss detection.
+func writeTextStats(b *strings.Builder, r *metrics.Results) {
+	st := r.Stats
+	fmt.Fprintf(b, "throughput: %s cycles/s (%d cycles in %.2fs of workload; %d in all) · fairness %.3f\n",
+		formatRate(st.Throughput), st.WorkloadCycles, st.WorkloadS, st.Cycles, st.Fairness)
+	fmt.Fprintf(b, "acquires: %d ok, %d fail, %d unknown · releases: %d ok, %d fail, %d unknown\n",
+		st.Acquires.OK, st.Acquires.Fail, st.Acquires.Unknown, st.Releases.OK, st.Releases.Fail, st.Releases.Unknown)
+	if hasLatency(st) {
+		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', tabwriter.AlignRight)
+		// Right-aligned numbers; op names padded so they read left-aligned.
+		fmt.Fprintln(tw, "latency\tcount\tp50\tp90\tp99\tp99.9\tmax\t")
+		for _, row := range latencyRows(st) {
+			row[0] = fmt.Sprintf("%-7s", row[0])
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+		tw.Flush()
+	}
+	if line := LossDetectionLine(r.LossDetection); line != "" {
+		b.WriteString(line + "\n")
+	}
 }
 
 func outcomeSuffix(o string) string {
