@@ -63,6 +63,18 @@ func MatrixMarkdown(m *metrics.Matrix, notes []string) string {
 	}
 	b.WriteString("Each cell: the overall verdict, then `ok` when every check matched the scenario's expectation for that lock, `UNEXPECTED` when not; `–` not applicable. Then the number of incidents (violations grouped by cause and the fault or lease they share), causes of violations in brackets.\n\n")
 	tableHeader(&b, "| scenario |", "|---|", m.Locks, "---|")
+	matrixRows(&b, m)
+	mixedRates(&b, m)
+	phasesTable(&b, m)
+	unmatchedCells(&b, m)
+	for _, n := range notes {
+		fmt.Fprintf(&b, "\nNote: %s\n", n)
+	}
+	return b.String()
+}
+
+// matrixRows is the table's rows: a row per scenario, a cell per lock.
+func matrixRows(b *strings.Builder, m *metrics.Matrix) {
 	idx := map[string]metrics.Cell{}
 	for _, c := range m.Cells {
 		idx[c.Scenario+"\x00"+c.Lock] = c
@@ -75,40 +87,49 @@ func MatrixMarkdown(m *metrics.Matrix, notes []string) string {
 			case !c.Applicable:
 				b.WriteString(" – |")
 			case c.Outcome == metrics.OutcomeElsewhere:
-				fmt.Fprintf(&b, " (%s) |", c.Reason)
+				fmt.Fprintf(b, " (%s) |", c.Reason)
 			case c.Outcome == "error":
 				b.WriteString(" error UNEXPECTED |")
 			default:
-				mark := "ok"
-				if c.Outcome == "unexpected" {
-					mark = "UNEXPECTED"
-				} else if c.Outcome == "unknown" {
-					mark = "unknown"
-				}
-				if c.Attempts > 1 {
-					mark += fmt.Sprintf(" (attempt %d)", c.Attempts)
-				}
-				cause := ""
-				switch {
-				case c.Incidents == 1:
-					cause = " · 1 incident"
-				case c.Incidents > 1:
-					cause = fmt.Sprintf(" · %d incidents", c.Incidents)
-				}
-				if len(c.Causes) > 0 {
-					cause += " [" + strings.Join(c.Causes, ", ") + "]"
-				}
-				v := c.Verdict
-				if c.Label != "" {
-					v = c.Label
-				}
-				fmt.Fprintf(&b, " %s %s%s |", v, mark, cause)
+				b.WriteString(" " + cellText(c) + " |")
 			}
 		}
 		b.WriteString("\n")
 	}
-	mixedRates(&b, m)
-	phasesTable(&b, m)
+}
+
+// cellText is a run cell of the table: verdict (or label), whether it was
+// as expected, attempts, incidents and causes.
+func cellText(c metrics.Cell) string {
+	mark := "ok"
+	if c.Outcome == "unexpected" {
+		mark = "UNEXPECTED"
+	} else if c.Outcome == "unknown" {
+		mark = "unknown"
+	}
+	if c.Attempts > 1 {
+		mark += fmt.Sprintf(" (attempt %d)", c.Attempts)
+	}
+	cause := ""
+	switch {
+	case c.Incidents == 1:
+		cause = " · 1 incident"
+	case c.Incidents > 1:
+		cause = fmt.Sprintf(" · %d incidents", c.Incidents)
+	}
+	if len(c.Causes) > 0 {
+		cause += " [" + strings.Join(c.Causes, ", ") + "]"
+	}
+	v := c.Verdict
+	if c.Label != "" {
+		v = c.Label
+	}
+	return fmt.Sprintf("%s %s%s", v, mark, cause)
+}
+
+// unmatchedCells lists the cells that did not match their expectation,
+// with their seeds and notes.
+func unmatchedCells(b *strings.Builder, m *metrics.Matrix) {
 	var bad []metrics.Cell
 	for _, c := range m.Cells {
 		if c.Outcome == "unexpected" || c.Outcome == "error" || c.Outcome == "unknown" {
@@ -118,21 +139,17 @@ func MatrixMarkdown(m *metrics.Matrix, notes []string) string {
 	if len(bad) > 0 {
 		b.WriteString("\n## Cells that did not match\n\n")
 		for _, c := range bad {
-			fmt.Fprintf(&b, "- **%s / %s**: %s %s; checks %v; expected %v; run dir `%s`\n", c.Scenario, c.Lock, c.Outcome, c.Reason, c.Checks, c.Expected, c.Dir)
+			fmt.Fprintf(b, "- **%s / %s**: %s %s; checks %v; expected %v; run dir `%s`\n", c.Scenario, c.Lock, c.Outcome, c.Reason, c.Checks, c.Expected, c.Dir)
 			for _, r := range c.Seeds {
 				if r.Outcome != "as-expected" {
-					fmt.Fprintf(&b, "  - seed %d: %s, checks %v, run dir `%s`\n", r.Seed, r.Outcome, r.Checks, r.Dir)
+					fmt.Fprintf(b, "  - seed %d: %s, checks %v, run dir `%s`\n", r.Seed, r.Outcome, r.Checks, r.Dir)
 				}
 			}
 			for _, n := range c.Notes {
-				fmt.Fprintf(&b, "  - %s\n", n)
+				fmt.Fprintf(b, "  - %s\n", n)
 			}
 		}
 	}
-	for _, n := range notes {
-		fmt.Fprintf(&b, "\nNote: %s\n", n)
-	}
-	return b.String()
 }
 
 func seedsText(seeds []uint64) string {
