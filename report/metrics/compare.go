@@ -2,8 +2,9 @@ package metrics
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 )
 
 // DefaultMaxRegression is the relative change Compare tolerates by default:
@@ -74,29 +75,37 @@ func Compare(base, cur *Results, maxRegression float64) *Comparison {
 	if base.Scenario != cur.Scenario || base.Lock != cur.Lock {
 		c.Notes = append(c.Notes, fmt.Sprintf("comparing different runs: %s vs %s", c.Base, c.Cur))
 	}
+	c.compareMetrics(base.Stats, cur.Stats)
+	c.compareVerdicts(base, cur)
+	return c
+}
 
-	add := func(m MetricChange) {
-		if m.Base != 0 {
-			m.Change = (m.Cur - m.Base) / m.Base
-		}
-		switch {
-		case m.HigherIsBetter:
-			m.Regressed = m.Cur < m.Base*(1-maxRegression)
-		default:
-			m.Regressed = m.Cur > m.Base*(1+maxRegression) && m.Cur-m.Base >= MinLatencyDeltaUS
-		}
-		c.Regressed = c.Regressed || m.Regressed
-		c.Metrics = append(c.Metrics, m)
+// addMetric judges m against c.MaxRegression and adds it.
+func (c *Comparison) addMetric(m MetricChange) {
+	if m.Base != 0 {
+		m.Change = (m.Cur - m.Base) / m.Base
 	}
+	switch {
+	case m.HigherIsBetter:
+		m.Regressed = m.Cur < m.Base*(1-c.MaxRegression)
+	default:
+		m.Regressed = m.Cur > m.Base*(1+c.MaxRegression) && m.Cur-m.Base >= MinLatencyDeltaUS
+	}
+	c.Regressed = c.Regressed || m.Regressed
+	c.Metrics = append(c.Metrics, m)
+}
 
-	if base.Stats.Throughput > 0 {
-		add(MetricChange{Name: "throughput", Unit: "/s", Base: base.Stats.Throughput, Cur: cur.Stats.Throughput, HigherIsBetter: true})
+// compareMetrics compares throughput, each op's latency percentiles and
+// fairness.
+func (c *Comparison) compareMetrics(base, cur Stats) {
+	if base.Throughput > 0 {
+		c.addMetric(MetricChange{Name: "throughput", Unit: "/s", Base: base.Throughput, Cur: cur.Throughput, HigherIsBetter: true})
 	} else {
 		c.Notes = append(c.Notes, "throughput: the baseline has none; not compared")
 	}
 	for _, op := range Ops {
-		b, bok := base.Stats.LatencyUS[op]
-		k, kok := cur.Stats.LatencyUS[op]
+		b, bok := base.LatencyUS[op]
+		k, kok := cur.LatencyUS[op]
 		if !bok || !kok || b.Count == 0 || k.Count == 0 {
 			if b.Count > 0 || k.Count > 0 {
 				c.Notes = append(c.Notes, fmt.Sprintf("%s latency: recorded in only one of the runs (%d vs %d); not compared", op, b.Count, k.Count))
@@ -107,24 +116,30 @@ func Compare(base, cur *Results, maxRegression float64) *Comparison {
 			name string
 			b, k float64
 		}{{"p50", b.P50, k.P50}, {"p99", b.P99, k.P99}, {"p999", b.P999, k.P999}} {
-			add(MetricChange{Name: op + "." + s.name, Unit: "us", Base: s.b, Cur: s.k})
+			c.addMetric(MetricChange{Name: op + "." + s.name, Unit: "us", Base: s.b, Cur: s.k})
 		}
 	}
-	if base.Stats.Fairness > 0 {
-		add(MetricChange{Name: "fairness", Base: base.Stats.Fairness, Cur: cur.Stats.Fairness, HigherIsBetter: true})
+	if base.Fairness > 0 {
+		c.addMetric(MetricChange{Name: "fairness", Base: base.Fairness, Cur: cur.Fairness, HigherIsBetter: true})
 	}
+}
 
-	vc := func(name, b, k string) {
-		v := VerdictChange{Check: name, Base: b, Cur: k}
-		bb := verdictRank(b)
-		if bb < 0 {
-			bb = 0 // a check the baseline did not have: it must be valid now
-		}
-		v.Worse = verdictRank(k) > bb
-		c.Regressed = c.Regressed || v.Worse
-		c.Verdicts = append(c.Verdicts, v)
+// addVerdict compares one verdict of the two runs and adds it.
+func (c *Comparison) addVerdict(name, b, k string) {
+	v := VerdictChange{Check: name, Base: b, Cur: k}
+	bb := verdictRank(b)
+	if bb < 0 {
+		bb = 0 // a check the baseline did not have: it must be valid now
 	}
-	vc("verdict", base.Verdict, cur.Verdict)
+	v.Worse = verdictRank(k) > bb
+	c.Regressed = c.Regressed || v.Worse
+	c.Verdicts = append(c.Verdicts, v)
+}
+
+// compareVerdicts compares the overall verdict and every check's, in
+// order of name.
+func (c *Comparison) compareVerdicts(base, cur *Results) {
+	c.addVerdict("verdict", base.Verdict, cur.Verdict)
 	names := map[string]bool{}
 	for n := range base.Checks {
 		names[n] = true
@@ -132,12 +147,7 @@ func Compare(base, cur *Results, maxRegression float64) *Comparison {
 	for n := range cur.Checks {
 		names[n] = true
 	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	for _, n := range sorted {
+	for _, n := range slices.Sorted(maps.Keys(names)) {
 		b, bok := base.Checks[n]
 		k, kok := cur.Checks[n]
 		switch {
@@ -147,9 +157,8 @@ func Compare(base, cur *Results, maxRegression float64) *Comparison {
 		case !bok:
 			c.Notes = append(c.Notes, fmt.Sprintf("check %s: not in the baseline", n))
 		}
-		vc(n, string(b.Verdict), string(k.Verdict))
+		c.addVerdict(n, string(b.Verdict), string(k.Verdict))
 	}
-	return c
 }
 
 func runName(r *Results) string {
