@@ -11,7 +11,10 @@ import (
 )
 
 func TestWriteText(t *testing.T) {
-	r := thresholdResults()
+	r, err := metrics.ReadResults("metrics/testdata/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.Scenario, r.Lock, r.Backend, r.Topology, r.Seed, r.ExitCode = "gc-pause", "simple", "process", "single", 7, 1
 	r.Verdict, r.Outcome = "invalid", "unexpected"
 	r.Expected = map[string]string{"fencing": "valid"}

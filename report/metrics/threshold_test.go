@@ -1,30 +1,20 @@
-package report
+package metrics
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
-func thresholdResults() *metrics.Results {
-	return &metrics.Results{
-		Verdict: "valid", Outcome: "as-expected",
-		Checks:     map[string]checker.CheckResult{"mutex": {Verdict: "valid"}, "fencing": {Verdict: "invalid", Violations: 2}},
-		Violations: []checker.Violation{{Check: "fencing"}, {Check: "fencing"}},
-		Events:     1000,
-		Stats: metrics.Stats{
-			Throughput: 6000, Cycles: 600, WorkloadCycles: 590, Fairness: 0.95,
-			Acquires: metrics.Counts{OK: 600, Fail: 7, Unknown: 1},
-			Releases: metrics.Counts{OK: 600},
-			LatencyUS: map[string]metrics.Latency{
-				metrics.OpAcquire: {Count: 600, Mean: 900, P50: 700, P90: 2000, P99: 4000, P999: 9000, Max: 12000},
-				metrics.OpCycle:   {Count: 600, P50: 800, P99: 5000, Max: 20000},
-				metrics.OpHandoff: {Count: 0},
-			},
-		},
+// thresholdResults is testdata/results.json: a run's results with checks,
+// violations, counts and latencies (report's tests read it too).
+func thresholdResults(t testing.TB) *Results {
+	t.Helper()
+	r, err := ReadResults(filepath.Join("testdata", "results.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	return r
 }
 
 func TestParseThreshold(t *testing.T) {
@@ -53,7 +43,7 @@ func TestParseThreshold(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.expr, func(t *testing.T) {
-			th, err := metrics.ParseThreshold(tc.expr)
+			th, err := ParseThreshold(tc.expr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +80,7 @@ func TestParseThresholdErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.expr, func(t *testing.T) {
-			_, err := metrics.ParseThreshold(tc.expr)
+			_, err := ParseThreshold(tc.expr)
 			if err == nil {
 				t.Fatalf("no error")
 			}
@@ -106,7 +96,7 @@ func TestParseThresholdErrors(t *testing.T) {
 }
 
 func TestEvalThresholds(t *testing.T) {
-	r := thresholdResults()
+	r := thresholdResults(t)
 	tests := []struct {
 		expr   string
 		passed bool
@@ -141,7 +131,7 @@ func TestEvalThresholds(t *testing.T) {
 	for _, tc := range tests {
 		exprs = append(exprs, tc.expr)
 	}
-	got := metrics.EvalThresholds(exprs, r)
+	got := EvalThresholds(exprs, r)
 	if len(got) != len(tests) {
 		t.Fatalf("got %d results for %d expressions", len(got), len(tests))
 	}
@@ -167,7 +157,7 @@ func TestFormatUS(t *testing.T) {
 		{0, "0"}, {0.5, "0.5µs"}, {12.345, "12.3µs"}, {850, "850µs"}, {1000, "1ms"}, {1250, "1.25ms"},
 		{99999, "100ms"}, {2.5e6, "2.5s"}, {60e6, "60s"},
 	} {
-		if got := metrics.FormatUS(tc.us); got != tc.want {
+		if got := FormatUS(tc.us); got != tc.want {
 			t.Errorf("FormatUS(%v) = %q, want %q", tc.us, got, tc.want)
 		}
 	}

@@ -1,11 +1,17 @@
-package report
+package metrics
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/report/metrics"
+)
+
+// ms and us in the history's nanoseconds.
+const (
+	ms = int64(1_000_000)
+	us = int64(1_000)
 )
 
 func acq(c int, key string, t, end int64, res history.Result, depth int) history.Event {
@@ -35,7 +41,7 @@ func TestAnalyze(t *testing.T) {
 		throughput             float64
 		fairness               float64
 		perClient              []int64
-		acquires, releases     metrics.Counts
+		acquires, releases     Counts
 		handoffs               []float64 // µs: count and max/min checked
 		cycleMaxUS             float64
 	}
@@ -59,7 +65,7 @@ func TestAnalyze(t *testing.T) {
 				rel(1, "k", 45*ms, 45*ms+200*us, 0),
 			},
 			want: want{cycles: 4, workloadCycles: 3, throughput: 3 / 0.040, fairness: 1, perClient: []int64{2, 2},
-				acquires: metrics.Counts{OK: 4}, releases: metrics.Counts{OK: 4}, handoffs: []float64{1000}, cycleMaxUS: 20000},
+				acquires: Counts{OK: 4}, releases: Counts{OK: 4}, handoffs: []float64{1000}, cycleMaxUS: 20000},
 		},
 		{
 			name: "hand-off, waiter acked before the releaser's ack is appended",
@@ -72,7 +78,7 @@ func TestAnalyze(t *testing.T) {
 				phaseEv(40*ms, "heal"),
 			},
 			want: want{cycles: 2, workloadCycles: 2, throughput: 2 / 0.040, fairness: 1, perClient: []int64{1, 1},
-				acquires: metrics.Counts{OK: 2}, releases: metrics.Counts{OK: 2}, handoffs: []float64{1000}, cycleMaxUS: 20000},
+				acquires: Counts{OK: 2}, releases: Counts{OK: 2}, handoffs: []float64{1000}, cycleMaxUS: 20000},
 		},
 		{
 			name: "the releaser takes the key again first: the waiter's hand-off counts from the second release",
@@ -87,7 +93,7 @@ func TestAnalyze(t *testing.T) {
 				phaseEv(50*ms, "heal"),
 			},
 			want: want{cycles: 3, workloadCycles: 3, throughput: 3 / 0.050, fairness: 0.9, perClient: []int64{2, 1},
-				acquires: metrics.Counts{OK: 3}, releases: metrics.Counts{OK: 3}, handoffs: []float64{1000}, cycleMaxUS: 29100},
+				acquires: Counts{OK: 3}, releases: Counts{OK: 3}, handoffs: []float64{1000}, cycleMaxUS: 29100},
 		},
 		{
 			name: "reentrant holds are one cycle; failed and unknown acquires count; idle clients lower fairness",
@@ -105,7 +111,7 @@ func TestAnalyze(t *testing.T) {
 			},
 			// Jain over [1, 1, 0, 0] = 4 / (4·2) = 0.5
 			want: want{cycles: 2, workloadCycles: 2, throughput: 200, fairness: 0.5, perClient: []int64{1, 1, 0, 0},
-				acquires: metrics.Counts{OK: 2, Fail: 1, Unknown: 1}, releases: metrics.Counts{OK: 2}, cycleMaxUS: 4100},
+				acquires: Counts{OK: 2, Fail: 1, Unknown: 1}, releases: Counts{OK: 2}, cycleMaxUS: 4100},
 		},
 		{
 			name: "no phase events: throughput over first client event .. last event",
@@ -117,7 +123,7 @@ func TestAnalyze(t *testing.T) {
 				rel(0, "k", 29*ms, 30*ms, 0),
 			},
 			want: want{cycles: 2, workloadCycles: 2, throughput: 2 / 0.020, fairness: 1, perClient: []int64{2},
-				acquires: metrics.Counts{OK: 2}, releases: metrics.Counts{OK: 2}, cycleMaxUS: 11000},
+				acquires: Counts{OK: 2}, releases: Counts{OK: 2}, cycleMaxUS: 11000},
 		},
 		{
 			name: "an acquire never released is not a cycle",
@@ -126,13 +132,13 @@ func TestAnalyze(t *testing.T) {
 				acq(0, "k", 0, 1*ms, history.OK, 1),
 				phaseEv(10*ms, "heal"),
 			},
-			want: want{fairness: 1, perClient: []int64{1}, acquires: metrics.Counts{OK: 1}},
+			want: want{fairness: 1, perClient: []int64{1}, acquires: Counts{OK: 1}},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeHistory(t, t.TempDir(), tc.evs)
-			a, err := metrics.Analyze(path, metrics.AnalyzeOptions{})
+			a, err := Analyze(path, AnalyzeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,14 +163,14 @@ func TestAnalyze(t *testing.T) {
 			if st.Acquires != w.acquires || st.Releases != w.releases {
 				t.Errorf("acquires %+v releases %+v, want %+v %+v", st.Acquires, st.Releases, w.acquires, w.releases)
 			}
-			h := st.LatencyUS[metrics.OpHandoff]
+			h := st.LatencyUS[OpHandoff]
 			if h.Count != int64(len(w.handoffs)) {
 				t.Errorf("handoffs = %d, want %d", h.Count, len(w.handoffs))
 			}
 			if len(w.handoffs) > 0 && !near(h.Max, w.handoffs[len(w.handoffs)-1]) {
 				t.Errorf("handoff max = %vµs, want %vµs", h.Max, w.handoffs[len(w.handoffs)-1])
 			}
-			if c := st.LatencyUS[metrics.OpCycle]; w.cycleMaxUS > 0 && !near(c.Max, w.cycleMaxUS) {
+			if c := st.LatencyUS[OpCycle]; w.cycleMaxUS > 0 && !near(c.Max, w.cycleMaxUS) {
 				t.Errorf("cycle max = %vµs, want %vµs", c.Max, w.cycleMaxUS)
 			}
 		})
@@ -179,15 +185,15 @@ func TestAnalyzeLatencySummary(t *testing.T) {
 		evs = append(evs, acq(0, "k", at, at+i*ms, history.OK, 1), rel(0, "k", at+i*ms, at+i*ms+100*us, 0))
 		at += i*ms + 200*us
 	}
-	a, err := metrics.Analyze(writeHistory(t, t.TempDir(), evs), metrics.AnalyzeOptions{})
+	a, err := Analyze(writeHistory(t, t.TempDir(), evs), AnalyzeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := a.Stats.LatencyUS[metrics.OpAcquire]
+	l := a.Stats.LatencyUS[OpAcquire]
 	if l.Count != 100 || !near(l.P50, 50000) || !near(l.P90, 90000) || !near(l.P99, 99000) || !near(l.Max, 100000) || !near(l.Mean, 50500) {
 		t.Errorf("acquire latency = %+v", l)
 	}
-	if r := a.Stats.LatencyUS[metrics.OpRelease]; r.Count != 100 || !near(r.P50, 100) {
+	if r := a.Stats.LatencyUS[OpRelease]; r.Count != 100 || !near(r.P50, 100) {
 		t.Errorf("release latency = %+v", r)
 	}
 }
@@ -206,7 +212,7 @@ func TestAnalyzeFaultsSeriesSamples(t *testing.T) {
 		history.Event{T: 30 * ms, Client: -1, Op: history.OpHeal, Fault: &history.Fault{ID: 3, Kind: "kill-node", Effect: map[string]string{"restarted": "true"}}},
 		history.Event{T: 31 * ms, Client: -1, Op: history.OpFault, Fault: &history.Fault{ID: 4, Kind: "partition", Applied: false}},
 		phaseEv(at, "heal"))
-	a, err := metrics.Analyze(writeHistory(t, t.TempDir(), evs), metrics.AnalyzeOptions{BucketNS: ms, MaxBuckets: 8, MaxSamples: 10})
+	a, err := Analyze(writeHistory(t, t.TempDir(), evs), AnalyzeOptions{BucketNS: ms, MaxBuckets: 8, MaxSamples: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +248,7 @@ func TestAnalyzeFaultsSeriesSamples(t *testing.T) {
 }
 
 func TestAnalyzeErrors(t *testing.T) {
-	if _, err := metrics.Analyze("/nonexistent/history.jsonl", metrics.AnalyzeOptions{}); err == nil {
+	if _, err := Analyze("/nonexistent/history.jsonl", AnalyzeOptions{}); err == nil {
 		t.Error("missing file: want an error")
 	}
 }
@@ -258,36 +264,26 @@ func TestJain(t *testing.T) {
 		{[]int64{0, 0}, 0},
 		{nil, 0},
 	} {
-		if got := metrics.Jain(tc.xs); math.Abs(got-tc.want) > 1e-12 {
+		if got := Jain(tc.xs); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("Jain(%v) = %v, want %v", tc.xs, got, tc.want)
 		}
 	}
 }
 
-// BenchmarkAnalyze streams a synthetic 1M-event history; "scan" is the
-// history reader alone (JSON decoding), for what Analyze adds on top.
-func BenchmarkAnalyze(b *testing.B) {
-	path, _ := synthRun(b, b.TempDir(), 1_000_000)
-	b.Run("scan", func(b *testing.B) {
-		var events int
-		for b.Loop() {
-			info, err := history.ScanFile(path, func(*history.Event) error { return nil })
-			if err != nil {
-				b.Fatal(err)
-			}
-			events = info.Events
+// writeHistory writes events into dir's history.jsonl with the history
+// writer and returns its path.
+func writeHistory(t testing.TB, dir string, evs []history.Event) string {
+	t.Helper()
+	path := filepath.Join(dir, history.JSONLFile)
+	w, err := history.Create(path)
+	if err == nil {
+		for i := range evs {
+			w.Append(&evs[i])
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(events), "ns/event")
-	})
-	b.Run("analyze", func(b *testing.B) {
-		var events int
-		for b.Loop() {
-			a, err := metrics.Analyze(path, metrics.AnalyzeOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			events = a.Events
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(events), "ns/event")
-	})
+		err = w.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
