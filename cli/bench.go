@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/workloads"
 )
@@ -113,7 +114,7 @@ Each lock's run directory holds the usual results.json and report.`,
 				}
 				_ = os.WriteFile(filepath.Join(o.Out, "bench.md"), []byte(md), 0o644)
 				_ = os.WriteFile(filepath.Join(o.Out, "gobench.txt"), []byte(gb.String()), 0o644)
-				_ = report.WriteJSON(filepath.Join(o.Out, "bench.json"), b)
+				_ = metrics.WriteJSON(filepath.Join(o.Out, "bench.json"), b)
 				// One lock: the run directory is the bench directory too.
 				if len(b.Locks) == 1 {
 					_ = copyFile(filepath.Join(b.Locks[0].Dir, "results.json"), filepath.Join(o.Out, "results.json"))

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -171,7 +172,7 @@ instead (0 = the harness found exactly what the scenario expects).`,
 				return err
 			}
 			for _, t := range thresholds {
-				if _, err := report.ParseThreshold(t); err != nil {
+				if _, err := metrics.ParseThreshold(t); err != nil {
 					return exitWith(runner.ExitBadInput, fmt.Errorf("--threshold %q: %v", t, err))
 				}
 			}

@@ -50,9 +50,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/lockimpl"
-	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/workloads"
@@ -446,7 +446,7 @@ func judge(c config, name string, info lockimpl.Info, ref string, s *scenarios.S
 			// a loaded machine): once more before calling it inconclusive.
 			v.logs = append(v.logs, fmt.Sprintf("%s with %s: inconclusive (%s); running it again", s.Name, name, strings.Join(r.Notes, "; ")))
 			continue
-		case attempt < 2 && len(mismatches) > 0 && !slices.ContainsFunc(mismatches, func(m string) bool { return !strings.HasPrefix(m, "liveness:") }):
+		case attempt < 2 && len(mismatches) > 0 && !slices.ContainsFunc(mismatches, func(m string) bool { return !strings.HasPrefix(m, checker.CheckLiveness+":") }):
 			// Only liveness missed the bar: how long a key stayed
 			// unavailable is a timing, and a loaded machine (a shared CI
 			// runner) can stretch it past the TTL's allowance. Once more;
@@ -494,7 +494,7 @@ func failure(s *scenarios.Scenario, name, ref, outcome, verdict, dir string, not
 
 // violations are the checker's sentences, one per distinct check and cause
 // (the first of each), at most 10.
-func violations(vs []report.ViolationSummary) []string {
+func violations(vs []checker.Violation) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, v := range vs {

@@ -13,6 +13,7 @@ import (
 	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -240,7 +241,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 		}
 	}
 	m.ExitCode = matrixExit(m.Cells, ctx.Err() != nil)
-	m.WallMS = report.MSOf(time.Since(began))
+	m.WallMS = metrics.MSOf(time.Since(began))
 	return m, nil
 }
 
@@ -284,7 +285,7 @@ func seedCell(o MatrixOptions, s *scenarios.Scenario, lock string, runs []SeedRu
 	for _, r := range runs {
 		if r.Phases != nil {
 			if c.Phases == nil {
-				c.Phases = &report.Phases{}
+				c.Phases = &metrics.Phases{}
 			}
 			c.Phases.Add(*r.Phases)
 		}
@@ -352,13 +353,13 @@ func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, 
 // The matrix and seed documents live in report, which renders them; these
 // names keep the runner's API.
 type (
-	Cell        = report.Cell
-	Matrix      = report.Matrix
-	Shard       = report.Shard
-	SeedRun     = report.SeedRun
-	SeedSummary = report.SeedSummary
-	Rate        = report.Rate
+	Cell        = metrics.Cell
+	Matrix      = metrics.Matrix
+	Shard       = metrics.Shard
+	SeedRun     = metrics.SeedRun
+	SeedSummary = metrics.SeedSummary
+	Rate        = metrics.Rate
 )
 
 // OutcomeElsewhere marks, in a shard's matrix, a cell another shard runs.
-const OutcomeElsewhere = report.OutcomeElsewhere
+const OutcomeElsewhere = metrics.OutcomeElsewhere

@@ -23,7 +23,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
-	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/workloads"
 )
@@ -120,7 +120,7 @@ type Progress struct {
 // Outcome of a run.
 type Outcome struct {
 	Dir      string
-	Results  *report.Results
+	Results  *metrics.Results
 	ExitCode int
 	// Workload is the finished workload (its counters and histograms).
 	Workload *workloads.Workload
@@ -185,7 +185,7 @@ func DefaultOut(scenario, lock string) string {
 // even when interrupted (ctx cancelled) or when infrastructure failed midway;
 // the Outcome is then returned with the error.
 func Run(ctx context.Context, o Options) (*Outcome, error) {
-	pt := report.NewPhaseTimer()
+	pt := metrics.NewPhaseTimer()
 	s := o.Scenario
 	if s == nil {
 		return nil, fail(ExitBadInput, "no scenario")
@@ -380,7 +380,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	defer w.Close()
 
-	_ = report.WriteJSON(filepath.Join(o.Out, "schedule.json"), map[string]any{"seed": s.Seed, "faults": sched})
+	_ = metrics.WriteJSON(filepath.Join(o.Out, "schedule.json"), map[string]any{"seed": s.Seed, "faults": sched})
 	fenv := &faults.Env{Cluster: cl, Clients: w, Rand: newRand(s.Seed), TTL: lockOpts.TTL, Now: rec.Now, Record: rec.Record,
 		KeyPattern: prefix.Pattern()}
 	fr := faults.NewRunner(fenv)
@@ -464,7 +464,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 
 // drive runs the workload and faults through the phases: workload (faults
 // fire), heal, recovery, stop. It reports whether ctx ended it early.
-func drive(ctx context.Context, o Options, s *scenarios.Scenario, rec *history.Recorder, w *workloads.Workload, fr *faults.Runner, sched []faults.Scheduled, live *checker.LiveChecker, pt *report.PhaseTimer) bool {
+func drive(ctx context.Context, o Options, s *scenarios.Scenario, rec *history.Recorder, w *workloads.Workload, fr *faults.Runner, sched []faults.Scheduled, live *checker.LiveChecker, pt *metrics.PhaseTimer) bool {
 	phase := func(p string) { rec.Record(&history.Event{T: rec.Now(), Client: -1, Op: history.OpPhase, Detail: p}) }
 	// Hard stop for client cycles still in flight well after the end.
 	wctx, cancelW := context.WithCancel(context.WithoutCancel(ctx))

@@ -16,6 +16,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -82,7 +83,7 @@ func TestRunMatrixExpireThenUnlock(t *testing.T) {
 			t.Errorf("del-no-owner: checks %v, want unlock and mutex invalid", c.Checks)
 		}
 		if c.Dir != "" {
-			var r report.Results
+			var r metrics.Results
 			if b, err := os.ReadFile(filepath.Join(c.Dir, "results.json")); err != nil || json.Unmarshal(b, &r) != nil {
 				t.Errorf("cell %s/%s: results.json: %v", c.Scenario, c.Lock, err)
 			} else if r.CommandRecord != "monitor" || r.OwnershipSource != "command-record" {
@@ -401,7 +402,7 @@ func TestLiveCheckIsTheFileCheck(t *testing.T) {
 // are the run's wall time less the test's own bookkeeping.
 func checkPhases(t *testing.T, dir string, s *scenarios.Scenario, wall time.Duration) {
 	t.Helper()
-	r, err := report.ReadResults(filepath.Join(dir, report.ResultsFile))
+	r, err := metrics.ReadResults(filepath.Join(dir, metrics.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,18 +411,18 @@ func checkPhases(t *testing.T, dir string, s *scenarios.Scenario, wall time.Dura
 		t.Fatal("results.json has no phases_ms")
 	}
 	near := func(name string, got float64, want time.Duration) {
-		if d := got - report.MSOf(want); d < -1 || d > 300 {
+		if d := got - metrics.MSOf(want); d < -1 || d > 300 {
 			t.Errorf("phase %s took %.1f ms, want %v", name, got, want)
 		}
 	}
 	near("workload", p.Workload, s.Duration)
 	near("recovery", p.Recovery, s.Recovery)
 	for i, v := range p.Values() {
-		if name := report.PhaseNames[i]; v <= 0 && name != "heal" {
+		if name := metrics.PhaseNames[i]; v <= 0 && name != "heal" {
 			t.Errorf("phase %s took %.3f ms, want > 0", name, v)
 		}
 	}
-	if tot, w := p.Total(), report.MSOf(wall); tot > w || tot < w-200 {
+	if tot, w := p.Total(), metrics.MSOf(wall); tot > w || tot < w-200 {
 		t.Errorf("phases add up to %.1f ms, the run took %.1f ms", tot, w)
 	}
 }
