@@ -250,7 +250,11 @@ func (s *Stream) Live() Live {
 	l := Live{Events: s.events, JudgedToNS: max(s.judged, 0), Kept: s.kept, Verdict: Valid}
 	if s.c != nil {
 		c := s.c
-		l.Violations = c.mutex.count + c.resource.count + c.fencing.count + c.unlockCount + c.reent.count + c.live.count
+		for _, ck := range checks {
+			if ck.count != nil {
+				l.Violations += ck.count(c)
+			}
+		}
 		if n := len(c.viols); n > 0 {
 			l.Latest = c.viols[n-1]
 		}

@@ -213,6 +213,26 @@ func TestStreamMatchesWhole(t *testing.T) {
 	}
 }
 
+// The live verdict counts every check's violations from the checks table:
+// every check that judges windows has a count there, and at the end the
+// live count is the sum of the result's, on a history where every check
+// but faults finds violations.
+func TestLiveCountsEveryCheck(t *testing.T) {
+	for _, ck := range checks {
+		if ck.judge != nil && ck.count == nil {
+			t.Errorf("check %s judges windows but has no count in the checks table: the live verdict would miss it", ck.name)
+		}
+	}
+	r, st := streamed(mixedHistory(1, 600, "single"), 200)
+	sum := 0
+	for _, res := range r.Checks {
+		sum += res.Violations
+	}
+	if l := st.Live(); l.Violations != sum || l.Verdict != Invalid {
+		t.Errorf("live: %d violations (%s), the result counts %d", l.Violations, l.Verdict, sum)
+	}
+}
+
 // An event that comes after its time was judged makes the streamed result
 // inexact, and CheckFile then checks the file whole: the answer is still
 // the whole check's.
