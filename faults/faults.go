@@ -181,17 +181,6 @@ func NeedsOf(specs []Spec) Needs {
 	return n
 }
 
-// amend changes a registered kind (for rules that differ from the helper
-// that registered it).
-func amend(name string, f func(*Kind)) {
-	k, ok := kinds[name]
-	if !ok {
-		panic("faults.amend: no kind " + name)
-	}
-	f(&k)
-	kinds[name] = k
-}
-
 var kinds = map[string]Kind{}
 
 // Register adds a fault kind (called from init).
