@@ -31,6 +31,15 @@
 // resource) answers unknown, never valid; a fault that did not take effect
 // makes the whole run unknown.
 //
+// # Files
+//
+// Each check is one file, checker/<name>.go (its judge and result), with
+// its test, checker/<name>_test.go, and one line of the checks table
+// (checker.go), which also gives the live verdict its count. The model the
+// checks read is built in model.go, streamed and pruned in stream.go;
+// causes and incidents are cause.go and incident.go; the command record's
+// replay is cmdrecord.go.
+//
 // # Cost
 //
 // The history is streamed once (history.ScanFile, decoded in a goroutine of

@@ -2,6 +2,12 @@
 // and the recording of each fault's request and measured effect. It drives
 // the cluster's node primitives and the workload's client controls; it knows
 // nothing of lock internals.
+//
+// Each kind is one file, named after it without its hyphens (clock-jump:
+// clockjump.go), that registers the whole kind in one Register(Kind{…}),
+// with its test beside it; what the kinds of a family share is in the
+// family's file (client.go, node.go, net.go, clock.go). CONTRIBUTING's
+// recipe says so and contributing_test.go holds it to that.
 package faults
 
 import (
