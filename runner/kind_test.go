@@ -18,7 +18,7 @@ import (
 // built-in does not, a listed lock with its capabilities stands for it (the
 // redlock-like lock and redsync on a cluster). The matrix runs with a
 // context already done: it decides every cell's applicability and starts
-// none.
+// none. A new correct built-in of each kind is placed the same way.
 func TestUserLockRunsWhereItsKindRuns(t *testing.T) {
 	all, err := scenarios.All()
 	if err != nil {
@@ -75,6 +75,49 @@ func TestUserLockRunsWhereItsKindRuns(t *testing.T) {
 			}
 		}
 		t.Logf("%s and %s: %d of %d scenarios", builtin, user.Name, runs, len(all))
+		newCorrectLockRunsWhereItsKindRuns(t, all, bi)
+	}
+	// A broken lock stays where it is named.
+	if br, _, _ := lockimpl.Lookup("get-del"); runner.StandsByKind(br) {
+		t.Errorf("a broken lock stands by its kind")
+	}
+}
+
+// newCorrectLockRunsWhereItsKindRuns: a new correct built-in with the
+// capabilities of the correct built-in bi runs wherever bi runs and is
+// judged by bi's expectation (invalid relaxed to any) where the scenario
+// names none of its own, without a catalog edit (runner.StandsByKind); bi,
+// the reference of its kind, runs only where it is named. The new lock is
+// not registered: Applicable and the expectation take its Info.
+func newCorrectLockRunsWhereItsKindRuns(t *testing.T, all []*scenarios.Scenario, bi lockimpl.Info) {
+	t.Helper()
+	if runner.StandsByKind(bi) {
+		t.Errorf("%s stands by its kind: it is the reference of its kind", bi.Name)
+	}
+	nl := bi
+	nl.Name = "test-correct-like-" + bi.Name
+	if !runner.StandsByKind(nl) {
+		t.Fatalf("%s does not stand by its kind", nl.Name)
+	}
+	for _, s := range all {
+		b, _ := runner.Applicable(bi, s)
+		n, why := runner.Applicable(nl, s)
+		if b && !n {
+			t.Errorf("%s: %s runs, %s does not (%s)", s.Name, bi.Name, nl.Name, why)
+		}
+		if n && !b {
+			// Where bi cannot run, a listed lock with the same
+			// capabilities stands for it (redsync on a cluster).
+			if name, _, ok := runner.StandIn(nl, s); !ok || name == bi.Name {
+				t.Errorf("%s: %s runs, %s does not, and no other listed lock stands for it (%q)", s.Name, nl.Name, bi.Name, name)
+			}
+			continue
+		}
+		if b {
+			if got, want := runner.ExpectationForInfo(s, nl), runner.RelaxInvalid(s.Expectation(bi.Name)); !equalExp(got, want) {
+				t.Errorf("%s: %s judged by %v, want %s's %v", s.Name, nl.Name, got, bi.Name, want)
+			}
+		}
 	}
 }
 
