@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/workloads"
@@ -23,7 +24,7 @@ func init() { extraCommands = append(extraCommands, newBenchCmd) }
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
 		cf         clusterFlags
-		o          runner.BenchOptions
+		o          campaign.BenchOptions
 		overhead   bool
 		noCeil     bool
 		cpuProfile string
@@ -55,7 +56,7 @@ Each lock's run directory holds the usual results.json and report.`,
 			if format != "markdown" && format != "gobench" {
 				return exitWith(runner.ExitBadInput, fmt.Errorf("--format: %q is not one of markdown, gobench", format))
 			}
-			if err := cf.apply(&o.Base); err != nil {
+			if err := cf.apply(&o.Setup); err != nil {
 				return err
 			}
 			o.Overhead, o.Ceiling = overhead, !noCeil
@@ -98,7 +99,7 @@ Each lock's run directory holds the usual results.json and report.`,
 				runtime.SetBlockProfileRate(int(10 * time.Microsecond))
 				defer writeProfile(stderr, "block", blockProf)
 			}
-			b, err := runner.RunBench(cmd.Context(), o)
+			b, err := campaign.RunBench(cmd.Context(), o)
 			if b != nil {
 				md := report.BenchMarkdown(b)
 				var gb strings.Builder
@@ -124,7 +125,7 @@ Each lock's run directory holds the usual results.json and report.`,
 				return exitWith(runner.ExitCodeOf(err), err)
 			}
 			if minRatio > 0 {
-				if err := runner.RatioGate(b, minRatio); err != nil {
+				if err := campaign.RatioGate(b, minRatio); err != nil {
 					return exitWith(runner.ExitViolated, err)
 				}
 				for _, l := range b.Locks {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/runner"
 )
@@ -37,7 +38,7 @@ func TestBenchExternal(t *testing.T) {
 	if r.Stats.Throughput <= 0 || r.Stats.Cycles == 0 || r.Stats.Server == nil || r.Stats.Server.CommandsPerCycle < 2 {
 		t.Fatalf("results.json stats: throughput %v, cycles %d, server %+v", r.Stats.Throughput, r.Stats.Cycles, r.Stats.Server)
 	}
-	var b runner.Bench
+	var b campaign.Bench
 	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 )
@@ -61,7 +62,7 @@ func comparePairs(base, cur string) ([]resultsPair, []string, error) {
 	if err := errors.Join(berr, cerr); err != nil {
 		return nil, nil, err
 	}
-	inCur := map[string]runner.BenchLock{}
+	inCur := map[string]campaign.BenchLock{}
 	for _, l := range cb.Locks {
 		inCur[l.Lock] = l
 	}
@@ -91,12 +92,12 @@ func comparePairs(base, cur string) ([]resultsPair, []string, error) {
 }
 
 // readBench reads dir/bench.json.
-func readBench(dir string) (*runner.Bench, error) {
+func readBench(dir string) (*campaign.Bench, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 	if err != nil {
 		return nil, err
 	}
-	var b runner.Bench
+	var b campaign.Bench
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "bench.json"), err)
 	}

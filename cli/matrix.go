@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -74,22 +75,22 @@ directories into one matrix with the same exit-code rules.`,
 			var seeds []uint64
 			if cmd.Flags().Changed("seeds") {
 				var err error
-				if seeds, err = runner.ParseSeeds(seedList); err != nil {
+				if seeds, err = campaign.ParseSeeds(seedList); err != nil {
 					return exitWith(runner.ExitBadInput, fmt.Errorf("--seeds: %v", err))
 				}
 			}
-			o := runner.MatrixOptions{Locks: locks, Scenarios: list, Out: out, Parallel: parallel, Retries: retries, Seeds: seeds, Plots: plots}
+			o := campaign.MatrixOptions{Locks: locks, Scenarios: list, Out: out, Parallel: parallel, Retries: retries, Seeds: seeds, Plots: plots}
 			if cmd.Flags().Changed("shard") {
-				sh, err := runner.ParseShard(shard)
+				sh, err := campaign.ParseShard(shard)
 				if err != nil {
 					return exitWith(runner.ExitBadInput, fmt.Errorf("--shard: %v", err))
 				}
 				o.Shard = &sh
 			}
-			if err := cf.apply(&o.Base); err != nil {
+			if err := cf.apply(&o.Setup); err != nil {
 				return err
 			}
-			o.OnCell = func(c runner.Cell) {
+			o.OnCell = func(c campaign.Cell) {
 				v := c.Verdict
 				if c.Label != "" {
 					v = c.Label
@@ -100,7 +101,7 @@ directories into one matrix with the same exit-code rules.`,
 				return err
 			}
 			start := time.Now()
-			m, err := runner.RunMatrix(cmd.Context(), o)
+			m, err := campaign.RunMatrix(cmd.Context(), o)
 			if err != nil {
 				code := ci.write(stderr, "lockchaos matrix", []report.TestCase{{Scenario: "matrix", Lock: strings.Join(locks, ","), Status: report.CaseError, Message: err.Error()}},
 					"## lockchaos matrix\n\n**[ERROR]** "+err.Error()+"\n", runner.ExitCodeOf(err))
@@ -152,7 +153,7 @@ unknown, 0 otherwise; 3 when the shards do not belong together.`,
 			if err := ci.check(); err != nil {
 				return err
 			}
-			m, err := runner.MergeShards(args)
+			m, err := campaign.MergeShards(args)
 			if err != nil {
 				return exitWith(runner.ExitCodeOf(err), err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -41,7 +42,7 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.keyPrefix, "key-prefix", "", "prefix of every key the run creates at the server (default lc:<random run id>:; matrix adds the cell's number)")
 }
 
-func (f *clusterFlags) apply(o *runner.Options) error {
+func (f *clusterFlags) apply(o *runner.Setup) error {
 	var err error
 	if o.Limits.MaxHistory, err = runner.ParseSize(f.maxHistory); err != nil {
 		return exitWith(runner.ExitBadInput, fmt.Errorf("--max-history: %v", err))
@@ -180,7 +181,7 @@ instead (0 = the harness found exactly what the scenario expects).`,
 				return exitWith(runner.ExitBadInput, err)
 			}
 			o := runner.Options{Scenario: s, Lock: lock, Out: out, Expect: expect, Thresholds: thresholds}
-			if err := cf.apply(&o); err != nil {
+			if err := cf.apply(&o.Setup); err != nil {
 				return err
 			}
 			if err := ci.check(); err != nil {
@@ -243,15 +244,15 @@ func seedsFlag(cmd *cobra.Command, list string, repeat int, first uint64) ([]uin
 		return nil, fmt.Errorf("--seeds and --seed: --seeds lists every seed; --seed with --repeat N runs N seeds from it")
 	}
 	if fl.Changed("repeat") {
-		if repeat < 1 || repeat > runner.MaxSeeds {
-			return nil, fmt.Errorf("--repeat: %d is not in 1..%d", repeat, runner.MaxSeeds)
+		if repeat < 1 || repeat > campaign.MaxSeeds {
+			return nil, fmt.Errorf("--repeat: %d is not in 1..%d", repeat, campaign.MaxSeeds)
 		}
-		return runner.RepeatSeeds(first, repeat), nil
+		return campaign.RepeatSeeds(first, repeat), nil
 	}
 	if !fl.Changed("seeds") {
 		return nil, nil
 	}
-	seeds, err := runner.ParseSeeds(list)
+	seeds, err := campaign.ParseSeeds(list)
 	if err != nil {
 		return nil, fmt.Errorf("--seeds: %v", err)
 	}
@@ -262,7 +263,7 @@ func seedsFlag(cmd *cobra.Command, list string, repeat int, first uint64) ([]uin
 func runSeeds(cmd *cobra.Command, stdout, stderr io.Writer, o runner.Options, seeds []uint64, ci ciFlags) error {
 	s := o.Scenario
 	fmt.Fprintf(stderr, "lockchaos: running %s with lock %s over %d seeds (backend %s)\n", s.Name, o.Lock, len(seeds), o.Backend)
-	sum, err := runner.RunSeeds(cmd.Context(), o, seeds, func(r runner.SeedRun, _ *runner.Outcome) {
+	sum, err := campaign.RunSeeds(cmd.Context(), o, seeds, func(r campaign.SeedRun, _ *runner.Outcome) {
 		v := r.Verdict
 		if v == "" {
 			v = "error: " + r.Error
@@ -298,7 +299,7 @@ func runSeeds(cmd *cobra.Command, stdout, stderr io.Writer, o runner.Options, se
 	return nil
 }
 
-func runDir(o runner.Options, sum *runner.SeedSummary) string {
+func runDir(o runner.Options, sum *campaign.SeedSummary) string {
 	if len(sum.Runs) > 0 {
 		return filepath.Dir(sum.Runs[0].Dir)
 	}

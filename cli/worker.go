@@ -55,7 +55,7 @@ and --workers.`,
 				cf.backend = "external"
 			}
 			o := runner.Options{Scenario: s, Lock: lock, Out: out, Worker: &wk}
-			if err := cf.apply(&o); err != nil {
+			if err := cf.apply(&o.Setup); err != nil {
 				return err
 			}
 			if o.Out == "" {

@@ -140,7 +140,7 @@ func K8sManifests(o K8sOptions) ([]byte, error) {
 	case o.Image == "":
 		return nil, badField("image", "the lockchaos image the pods run (scripts/lockchaos-image.sh builds one)")
 	}
-	if err := (&Worker{RunID: o.RunID, Count: o.Workers}).check(s.Workload.Clients, Options{Backend: "external"}); err != nil {
+	if err := (&Worker{RunID: o.RunID, Count: o.Workers}).check(s.Workload.Clients, Options{Setup: Setup{Backend: "external"}}); err != nil {
 		return nil, err
 	}
 	if err := keyspace.Check(o.RunID); err != nil || !dns1123(o.RunID) {

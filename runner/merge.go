@@ -70,7 +70,7 @@ func Merge(o MergeOptions) (*report.Results, int, error) {
 	for i, wi := range infos {
 		byIndex[wi.Index] = i
 	}
-	if err := prepareDir(o.Out); err != nil {
+	if err := PrepareDir(o.Out); err != nil {
 		return nil, ExitBadInput, badField("out", "%s: %w", o.Out, err)
 	}
 

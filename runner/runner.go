@@ -37,12 +37,9 @@ const (
 	ExitInfra    = 4
 )
 
-// Options for one run.
-type Options struct {
-	Scenario *scenarios.Scenario
-	Lock     string
-	// Out is the run directory; it is created (and must be empty if it exists).
-	Out string
+// Setup is what the runs of a campaign (a matrix, a bench) share: where
+// Redis runs and how each run records. Options embeds it.
+type Setup struct {
 	// Cluster settings: backend, binaries, docker image, external addresses.
 	Backend       string
 	RedisServer   string
@@ -50,6 +47,28 @@ type Options struct {
 	Image         string
 	Addrs         []string
 	AllowRemote   bool
+	// KeyPrefix is the prefix of every key the run creates at the server
+	// (keyspace.Prefix). Default "lc:<run id>:", the run id random per run.
+	KeyPrefix string
+	// Limits stop the run cleanly (unknown, with the reason) before its
+	// history outgrows a size or the disk runs short.
+	Limits Limits
+	// History is the history's form: HistoryCompact (default, history.lch)
+	// or HistoryJSONL (history.jsonl).
+	History string
+	// Live checks the history while it is recorded (checker.LiveChecker):
+	// Progress shows the verdict so far, and the check after the run costs
+	// only the tail.
+	Live bool
+}
+
+// Options for one run.
+type Options struct {
+	Setup
+	Scenario *scenarios.Scenario
+	Lock     string
+	// Out is the run directory; it is created (and must be empty if it exists).
+	Out string
 	// Expect makes the exit code follow the scenario's expectation for the
 	// lock (0 = as expected) instead of the verdict alone.
 	Expect bool
@@ -73,24 +92,11 @@ type Options struct {
 	// turns it off, since MONITOR costs the servers throughput (see
 	// docs/ground-truth.md); scenario runs and matrix cells keep it.
 	NoCommandRecord bool
-	// KeyPrefix is the prefix of every key the run creates at the server
-	// (keyspace.Prefix). Default "lc:<run id>:", the run id random per run.
-	KeyPrefix string
 	// NoPlots skips the report's plots (matrix cells unless --plots).
 	NoPlots bool
-	// Limits stop the run cleanly (unknown, with the reason) before its
-	// history outgrows a size or the disk runs short.
-	Limits Limits
-	// History is the history's form: HistoryCompact (default, history.lch)
-	// or HistoryJSONL (history.jsonl).
-	History string
 	// Worker, when set, makes this run one worker of a run spread over
 	// processes (see Worker; Merge joins their directories).
 	Worker *Worker
-	// Live checks the history while it is recorded (checker.LiveChecker):
-	// Progress shows the verdict so far, and the check after the run costs
-	// only the tail.
-	Live bool
 	// Tap, when set, sees every event as the history records it (after
 	// the live checker), under the history writer's lock: it must be quick
 	// and copy what it keeps (run --metrics-addr's acquire histogram).
@@ -226,12 +232,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if o.Out == "" {
 		o.Out = DefaultOut(s.Name, o.Lock)
 	}
-	if err := prepareDir(o.Out); err != nil {
+	if err := PrepareDir(o.Out); err != nil {
 		return nil, badField("out", "%s: %w", o.Out, err)
 	}
 	defer redisLogs.attach(o.Out)() // go-redis's own lines go to the run directory
 	guard := &limitGuard{l: o.Limits, dir: o.Out, free: diskFree}
-	if err := guard.preflight(); err != nil {
+	if err := guard.Preflight(); err != nil {
 		return nil, &Error{Code: ExitInfra, Field: "min-free-disk", Err: err}
 	}
 	if err := saveScenario(filepath.Join(o.Out, "scenario.yaml"), s); err != nil {
@@ -260,7 +266,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	defer stopCluster()
 	pt.Mark("start")
-	if err := preflight(ctx, cl, prefix); err != nil {
+	if err := Preflight(ctx, cl, prefix); err != nil {
 		return nil, err
 	}
 	// Judged as the scenario says for this backend (its backends entry).
@@ -423,7 +429,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	// The observer is stopped first: the clean-up's dels are no lock's.
 	// Of workers, the coordinator alone cleans up, once all are done.
 	if wk == nil || wk.Index == 0 {
-		notes = append(notes, cleanUp(ctx, cl, prefix, o.Cluster != nil)...)
+		notes = append(notes, CleanUp(ctx, cl, prefix, o.Cluster != nil)...)
 	}
 	stopCluster() // nothing left running before the (possibly slow) analysis
 	if hw != nil {
@@ -554,7 +560,9 @@ func progressLoop(fn func(Progress), rec *history.Recorder, w *workloads.Workloa
 	return func() { close(stop); <-done }
 }
 
-func prepareDir(dir string) error {
+// PrepareDir makes a run directory: a new one, or an empty one (a run is
+// never overwritten).
+func PrepareDir(dir string) error {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return fmt.Errorf("directory exists and is not empty (a run is never overwritten)")
 	}

@@ -37,8 +37,8 @@ func runWorkers(t *testing.T, addr, name, runID string) []string {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: cluster.External,
-				Addrs: []string{addr}, Out: dirs[i], NoPlots: true,
+			_, errs[i] = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: cluster.External,
+				Addrs: []string{addr}}, Out: dirs[i], NoPlots: true,
 				Worker: &runner.Worker{Index: i, Count: len(offsets), RunID: runID, Wait: 30 * time.Second, ClockOffset: off}})
 		}()
 	}
@@ -190,8 +190,8 @@ func TestWorkerOptionsRefused(t *testing.T) {
 		{runner.Worker{Index: 0, Count: 2, RunID: "r"}, cluster.Process, "backend"},
 	} {
 		w := tc.w
-		_, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: tc.backend,
-			Addrs: []string{"127.0.0.1:1"}, Out: filepath.Join(t.TempDir(), "w"), Worker: &w})
+		_, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: tc.backend,
+			Addrs: []string{"127.0.0.1:1"}}, Out: filepath.Join(t.TempDir(), "w"), Worker: &w})
 		var re *runner.Error
 		if !errors.As(err, &re) || re.Code != runner.ExitBadInput || re.Field != tc.field {
 			t.Errorf("worker %+v on %s: %v, want exit 3 for field %s", tc.w, tc.backend, err, tc.field)

@@ -1,8 +1,9 @@
-package runner
+package campaign
 
 import (
 	"context"
 	"fmt"
+	"github.com/lockchaos/lockchaos/runner"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -35,7 +36,8 @@ type BenchOptions struct {
 	// locks use all of them; the others use the first). Default 5.
 	Nodes int
 	Out   string
-	Base  Options // cluster settings
+	// Setup is where the servers run and how each lock's run records.
+	Setup runner.Setup
 	// NoHistory also runs each lock with recording off and reports the
 	// overhead of recording.
 	Overhead bool
@@ -56,7 +58,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		o.Nodes = 5
 	}
 	if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 {
-		return nil, fail(ExitBadInput, "bench: --clients, --keys and --duration must be positive")
+		return nil, fail(runner.ExitBadInput, "bench: --clients, --keys and --duration must be positive")
 	}
 	for _, l := range o.Locks {
 		if _, _, err := lockimpl.Lookup(l); err != nil {
@@ -64,42 +66,42 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		}
 	}
 	topo := cluster.Independent
-	if o.Base.Backend == cluster.External && len(o.Base.Addrs) == 1 {
+	if o.Setup.Backend == cluster.External && len(o.Setup.Addrs) == 1 {
 		topo = cluster.Single
 	}
 	// Bad flags are found before any server starts or directory is made.
 	vo := o
-	if o.Base.Backend == cluster.External {
-		vo.Nodes = max(len(o.Base.Addrs), 1)
+	if o.Setup.Backend == cluster.External {
+		vo.Nodes = max(len(o.Setup.Addrs), 1)
 	}
 	if err := benchScenario(vo, "bench", benchTopology(vo.Nodes)).Validate(); err != nil {
-		return nil, fail(ExitBadInput, "bench: the flags make an invalid workload: %w", err)
+		return nil, fail(runner.ExitBadInput, "bench: the flags make an invalid workload: %w", err)
 	}
-	spec := cluster.Spec{Topology: topo, Backend: o.Base.Backend, Nodes: o.Nodes, RedisServer: o.Base.RedisServer,
-		Image: o.Base.Image, Addrs: o.Base.Addrs, AllowRemote: o.Base.AllowRemote, Dir: o.Out}
-	if err := prepareDir(o.Out); err != nil {
+	spec := cluster.Spec{Topology: topo, Backend: o.Setup.Backend, Nodes: o.Nodes, RedisServer: o.Setup.RedisServer,
+		Image: o.Setup.Image, Addrs: o.Setup.Addrs, AllowRemote: o.Setup.AllowRemote, Dir: o.Out}
+	if err := runner.PrepareDir(o.Out); err != nil {
 		return nil, badField("out", "%s: %w", o.Out, err)
 	}
 	prefix := keyspace.Default(keyspace.NewRunID())
-	if o.Base.KeyPrefix != "" {
-		if err := keyspace.Check(o.Base.KeyPrefix); err != nil {
+	if o.Setup.KeyPrefix != "" {
+		if err := keyspace.Check(o.Setup.KeyPrefix); err != nil {
 			return nil, badField("key-prefix", "%w", err)
 		}
-		prefix = keyspace.Prefix(o.Base.KeyPrefix)
+		prefix = keyspace.Prefix(o.Setup.KeyPrefix)
 	}
 	// Every lock's run uses the bench's prefix: each one removes its keys
 	// when it ends, so the next one's preflight finds none.
-	o.Base.KeyPrefix = string(prefix)
+	o.Setup.KeyPrefix = string(prefix)
 	cl, err := cluster.Start(ctx, spec)
 	if err != nil {
-		return nil, &Error{Code: ExitCodeOf(err), Err: fmt.Errorf("bench: start servers: %w", err)}
+		return nil, &runner.Error{Code: runner.ExitCodeOf(err), Err: fmt.Errorf("bench: start servers: %w", err)}
 	}
 	defer cl.Stop()
-	if err := preflight(ctx, cl, prefix); err != nil {
+	if err := runner.Preflight(ctx, cl, prefix); err != nil {
 		return nil, err
 	}
 	// The yardsticks' keys too, also when the bench is interrupted.
-	defer cleanUp(ctx, cl, prefix, true)
+	defer runner.CleanUp(ctx, cl, prefix, true)
 	if o.KeyDist == "" {
 		o.KeyDist = "uniform"
 	}
@@ -242,13 +244,13 @@ var benchConn = cluster.ClientOptions{PoolSize: 2, NoConnCheck: true}
 func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, info lockimpl.Info, noHistory bool, rep int) (*BenchLock, error) {
 	s := benchScenario(o, "bench", benchTopology(len(cl.Nodes)))
 	if err := s.Validate(); err != nil {
-		return nil, fail(ExitBadInput, "bench: %w", err)
+		return nil, fail(runner.ExitBadInput, "bench: %w", err)
 	}
 	// On external servers only the bench's own keys are removed (never
 	// FLUSHALL there: they may be the user's), and the server's command
 	// counters are read before and after rather than reset.
-	if _, err := cl.DeleteKeys(ctx, keyspace.Prefix(o.Base.KeyPrefix).Pattern()); err != nil && ctx.Err() == nil {
-		return nil, fail(ExitInfra, "bench: remove the previous run's keys: %w", err)
+	if _, err := cl.DeleteKeys(ctx, keyspace.Prefix(o.Setup.KeyPrefix).Pattern()); err != nil && ctx.Err() == nil {
+		return nil, fail(runner.ExitInfra, "bench: remove the previous run's keys: %w", err)
 	}
 	// Servers the bench started itself are emptied outright, as the bench
 	// did before keys had a prefix: with only the prefix's keys removed,
@@ -259,7 +261,7 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	if cl.Backend != cluster.External {
 		for _, a := range admin {
 			if err := a.FlushAll(ctx).Err(); err != nil && ctx.Err() == nil {
-				return nil, fail(ExitInfra, "bench: empty the bench's own servers: %w", err)
+				return nil, fail(runner.ExitInfra, "bench: empty the bench's own servers: %w", err)
 			}
 		}
 	}
@@ -271,10 +273,10 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	if rep > 0 {
 		dir += fmt.Sprintf("-run%d", rep+1)
 	}
-	ro := o.Base
+	ro := runner.Options{Setup: o.Setup}
 	ro.Scenario, ro.Lock, ro.Out, ro.Cluster, ro.NoHistory, ro.Progress = s, info.Name, dir, cl, noHistory, nil
 	ro.Conn, ro.NoObserver, ro.NoCommandRecord = benchConn, true, !o.CommandRecord
-	out, err := Run(ctx, ro)
+	out, err := runner.Run(ctx, ro)
 	if out == nil {
 		return nil, err
 	}

@@ -1,8 +1,9 @@
-package runner
+package campaign
 
 import (
 	"context"
 	"fmt"
+	"github.com/lockchaos/lockchaos/runner"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -101,7 +102,7 @@ func Summarize(scenario, lock string, exp map[string]string, runs []SeedRun, exp
 		unexpectedSeed = unexpectedSeed || r.Outcome == "unexpected"
 		// A seed whose verdicts matched but whose exit code says violated
 		// failed a threshold.
-		thresholdFail = thresholdFail || (r.Outcome == "as-expected" && r.ExitCode == ExitViolated && expect)
+		thresholdFail = thresholdFail || (r.Outcome == "as-expected" && r.ExitCode == runner.ExitViolated && expect)
 		for c, v := range r.Checks {
 			if counts[c] == nil {
 				counts[c] = map[string]int{}
@@ -146,17 +147,17 @@ func Summarize(scenario, lock string, exp map[string]string, runs []SeedRun, exp
 	}
 	switch {
 	case expect && (s.Outcome == "unexpected" || s.Outcome == "error" || thresholdFail):
-		s.ExitCode = ExitViolated
+		s.ExitCode = runner.ExitViolated
 	case expect && s.Outcome == "unknown":
-		s.ExitCode = ExitUnknown
+		s.ExitCode = runner.ExitUnknown
 	case !expect:
 		// As for one run: the verdicts decide; the worst seed wins.
 		for _, r := range runs {
 			switch {
-			case r.Verdict == "" || r.ExitCode == ExitViolated:
-				s.ExitCode = ExitViolated
-			case r.ExitCode != ExitOK && s.ExitCode == ExitOK:
-				s.ExitCode = ExitUnknown
+			case r.Verdict == "" || r.ExitCode == runner.ExitViolated:
+				s.ExitCode = runner.ExitViolated
+			case r.ExitCode != runner.ExitOK && s.ExitCode == runner.ExitOK:
+				s.ExitCode = runner.ExitUnknown
 			}
 		}
 	}
@@ -164,10 +165,10 @@ func Summarize(scenario, lock string, exp map[string]string, runs []SeedRun, exp
 }
 
 // seedRunOf turns one seed's Run outcome into its SeedRun.
-func seedRunOf(seed uint64, dir string, out *Outcome, err error) SeedRun {
+func seedRunOf(seed uint64, dir string, out *runner.Outcome, err error) SeedRun {
 	sr := SeedRun{Seed: seed, Dir: dir, Attempts: 1}
 	if out == nil || out.Results == nil {
-		sr.Outcome, sr.Error, sr.ExitCode = "error", fmt.Sprint(err), ExitCodeOf(err)
+		sr.Outcome, sr.Error, sr.ExitCode = "error", fmt.Sprint(err), runner.ExitCodeOf(err)
 		return sr
 	}
 	r := out.Results
@@ -188,17 +189,17 @@ func seedRunOf(seed uint64, dir string, out *Outcome, err error) SeedRun {
 // RunSeeds runs o once per seed, each in SeedDir(o.Out, seed), then writes
 // the aggregate (seeds.json, seeds.md and an index report.html) into o.Out.
 // onSeed, when set, is called after each seed.
-func RunSeeds(ctx context.Context, o Options, seeds []uint64, onSeed func(SeedRun, *Outcome)) (*SeedSummary, error) {
+func RunSeeds(ctx context.Context, o runner.Options, seeds []uint64, onSeed func(SeedRun, *runner.Outcome)) (*SeedSummary, error) {
 	if o.Scenario == nil {
-		return nil, fail(ExitBadInput, "no scenario")
+		return nil, fail(runner.ExitBadInput, "no scenario")
 	}
 	if len(seeds) == 0 {
 		return nil, badField("seeds", "no seeds")
 	}
 	if o.Out == "" {
-		o.Out = DefaultOut(o.Scenario.Name, o.Lock)
+		o.Out = runner.DefaultOut(o.Scenario.Name, o.Lock)
 	}
-	if err := prepareDir(o.Out); err != nil {
+	if err := runner.PrepareDir(o.Out); err != nil {
 		return nil, badField("out", "%s: %w", o.Out, err)
 	}
 	var runs []SeedRun
@@ -211,7 +212,7 @@ func RunSeeds(ctx context.Context, o Options, seeds []uint64, onSeed func(SeedRu
 		sc.Seed = seed
 		ro := o
 		ro.Scenario, ro.Out = &sc, SeedDir(o.Out, seed)
-		out, err := Run(ctx, ro)
+		out, err := runner.Run(ctx, ro)
 		sr := seedRunOf(seed, ro.Out, out, err)
 		runs = append(runs, sr)
 		if onSeed != nil {
@@ -220,27 +221,27 @@ func RunSeeds(ctx context.Context, o Options, seeds []uint64, onSeed func(SeedRu
 		if err != nil && (out == nil || out.Results == nil) {
 			// Bad input or a topology that cannot start: every seed would
 			// fail the same way.
-			if code := ExitCodeOf(err); code == ExitBadInput || code == ExitInfra {
+			if code := runner.ExitCodeOf(err); code == runner.ExitBadInput || code == runner.ExitInfra {
 				firstErr = err
 				break
 			}
 		}
 	}
-	sum := Summarize(o.Scenario.Name, o.Lock, ExpectationFor(o.Scenario.ForBackend(o.Backend), o.Lock), runs, o.Expect)
+	sum := Summarize(o.Scenario.Name, o.Lock, runner.ExpectationFor(o.Scenario.ForBackend(o.Backend), o.Lock), runs, o.Expect)
 	if ctx.Err() != nil && len(runs) < len(seeds) {
 		sum.Mismatches = append(sum.Mismatches, fmt.Sprintf("interrupted after %d of %d seeds", len(runs), len(seeds)))
 		if sum.ExitCode == 0 {
-			sum.ExitCode = ExitUnknown
+			sum.ExitCode = runner.ExitUnknown
 		}
 	}
 	if err := report.WriteSeeds(o.Out, sum); err != nil {
-		return sum, fail(ExitInfra, "%w", err)
+		return sum, fail(runner.ExitInfra, "%w", err)
 	}
 	if firstErr != nil {
 		return sum, firstErr
 	}
 	if ctx.Err() != nil {
-		return sum, &Error{Code: sum.ExitCode, Err: context.Canceled}
+		return sum, &runner.Error{Code: sum.ExitCode, Err: context.Canceled}
 	}
 	return sum, nil
 }

@@ -1,8 +1,9 @@
-package runner
+package campaign
 
 import (
 	"context"
 	"fmt"
+	"github.com/lockchaos/lockchaos/runner"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -37,8 +38,9 @@ type MatrixOptions struct {
 	// <cell>/seed-N) and judges the cell over them; nil runs each scenario
 	// once with its own seed, in <cell> itself.
 	Seeds []uint64
-	// Base carries the cluster settings (backend, binaries, ...).
-	Base Options
+	// Setup is where Redis runs and how each cell's run records (a
+	// KeyPrefix gets each cell's number added).
+	Setup runner.Setup
 	// Plots renders every cell's plots (off by default: they were an eighth
 	// of the matrix's wall time; `lockchaos report DIR` renders a cell's).
 	Plots bool
@@ -51,25 +53,6 @@ type MatrixOptions struct {
 	Shard *Shard
 }
 
-// Applicable says whether a lock can run in a scenario's topology. A
-// scenario's locks: list names built-ins; a user's lock runs where the
-// built-in of its kind (or one with its capabilities) is listed (StandIn).
-func Applicable(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
-	if ok, why := listed(info, s); !ok {
-		return false, why
-	}
-	if info.NoCluster != "" && s.Topology == "cluster" {
-		return false, "cannot run on Redis Cluster: " + info.NoCluster
-	}
-	if info.NeedsReplicas && s.Topology != "sentinel" && s.Topology != "cluster" {
-		return false, "needs a replica (sentinel or cluster topology)"
-	}
-	if info.MinNodes > 1 && s.Topology != "independent" {
-		return false, fmt.Sprintf("needs %d independent masters", info.MinNodes)
-	}
-	return true, ""
-}
-
 // RunMatrix runs every applicable cell and returns the table with its exit
 // code: 1 if any cell was unexpected, else 2 if any was unknown, else 0.
 func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
@@ -80,10 +63,10 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 			}
 		}
 	}
-	if o.Base.KeyPrefix != "" {
+	if o.Setup.KeyPrefix != "" {
 		// Each cell's keys go under the prefix plus the cell's number, so
 		// cells run in parallel do not meet each other's keys.
-		if err := keyspace.Check(o.Base.KeyPrefix + "0000:"); err != nil {
+		if err := keyspace.Check(o.Setup.KeyPrefix + "0000:"); err != nil {
 			return nil, badField("key-prefix", "%w", err)
 		}
 	}
@@ -98,12 +81,12 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 	if len(o.Scenarios) == 0 {
 		all, err := scenarios.All()
 		if err != nil {
-			return nil, fail(ExitBadInput, "%w", err)
+			return nil, fail(runner.ExitBadInput, "%w", err)
 		}
 		o.Scenarios = all
 	}
 	if o.Parallel < 1 {
-		o.Parallel = autoParallel(o.Base)
+		o.Parallel = autoParallel(o.Setup)
 	}
 	began := time.Now()
 	m := &Matrix{Locks: o.Locks, Seeds: o.Seeds, Parallel: o.Parallel}
@@ -120,7 +103,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 		m.Scenarios = append(m.Scenarios, s.Name)
 		for _, l := range o.Locks {
 			c := Cell{Scenario: s.Name, Lock: l, Outcome: "n/a"}
-			ok, why := Applicable(infos[l], s)
+			ok, why := runner.Applicable(infos[l], s)
 			c.Applicable, c.Reason = ok, why
 			m.Cells = append(m.Cells, c)
 			if !ok {
@@ -269,7 +252,7 @@ func runCellRetried(ctx context.Context, o MatrixOptions, s *scenarios.Scenario,
 // seeds.md and index report.html into the cell directory.
 func seedCell(o MatrixOptions, s *scenarios.Scenario, lock string, runs []SeedRun) Cell {
 	dir := filepath.Join(o.Out, s.Name, lock)
-	sum := Summarize(s.Name, lock, ExpectationFor(s.ForBackend(o.Base.Backend), lock), runs, true)
+	sum := Summarize(s.Name, lock, runner.ExpectationFor(s.ForBackend(o.Setup.Backend), lock), runs, true)
 	c := Cell{Scenario: s.Name, Lock: lock, Applicable: true, Dir: dir, Expected: sum.Expected, Outcome: sum.Outcome,
 		Verdict: sum.Majority(), Label: sum.Label(), Seeds: runs, Rates: sum.Rates, Checks: map[string]string{}}
 	if c.Verdict == "error" {
@@ -314,16 +297,16 @@ func scenarioByName(list []*scenarios.Scenario, name string) (*scenarios.Scenari
 
 func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, dir string, job int) Cell {
 	c := Cell{Scenario: s.Name, Lock: lock, Applicable: true}
-	ro := o.Base
+	ro := runner.Options{Setup: o.Setup}
 	if ro.KeyPrefix != "" {
 		ro.KeyPrefix += strconv.Itoa(job) + ":"
 	}
 	ro.Scenario, ro.Lock, ro.Expect, ro.Progress, ro.NoPlots = s, lock, true, nil, !o.Plots
 	ro.Out = dir
 	c.Dir = ro.Out
-	out, err := Run(ctx, ro)
+	out, err := runner.Run(ctx, ro)
 	if out == nil || out.Results == nil {
-		c.Outcome, c.Reason, c.RunExit = "error", fmt.Sprint(err), ExitCodeOf(err)
+		c.Outcome, c.Reason, c.RunExit = "error", fmt.Sprint(err), runner.ExitCodeOf(err)
 		return c
 	}
 	c.RunExit = out.ExitCode
