@@ -58,7 +58,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		o.Nodes = 5
 	}
 	if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 {
-		return nil, fail(runner.ExitBadInput, "bench: --clients, --keys and --duration must be positive")
+		return nil, fail(runner.BadInput, "bench: clients, keys and duration must be positive")
 	}
 	for _, l := range o.Locks {
 		if _, _, err := lockimpl.Lookup(l); err != nil {
@@ -75,7 +75,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		vo.Nodes = max(len(o.Setup.Addrs), 1)
 	}
 	if err := benchScenario(vo, "bench", benchTopology(vo.Nodes)).Validate(); err != nil {
-		return nil, fail(runner.ExitBadInput, "bench: the flags make an invalid workload: %w", err)
+		return nil, fail(runner.BadInput, "bench: the flags make an invalid workload: %w", err)
 	}
 	spec := cluster.Spec{Topology: topo, Backend: o.Setup.Backend, Nodes: o.Nodes, RedisServer: o.Setup.RedisServer,
 		Image: o.Setup.Image, Addrs: o.Setup.Addrs, AllowRemote: o.Setup.AllowRemote, Dir: o.Out}
@@ -94,7 +94,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	o.Setup.KeyPrefix = string(prefix)
 	cl, err := cluster.Start(ctx, spec)
 	if err != nil {
-		return nil, &runner.Error{Code: runner.ExitCodeOf(err), Err: fmt.Errorf("bench: start servers: %w", err)}
+		return nil, &runner.Error{Class: runner.ClassOf(err), Err: fmt.Errorf("bench: start servers: %w", err)}
 	}
 	defer cl.Stop()
 	if err := runner.Preflight(ctx, cl, prefix); err != nil {
@@ -124,7 +124,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		b.FanOutRTTP50US = yardstick.SetRTT(ctx, bare, prefix)
 	}
 	if o.Ceiling {
-		// With --repeat the yardsticks are measured as often as the locks
+		// With Repeat the yardsticks are measured as often as the locks
 		// and their medians used: the machine drifts by several percent.
 		type ceil struct{ setnx, evalsha, cycles float64 }
 		var cs []ceil
@@ -244,13 +244,13 @@ var benchConn = cluster.ClientOptions{PoolSize: 2, NoConnCheck: true}
 func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, info lockimpl.Info, noHistory bool, rep int) (*BenchLock, error) {
 	s := benchScenario(o, "bench", benchTopology(len(cl.Nodes)))
 	if err := s.Validate(); err != nil {
-		return nil, fail(runner.ExitBadInput, "bench: %w", err)
+		return nil, fail(runner.BadInput, "bench: %w", err)
 	}
 	// On external servers only the bench's own keys are removed (never
 	// FLUSHALL there: they may be the user's), and the server's command
 	// counters are read before and after rather than reset.
 	if _, err := cl.DeleteKeys(ctx, keyspace.Prefix(o.Setup.KeyPrefix).Pattern()); err != nil && ctx.Err() == nil {
-		return nil, fail(runner.ExitInfra, "bench: remove the previous run's keys: %w", err)
+		return nil, fail(runner.Infra, "bench: remove the previous run's keys: %w", err)
 	}
 	// Servers the bench started itself are emptied outright, as the bench
 	// did before keys had a prefix: with only the prefix's keys removed,
@@ -261,7 +261,7 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	if cl.Backend != cluster.External {
 		for _, a := range admin {
 			if err := a.FlushAll(ctx).Err(); err != nil && ctx.Err() == nil {
-				return nil, fail(runner.ExitInfra, "bench: empty the bench's own servers: %w", err)
+				return nil, fail(runner.Infra, "bench: empty the bench's own servers: %w", err)
 			}
 		}
 	}
@@ -310,15 +310,15 @@ type (
 	BenchLock = report.BenchLock
 )
 
-// RatioGate is `bench --min-ratio`: every benched lock's cycles/s divided by
-// bare go-redis's in the same run (each the median over --repeat) must be
+// RatioGate is the bench's ratio gate: every benched lock's cycles/s divided by
+// bare go-redis's in the same run (each the median over the repeats) must be
 // at least min. The error names both numbers of each lock below it.
 func RatioGate(b *Bench, min float64) error {
 	if b.GoRedisCS <= 0 {
-		return fmt.Errorf("--min-ratio %.2f: no bare go-redis measurement in this run (it failed, or --no-ceiling skipped it)", min)
+		return fmt.Errorf("no bare go-redis measurement in this run (it failed, or the bench ran without its ceiling)")
 	}
 	if len(b.Locks) == 0 {
-		return fmt.Errorf("--min-ratio %.2f: no lock was benched", min)
+		return fmt.Errorf("no lock was benched")
 	}
 	var below []string
 	for _, l := range b.Locks {
@@ -328,7 +328,7 @@ func RatioGate(b *Bench, min float64) error {
 		}
 	}
 	if len(below) > 0 {
-		return fmt.Errorf("--min-ratio: %s", strings.Join(below, "; "))
+		return fmt.Errorf("%s", strings.Join(below, "; "))
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 	if len(o.Scenarios) == 0 {
 		all, err := scenarios.All()
 		if err != nil {
-			return nil, fail(runner.ExitBadInput, "%w", err)
+			return nil, fail(runner.BadInput, "%w", err)
 		}
 		o.Scenarios = all
 	}
@@ -222,7 +222,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 			}
 		}
 	}
-	m.ExitCode = matrixExit(m.Cells, ctx.Err() != nil)
+	m.ExitCode = int(matrixClass(m.Cells, ctx.Err() != nil))
 	m.WallMS = report.MSOf(time.Since(began))
 	return m, nil
 }
@@ -306,10 +306,10 @@ func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, 
 	c.Dir = ro.Out
 	out, err := runner.Run(ctx, ro)
 	if out == nil || out.Results == nil {
-		c.Outcome, c.Reason, c.RunExit = "error", fmt.Sprint(err), runner.ExitCodeOf(err)
+		c.Outcome, c.Reason, c.RunExit = "error", fmt.Sprint(err), int(runner.ClassOf(err))
 		return c
 	}
-	c.RunExit = out.ExitCode
+	c.RunExit = int(out.Class)
 	r := out.Results
 	c.Verdict, c.Expected, c.Outcome, c.Throughput, c.Notes = r.Verdict, r.Expected, r.Outcome, r.Stats.Throughput, r.Notes
 	c.Checks = map[string]string{}

@@ -69,8 +69,8 @@ func parseSeed(s string) (uint64, error) {
 	return v, nil
 }
 
-// RepeatSeeds is `--repeat n`: n seeds from first (the scenario's seed,
-// or --seed), so that --repeat 10 on a default scenario is seeds 1-10.
+// RepeatSeeds is the seeds of n repeats: n seeds from first (the scenario's seed,
+// or the one given), so that 10 repeats of a default scenario is seeds 1-10.
 func RepeatSeeds(first uint64, n int) []uint64 {
 	out := make([]uint64, n)
 	for i := range out {
@@ -102,7 +102,7 @@ func Summarize(scenario, lock string, exp map[string]string, runs []SeedRun, exp
 		unexpectedSeed = unexpectedSeed || r.Outcome == "unexpected"
 		// A seed whose verdicts matched but whose exit code says violated
 		// failed a threshold.
-		thresholdFail = thresholdFail || (r.Outcome == "as-expected" && r.ExitCode == runner.ExitViolated && expect)
+		thresholdFail = thresholdFail || (r.Outcome == "as-expected" && runner.Class(r.ExitCode) == runner.Violated && expect)
 		for c, v := range r.Checks {
 			if counts[c] == nil {
 				counts[c] = map[string]int{}
@@ -145,22 +145,24 @@ func Summarize(scenario, lock string, exp map[string]string, runs []SeedRun, exp
 	default:
 		s.Outcome = "unexpected"
 	}
+	class := runner.Passed
 	switch {
 	case expect && (s.Outcome == "unexpected" || s.Outcome == "error" || thresholdFail):
-		s.ExitCode = runner.ExitViolated
+		class = runner.Violated
 	case expect && s.Outcome == "unknown":
-		s.ExitCode = runner.ExitUnknown
+		class = runner.Unknown
 	case !expect:
 		// As for one run: the verdicts decide; the worst seed wins.
 		for _, r := range runs {
-			switch {
-			case r.Verdict == "" || r.ExitCode == runner.ExitViolated:
-				s.ExitCode = runner.ExitViolated
-			case r.ExitCode != runner.ExitOK && s.ExitCode == runner.ExitOK:
-				s.ExitCode = runner.ExitUnknown
+			switch rc := runner.Class(r.ExitCode); {
+			case r.Verdict == "" || rc == runner.Violated:
+				class = runner.Violated
+			case rc != runner.Passed && class == runner.Passed:
+				class = runner.Unknown
 			}
 		}
 	}
+	s.ExitCode = int(class)
 	return s
 }
 
@@ -168,11 +170,11 @@ func Summarize(scenario, lock string, exp map[string]string, runs []SeedRun, exp
 func seedRunOf(seed uint64, dir string, out *runner.Outcome, err error) SeedRun {
 	sr := SeedRun{Seed: seed, Dir: dir, Attempts: 1}
 	if out == nil || out.Results == nil {
-		sr.Outcome, sr.Error, sr.ExitCode = "error", fmt.Sprint(err), runner.ExitCodeOf(err)
+		sr.Outcome, sr.Error, sr.ExitCode = "error", fmt.Sprint(err), int(runner.ClassOf(err))
 		return sr
 	}
 	r := out.Results
-	sr.Verdict, sr.Outcome, sr.ExitCode = r.Verdict, r.Outcome, out.ExitCode
+	sr.Verdict, sr.Outcome, sr.ExitCode = r.Verdict, r.Outcome, int(out.Class)
 	sr.Checks = map[string]string{}
 	for n, c := range r.Checks {
 		sr.Checks[n] = string(c.Verdict)
@@ -191,7 +193,7 @@ func seedRunOf(seed uint64, dir string, out *runner.Outcome, err error) SeedRun 
 // onSeed, when set, is called after each seed.
 func RunSeeds(ctx context.Context, o runner.Options, seeds []uint64, onSeed func(SeedRun, *runner.Outcome)) (*SeedSummary, error) {
 	if o.Scenario == nil {
-		return nil, fail(runner.ExitBadInput, "no scenario")
+		return nil, fail(runner.BadInput, "no scenario")
 	}
 	if len(seeds) == 0 {
 		return nil, badField("seeds", "no seeds")
@@ -221,7 +223,7 @@ func RunSeeds(ctx context.Context, o runner.Options, seeds []uint64, onSeed func
 		if err != nil && (out == nil || out.Results == nil) {
 			// Bad input or a topology that cannot start: every seed would
 			// fail the same way.
-			if code := runner.ExitCodeOf(err); code == runner.ExitBadInput || code == runner.ExitInfra {
+			if code := runner.ClassOf(err); code == runner.BadInput || code == runner.Infra {
 				firstErr = err
 				break
 			}
@@ -231,17 +233,17 @@ func RunSeeds(ctx context.Context, o runner.Options, seeds []uint64, onSeed func
 	if ctx.Err() != nil && len(runs) < len(seeds) {
 		sum.Mismatches = append(sum.Mismatches, fmt.Sprintf("interrupted after %d of %d seeds", len(runs), len(seeds)))
 		if sum.ExitCode == 0 {
-			sum.ExitCode = runner.ExitUnknown
+			sum.ExitCode = int(runner.Unknown)
 		}
 	}
 	if err := report.WriteSeeds(o.Out, sum); err != nil {
-		return sum, fail(runner.ExitInfra, "%w", err)
+		return sum, fail(runner.Infra, "%w", err)
 	}
 	if firstErr != nil {
 		return sum, firstErr
 	}
 	if ctx.Err() != nil {
-		return sum, &runner.Error{Code: sum.ExitCode, Err: context.Canceled}
+		return sum, &runner.Error{Class: runner.Class(sum.ExitCode), Err: context.Canceled}
 	}
 	return sum, nil
 }

@@ -85,7 +85,7 @@ func TestSummarize(t *testing.T) {
 	runs := []campaign.SeedRun{run(1, "invalid", "as-expected", 0, inv), run(2, "valid", "unexpected", 1, val), run(3, "invalid", "as-expected", 0, inv)}
 
 	s := campaign.Summarize("x", "simple", map[string]string{"mutex": "invalid"}, runs, true)
-	if s.Outcome != "unexpected" || s.ExitCode != runner.ExitViolated {
+	if s.Outcome != "unexpected" || s.ExitCode != int(runner.Violated) {
 		t.Errorf("plain invalid, 2/3 seeds: outcome %s exit %d, want unexpected 1", s.Outcome, s.ExitCode)
 	}
 	if r := s.Rates["mutex"][0]; r.Verdict != "invalid" || r.Hits != 2 || r.N != 3 {
@@ -108,17 +108,17 @@ func TestSummarize(t *testing.T) {
 	}
 	// Without --expect the verdicts decide, the worst seed's.
 	s = campaign.Summarize("x", "simple", map[string]string{"mutex": "invalid >=0.6"}, runs, false)
-	if s.ExitCode != runner.ExitViolated {
+	if s.ExitCode != int(runner.Violated) {
 		t.Errorf("without expect: exit %d, want 1 (a seed was invalid)", s.ExitCode)
 	}
 	unk := []campaign.SeedRun{run(1, "valid", "as-expected", 0, val), run(2, "unknown", "unknown", 2, map[string]string{"mutex": "unknown"})}
 	s = campaign.Summarize("x", "simple", nil, unk, true)
-	if s.Outcome != "unknown" || s.ExitCode != runner.ExitUnknown {
+	if s.Outcome != "unknown" || s.ExitCode != int(runner.Unknown) {
 		t.Errorf("one unknown seed: outcome %s exit %d, want unknown 2", s.Outcome, s.ExitCode)
 	}
 	// A seed that did not run is an error, never a pass.
 	s = campaign.Summarize("x", "simple", nil, []campaign.SeedRun{run(1, "valid", "as-expected", 0, val), {Seed: 2, Outcome: "error", Error: "boom"}}, true)
-	if s.Outcome != "error" || s.ExitCode != runner.ExitViolated {
+	if s.Outcome != "error" || s.ExitCode != int(runner.Violated) {
 		t.Errorf("a failed seed: outcome %s exit %d, want error 1", s.Outcome, s.ExitCode)
 	}
 }

@@ -111,7 +111,7 @@ func TestShardsMergeToTheWholeMatrix(t *testing.T) {
 		{[]string{dirs[0], dirs[0], dirs[1], dirs[2]}, "shard 1/3 given twice"},
 		{[]string{dirs[0], filepath.Join(root, "whole"), dirs[2]}, "is not a shard"},
 	} {
-		if _, err := campaign.MergeShards(c.dirs); err == nil || !strings.Contains(err.Error(), c.want) || runner.ExitCodeOf(err) != runner.ExitBadInput {
+		if _, err := campaign.MergeShards(c.dirs); err == nil || !strings.Contains(err.Error(), c.want) || runner.ClassOf(err) != runner.BadInput {
 			t.Errorf("merge %v: %v, want exit 3 and %q", c.dirs, err, c.want)
 		}
 	}

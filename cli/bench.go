@@ -15,7 +15,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
-	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/workloads"
 )
 
@@ -54,7 +53,7 @@ Each lock's run directory holds the usual results.json and report.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "markdown" && format != "gobench" {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--format: %q is not one of markdown, gobench", format))
+				return exitWith(ExitBadInput, fmt.Errorf("--format: %q is not one of markdown, gobench", format))
 			}
 			if err := cf.apply(&o.Setup); err != nil {
 				return err
@@ -64,28 +63,28 @@ Each lock's run directory holds the usual results.json and report.`,
 				o.Out = filepath.Join("runs", "bench-"+time.Now().Format("20060102-150405"))
 			}
 			if !slices.Contains(workloads.KeyDists, o.KeyDist) {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--key-dist: %q is not one of %s", o.KeyDist, strings.Join(workloads.KeyDists, ", ")))
+				return exitWith(ExitBadInput, fmt.Errorf("--key-dist: %q is not one of %s", o.KeyDist, strings.Join(workloads.KeyDists, ", ")))
 			}
 			if o.Repeat < 1 || o.Repeat > 100 {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--repeat: %d is not in 1..100", o.Repeat))
+				return exitWith(ExitBadInput, fmt.Errorf("--repeat: %d is not in 1..100", o.Repeat))
 			}
 			if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 || o.Rate < 0 {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--clients %d, --keys %d, --duration %v, --rate %v: must be positive", o.Clients, o.Keys, o.Duration, o.Rate))
+				return exitWith(ExitBadInput, fmt.Errorf("--clients %d, --keys %d, --duration %v, --rate %v: must be positive", o.Clients, o.Keys, o.Duration, o.Rate))
 			}
 			if minRatio < 0 || minRatio > 10 {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--min-ratio: %v is not in 0..10", minRatio))
+				return exitWith(ExitBadInput, fmt.Errorf("--min-ratio: %v is not in 0..10", minRatio))
 			}
 			if minRatio > 0 && noCeil {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--min-ratio %v compares with bare go-redis, which --no-ceiling skips", minRatio))
+				return exitWith(ExitBadInput, fmt.Errorf("--min-ratio %v compares with bare go-redis, which --no-ceiling skips", minRatio))
 			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--cpuprofile %s: %w", cpuProfile, err))
+					return exitWith(ExitBadInput, fmt.Errorf("--cpuprofile %s: %w", cpuProfile, err))
 				}
 				defer f.Close()
 				if err := pprof.StartCPUProfile(f); err != nil {
-					return exitWith(runner.ExitInfra, err)
+					return exitWith(ExitInfra, err)
 				}
 				defer pprof.StopCPUProfile()
 			}
@@ -122,11 +121,11 @@ Each lock's run directory holds the usual results.json and report.`,
 				fmt.Fprintf(msg, "\nbench written to %s\n", o.Out)
 			}
 			if err != nil {
-				return exitWith(runner.ExitCodeOf(err), err)
+				return exitWith(ExitCodeOf(err), err)
 			}
 			if minRatio > 0 {
 				if err := campaign.RatioGate(b, minRatio); err != nil {
-					return exitWith(runner.ExitViolated, err)
+					return exitWith(ExitViolated, fmt.Errorf("--min-ratio %.2f: %w", minRatio, err))
 				}
 				for _, l := range b.Locks {
 					fmt.Fprintf(stdout, "--min-ratio %.2f: %s %.0f cycles/s, bare go-redis %.0f: %.3f of it\n", minRatio, l.Lock, l.Throughput, b.GoRedisCS, l.Throughput/b.GoRedisCS)

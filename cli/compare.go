@@ -14,7 +14,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
-	"github.com/lockchaos/lockchaos/runner"
 )
 
 func init() { extraCommands = append(extraCommands, newCompareCmd) }
@@ -126,22 +125,22 @@ and exits 1 when any of them regressed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mr, err := parsePercent(maxReg)
 			if err != nil {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--max-regression: %v", err))
+				return exitWith(ExitBadInput, fmt.Errorf("--max-regression: %v", err))
 			}
 			pairs, notes, err := comparePairs(args[0], args[1])
 			if err != nil {
-				return exitWith(runner.ExitBadInput, err)
+				return exitWith(ExitBadInput, err)
 			}
 			var md strings.Builder
 			regressed := false
 			for i, pr := range pairs {
 				base, err := report.ReadResults(pr.base)
 				if err != nil {
-					return exitWith(runner.ExitBadInput, err)
+					return exitWith(ExitBadInput, err)
 				}
 				cur, err := report.ReadResults(pr.cur)
 				if err != nil {
-					return exitWith(runner.ExitBadInput, err)
+					return exitWith(ExitBadInput, err)
 				}
 				c := report.Compare(base, cur, mr)
 				regressed = regressed || c.Regressed
@@ -149,7 +148,7 @@ and exits 1 when any of them regressed.`,
 					fmt.Fprintln(stdout)
 				}
 				if err := report.WriteCompareText(stdout, c); err != nil {
-					return exitWith(runner.ExitInfra, err)
+					return exitWith(ExitInfra, err)
 				}
 				_ = report.WriteCompareMarkdown(&md, c)
 			}
@@ -159,11 +158,11 @@ and exits 1 when any of them regressed.`,
 			}
 			if markdown != "" {
 				if err := os.WriteFile(markdown, []byte(md.String()), 0o644); err != nil {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--markdown: %v", err))
+					return exitWith(ExitBadInput, fmt.Errorf("--markdown: %v", err))
 				}
 			}
 			if regressed {
-				return exitWith(runner.ExitViolated, nil)
+				return exitWith(ExitViolated, nil)
 			}
 			return nil
 		},

@@ -12,7 +12,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
-	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -59,31 +58,31 @@ directories into one matrix with the same exit-code rules.`,
 			for _, n := range scens {
 				s, err := scenarios.Load(strings.TrimSpace(n))
 				if err != nil {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--scenarios: %v", err))
+					return exitWith(ExitBadInput, fmt.Errorf("--scenarios: %v", err))
 				}
 				list = append(list, s)
 			}
 			if parallel < 0 || parallel > 64 {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--parallel: %d is not in 0..64 (0: automatic)", parallel))
+				return exitWith(ExitBadInput, fmt.Errorf("--parallel: %d is not in 0..64 (0: automatic)", parallel))
 			}
 			if out == "" {
 				out = filepath.Join("runs", "matrix-"+time.Now().Format("20060102-150405"))
 			}
 			if retries < 0 || retries > 5 {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--retries: %d is not in 0..5", retries))
+				return exitWith(ExitBadInput, fmt.Errorf("--retries: %d is not in 0..5", retries))
 			}
 			var seeds []uint64
 			if cmd.Flags().Changed("seeds") {
 				var err error
 				if seeds, err = campaign.ParseSeeds(seedList); err != nil {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--seeds: %v", err))
+					return exitWith(ExitBadInput, fmt.Errorf("--seeds: %v", err))
 				}
 			}
 			o := campaign.MatrixOptions{Locks: locks, Scenarios: list, Out: out, Parallel: parallel, Retries: retries, Seeds: seeds, Plots: plots}
 			if cmd.Flags().Changed("shard") {
 				sh, err := campaign.ParseShard(shard)
 				if err != nil {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--shard: %v", err))
+					return exitWith(ExitBadInput, fmt.Errorf("--shard: %v", err))
 				}
 				o.Shard = &sh
 			}
@@ -104,11 +103,11 @@ directories into one matrix with the same exit-code rules.`,
 			m, err := campaign.RunMatrix(cmd.Context(), o)
 			if err != nil {
 				code := ci.write(stderr, "lockchaos matrix", []report.TestCase{{Scenario: "matrix", Lock: strings.Join(locks, ","), Status: report.CaseError, Message: err.Error()}},
-					"## lockchaos matrix\n\n**[ERROR]** "+err.Error()+"\n", runner.ExitCodeOf(err))
+					"## lockchaos matrix\n\n**[ERROR]** "+err.Error()+"\n", ExitCodeOf(err))
 				return exitWith(code, err)
 			}
 			if err := report.WriteMatrix(out, m); err != nil {
-				return exitWith(runner.ExitInfra, err)
+				return exitWith(ExitInfra, err)
 			}
 			md := report.MatrixMarkdown(m, nil)
 			fmt.Fprint(stdout, md)
@@ -155,16 +154,16 @@ unknown, 0 otherwise; 3 when the shards do not belong together.`,
 			}
 			m, err := campaign.MergeShards(args)
 			if err != nil {
-				return exitWith(runner.ExitCodeOf(err), err)
+				return exitWith(ExitCodeOf(err), err)
 			}
 			if out == "" {
 				out = filepath.Join("runs", "matrix-merged-"+time.Now().Format("20060102-150405"))
 			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
-				return exitWith(runner.ExitInfra, err)
+				return exitWith(ExitInfra, err)
 			}
 			if err := report.WriteMatrix(out, m); err != nil {
-				return exitWith(runner.ExitInfra, err)
+				return exitWith(ExitInfra, err)
 			}
 			md := report.MatrixMarkdown(m, nil)
 			fmt.Fprint(stdout, md)

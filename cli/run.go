@@ -45,10 +45,10 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 func (f *clusterFlags) apply(o *runner.Setup) error {
 	var err error
 	if o.Limits.MaxHistory, err = runner.ParseSize(f.maxHistory); err != nil {
-		return exitWith(runner.ExitBadInput, fmt.Errorf("--max-history: %v", err))
+		return exitWith(ExitBadInput, fmt.Errorf("--max-history: %v", err))
 	}
 	if o.Limits.MinFreeDisk, err = runner.ParseSize(f.minFree); err != nil {
-		return exitWith(runner.ExitBadInput, fmt.Errorf("--min-free-disk: %v", err))
+		return exitWith(ExitBadInput, fmt.Errorf("--min-free-disk: %v", err))
 	}
 	o.Backend, o.RedisServer, o.RedisSentinel, o.Image = f.backend, f.redisServer, f.redisSentinel, f.image
 	o.Addrs, o.AllowRemote, o.KeyPrefix = f.addrs, f.allowRemote, f.keyPrefix
@@ -80,10 +80,10 @@ func (f *overrideFlags) add(cmd *cobra.Command) {
 func (f *overrideFlags) load(cmd *cobra.Command, name string) (*scenarios.Scenario, error) {
 	s, err := scenarios.Load(name)
 	if err != nil {
-		return nil, exitWith(runner.ExitBadInput, err)
+		return nil, exitWith(ExitBadInput, err)
 	}
 	if err := f.apply(cmd, s); err != nil {
-		return nil, exitWith(runner.ExitBadInput, err)
+		return nil, exitWith(ExitBadInput, err)
 	}
 	return s, nil
 }
@@ -173,12 +173,12 @@ instead (0 = the harness found exactly what the scenario expects).`,
 			}
 			for _, t := range thresholds {
 				if _, err := report.ParseThreshold(t); err != nil {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--threshold %q: %v", t, err))
+					return exitWith(ExitBadInput, fmt.Errorf("--threshold %q: %v", t, err))
 				}
 			}
 			seeds, err := seedsFlag(cmd, seedList, repeat, s.Seed)
 			if err != nil {
-				return exitWith(runner.ExitBadInput, err)
+				return exitWith(ExitBadInput, err)
 			}
 			o := runner.Options{Scenario: s, Lock: lock, Out: out, Expect: expect, Thresholds: thresholds}
 			if err := cf.apply(&o.Setup); err != nil {
@@ -189,7 +189,7 @@ instead (0 = the harness found exactly what the scenario expects).`,
 			}
 			if seeds != nil {
 				if mf.addr != "" {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--metrics-addr with --seeds or --repeat: the endpoint serves one run"))
+					return exitWith(ExitBadInput, fmt.Errorf("--metrics-addr with --seeds or --repeat: the endpoint serves one run"))
 				}
 				return runSeeds(cmd, stdout, stderr, o, seeds, ci)
 			}
@@ -203,13 +203,13 @@ instead (0 = the harness found exactly what the scenario expects).`,
 			defer stopMetrics()
 			fmt.Fprintf(stderr, "lockchaos: running %s with lock %s (backend %s, seed %d)\n", s.Name, lock, cf.backend, s.Seed)
 			res, err := runner.Run(cmd.Context(), o)
-			code := exitCode(err)
+			code := ExitCodeOf(err)
 			cases := []report.TestCase{{Scenario: s.Name, Lock: lock, Status: report.CaseError, Message: fmt.Sprint(err)}}
 			dir := ""
 			if res != nil && res.Results != nil {
 				report.WriteText(stdout, res.Results)
 				fmt.Fprintf(stdout, "run directory: %s\n", res.Dir)
-				code = max(code, res.ExitCode)
+				code = max(code, ExitCode(res.Class))
 				cases[0], dir = report.RunCase(res.Results, res.Dir, false), res.Dir
 			}
 			code = ci.write(stderr, "lockchaos run", cases, runMarkdown(s.Name, lock, dir, err), code)
@@ -282,7 +282,7 @@ func runSeeds(cmd *cobra.Command, stdout, stderr io.Writer, o runner.Options, se
 		}
 		fmt.Fprintf(stdout, "run directory: %s (seeds.md, report.html)\n", runDir(o, sum))
 	}
-	code := exitCode(err)
+	code := ExitCodeOf(err)
 	cases := []report.TestCase{{Scenario: s.Name, Lock: o.Lock, Status: report.CaseError, Message: fmt.Sprint(err)}}
 	md := runMarkdown(s.Name, o.Lock, "", err)
 	if sum != nil {
@@ -322,10 +322,10 @@ report, and exits like run.`,
 				report.WriteText(stdout, r)
 			}
 			if err != nil {
-				return exitWith(code, err)
+				return exitWith(ExitCode(code), err)
 			}
-			if code != 0 {
-				return exitWith(code, nil)
+			if code != runner.Passed {
+				return exitWith(ExitCode(code), nil)
 			}
 			return nil
 		},
@@ -343,7 +343,7 @@ func newReportCmd(stdout io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := runner.RenderDir(args[0])
 			if err != nil {
-				return exitWith(runner.ExitCodeOf(err), err)
+				return exitWith(ExitCodeOf(err), err)
 			}
 			report.WriteText(stdout, r)
 			return nil
@@ -371,7 +371,7 @@ func newListCmd(stdout io.Writer) *cobra.Command {
 			case "controls":
 				return listControls(stdout)
 			default:
-				return exitWith(runner.ExitBadInput, fmt.Errorf("list: %q is not one of scenarios, locks, faults, controls", args[0]))
+				return exitWith(ExitBadInput, fmt.Errorf("list: %q is not one of scenarios, locks, faults, controls", args[0]))
 			}
 			return nil
 		},

@@ -42,7 +42,7 @@ type EvalOptions struct {
 // scenario's expectation for lock, evaluates thresholds, renders the report
 // into dir and returns the results with the exit code. It is what `run` does
 // after the workload and what `check DIR` does on a saved run.
-func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*report.Results, int, error) {
+func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*report.Results, Class, error) {
 	hist := history.FileIn(dir)
 	pt := eo.Phases
 	if pt == nil {
@@ -52,13 +52,13 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	if cres == nil {
 		var err error
 		if cres, err = checker.CheckFile(hist, checker.Options{}); err != nil {
-			return nil, ExitBadInput, fail(ExitBadInput, "check %s: %w", hist, err)
+			return nil, BadInput, fail(BadInput, "check %s: %w", hist, err)
 		}
 	}
 	pt.Mark("check")
 	an, err := report.Analyze(hist, report.AnalyzeOptions{})
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "analyze %s: %w", hist, err)
+		return nil, BadInput, fail(BadInput, "analyze %s: %w", hist, err)
 	}
 	meta, _ := history.RunMeta(hist)
 	r := &report.Results{Scenario: s.Name, Lock: lock, Topology: s.Topology, Seed: s.Seed,
@@ -119,44 +119,44 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 		r.Notes = append(r.Notes, "not as expected: "+m)
 	}
 
-	code := ExitOK
+	code := Passed
 	if eo.Expect {
 		switch r.Outcome {
 		case "unknown":
-			code = ExitUnknown
+			code = Unknown
 		case "unexpected":
-			code = ExitViolated
+			code = Violated
 		}
 	} else {
 		switch cres.Verdict {
 		case checker.Invalid:
-			code = ExitViolated
+			code = Violated
 		case checker.Unknown:
-			code = ExitUnknown
+			code = Unknown
 		}
 	}
 	exprs := append(append([]string{}, s.Thresholds...), eo.Thresholds...)
 	r.Thresholds = report.EvalThresholds(exprs, r)
 	for _, t := range r.Thresholds {
-		if !t.Passed && code == ExitOK {
-			code = ExitViolated
+		if !t.Passed && code == Passed {
+			code = Violated
 		}
 	}
-	if eo.Interrupted && code == ExitOK {
-		code = ExitUnknown
+	if eo.Interrupted && code == Passed {
+		code = Unknown
 	}
 	if eo.StoppedBy != "" && r.Verdict == string(checker.Valid) {
 		r.Verdict = string(checker.Unknown)
 	}
-	r.ExitCode = code
+	r.ExitCode = int(code)
 	r.Phases = &pt.P
 	if err := report.RenderWith(dir, r, an, report.RenderOptions{NoPlots: eo.NoPlots}); err != nil {
-		return r, ExitInfra, fail(ExitInfra, "render report into %s: %w", dir, err)
+		return r, Infra, fail(Infra, "render report into %s: %w", dir, err)
 	}
 	// The report's own time is known only now: results.json again with it.
 	pt.Mark("report")
 	if err := report.WriteJSON(filepath.Join(dir, report.ResultsFile), r); err != nil {
-		return r, ExitInfra, fail(ExitInfra, "render report into %s: %w", dir, err)
+		return r, Infra, fail(Infra, "render report into %s: %w", dir, err)
 	}
 	return r, code, nil
 }
@@ -170,27 +170,27 @@ func leaseSummary(l *checker.Lease) *report.LeaseSummary {
 
 // CheckDir re-runs the checker on a saved run directory, with the scenario
 // saved in it, and re-renders its report.
-func CheckDir(dir string, eo EvalOptions) (*report.Results, int, error) {
+func CheckDir(dir string, eo EvalOptions) (*report.Results, Class, error) {
 	hist := history.FileIn(dir)
 	if _, err := os.Stat(hist); err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%s is not a run directory: %w", dir, err)
+		return nil, BadInput, fail(BadInput, "%s is not a run directory: %w", dir, err)
 	}
 	meta, err := history.RunMeta(hist)
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%w", err)
+		return nil, BadInput, fail(BadInput, "%w", err)
 	}
 	sp := filepath.Join(dir, "scenario.yaml")
 	b, err := os.ReadFile(sp)
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%s is not a run directory: %w", dir, err)
+		return nil, BadInput, fail(BadInput, "%s is not a run directory: %w", dir, err)
 	}
 	s, err := scenarios.ParseSaved(b, sp)
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%w", err)
+		return nil, BadInput, fail(BadInput, "%w", err)
 	}
 	lock, _ := meta[history.MetaLock].(string)
 	if lock == "" {
-		return nil, ExitBadInput, fail(ExitBadInput, "%s: run event has no %q", hist, history.MetaLock)
+		return nil, BadInput, fail(BadInput, "%s: run event has no %q", hist, history.MetaLock)
 	}
 	if old, err := report.ReadResults(filepath.Join(dir, "results.json")); err == nil {
 		eo.LockConfig = old.LockConfig
@@ -213,15 +213,15 @@ func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xfa017
 func RenderDir(dir string) (*report.Results, error) {
 	r, err := report.ReadResults(filepath.Join(dir, "results.json"))
 	if err != nil {
-		return nil, fail(ExitBadInput, "%w", err)
+		return nil, fail(BadInput, "%w", err)
 	}
 	an, err := report.Analyze(history.FileIn(dir), report.AnalyzeOptions{})
 	if err != nil {
-		return nil, fail(ExitBadInput, "%w", err)
+		return nil, fail(BadInput, "%w", err)
 	}
 	report.FillStats(r, an)
 	if err := report.Render(dir, r, an); err != nil {
-		return r, fail(ExitInfra, "%w", err)
+		return r, fail(Infra, "%w", err)
 	}
 	return r, nil
 }

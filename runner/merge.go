@@ -37,12 +37,12 @@ type MergeOptions struct {
 // stay in program order. Server events and phases are the coordinator's
 // (worker 0, the only one that observes). Histograms and throughput come
 // from the merged events, so they cover every client exactly.
-func Merge(o MergeOptions) (*report.Results, int, error) {
+func Merge(o MergeOptions) (*report.Results, Class, error) {
 	if len(o.Dirs) == 0 {
-		return nil, ExitBadInput, fail(ExitBadInput, "no worker directory to merge")
+		return nil, BadInput, fail(BadInput, "no worker directory to merge")
 	}
 	if o.Out == "" {
-		return nil, ExitBadInput, badField("out", "merge needs --out, the merged run's directory")
+		return nil, BadInput, badField("out", "merge needs the merged run's directory")
 	}
 	if o.Wait > 0 {
 		deadline := time.Now().Add(o.Wait)
@@ -59,19 +59,19 @@ func Merge(o MergeOptions) (*report.Results, int, error) {
 	for i, d := range o.Dirs {
 		wi, err := ReadWorkerInfo(d)
 		if err != nil {
-			return nil, ExitBadInput, fail(ExitBadInput, "%w", err)
+			return nil, BadInput, fail(BadInput, "%w", err)
 		}
 		infos[i] = wi
 	}
 	if err := sameRun(o.Dirs, infos); err != nil {
-		return nil, ExitBadInput, err
+		return nil, BadInput, err
 	}
 	byIndex := make([]int, infos[0].Count) // index → position in Dirs
 	for i, wi := range infos {
 		byIndex[wi.Index] = i
 	}
 	if err := PrepareDir(o.Out); err != nil {
-		return nil, ExitBadInput, badField("out", "%s: %w", o.Out, err)
+		return nil, BadInput, badField("out", "%s: %w", o.Out, err)
 	}
 
 	type stream struct {
@@ -86,10 +86,10 @@ func Merge(o MergeOptions) (*report.Results, int, error) {
 		dir := o.Dirs[idx]
 		ev, info, err := history.ReadFile(history.FileIn(dir))
 		if err != nil {
-			return nil, ExitBadInput, fail(ExitBadInput, "%s: %w", dir, err)
+			return nil, BadInput, fail(BadInput, "%s: %w", dir, err)
 		}
 		if len(ev) == 0 || ev[0].Op != history.OpRun {
-			return nil, ExitBadInput, fail(ExitBadInput, "%s: the history does not start with its run event", dir)
+			return nil, BadInput, fail(BadInput, "%s: the history does not start with its run event", dir)
 		}
 		if info.Torn {
 			notes = append(notes, fmt.Sprintf("worker %d's history ended in a torn line (skipped)", pos))
@@ -134,7 +134,7 @@ func Merge(o MergeOptions) (*report.Results, int, error) {
 
 	hw, err := history.Create(filepath.Join(o.Out, history.CompactFile))
 	if err != nil {
-		return nil, ExitInfra, fail(ExitInfra, "%w", err)
+		return nil, Infra, fail(Infra, "%w", err)
 	}
 	hw.Append(&history.Event{T: 0, Client: -1, Op: history.OpRun, Meta: meta})
 	// Map each event onto the merged clock, leaving out what only one
@@ -178,14 +178,14 @@ func Merge(o MergeOptions) (*report.Results, int, error) {
 		best.next++
 	}
 	if err := hw.Close(); err != nil {
-		return nil, ExitInfra, fail(ExitInfra, "history: %w", err)
+		return nil, Infra, fail(Infra, "history: %w", err)
 	}
 	b, err := os.ReadFile(filepath.Join(o.Dirs[byIndex[0]], "scenario.yaml"))
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%w", err)
+		return nil, BadInput, fail(BadInput, "%w", err)
 	}
 	if err := os.WriteFile(filepath.Join(o.Out, "scenario.yaml"), b, 0o644); err != nil {
-		return nil, ExitInfra, fail(ExitInfra, "%w", err)
+		return nil, Infra, fail(Infra, "%w", err)
 	}
 	eo := o.Eval
 	eo.Notes = append(append([]string{fmt.Sprintf("merged from %d workers of run %s", len(streams), infos[0].RunID)}, notes...), eo.Notes...)
@@ -203,17 +203,17 @@ func sameRun(dirs []string, infos []WorkerInfo) error {
 			{"workers", strconv.Itoa(first.Count), strconv.Itoa(wi.Count)},
 		} {
 			if f.a != f.b {
-				return fail(ExitBadInput, "%s has %s %s, %s has %s %s: not workers of one run", dirs[0], f.name, f.a, dirs[i+1], f.name, f.b)
+				return fail(BadInput, "%s has %s %s, %s has %s %s: not workers of one run", dirs[0], f.name, f.a, dirs[i+1], f.name, f.b)
 			}
 		}
 	}
 	seen := map[int]string{}
 	for i, wi := range infos {
 		if wi.Index < 0 || wi.Index >= first.Count {
-			return fail(ExitBadInput, "%s: worker index %d is not in 0..%d", dirs[i], wi.Index, first.Count-1)
+			return fail(BadInput, "%s: worker index %d is not in 0..%d", dirs[i], wi.Index, first.Count-1)
 		}
 		if d, ok := seen[wi.Index]; ok {
-			return fail(ExitBadInput, "%s and %s are both worker %d", d, dirs[i], wi.Index)
+			return fail(BadInput, "%s and %s are both worker %d", d, dirs[i], wi.Index)
 		}
 		seen[wi.Index] = dirs[i]
 	}
@@ -224,7 +224,7 @@ func sameRun(dirs []string, infos []WorkerInfo) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fail(ExitBadInput, "run %s had %d workers; missing worker %s", first.RunID, first.Count, strings.Join(missing, ", "))
+		return fail(BadInput, "run %s had %d workers; missing worker %s", first.RunID, first.Count, strings.Join(missing, ", "))
 	}
 	return nil
 }

@@ -48,12 +48,12 @@ const preflightShow = 5
 
 // Preflight refuses a run whose keys already exist on a server (a user's
 // key of the same name, a run that was killed, two runs with one
-// --key-prefix): the run would report that key's life as the lock's, and
+// key prefix): the run would report that key's life as the lock's, and
 // its clean-up would delete it.
 func Preflight(ctx context.Context, cl *cluster.Cluster, p keyspace.Prefix) error {
 	found, err := cl.FindKeys(ctx, p.Pattern(), preflightShow+1)
 	if err != nil {
-		return fail(ExitInfra, "preflight: %w", err)
+		return fail(Infra, "preflight: %w", err)
 	}
 	if len(found) == 0 {
 		return nil
@@ -68,7 +68,7 @@ func Preflight(ctx context.Context, cl *cluster.Cluster, p keyspace.Prefix) erro
 		parts = append(parts, fmt.Sprintf("%s: %s%s", node, strings.Join(keys, ", "), more))
 	}
 	sort.Strings(parts)
-	return fail(ExitBadInput, "preflight: keys under the run's prefix %q already exist (%s); the run would mistake them for its own: choose another --key-prefix or remove them", string(p), strings.Join(parts, "; "))
+	return badField("key-prefix", "preflight: keys under the run's prefix %q already exist (%s); the run would mistake them for its own: choose another prefix or remove them", string(p), strings.Join(parts, "; "))
 }
 
 // CleanUp removes the run's keys (its prefix only) from servers that outlive

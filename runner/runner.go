@@ -28,13 +28,19 @@ import (
 	"github.com/lockchaos/lockchaos/workloads"
 )
 
-// Exit codes (README "Exit codes").
+// Class is how a run, a check or a campaign came out, from as expected to
+// an infrastructure failure: the CLI maps it onto its exit code (cli.ExitCode).
+// Its value is what the run's documents record as exit_code (results.json,
+// seeds.json, matrix.json), the CLI's exit code for that class.
+type Class int
+
+// Classes, in the order the CLI ranks them.
 const (
-	ExitOK       = 0 // as expected
-	ExitViolated = 1 // violation (or a failed threshold)
-	ExitUnknown  = 2 // inconclusive
-	ExitBadInput = 3
-	ExitInfra    = 4
+	Passed   Class = iota // as expected (or, without Expect, a valid verdict)
+	Violated              // a violation, or a failed threshold
+	Unknown               // inconclusive
+	BadInput              // an option, a scenario or a saved run is wrong
+	Infra                 // the servers, the disk, the network failed
 )
 
 // Setup is what the runs of a campaign (a matrix, a bench) share: where
@@ -92,14 +98,14 @@ type Options struct {
 	// turns it off, since MONITOR costs the servers throughput (see
 	// docs/ground-truth.md); scenario runs and matrix cells keep it.
 	NoCommandRecord bool
-	// NoPlots skips the report's plots (matrix cells unless --plots).
+	// NoPlots skips the report's plots (matrix cells unless MatrixOptions.Plots).
 	NoPlots bool
 	// Worker, when set, makes this run one worker of a run spread over
 	// processes (see Worker; Merge joins their directories).
 	Worker *Worker
 	// Tap, when set, sees every event as the history records it (after
 	// the live checker), under the history writer's lock: it must be quick
-	// and copy what it keeps (run --metrics-addr's acquire histogram).
+	// and copy what it keeps (the CLI's metrics endpoint: its acquire histogram).
 	Tap func(*history.Event)
 }
 
@@ -125,22 +131,22 @@ type Progress struct {
 
 // Outcome of a run.
 type Outcome struct {
-	Dir      string
-	Results  *report.Results
-	ExitCode int
+	Dir     string
+	Results *report.Results
+	// Class is how the run came out (the exit code's class).
+	Class Class
 	// Workload is the finished workload (its counters and histograms).
 	Workload *workloads.Workload
 	// Interrupted: the run was stopped before its workload phase ended.
 	Interrupted bool
 }
 
-// Error wraps a failure with the exit code it maps to.
+// Error wraps a failure with the class it comes out as.
 // It is the one error type that carries an outcome class out of the
-// runner and the CLI: Code is the exit code (ExitBadInput, ExitInfra, ...),
-// Field the option the error is about (the CLI shows it as its flag,
-// --Field), Err the cause (nil: exit with Code, nothing to say).
+// runner: Class is BadInput, Infra, ..., Field the option the error is
+// about (the CLI shows it as its flag), Err the cause (nil: nothing to say).
 type Error struct {
-	Code  int
+	Class Class
 	Field string
 	Err   error
 }
@@ -148,7 +154,7 @@ type Error struct {
 func (e *Error) Error() string {
 	switch {
 	case e.Err == nil:
-		return fmt.Sprintf("exit %d", e.Code)
+		return fmt.Sprintf("exit %d", e.Class)
 	case e.Field != "":
 		return e.Field + ": " + e.Err.Error()
 	}
@@ -157,29 +163,30 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-func fail(code int, format string, args ...any) error {
-	return &Error{Code: code, Err: fmt.Errorf(format, args...)}
+func fail(c Class, format string, args ...any) error {
+	return &Error{Class: c, Err: fmt.Errorf(format, args...)}
 }
 
 // badField is bad input about one option (named as in the CLI's flags).
 func badField(field string, format string, args ...any) error {
-	return &Error{Code: ExitBadInput, Field: field, Err: fmt.Errorf(format, args...)}
+	return &Error{Class: BadInput, Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-// ExitCodeOf maps an error from Run/Check to an exit code.
-func ExitCodeOf(err error) int {
+// ClassOf is the class of an error from Run, Check or a campaign: an
+// Error's own, else bad input or (every other failure) infrastructure.
+func ClassOf(err error) Class {
 	var re *Error
 	switch {
 	case err == nil:
-		return ExitOK
+		return Passed
 	case errors.As(err, &re):
-		return re.Code
+		return re.Class
 	case errors.Is(err, scenarios.ErrBadInput), errors.Is(err, cluster.ErrBadSpec):
-		return ExitBadInput
+		return BadInput
 	case errors.Is(err, cluster.ErrInfra):
-		return ExitInfra
+		return Infra
 	}
-	return ExitInfra
+	return Infra
 }
 
 // DefaultOut is runs/<scenario>-<lock>-<time>.
@@ -194,12 +201,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	pt := report.NewPhaseTimer()
 	s := o.Scenario
 	if s == nil {
-		return nil, fail(ExitBadInput, "no scenario")
+		return nil, fail(BadInput, "no scenario")
 	}
 	// Again here, for scenarios built in code or changed after Parse: a
 	// fault that cannot take effect is refused before anything starts.
 	if err := s.Validate(); err != nil {
-		return nil, fail(ExitBadInput, "scenario %s: %w", s.Name, err)
+		return nil, fail(BadInput, "scenario %s: %w", s.Name, err)
 	}
 	info, _, err := lockimpl.Lookup(o.Lock)
 	if err != nil {
@@ -217,7 +224,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	runID := keyspace.NewRunID()
 	wk := o.Worker
 	if wk != nil {
-		if err := wk.check(s.Workload.Clients, o); err != nil {
+		if err := wk.Check(s.Workload.Clients, o); err != nil {
 			return nil, err
 		}
 		runID = wk.RunID
@@ -238,10 +245,10 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	defer redisLogs.attach(o.Out)() // go-redis's own lines go to the run directory
 	guard := &limitGuard{l: o.Limits, dir: o.Out, free: diskFree}
 	if err := guard.Preflight(); err != nil {
-		return nil, &Error{Code: ExitInfra, Field: "min-free-disk", Err: err}
+		return nil, &Error{Class: Infra, Field: "min-free-disk", Err: err}
 	}
 	if err := saveScenario(filepath.Join(o.Out, "scenario.yaml"), s); err != nil {
-		return nil, fail(ExitInfra, "%w", err)
+		return nil, fail(Infra, "%w", err)
 	}
 	lockOpts := s.Lock.WithDefaults()
 	needs := faults.NeedsOf(s.Faults)
@@ -260,7 +267,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if cl == nil {
 		var err error
 		if cl, err = cluster.Start(ctx, spec); err != nil {
-			return nil, &Error{Code: ExitCodeOf(err), Err: fmt.Errorf("start %s topology: %w", s.Topology, err)}
+			return nil, &Error{Class: ClassOf(err), Err: fmt.Errorf("start %s topology: %w", s.Topology, err)}
 		}
 		stopCluster = func() { _ = cl.Stop() }
 	}
@@ -273,7 +280,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if b := s.ForBackend(cl.Backend); b != s {
 		s = b
 		if err := saveScenario(filepath.Join(o.Out, "scenario.yaml"), s); err != nil {
-			return nil, fail(ExitInfra, "%w", err)
+			return nil, fail(Infra, "%w", err)
 		}
 	}
 
@@ -284,7 +291,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	var hw *history.Writer
 	if !o.NoHistory {
 		if hw, err = history.Create(histPath); err != nil {
-			return nil, fail(ExitInfra, "%w", err)
+			return nil, fail(Infra, "%w", err)
 		}
 		defer hw.Close()
 	}
@@ -382,7 +389,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	w, err := workloads.New(workloads.Options{Config: s.Workload, Lock: o.Lock, LockOptions: s.Lock, Cluster: cl,
 		Rec: rec, Seed: s.Seed, Histograms: true, Conn: o.Conn, KeyPrefix: prefix, ClientIDs: clientIDs, RunID: runID})
 	if err != nil {
-		return nil, fail(ExitBadInput, "workload: %w", err)
+		return nil, fail(BadInput, "workload: %w", err)
 	}
 	defer w.Close()
 
@@ -434,7 +441,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	stopCluster() // nothing left running before the (possibly slow) analysis
 	if hw != nil {
 		if err := hw.Close(); err != nil {
-			return nil, fail(ExitInfra, "history: %w", err)
+			return nil, fail(Infra, "history: %w", err)
 		}
 	}
 	pt.Mark("stop")
@@ -458,12 +465,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	res, code, err := Evaluate(o.Out, s, o.Lock, EvalOptions{Expect: o.Expect, Thresholds: o.Thresholds, Notes: notes,
 		LockConfig: w.LockConfig(), Backend: cl.Backend, Interrupted: interrupted, StoppedBy: stoppedBy, Notifications: notify.Mode, CommandRecord: recStatus.Mode, NoPlots: o.NoPlots,
 		Checked: checked, Phases: pt})
-	out := &Outcome{Dir: o.Out, Results: res, ExitCode: code, Workload: w, Interrupted: interrupted}
+	out := &Outcome{Dir: o.Out, Results: res, Class: code, Workload: w, Interrupted: interrupted}
 	if err != nil {
 		return out, err
 	}
 	if interrupted && stoppedBy == "" {
-		return out, &Error{Code: code, Err: context.Canceled}
+		return out, &Error{Class: code, Err: context.Canceled}
 	}
 	return out, nil
 }

@@ -33,8 +33,8 @@ func TestRunEmbeddedSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ExitCode != runner.ExitOK {
-		t.Fatalf("exit code %d, want 0; verdict %s, notes %q", res.ExitCode, res.Results.Verdict, res.Results.Notes)
+	if res.Class != runner.Passed {
+		t.Fatalf("class %d, want passed (0); verdict %s, notes %q", res.Class, res.Results.Verdict, res.Results.Notes)
 	}
 	if res.Dir != out {
 		t.Errorf("Dir = %q, want %q", res.Dir, out)
@@ -103,8 +103,8 @@ func TestRunRevalidates(t *testing.T) {
 	s.Workload.Clients = 1
 	out := filepath.Join(t.TempDir(), "run")
 	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: "process"}, Out: out})
-	if runner.ExitCodeOf(err) != runner.ExitBadInput || err == nil || !strings.Contains(err.Error(), `faults[1].target: "client:1"`) {
-		t.Fatalf("err %v (exit %d), want exit 3 naming faults[1].target", err, runner.ExitCodeOf(err))
+	if runner.ClassOf(err) != runner.BadInput || err == nil || !strings.Contains(err.Error(), `faults[1].target: "client:1"`) {
+		t.Fatalf("err %v (exit %d), want exit 3 naming faults[1].target", err, runner.ClassOf(err))
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("run directory %s was made (%v): the run started", out, err)
@@ -188,7 +188,7 @@ func TestRunnerErrorsWrap(t *testing.T) {
 	}
 	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "no-such-lock", Setup: runner.Setup{Backend: "embedded"}, Out: filepath.Join(t.TempDir(), "x")})
 	var re *runner.Error
-	if !errors.As(err, &re) || re.Code != runner.ExitBadInput || re.Field != "lock" || errors.Unwrap(err) == nil {
+	if !errors.As(err, &re) || re.Class != runner.BadInput || re.Field != "lock" || errors.Unwrap(err) == nil {
 		t.Fatalf("error %#v: want a runner.Error for field lock, exit 3, wrapping its cause", err)
 	}
 	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: "bogus"}, Out: filepath.Join(t.TempDir(), "y")})
@@ -289,7 +289,7 @@ func TestNoClusterDeclared(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	_, err = runner.Run(context.Background(), runner.Options{Scenario: clusterS, Lock: "test-no-cluster", Setup: runner.Setup{Backend: "process"}, Out: out})
 	var re *runner.Error
-	if !errors.As(err, &re) || re.Code != runner.ExitBadInput || re.Field != "lock" || !strings.Contains(err.Error(), "two slots") {
+	if !errors.As(err, &re) || re.Class != runner.BadInput || re.Field != "lock" || !strings.Contains(err.Error(), "two slots") {
 		t.Fatalf("run: %v, want exit 3 for field lock with the reason", err)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {

@@ -1,4 +1,4 @@
-package runner
+package cli
 
 import (
 	"bytes"
@@ -10,13 +10,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lockchaos/lockchaos/keyspace"
+	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
-// K8sOptions describe a run spread over Kubernetes pods: one Indexed Job
+// k8sOptions describe a run spread over Kubernetes pods: one Indexed Job
 // whose pods are the workers (each its completion index), and one Job that
 // waits for their directories and merges them, on a shared volume.
-type K8sOptions struct {
+type k8sOptions struct {
 	Scenario *scenarios.Scenario
 	Lock     string
 	Workers  int
@@ -124,30 +125,30 @@ type (
 	}
 )
 
-// K8sManifests writes the manifests of a run spread over Kubernetes pods, as
+// k8sManifests writes the manifests of a run spread over Kubernetes pods, as
 // one YAML stream for kubectl apply -f: a ConfigMap holding the scenario, a
 // ReadWriteMany PersistentVolumeClaim for the runs, the workers' Indexed
 // Job and the merge Job.
-func K8sManifests(o K8sOptions) ([]byte, error) {
+func k8sManifests(o k8sOptions) ([]byte, error) {
 	s := o.Scenario
 	switch {
 	case s == nil:
-		return nil, badField("scenario", "none")
+		return nil, badFlag("scenario", "none")
 	case o.Workers < 1 || o.Workers > s.Workload.Clients:
-		return nil, badField("workers", "%d is not in 1..%d (the scenario's clients)", o.Workers, s.Workload.Clients)
+		return nil, badFlag("workers", "%d is not in 1..%d (the scenario's clients)", o.Workers, s.Workload.Clients)
 	case len(o.Addrs) == 0:
-		return nil, badField("addrs", "the deployment's addresses as the pods reach them (e.g. redis.redis.svc:6379)")
+		return nil, badFlag("addrs", "the deployment's addresses as the pods reach them (e.g. redis.redis.svc:6379)")
 	case o.Image == "":
-		return nil, badField("image", "the lockchaos image the pods run (scripts/lockchaos-image.sh builds one)")
+		return nil, badFlag("image", "the lockchaos image the pods run (scripts/lockchaos-image.sh builds one)")
 	}
-	if err := (&Worker{RunID: o.RunID, Count: o.Workers}).check(s.Workload.Clients, Options{Setup: Setup{Backend: "external"}}); err != nil {
+	if err := (&runner.Worker{RunID: o.RunID, Count: o.Workers}).Check(s.Workload.Clients, runner.Options{Setup: runner.Setup{Backend: "external"}}); err != nil {
 		return nil, err
 	}
 	if err := keyspace.Check(o.RunID); err != nil || !dns1123(o.RunID) {
-		return nil, badField("run-id", "%q: lower-case letters, digits and '-' (it names the Kubernetes objects)", o.RunID)
+		return nil, badFlag("run-id", "%q: lower-case letters, digits and '-' (it names the Kubernetes objects)", o.RunID)
 	}
 	if _, err := strconv.ParseFloat(strings.TrimRight(o.Storage, "KMGTPEi"), 64); o.Storage == "" || err != nil {
-		return nil, badField("storage", "%q is not a quantity such as 1Gi", o.Storage)
+		return nil, badFlag("storage", "%q is not a quantity such as 1Gi", o.Storage)
 	}
 	scen, err := yaml.Marshal(s)
 	if err != nil {
