@@ -54,7 +54,7 @@ func (g *limitGuard) minFree() int64 {
 }
 
 // preflight refuses to start a run on a disk that is already short.
-func (g *limitGuard) Preflight() error {
+func (g *limitGuard) preflight() error {
 	free, err := g.free(g.dir)
 	if err != nil {
 		return nil // unknown free space (an unusual file system): the watch still checks the history size
