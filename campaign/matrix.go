@@ -56,6 +56,40 @@ type MatrixOptions struct {
 // RunMatrix runs every applicable cell and returns the table with its exit
 // code: 1 if any cell was unexpected, else 2 if any was unknown, else 0.
 func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
+	infos, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	mr := &matrixRun{o: o, m: &Matrix{Locks: o.Locks, Seeds: o.Seeds, Parallel: o.Parallel}}
+	jobs := mr.plan(infos)
+	if o.Shard != nil {
+		jobs = mr.shard(jobs)
+	}
+	mr.seedRuns = make([][]SeedRun, len(mr.m.Cells))
+	mr.left = make([]int, len(mr.m.Cells))
+	for _, j := range jobs {
+		if j.seed != 0 {
+			mr.seedRuns[j.i] = make([]SeedRun, len(o.Seeds))
+			mr.left[j.i] = len(o.Seeds)
+		}
+	}
+	for jn := range jobs {
+		jobs[jn].n = jn // the key prefix's number, whatever the order
+	}
+	if o.Parallel > 1 {
+		orderJobs(jobs, func(j job) *scenarios.Scenario { return j.s })
+	}
+	mr.runJobs(ctx, jobs)
+	mr.judgeCut()
+	mr.m.ExitCode = int(matrixClass(mr.m.Cells, ctx.Err() != nil))
+	mr.m.WallMS = report.MSOf(time.Since(began))
+	return mr.m, nil
+}
+
+// resolve fills in the defaults (every lock but users', the whole catalog,
+// the parallelism) and looks up every lock.
+func (o *MatrixOptions) resolve() (map[string]lockimpl.Info, error) {
 	if len(o.Locks) == 0 {
 		for _, l := range lockimpl.List() {
 			if l.Kind != lockimpl.User {
@@ -88,16 +122,32 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 	if o.Parallel < 1 {
 		o.Parallel = autoParallel(o.Setup)
 	}
-	began := time.Now()
-	m := &Matrix{Locks: o.Locks, Seeds: o.Seeds, Parallel: o.Parallel}
-	type job struct {
-		i    int
-		s    *scenarios.Scenario
-		lock string
-		seed uint64 // 0: the scenario's own seed, no seed directory
-		k    int    // index of the seed in o.Seeds
-		n    int    // the job's number in catalog order
-	}
+	return infos, nil
+}
+
+// job is one run of a matrix: a cell, or one seed of it.
+type job struct {
+	i    int
+	s    *scenarios.Scenario
+	lock string
+	seed uint64 // 0: the scenario's own seed, no seed directory
+	k    int    // index of the seed in o.Seeds
+	n    int    // the job's number in catalog order
+}
+
+// matrixRun is a matrix being run: the table, and each seeded cell's runs
+// so far and how many are left.
+type matrixRun struct {
+	o        MatrixOptions
+	m        *Matrix
+	mu       sync.Mutex
+	seedRuns [][]SeedRun
+	left     []int
+}
+
+// plan lays out the table's cells and the jobs of the applicable ones.
+func (mr *matrixRun) plan(infos map[string]lockimpl.Info) []job {
+	o, m := mr.o, mr.m
 	var jobs []job
 	for _, s := range o.Scenarios {
 		m.Scenarios = append(m.Scenarios, s.Name)
@@ -117,51 +167,45 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 			}
 		}
 	}
-	if o.Shard != nil {
-		sh := *o.Shard
-		sh.Build, sh.Catalog = BuildID(), catalogHash(o.Scenarios)
-		m.Shard = &sh
-		var cells []int
-		for i, c := range m.Cells {
-			if c.Applicable {
-				cells = append(cells, i)
-			}
+	return jobs
+}
+
+// shard keeps the jobs of this shard's cells and marks the others' cells
+// as run elsewhere.
+func (mr *matrixRun) shard(jobs []job) []job {
+	o, m := mr.o, mr.m
+	sh := *o.Shard
+	sh.Build, sh.Catalog = BuildID(), catalogHash(o.Scenarios)
+	m.Shard = &sh
+	var cells []int
+	for i, c := range m.Cells {
+		if c.Applicable {
+			cells = append(cells, i)
 		}
-		byName := map[string]*scenarios.Scenario{}
-		for _, s := range o.Scenarios {
-			byName[s.Name] = s
-		}
-		of := shardOf(cells, func(i int) time.Duration { return cellCost(byName[m.Cells[i].Scenario]) }, sh.Count)
-		for i, k := range of {
-			if k != sh.Index {
-				m.Cells[i].Outcome, m.Cells[i].Reason = OutcomeElsewhere, fmt.Sprintf("shard %d/%d", k, sh.Count)
-			}
-		}
-		kept := jobs[:0]
-		for _, j := range jobs {
-			if of[j.i] == sh.Index {
-				kept = append(kept, j)
-			}
-		}
-		jobs = kept
 	}
-	seedRuns := make([][]SeedRun, len(m.Cells))
-	left := make([]int, len(m.Cells))
+	byName := map[string]*scenarios.Scenario{}
+	for _, s := range o.Scenarios {
+		byName[s.Name] = s
+	}
+	of := shardOf(cells, func(i int) time.Duration { return cellCost(byName[m.Cells[i].Scenario]) }, sh.Count)
+	for i, k := range of {
+		if k != sh.Index {
+			m.Cells[i].Outcome, m.Cells[i].Reason = OutcomeElsewhere, fmt.Sprintf("shard %d/%d", k, sh.Count)
+		}
+	}
+	kept := jobs[:0]
 	for _, j := range jobs {
-		if j.seed != 0 {
-			seedRuns[j.i] = make([]SeedRun, len(o.Seeds))
-			left[j.i] = len(o.Seeds)
+		if of[j.i] == sh.Index {
+			kept = append(kept, j)
 		}
 	}
-	for jn := range jobs {
-		jobs[jn].n = jn // the key prefix's number, whatever the order
-	}
-	if o.Parallel > 1 {
-		orderJobs(jobs, func(j job) *scenarios.Scenario { return j.s })
-	}
-	sched := newScheduler(o.Parallel)
+	return kept
+}
+
+// runJobs runs the jobs as the scheduler admits them, until ctx ends.
+func (mr *matrixRun) runJobs(ctx context.Context, jobs []job) {
+	sched := newScheduler(mr.o.Parallel)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	for _, j := range jobs {
 		appetite := cellAppetite(j.s)
 		if !sched.acquire(ctx, appetite) {
@@ -171,60 +215,68 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 		go func() {
 			defer wg.Done()
 			defer sched.release(appetite)
-			c := runCellRetried(ctx, o, j.s, j.lock, j.seed, j.n)
-			if j.seed == 0 {
-				mu.Lock()
-				m.Cells[j.i] = c
-				mu.Unlock()
-				if o.OnCell != nil {
-					o.OnCell(c)
-				}
-				return
-			}
-			sr := SeedRun{Seed: j.seed, Dir: c.Dir, Verdict: c.Verdict, Checks: c.Checks, Outcome: c.Outcome,
-				ExitCode: c.RunExit, Error: c.Reason, Attempts: c.Attempts, Phases: c.Phases}
-			for _, n := range c.Notes {
-				if strings.HasPrefix(n, "attempt ") {
-					sr.Notes = append(sr.Notes, n)
-				}
-			}
-			mu.Lock()
-			seedRuns[j.i][j.k] = sr
-			left[j.i]--
-			done := left[j.i] == 0
-			if done {
-				m.Cells[j.i] = seedCell(o, j.s, j.lock, seedRuns[j.i])
-				c = m.Cells[j.i]
-			}
-			mu.Unlock()
-			if o.OnSeed != nil {
-				o.OnSeed(c, sr)
-			}
-			if done && o.OnCell != nil {
-				o.OnCell(c)
-			}
+			mr.runJob(ctx, j)
 		}()
 	}
 	wg.Wait()
-	for i, runs := range seedRuns {
-		// A cell cut short (ctx ended) is judged over the seeds that ran.
-		if runs != nil && left[i] > 0 {
-			var ran []SeedRun
-			for _, r := range runs {
-				if r.Seed != 0 {
-					ran = append(ran, r)
-				}
-			}
-			if len(ran) > 0 {
-				c := m.Cells[i]
-				sc, _ := scenarioByName(o.Scenarios, c.Scenario)
-				m.Cells[i] = seedCell(o, sc, c.Lock, ran)
-			}
+}
+
+// runJob runs one job and files its cell, or its seed's run (the cell is
+// judged once its last seed ran).
+func (mr *matrixRun) runJob(ctx context.Context, j job) {
+	o, m := mr.o, mr.m
+	c := runCellRetried(ctx, o, j.s, j.lock, j.seed, j.n)
+	if j.seed == 0 {
+		mr.mu.Lock()
+		m.Cells[j.i] = c
+		mr.mu.Unlock()
+		if o.OnCell != nil {
+			o.OnCell(c)
+		}
+		return
+	}
+	sr := SeedRun{Seed: j.seed, Dir: c.Dir, Verdict: c.Verdict, Checks: c.Checks, Outcome: c.Outcome,
+		ExitCode: c.RunExit, Error: c.Reason, Attempts: c.Attempts, Phases: c.Phases}
+	for _, n := range c.Notes {
+		if strings.HasPrefix(n, "attempt ") {
+			sr.Notes = append(sr.Notes, n)
 		}
 	}
-	m.ExitCode = int(matrixClass(m.Cells, ctx.Err() != nil))
-	m.WallMS = report.MSOf(time.Since(began))
-	return m, nil
+	mr.mu.Lock()
+	mr.seedRuns[j.i][j.k] = sr
+	mr.left[j.i]--
+	done := mr.left[j.i] == 0
+	if done {
+		m.Cells[j.i] = seedCell(o, j.s, j.lock, mr.seedRuns[j.i])
+		c = m.Cells[j.i]
+	}
+	mr.mu.Unlock()
+	if o.OnSeed != nil {
+		o.OnSeed(c, sr)
+	}
+	if done && o.OnCell != nil {
+		o.OnCell(c)
+	}
+}
+
+// judgeCut judges a cell cut short (ctx ended) over the seeds that ran.
+func (mr *matrixRun) judgeCut() {
+	for i, runs := range mr.seedRuns {
+		if runs == nil || mr.left[i] == 0 {
+			continue
+		}
+		var ran []SeedRun
+		for _, r := range runs {
+			if r.Seed != 0 {
+				ran = append(ran, r)
+			}
+		}
+		if len(ran) > 0 {
+			c := mr.m.Cells[i]
+			sc, _ := scenarioByName(mr.o.Scenarios, c.Scenario)
+			mr.m.Cells[i] = seedCell(mr.o, sc, c.Lock, ran)
+		}
+	}
 }
 
 // runCellRetried runs one cell (with seed when not 0, in its seed

@@ -145,11 +145,19 @@ func Summarize(scenario, lock string, exp map[string]string, runs []SeedRun, exp
 	default:
 		s.Outcome = "unexpected"
 	}
+	s.ExitCode = int(seedsClass(s.Outcome, runs, expect, thresholdFail))
+	return s
+}
+
+// seedsClass is how a seeded run came out: with expect the outcome over
+// the seeds (or a seed's failed threshold) decides, else, as for one run,
+// the verdicts; the worst seed wins.
+func seedsClass(outcome string, runs []SeedRun, expect, thresholdFail bool) runner.Class {
 	class := runner.Passed
 	switch {
-	case expect && (s.Outcome == "unexpected" || s.Outcome == "error" || thresholdFail):
+	case expect && (outcome == "unexpected" || outcome == "error" || thresholdFail):
 		class = runner.Violated
-	case expect && s.Outcome == "unknown":
+	case expect && outcome == "unknown":
 		class = runner.Unknown
 	case !expect:
 		// As for one run: the verdicts decide; the worst seed wins.
@@ -162,8 +170,7 @@ func Summarize(scenario, lock string, exp map[string]string, runs []SeedRun, exp
 			}
 		}
 	}
-	s.ExitCode = int(class)
-	return s
+	return class
 }
 
 // seedRunOf turns one seed's Run outcome into its SeedRun.

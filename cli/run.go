@@ -171,10 +171,8 @@ instead (0 = the harness found exactly what the scenario expects).`,
 			if err != nil {
 				return err
 			}
-			for _, t := range thresholds {
-				if _, err := report.ParseThreshold(t); err != nil {
-					return exitWith(ExitBadInput, fmt.Errorf("--threshold %q: %v", t, err))
-				}
+			if err := checkThresholds(thresholds); err != nil {
+				return err
 			}
 			seeds, err := seedsFlag(cmd, seedList, repeat, s.Seed)
 			if err != nil {
@@ -193,30 +191,7 @@ instead (0 = the harness found exactly what the scenario expects).`,
 				}
 				return runSeeds(cmd, stdout, stderr, o, seeds, ci)
 			}
-			if !quiet {
-				o.Progress = newProgress(stderr, s.Name, lock)
-			}
-			stopMetrics, err := mf.start(cmd, stderr, &o)
-			if err != nil {
-				return err
-			}
-			defer stopMetrics()
-			fmt.Fprintf(stderr, "lockchaos: running %s with lock %s (backend %s, seed %d)\n", s.Name, lock, cf.backend, s.Seed)
-			res, err := runner.Run(cmd.Context(), o)
-			code := ExitCodeOf(err)
-			cases := []report.TestCase{{Scenario: s.Name, Lock: lock, Status: report.CaseError, Message: fmt.Sprint(err)}}
-			dir := ""
-			if res != nil && res.Results != nil {
-				report.WriteText(stdout, res.Results)
-				fmt.Fprintf(stdout, "run directory: %s\n", res.Dir)
-				code = max(code, ExitCode(res.Class))
-				cases[0], dir = report.RunCase(res.Results, res.Dir, false), res.Dir
-			}
-			code = ci.write(stderr, "lockchaos run", cases, runMarkdown(s.Name, lock, dir, err), code)
-			if err != nil || code != 0 {
-				return exitWith(code, err)
-			}
-			return nil
+			return runOne(cmd, stdout, stderr, o, &mf, ci, quiet)
 		},
 	}
 	cf.add(cmd)
@@ -232,6 +207,45 @@ instead (0 = the harness found exactly what the scenario expects).`,
 	fl.StringVar(&seedList, "seeds", "", "run once per seed and report each check's rate: 1-10, 1,3,5 (each seed in <out>/seed-N)")
 	fl.IntVar(&repeat, "repeat", 0, "run N seeds from --seed (default the scenario's): --repeat 10 is seeds 1-10")
 	return cmd
+}
+
+// checkThresholds refuses a --threshold that does not parse.
+func checkThresholds(thresholds []string) error {
+	for _, t := range thresholds {
+		if _, err := report.ParseThreshold(t); err != nil {
+			return exitWith(ExitBadInput, fmt.Errorf("--threshold %q: %v", t, err))
+		}
+	}
+	return nil
+}
+
+// runOne runs the scenario once (run without --seeds or --repeat), with
+// the metrics endpoint when asked for, and prints its results.
+func runOne(cmd *cobra.Command, stdout, stderr io.Writer, o runner.Options, mf *metricsFlags, ci ciFlags, quiet bool) error {
+	if !quiet {
+		o.Progress = newProgress(stderr, o.Scenario.Name, o.Lock)
+	}
+	stopMetrics, err := mf.start(cmd, stderr, &o)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	fmt.Fprintf(stderr, "lockchaos: running %s with lock %s (backend %s, seed %d)\n", o.Scenario.Name, o.Lock, o.Backend, o.Scenario.Seed)
+	res, err := runner.Run(cmd.Context(), o)
+	code := ExitCodeOf(err)
+	cases := []report.TestCase{{Scenario: o.Scenario.Name, Lock: o.Lock, Status: report.CaseError, Message: fmt.Sprint(err)}}
+	dir := ""
+	if res != nil && res.Results != nil {
+		report.WriteText(stdout, res.Results)
+		fmt.Fprintf(stdout, "run directory: %s\n", res.Dir)
+		code = max(code, ExitCode(res.Class))
+		cases[0], dir = report.RunCase(res.Results, res.Dir, false), res.Dir
+	}
+	code = ci.write(stderr, "lockchaos run", cases, runMarkdown(o.Scenario.Name, o.Lock, dir, err), code)
+	if err != nil || code != 0 {
+		return exitWith(code, err)
+	}
+	return nil
 }
 
 // seedsFlag reads --seeds / --repeat (nil: neither, one run as before).
