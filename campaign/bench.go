@@ -14,7 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
-	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/workloads"
 	"github.com/lockchaos/lockchaos/yardstick"
@@ -324,7 +324,7 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 		if cost != nil && r.Stats.Cycles > 0 {
 			bl.Server = cost.PerCycle(r.Stats.Cycles)
 			r.Stats.Server = bl.Server
-			_ = report.WriteJSON(filepath.Join(dir, "results.json"), r)
+			_ = metrics.WriteJSON(filepath.Join(dir, "results.json"), r)
 		}
 	} else if out.Workload != nil {
 		cycles, failed, _ := out.Workload.Totals()
@@ -338,8 +338,8 @@ func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
 
 // The bench document lives in report, which renders it.
 type (
-	Bench     = report.Bench
-	BenchLock = report.BenchLock
+	Bench     = metrics.Bench
+	BenchLock = metrics.BenchLock
 )
 
 // RatioGate is the bench's ratio gate: every benched lock's cycles/s divided by

@@ -18,7 +18,8 @@ import (
 // built-in does not, a listed lock with its capabilities stands for it (the
 // redlock-like lock and redsync on a cluster). The matrix runs with a
 // context already done: it decides every cell's applicability and starts
-// none.
+// none. (runner's TestNewCorrectLockRunsWhereItsKindRuns places a new correct
+// built-in of each kind the same way.)
 func TestUserLockRunsWhereItsKindRuns(t *testing.T) {
 	all, err := scenarios.All()
 	if err != nil {

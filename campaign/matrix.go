@@ -14,6 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -83,7 +84,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 	mr.runJobs(ctx, jobs)
 	mr.judgeCut()
 	mr.m.ExitCode = int(matrixClass(mr.m.Cells, ctx.Err() != nil))
-	mr.m.WallMS = report.MSOf(time.Since(began))
+	mr.m.WallMS = metrics.MSOf(time.Since(began))
 	return mr.m, nil
 }
 
@@ -319,7 +320,7 @@ func seedCell(o MatrixOptions, s *scenarios.Scenario, lock string, runs []SeedRu
 	for _, r := range runs {
 		if r.Phases != nil {
 			if c.Phases == nil {
-				c.Phases = &report.Phases{}
+				c.Phases = &metrics.Phases{}
 			}
 			c.Phases.Add(*r.Phases)
 		}
@@ -387,13 +388,13 @@ func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, 
 // The matrix and seed documents live in report, which renders them; these
 // names keep the runner's API.
 type (
-	Cell        = report.Cell
-	Matrix      = report.Matrix
-	Shard       = report.Shard
-	SeedRun     = report.SeedRun
-	SeedSummary = report.SeedSummary
-	Rate        = report.Rate
+	Cell        = metrics.Cell
+	Matrix      = metrics.Matrix
+	Shard       = metrics.Shard
+	SeedRun     = metrics.SeedRun
+	SeedSummary = metrics.SeedSummary
+	Rate        = metrics.Rate
 )
 
 // OutcomeElsewhere marks, in a shard's matrix, a cell another shard runs.
-const OutcomeElsewhere = report.OutcomeElsewhere
+const OutcomeElsewhere = metrics.OutcomeElsewhere

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -44,7 +45,7 @@ func TestRunMatrixExpireThenUnlock(t *testing.T) {
 			t.Errorf("del-no-owner: checks %v, want unlock and mutex invalid", c.Checks)
 		}
 		if c.Dir != "" {
-			var r report.Results
+			var r metrics.Results
 			if b, err := os.ReadFile(filepath.Join(c.Dir, "results.json")); err != nil || json.Unmarshal(b, &r) != nil {
 				t.Errorf("cell %s/%s: results.json: %v", c.Scenario, c.Lock, err)
 			} else if r.CommandRecord != "monitor" || r.OwnershipSource != "command-record" {

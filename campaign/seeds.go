@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -129,7 +130,7 @@ func Summarize(scenario, lock string, exp map[string]string, runs []SeedRun, exp
 			vs = append([]string{first}, vs...)
 		}
 		for _, v := range vs {
-			lo, hi := report.Wilson(m[v], n)
+			lo, hi := metrics.Wilson(m[v], n)
 			s.Rates[c] = append(s.Rates[c], Rate{Verdict: v, Hits: m[v], N: n, Low: lo, High: hi})
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -29,12 +30,12 @@ func TestWilson(t *testing.T) {
 		{0, 10, 0, 0.2775},
 	}
 	for _, c := range cases {
-		lo, hi := report.Wilson(c.hits, c.n)
+		lo, hi := metrics.Wilson(c.hits, c.n)
 		if math.Abs(lo-c.lo) > 5e-4 || math.Abs(hi-c.hi) > 5e-4 {
 			t.Errorf("Wilson(%d, %d) = [%.4f, %.4f], want [%.4f, %.4f]", c.hits, c.n, lo, hi, c.lo, c.hi)
 		}
 	}
-	if lo, hi := report.Wilson(0, 0); lo != 0 || hi != 1 {
+	if lo, hi := metrics.Wilson(0, 0); lo != 0 || hi != 1 {
 		t.Errorf("Wilson(0, 0) = [%v, %v], want [0, 1] (no data)", lo, hi)
 	}
 }

@@ -42,6 +42,27 @@ const (
 func (m *model) cause(k int32, ai, bi int32) (string, string) {
 	a, b := &m.holds[ai], &m.holds[bi]
 	key := m.keys[k]
+	ev := m.causeEvidence(k, ai, bi)
+	both := fmt.Sprintf("client %d acquired %s at %s while client %d still believed it held it (since %s)", b.client, key, sec(b.start), a.client, sec(a.start))
+	if cause, expl := nodeFaultCause(ev.fs, a, both); cause != "" {
+		return cause, expl
+	}
+	return clientCause(key, a, b, ev, both)
+}
+
+// evidence is what cause weighs: the faults near the overlap (one per
+// kind), a's key deleted by a release or expired on a server, and a pause
+// of either client.
+type evidence struct {
+	fs               map[string]*fault
+	expiredAt, delAt int64
+	p, pb            *pause
+}
+
+// causeEvidence gathers the evidence on holds ai and bi of key k, from a's
+// start (a TTL before it for faults) to b's.
+func (m *model) causeEvidence(k int32, ai, bi int32) evidence {
+	a, b := &m.holds[ai], &m.holds[bi]
 	from, to := a.start, b.start
 	var fs = map[string]*fault{}
 	for _, f := range m.faults {
@@ -92,11 +113,11 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 			break
 		}
 	}
-	acted := ""
-	if a.actAfter > 0 {
-		acted = fmt.Sprintf(" and acted on the resource until %s", sec(a.actAfter))
-	}
-	both := fmt.Sprintf("client %d acquired %s at %s while client %d still believed it held it (since %s)", b.client, key, sec(b.start), a.client, sec(a.start))
+	return evidence{fs: fs, expiredAt: expiredAt, delAt: delAt, p: p, pb: pb}
+}
+
+// nodeFaultCause: a fault on the servers lost a's key ("": none did).
+func nodeFaultCause(fs map[string]*fault, a *hold, both string) (cause, expl string) {
 	switch {
 	case fs[history.FaultIsolateNode] != nil && fs[history.FaultIsolateNode].applied:
 		f := fs[history.FaultIsolateNode]
@@ -125,6 +146,19 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 	case fs[history.FaultClockDrift] != nil:
 		f := fs[history.FaultClockDrift]
 		return CauseClockDrift, fmt.Sprintf("%s's clock ran %s× fast and expired client %d's key early; %s.", targetName(f), f.v.Rate, a.client, both)
+	}
+	return "", ""
+}
+
+// clientCause: what happened to a's client, or to a's key on the server,
+// explains the overlap with b.
+func clientCause(key string, a, b *hold, ev evidence, both string) (string, string) {
+	fs, expiredAt, delAt, p, pb := ev.fs, ev.expiredAt, ev.delAt, ev.p, ev.pb
+	acted := ""
+	if a.actAfter > 0 {
+		acted = fmt.Sprintf(" and acted on the resource until %s", sec(a.actAfter))
+	}
+	switch {
 	case delAt >= 0:
 		return CauseNonOwnerDel, fmt.Sprintf("another client's release deleted client %d's key %s at %s; %s.", a.client, key, sec(delAt), both)
 	case pb != nil && (p == nil || p.end < a.start):

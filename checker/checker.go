@@ -31,6 +31,15 @@
 // resource) answers unknown, never valid; a fault that did not take effect
 // makes the whole run unknown.
 //
+// # Files
+//
+// Each check is one file, checker/<name>.go (its judge and result), with
+// its test, checker/<name>_test.go, and one line of the checks table
+// (checker.go), which also gives the live verdict its count. The model the
+// checks read is built in model.go, streamed and pruned in stream.go;
+// causes and incidents are cause.go and incident.go; the command record's
+// replay is cmdrecord.go.
+//
 // # Cost
 //
 // The history is streamed once (history.ScanFile, decoded in a goroutine of
@@ -270,20 +279,23 @@ func Check(events []history.Event, o Options) *Result {
 }
 
 // checks are every check, in report order: adding a check is its name
-// above, its line here and its file. judge runs on every judged window
-// (stream.go), result once at the end.
+// above, its line here and its file (checker/<name>.go, with its test).
+// judge runs on every judged window (stream.go), result once at the end;
+// count is how many violations the judged windows found so far (the live
+// verdict, Stream.Live, sums it over the table).
 var checks = []struct {
 	name   string
 	judge  func(m *model, c *ctx)
 	result func(m *model, c *ctx) (CheckResult, bool)
+	count  func(c *ctx) int
 }{
-	{CheckMutex, judgeMutex, resultMutex},
-	{CheckResource, judgeResource, resultResource},
-	{CheckFencing, judgeFencing, resultFencing},
-	{CheckUnlock, judgeUnlock, resultUnlock},
-	{CheckReentrancy, judgeReentrancy, resultReentrancy},
-	{CheckLiveness, judgeLiveness, resultLiveness},
-	{CheckFaults, nil, resultFaults},
+	{CheckMutex, judgeMutex, resultMutex, func(c *ctx) int { return c.mutex.count }},
+	{CheckResource, judgeResource, resultResource, func(c *ctx) int { return c.resource.count }},
+	{CheckFencing, judgeFencing, resultFencing, func(c *ctx) int { return c.fencing.count }},
+	{CheckUnlock, judgeUnlock, resultUnlock, func(c *ctx) int { return c.unlockCount }},
+	{CheckReentrancy, judgeReentrancy, resultReentrancy, func(c *ctx) int { return c.reent.count }},
+	{CheckLiveness, judgeLiveness, resultLiveness, func(c *ctx) int { return c.live.count }},
+	{CheckFaults, nil, resultFaults, nil},
 }
 
 // ctx is shared state of one checking pass: the options, the violations

@@ -288,7 +288,6 @@ func (m *model) attributeCommands(upTo int64) {
 	ps := m.probes()
 	m.cmdJudged = max(m.cmdJudged, upTo)
 	for k, kd := range m.kd {
-		k := int32(k)
 		// In server time across nodes (each node's stream is in its
 		// order already; a stable sort keeps it): a probe then sees every
 		// node's commands before it. Only what is not replayed yet moves.
@@ -300,130 +299,167 @@ func (m *model) attributeCommands(upTo int64) {
 		for ; kd.cmdWalked < len(kd.cmds) && kd.cmds[kd.cmdWalked].t < upTo; kd.cmdWalked++ {
 			c := kd.cmds[kd.cmdWalked]
 			m.takeSnaps(kd, ps, c.t-1)
-			st := kd.state[c.node]
-			if st == nil {
-				st = &keyState{owner: -1}
-				kd.state[c.node] = st
-			}
-			if st.present && m.gapSince(c.node, st.lastT, c.t) {
-				*st = keyState{owner: -1} // commands may be missing: forget it
-			}
-			st.lastT = c.t
-			// Expired before this command, for certain; or maybe.
-			maybe := false
-			if st.present && st.exp != 0 {
-				switch {
-				case c.t > st.exp+cmdExpiryMargin:
-					*st = keyState{owner: -1, lastT: c.t}
-				case c.t >= st.exp-cmdExpiryMargin:
-					maybe = true
-				}
-			}
-			alive := st.present && !st.unknown && !maybe
-			owner := st.owner
-			foreign := alive && owner >= 0 && c.client >= 0 && owner != c.client && m.masterAt(c.node, c.t)
-			exp := func(old int64) int64 {
-				switch {
-				case c.abs != 0:
-					return c.abs
-				case c.ttl != 0:
-					return c.t + c.ttl
-				}
-				return old
-			}
-			writer := c.client
-			if writer < 0 && c.tok != "" {
-				// A replica's copy of a master's write: its token names the
-				// writer.
-				if w, ok := m.tokOwner[c.tok]; ok {
-					writer = w
-				}
-			} else if writer >= 0 && (c.op == cmdSet || c.op == cmdHash) && c.tok != "" {
-				if m.tokOwner == nil {
-					m.tokOwner = map[string]int32{}
-				}
-				m.tokOwner[c.tok] = writer
-			}
-			switch c.op {
-			case cmdSet:
-				won := m.tokAcq[c.tok]
-				if won == history.OK && m.topo == "independent" {
-					// A Redlock acquire succeeds on a majority: its token
-					// says nothing of this node.
-					won = history.Unknown
-				}
-				if won == history.OK && c.nx && retriedWith(kd.cmds[kd.cmdWalked+1:], c, 2*m.ttl) {
-					// The same client tried the same token again: some
-					// libraries keep one value across an acquire's retries
-					// (redsync), so the acquire's success does not say this
-					// attempt was the one that took the key.
-					won = history.Unknown
-				}
-				switch {
-				case c.nx && (st.unknown || maybe) && won == history.OK:
-					// The replay cannot tell, but the client's acquire
-					// returned with this token: it took the key.
-					st.present, st.unknown, st.owner, st.exp, st.setT = true, false, writer, exp(0), c.t
-				case c.nx && (st.unknown || maybe) && won == history.Unknown:
-					// It may or may not have taken the key.
-					st.unknown, st.exp = true, max(st.exp, exp(0))
-				case c.nx && (st.unknown || maybe):
-					// No acquire returned with this token: an attempt that
-					// failed (each attempt has its own token).
-				case c.nx && st.present:
-				case c.xx && !st.present:
-				default:
-					if foreign {
-						m.cmdFound(k, kd, c, st)
-					}
-					old := st.exp
-					if !c.keep {
-						old = 0
-					}
-					if !st.present || st.unknown || maybe || owner != writer {
-						st.setT = c.t
-					}
-					st.present, st.unknown, st.owner, st.exp = true, false, writer, exp(old)
-				}
-			case cmdDel:
-				if foreign {
-					m.cmdFound(k, kd, c, st)
-				}
-				if st.present && c.client >= 0 && m.masterAt(c.node, c.t) {
-					kd.cmdFrees = append(kd.cmdFrees, cmdFree{t: c.t, node: c.node, client: c.client, name: c.name, script: c.script})
-				}
-				*st = keyState{owner: -1, lastT: c.t}
-			case cmdExpire:
-				if !st.present {
-					continue
-				}
-				if foreign {
-					m.cmdFound(k, kd, c, st)
-				}
-				if maybe {
-					// Whether it found the key is unknown.
-					st.unknown = true
-				}
-				st.exp = exp(st.exp)
-			case cmdHash:
-				switch {
-				case !st.present:
-					*st = keyState{present: true, owner: writer, setT: c.t, lastT: c.t}
-				case (st.unknown || maybe) && owner != writer && m.tokAcq[c.tok] == history.OK:
-					// A hash lock's script wrote another owner's field: the
-					// key it checked was gone (expired at the edge of the
-					// replay's certainty).
-					*st = keyState{present: true, owner: writer, setT: c.t, lastT: c.t}
-				case (st.unknown || maybe) && owner != writer:
-					st.unknown = true
-				}
-			case cmdHDel:
-				if st.present {
-					st.unknown = true
-				}
-			}
+			s := m.cmdStep(kd, c)
+			m.replay(int32(k), kd, &s)
 		}
 		m.takeSnaps(kd, ps, upTo-1)
+	}
+}
+
+// cmdStep is one recorded command as the replay sees it: the key's state
+// on its node before it, and what that state says of it.
+type cmdStep struct {
+	c  cmdEvent
+	st *keyState
+	// maybe: the key may have expired just before c (within
+	// cmdExpiryMargin); foreign: c changed a key another client held on a
+	// master.
+	maybe, foreign bool
+	// owner: the key's owner before c; writer: the client c writes for
+	// (a replica's copy names its master's writer by the token).
+	owner, writer int32
+}
+
+// exp is the key's expiry after c, old when c sets none.
+func (s *cmdStep) exp(old int64) int64 {
+	switch {
+	case s.c.abs != 0:
+		return s.c.abs
+	case s.c.ttl != 0:
+		return s.c.t + s.c.ttl
+	}
+	return old
+}
+
+// cmdStep reads the state of c's key on c's node before c (forgetting it
+// where the record may miss commands, expiring it where its TTL ran out).
+func (m *model) cmdStep(kd *keyData, c cmdEvent) cmdStep {
+	st := kd.state[c.node]
+	if st == nil {
+		st = &keyState{owner: -1}
+		kd.state[c.node] = st
+	}
+	if st.present && m.gapSince(c.node, st.lastT, c.t) {
+		*st = keyState{owner: -1} // commands may be missing: forget it
+	}
+	st.lastT = c.t
+	// Expired before this command, for certain; or maybe.
+	s := cmdStep{c: c, st: st}
+	if st.present && st.exp != 0 {
+		switch {
+		case c.t > st.exp+cmdExpiryMargin:
+			*st = keyState{owner: -1, lastT: c.t}
+		case c.t >= st.exp-cmdExpiryMargin:
+			s.maybe = true
+		}
+	}
+	s.owner = st.owner
+	alive := st.present && !st.unknown && !s.maybe
+	s.foreign = alive && s.owner >= 0 && c.client >= 0 && s.owner != c.client && m.masterAt(c.node, c.t)
+	s.writer = c.client
+	if s.writer < 0 && c.tok != "" {
+		// A replica's copy of a master's write: its token names the
+		// writer.
+		if w, ok := m.tokOwner[c.tok]; ok {
+			s.writer = w
+		}
+	} else if s.writer >= 0 && (c.op == cmdSet || c.op == cmdHash) && c.tok != "" {
+		if m.tokOwner == nil {
+			m.tokOwner = map[string]int32{}
+		}
+		m.tokOwner[c.tok] = s.writer
+	}
+	return s
+}
+
+// replay applies one recorded command to its key's state on its node.
+func (m *model) replay(k int32, kd *keyData, s *cmdStep) {
+	c, st := s.c, s.st
+	switch c.op {
+	case cmdSet:
+		m.replaySet(k, kd, s)
+	case cmdDel:
+		if s.foreign {
+			m.cmdFound(k, kd, c, st)
+		}
+		if st.present && c.client >= 0 && m.masterAt(c.node, c.t) {
+			kd.cmdFrees = append(kd.cmdFrees, cmdFree{t: c.t, node: c.node, client: c.client, name: c.name, script: c.script})
+		}
+		*st = keyState{owner: -1, lastT: c.t}
+	case cmdExpire:
+		if !st.present {
+			return
+		}
+		if s.foreign {
+			m.cmdFound(k, kd, c, st)
+		}
+		if s.maybe {
+			// Whether it found the key is unknown.
+			st.unknown = true
+		}
+		st.exp = s.exp(st.exp)
+	case cmdHash:
+		switch {
+		case !st.present:
+			*st = keyState{present: true, owner: s.writer, setT: c.t, lastT: c.t}
+		case (st.unknown || s.maybe) && s.owner != s.writer && m.tokAcq[c.tok] == history.OK:
+			// A hash lock's script wrote another owner's field: the
+			// key it checked was gone (expired at the edge of the
+			// replay's certainty).
+			*st = keyState{present: true, owner: s.writer, setT: c.t, lastT: c.t}
+		case (st.unknown || s.maybe) && s.owner != s.writer:
+			st.unknown = true
+		}
+	case cmdHDel:
+		if st.present {
+			st.unknown = true
+		}
+	}
+}
+
+// replaySet applies a SET-family command: a SET NX whose outcome the
+// replay cannot tell takes it from the acquire that returned with its
+// token.
+func (m *model) replaySet(k int32, kd *keyData, s *cmdStep) {
+	c, st := s.c, s.st
+	won := m.tokAcq[c.tok]
+	if won == history.OK && m.topo == "independent" {
+		// A Redlock acquire succeeds on a majority: its token
+		// says nothing of this node.
+		won = history.Unknown
+	}
+	if won == history.OK && c.nx && retriedWith(kd.cmds[kd.cmdWalked+1:], c, 2*m.ttl) {
+		// The same client tried the same token again: some
+		// libraries keep one value across an acquire's retries
+		// (redsync), so the acquire's success does not say this
+		// attempt was the one that took the key.
+		won = history.Unknown
+	}
+	switch {
+	case c.nx && (st.unknown || s.maybe) && won == history.OK:
+		// The replay cannot tell, but the client's acquire
+		// returned with this token: it took the key.
+		st.present, st.unknown, st.owner, st.exp, st.setT = true, false, s.writer, s.exp(0), c.t
+	case c.nx && (st.unknown || s.maybe) && won == history.Unknown:
+		// It may or may not have taken the key.
+		st.unknown, st.exp = true, max(st.exp, s.exp(0))
+	case c.nx && (st.unknown || s.maybe):
+		// No acquire returned with this token: an attempt that
+		// failed (each attempt has its own token).
+	case c.nx && st.present:
+	case c.xx && !st.present:
+	default:
+		if s.foreign {
+			m.cmdFound(k, kd, c, st)
+		}
+		old := st.exp
+		if !c.keep {
+			old = 0
+		}
+		if !st.present || st.unknown || s.maybe || s.owner != s.writer {
+			st.setT = c.t
+		}
+		st.present, st.unknown, st.owner, st.exp = true, false, s.writer, s.exp(old)
 	}
 }
 

@@ -50,3 +50,18 @@ func TestScheduledFaultNeverFiredIsUnknown(t *testing.T) {
 		t.Errorf("no firing recorded: faults check %s, want unknown", r.Checks[CheckFaults].Verdict)
 	}
 }
+
+func TestUnappliedFaultMakesRunUnknown(t *testing.T) {
+	b := newHB(nil)
+	b.cycle(0, 0, 1)
+	b.add(history.Event{T: 20 * ms, Client: -1, Op: history.OpFault,
+		Fault: &history.Fault{ID: 1, Kind: "pause-client", Target: "holder", Effect: map[string]string{"reason": "no client holds a lock now"}}})
+	b.cycle(1, 30, 2)
+	r := Check(b.ev, Options{})
+	if r.Verdict != Unknown || r.Checks[CheckFaults].Verdict != Unknown {
+		t.Fatalf("verdict %s (faults %s), want unknown", r.Verdict, r.Checks[CheckFaults].Verdict)
+	}
+	if !strings.Contains(strings.Join(r.Checks[CheckFaults].Notes, " "), "no client holds") {
+		t.Errorf("notes %v do not say why the fault failed", r.Checks[CheckFaults].Notes)
+	}
+}

@@ -374,27 +374,7 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 	}
 	switch inc.Cause {
 	case CausePause:
-		if p == nil {
-			return fmt.Sprintf("client %d was paused while it held %s", c, key)
-		}
-		d := p.end - p.t
-		ttl := ""
-		if m.ttl > 0 {
-			ttl = fmt.Sprintf(" (%.1f×TTL)", float64(d)/float64(m.ttl))
-		}
-		where := ""
-		if p.point != "" {
-			where = " at " + p.point
-		}
-		if pc != c {
-			return fmt.Sprintf("client %d was paused %.2f s%s%s inside its acquire of %s, and took the key after it had expired and client %d had acquired it",
-				pc, float64(d)/1e9, ttl, where, key, c)
-		}
-		s := fmt.Sprintf("client %d was paused %.2f s%s%s from %s, while holding %s", c, float64(d)/1e9, ttl, where, sec(p.t), key)
-		if l.DeadlineNS > 0 && l.DeadlineNS < p.end {
-			s += fmt.Sprintf("; its lease ran out at %s", sec(l.DeadlineNS))
-		}
-		return s
+		return m.pauseHappened(l, p, pc)
 	case CauseFailover:
 		if f != nil && f.kind == history.FaultIsolateNode {
 			return fmt.Sprintf("%s was cut off from the rest of the cluster%s and the replica the majority promoted did not have client %d's key %s", faultName(f), at, c, key)
@@ -408,18 +388,14 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 		return fmt.Sprintf("%s's clock ran ahead%s and expired client %d's key %s early", faultName(f), at, c, key)
 	case CauseNonOwnerDel:
 		// The unlock check names the release that deleted the key.
-		for _, i := range inc.Violations {
-			if v := &vs[i]; v.Check == CheckUnlock && v.Lease != nil && *v.Lease == *l && len(v.Clients) == 2 {
-				return fmt.Sprintf("client %d's release deleted client %d's key %s at %s while client %d held it", v.Clients[0], c, key, sec(v.Window[0]), c)
-			}
+		if v := culprit(inc, vs); v != nil {
+			return fmt.Sprintf("client %d's release deleted client %d's key %s at %s while client %d held it", v.Clients[0], c, key, sec(v.Window[0]), c)
 		}
 		return fmt.Sprintf("another client's release deleted client %d's key %s while client %d held it", c, key, c)
 	case CauseRenewalOverwrote:
-		for _, i := range inc.Violations {
-			if v := &vs[i]; v.Check == CheckUnlock && v.Lease != nil && *v.Lease == *l && len(v.Clients) == 2 {
-				return fmt.Sprintf("client %d's renewal, on the wire after its own key had expired, overwrote client %d's key %s at %s while client %d held it: the lock changed hands without an acquire",
-					v.Clients[0], c, key, sec(v.Window[0]), c)
-			}
+		if v := culprit(inc, vs); v != nil {
+			return fmt.Sprintf("client %d's renewal, on the wire after its own key had expired, overwrote client %d's key %s at %s while client %d held it: the lock changed hands without an acquire",
+				v.Clients[0], c, key, sec(v.Window[0]), c)
 		}
 		return fmt.Sprintf("another client's renewal overwrote client %d's key %s while client %d held it", c, key, c)
 	case CauseExtendedForeign:
@@ -441,6 +417,44 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 	}
 	return fmt.Sprintf("client %d believed it held %s from %s to %s, and nothing in the fault or server record explains how another client got it",
 		c, key, sec(l.AcquiredNS), sec(l.BelievedToNS))
+}
+
+// pauseHappened tells an incident caused by client pc's pause p (pc is the
+// lease's client, or the later client paused inside its acquire).
+func (m *model) pauseHappened(l *Lease, p *pause, pc int) string {
+	c, key := l.Client, l.Key
+	if p == nil {
+		return fmt.Sprintf("client %d was paused while it held %s", c, key)
+	}
+	d := p.end - p.t
+	ttl := ""
+	if m.ttl > 0 {
+		ttl = fmt.Sprintf(" (%.1f×TTL)", float64(d)/float64(m.ttl))
+	}
+	where := ""
+	if p.point != "" {
+		where = " at " + p.point
+	}
+	if pc != c {
+		return fmt.Sprintf("client %d was paused %.2f s%s%s inside its acquire of %s, and took the key after it had expired and client %d had acquired it",
+			pc, float64(d)/1e9, ttl, where, key, c)
+	}
+	s := fmt.Sprintf("client %d was paused %.2f s%s%s from %s, while holding %s", c, float64(d)/1e9, ttl, where, sec(p.t), key)
+	if l.DeadlineNS > 0 && l.DeadlineNS < p.end {
+		s += fmt.Sprintf("; its lease ran out at %s", sec(l.DeadlineNS))
+	}
+	return s
+}
+
+// culprit is the unlock violation of inc against its lease that names the
+// other client (whose release or renewal changed the key), or nil.
+func culprit(inc *Incident, vs []Violation) *Violation {
+	for _, i := range inc.Violations {
+		if v := &vs[i]; v.Check == CheckUnlock && v.Lease != nil && *v.Lease == *inc.Lease && len(v.Clients) == 2 {
+			return v
+		}
+	}
+	return nil
 }
 
 func faultName(f *fault) string {

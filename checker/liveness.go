@@ -86,8 +86,6 @@ type liveAcc struct {
 // judged in the window of the ack that ends it; the gap left open at the end
 // of the record in the last window.
 func judgeLiveness(m *model, c *ctx) {
-	a := &c.live
-	allowed := m.ttl + c.o.Epsilon
 	var faultSpans []span
 	for _, f := range m.faults {
 		if f.clientTarget < 0 && f.applied {
@@ -96,96 +94,119 @@ func judgeLiveness(m *model, c *ctx) {
 	}
 	faultSpans = union(faultSpans)
 	for k, kd := range m.kd {
-		k := int32(k)
-		m.index(kd)
-		want := m.spans[:0]
-		for _, f := range kd.failed {
-			want = append(want, span{f.t, f.end})
-			if m.in(f.t) {
-				a.attempts++
-				a.lastAttempt = max(a.lastAttempt, f.end)
-			}
-		}
-		for _, hi := range kd.holds {
-			h := &m.holds[hi]
-			want = append(want, span{h.acqT, h.start})
-			if m.in(h.start) {
-				a.attempts++
-			}
-		}
-		if len(want) == 0 {
-			continue
-		}
-		m.spans = want
-		want = union(want)
-		wantNoFault := want
-		if len(faultSpans) > 0 {
-			wantNoFault = minus(want, faultSpans)
-		}
-		var prevEnd int64 = -1
-		var prev int32 = -1
-		gap := func(x, y int64, next int32) {
-			if y <= x {
-				return
-			}
-			u := measure(wantNoFault, x, y)
-			a.worstFault = max(a.worstFault, measure(want, x, y)-u)
-			a.worst = max(a.worst, u)
-			if u <= allowed || m.ttl == 0 {
-				return
-			}
-			clients := []int{}
-			cause, expl := CauseNotFreed, ""
-			if prev >= 0 {
-				p := &m.holds[prev]
-				clients = append(clients, int(p.client))
-				expl = fmt.Sprintf("client %d stopped acting on %s at %s", p.client, m.keys[k], sec(x))
-			} else {
-				expl = fmt.Sprintf("from %s", sec(x))
-			}
-			for _, f := range m.faults {
-				if f.kind == history.FaultCrashClient && f.applied && f.t <= y && f.t >= x-allowed {
-					cause = CauseNotFreedAfterCrash
-					expl = fmt.Sprintf("client %d crashed at %s (%s) and %s was never freed", f.clientTarget, sec(f.t), f.v.Point, m.keys[k])
-					break
-				}
-			}
-			if next >= 0 {
-				clients = append(clients, int(m.holds[next].client))
-				expl += fmt.Sprintf("; the next acquire succeeded only at %s", sec(y))
-			} else {
-				expl += "; no acquire succeeded again before the run ended"
-			}
-			c.violate(Violation{Check: CheckLiveness, Key: m.keys[k], Clients: clients, AtMS: history.MS(x), Window: [2]int64{x, y}, Cause: cause,
-				Detail:      fmt.Sprintf("%s was unavailable for %s while clients waited (allowed: TTL %s + ε %s)", m.keys[k], dur(u), dur(m.ttl), dur(c.o.Epsilon)),
-				Explanation: expl + fmt.Sprintf(": %s of waiting, longer than the TTL allows.", dur(u))}, &a.count)
-		}
-		for _, hi := range kd.holds {
-			h := &m.holds[hi]
-			if m.in(h.start) {
-				if prevEnd >= 0 {
-					gap(prevEnd, h.start, hi)
-				} else if len(kd.failed) > 0 && kd.failed[0].t < h.acqT {
-					gap(kd.failed[0].t, h.start, hi)
-				}
-			}
-			if h.heldTo > prevEnd {
-				prevEnd, prev = h.heldTo, hi
-			}
-		}
-		if !m.final {
-			continue
-		}
-		last := want[len(want)-1].b
-		if prevEnd < 0 {
-			gap(want[0].a, last, -1)
-		} else if last > prevEnd {
-			gap(prevEnd, last, -1)
+		m.judgeKeyLiveness(c, int32(k), kd, faultSpans)
+	}
+	m.firstAcksAfterHeals(&c.live)
+}
+
+// keyWaits are the spans in which clients waited for one key: all of them,
+// and outside the node faults' spans.
+type keyWaits struct {
+	k                 int32
+	want, wantNoFault []span
+}
+
+// judgeKeyLiveness measures the gaps in one key's availability while
+// clients waited: between holds, and at the end of the run.
+func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span) {
+	a := &c.live
+	m.index(kd)
+	want := m.spans[:0]
+	for _, f := range kd.failed {
+		want = append(want, span{f.t, f.end})
+		if m.in(f.t) {
+			a.attempts++
+			a.lastAttempt = max(a.lastAttempt, f.end)
 		}
 	}
-	// Acquisitions succeed again after every fault heals: the first ack at
-	// or after each heal. Windows come in time order, so a heal's first ack
-	// found in one window is its first.
+	for _, hi := range kd.holds {
+		h := &m.holds[hi]
+		want = append(want, span{h.acqT, h.start})
+		if m.in(h.start) {
+			a.attempts++
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	m.spans = want
+	w := &keyWaits{k: k, want: union(want)}
+	w.wantNoFault = w.want
+	if len(faultSpans) > 0 {
+		w.wantNoFault = minus(w.want, faultSpans)
+	}
+	var prevEnd int64 = -1
+	var prev int32 = -1
+	for _, hi := range kd.holds {
+		h := &m.holds[hi]
+		if m.in(h.start) {
+			if prevEnd >= 0 {
+				m.livenessGap(c, w, prevEnd, h.start, prev, hi)
+			} else if len(kd.failed) > 0 && kd.failed[0].t < h.acqT {
+				m.livenessGap(c, w, kd.failed[0].t, h.start, prev, hi)
+			}
+		}
+		if h.heldTo > prevEnd {
+			prevEnd, prev = h.heldTo, hi
+		}
+	}
+	if !m.final {
+		return
+	}
+	last := w.want[len(w.want)-1].b
+	if prevEnd < 0 {
+		m.livenessGap(c, w, w.want[0].a, last, prev, -1)
+	} else if last > prevEnd {
+		m.livenessGap(c, w, prevEnd, last, prev, -1)
+	}
+}
+
+// livenessGap judges the key unavailable in [x, y) while clients waited,
+// after hold prev and until hold next (-1: none).
+func (m *model) livenessGap(c *ctx, w *keyWaits, x, y int64, prev, next int32) {
+	a := &c.live
+	if y <= x {
+		return
+	}
+	u := measure(w.wantNoFault, x, y)
+	a.worstFault = max(a.worstFault, measure(w.want, x, y)-u)
+	a.worst = max(a.worst, u)
+	allowed := m.ttl + c.o.Epsilon
+	if u <= allowed || m.ttl == 0 {
+		return
+	}
+	key := m.keys[w.k]
+	clients := []int{}
+	cause, expl := CauseNotFreed, ""
+	if prev >= 0 {
+		p := &m.holds[prev]
+		clients = append(clients, int(p.client))
+		expl = fmt.Sprintf("client %d stopped acting on %s at %s", p.client, key, sec(x))
+	} else {
+		expl = fmt.Sprintf("from %s", sec(x))
+	}
+	for _, f := range m.faults {
+		if f.kind == history.FaultCrashClient && f.applied && f.t <= y && f.t >= x-allowed {
+			cause = CauseNotFreedAfterCrash
+			expl = fmt.Sprintf("client %d crashed at %s (%s) and %s was never freed", f.clientTarget, sec(f.t), f.v.Point, key)
+			break
+		}
+	}
+	if next >= 0 {
+		clients = append(clients, int(m.holds[next].client))
+		expl += fmt.Sprintf("; the next acquire succeeded only at %s", sec(y))
+	} else {
+		expl += "; no acquire succeeded again before the run ended"
+	}
+	c.violate(Violation{Check: CheckLiveness, Key: key, Clients: clients, AtMS: history.MS(x), Window: [2]int64{x, y}, Cause: cause,
+		Detail:      fmt.Sprintf("%s was unavailable for %s while clients waited (allowed: TTL %s + ε %s)", key, dur(u), dur(m.ttl), dur(c.o.Epsilon)),
+		Explanation: expl + fmt.Sprintf(": %s of waiting, longer than the TTL allows.", dur(u))}, &a.count)
+}
+
+// firstAcksAfterHeals: acquisitions succeed again after every fault heals:
+// the first ack at or after each heal. Windows come in time order, so a
+// heal's first ack found in one window is its first.
+func (m *model) firstAcksAfterHeals(a *liveAcc) {
 	for _, f := range m.faults {
 		if _, found := a.firstAfterHeal[f.id]; found || !f.applied || !f.healRecorded {
 			continue
@@ -256,61 +277,6 @@ func resultLiveness(m *model, c *ctx) (CheckResult, bool) {
 		res.Notes = append(res.Notes, "the history has no ttl_ms: unavailability was measured but not judged")
 	}
 	return res, true
-}
-
-// resultFaults: every fault took effect. A fault that did not (no holder to
-// pause, a node that would not stop) leaves the scenario untested, so the
-// run is unknown, never valid.
-func resultFaults(m *model, c *ctx) (CheckResult, bool) {
-	sched := scheduledFaults(m.meta[history.MetaFaultsScheduled])
-	if len(m.faults) == 0 && len(sched) == 0 {
-		return CheckResult{}, false
-	}
-	res := CheckResult{Verdict: Valid, Stats: map[string]any{}}
-	// A scheduled firing with no fault event never happened (the run was
-	// cut short, or its record was lost): the run did not test what the
-	// scenario asks, so it is unknown, never valid.
-	for _, f := range sched {
-		id, ok := metaInt(f["id"])
-		if !ok || m.faultBy[int(id)] != nil {
-			continue
-		}
-		at, _ := f["at_ms"].(float64)
-		res.Notes = append(res.Notes, fmt.Sprintf("fault %d (%v, scheduled at %s) never fired: the history has no record of it", id, f["kind"], sec(int64(at*1e6))))
-		res.Verdict = Unknown
-	}
-	res.Stats["scheduled"] = len(sched)
-	applied := 0
-	for _, f := range m.faults {
-		if f.applied {
-			applied++
-			continue
-		}
-		why := f.v.Why
-		res.Notes = append(res.Notes, fmt.Sprintf("fault %d (%s on %s) at %s did not take effect: %s", f.id, f.kind, f.target, sec(f.t), why))
-		res.Verdict = Unknown
-	}
-	res.Stats["fired"] = len(m.faults)
-	res.Stats["applied"] = applied
-	return res, true
-}
-
-// scheduledFaults reads the run event's schedule: decoded from JSON it is
-// []any of objects; built in memory, []map[string]any.
-func scheduledFaults(v any) []map[string]any {
-	switch x := v.(type) {
-	case []map[string]any:
-		return x
-	case []any:
-		out := make([]map[string]any, 0, len(x))
-		for _, e := range x {
-			if f, ok := e.(map[string]any); ok {
-				out = append(out, f)
-			}
-		}
-		return out
-	}
-	return nil
 }
 
 func dur(ns int64) string {

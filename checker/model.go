@@ -398,37 +398,7 @@ func metaInt(v any) (int64, bool) {
 func (m *model) add(e *history.Event) {
 	switch e.Op {
 	case history.OpRun:
-		m.meta = e.Meta
-		if v, ok := metaInt(e.Meta[history.MetaTTLms]); ok {
-			m.ttl = v * 1e6
-		}
-		if v, ok := e.Meta[history.MetaHonours].(bool); ok {
-			m.honours = v
-		}
-		m.topo, _ = e.Meta[history.MetaTopology].(string)
-		m.prefix, _ = e.Meta[history.MetaKeyPrefix].(string)
-		m.cmdMode, _ = e.Meta[history.MetaCommandRecord].(string)
-		m.cmdOn = m.cmdMode == "monitor"
-		if u, ok := e.Meta[history.MetaClockUncertainty].(map[string]any); ok {
-			m.unc = map[int32]int64{}
-			for id, v := range u {
-				c, err := strconv.Atoi(id)
-				ns, ok := metaInt(v)
-				if err == nil && ok && ns > 0 {
-					m.unc[int32(c)] = ns
-					m.maxUnc = max(m.maxUnc, ns)
-				}
-			}
-			m.worker = map[int32]int64{}
-			if wk, ok := e.Meta[history.MetaClientWorker].(map[string]any); ok {
-				for id, v := range wk {
-					c, err := strconv.Atoi(id)
-					if w, ok := metaInt(v); ok && err == nil {
-						m.worker[int32(c)] = w
-					}
-				}
-			}
-		}
+		m.addRun(e)
 	case history.OpAcquire:
 		m.addAcquire(e)
 	case history.OpRelease:
@@ -450,19 +420,7 @@ func (m *model) add(e *history.Event) {
 			m.holds[hi].told = e.T
 		}
 	case history.OpRenew:
-		c := m.client(e.Client)
-		k := m.keyOf(c, e.Key)
-		m.kd[k].renewals = append(m.kd[k].renewals, renewal{client: int32(e.Client), t: e.T, end: e.End, unanswered: e.Result == history.Unknown, own: -1})
-		if hi, ok := c.open.get(k); ok {
-			h := &m.holds[hi]
-			if e.Result == history.OK {
-				if m.ttl > 0 && h.deadline > 0 {
-					h.deadline = max(h.deadline, e.T+m.ttl)
-				}
-			} else {
-				h.renewBad++
-			}
-		}
+		m.addRenew(e)
 	case history.OpRead:
 		c := m.client(e.Client)
 		k := m.keyOf(c, e.Key)
@@ -489,20 +447,82 @@ func (m *model) add(e *history.Event) {
 	case history.OpCommand:
 		m.addCommand(e)
 	case history.OpServer:
-		if e.Detail == "observer-unavailable" {
-			m.observerNo = append(m.observerNo, e.Node)
-			return
-		}
-		m.observerOK = true
-		if e.Key == "" {
-			return
-		}
-		k := m.keyOf(&m.observer, e.Key)
-		if e.Node != m.lastNode || m.lastNodeIdx < 0 {
-			m.lastNode, m.lastNodeIdx = e.Node, m.node(e.Node)
-		}
-		m.kd[k].srv = append(m.kd[k].srv, srvEvent{e.T, m.lastNodeIdx, srvKind(e.Detail)})
+		m.addServer(e)
 	}
+}
+
+// addRun reads the run's meta: the TTL, the topology, the command record,
+// the clients' clock uncertainty and workers.
+func (m *model) addRun(e *history.Event) {
+	m.meta = e.Meta
+	if v, ok := metaInt(e.Meta[history.MetaTTLms]); ok {
+		m.ttl = v * 1e6
+	}
+	if v, ok := e.Meta[history.MetaHonours].(bool); ok {
+		m.honours = v
+	}
+	m.topo, _ = e.Meta[history.MetaTopology].(string)
+	m.prefix, _ = e.Meta[history.MetaKeyPrefix].(string)
+	m.cmdMode, _ = e.Meta[history.MetaCommandRecord].(string)
+	m.cmdOn = m.cmdMode == "monitor"
+	u, ok := e.Meta[history.MetaClockUncertainty].(map[string]any)
+	if !ok {
+		return
+	}
+	m.unc = map[int32]int64{}
+	for id, v := range u {
+		c, err := strconv.Atoi(id)
+		ns, ok := metaInt(v)
+		if err == nil && ok && ns > 0 {
+			m.unc[int32(c)] = ns
+			m.maxUnc = max(m.maxUnc, ns)
+		}
+	}
+	m.worker = map[int32]int64{}
+	if wk, ok := e.Meta[history.MetaClientWorker].(map[string]any); ok {
+		for id, v := range wk {
+			c, err := strconv.Atoi(id)
+			if w, ok := metaInt(v); ok && err == nil {
+				m.worker[int32(c)] = w
+			}
+		}
+	}
+}
+
+// addRenew records a renewal, and extends the hold's deadline when it
+// succeeded (counts it bad when not).
+func (m *model) addRenew(e *history.Event) {
+	c := m.client(e.Client)
+	k := m.keyOf(c, e.Key)
+	m.kd[k].renewals = append(m.kd[k].renewals, renewal{client: int32(e.Client), t: e.T, end: e.End, unanswered: e.Result == history.Unknown, own: -1})
+	if hi, ok := c.open.get(k); ok {
+		h := &m.holds[hi]
+		if e.Result == history.OK {
+			if m.ttl > 0 && h.deadline > 0 {
+				h.deadline = max(h.deadline, e.T+m.ttl)
+			}
+		} else {
+			h.renewBad++
+		}
+	}
+}
+
+// addServer records a keyspace notification of the observer (or that it
+// could not observe a node).
+func (m *model) addServer(e *history.Event) {
+	if e.Detail == "observer-unavailable" {
+		m.observerNo = append(m.observerNo, e.Node)
+		return
+	}
+	m.observerOK = true
+	if e.Key == "" {
+		return
+	}
+	k := m.keyOf(&m.observer, e.Key)
+	if e.Node != m.lastNode || m.lastNodeIdx < 0 {
+		m.lastNode, m.lastNodeIdx = e.Node, m.node(e.Node)
+	}
+	m.kd[k].srv = append(m.kd[k].srv, srvEvent{e.T, m.lastNodeIdx, srvKind(e.Detail)})
 }
 
 func (m *model) act(h *hold, at int64) {

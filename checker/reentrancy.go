@@ -19,89 +19,101 @@ import (
 // Re-entries are judged in the window of their invoke, dels in that of
 // their notification.
 func judgeReentrancy(m *model, c *ctx) {
-	a := &c.reent
 	for k, kd := range m.kd {
-		k := int32(k)
-		for _, r := range kd.nested {
-			if !m.in(r.t) {
-				continue
-			}
-			a.n++
-			if r.depth == 1 {
-				a.fresh++
-				continue
-			}
-			own := &m.holds[r.hold]
-			var expired int64 = -1
-			// Expiries seen within the observer's lag of its own ack are the
-			// previous owner's key's.
-			for i := m.srvFrom(k, own.start+m.lag); i < len(kd.srv) && kd.srv[i].t <= r.t; i++ {
-				if s := kd.srv[i]; s.kind == srvExpired && m.masterAt(s.node, s.t) {
-					expired = s.t
-					break
-				}
-			}
-			o := m.otherHolderAt(k, r.client, r.at)
-			if o < 0 && expired < 0 {
-				continue
-			}
-			var expl string
-			clients := []int{int(r.client)}
-			if o >= 0 {
-				h := &m.holds[o]
-				clients = []int{int(h.client), int(r.client)}
-				expl = fmt.Sprintf("client %d re-entered %s at depth %d at %s, but client %d had held it since %s", r.client, m.keys[k], r.depth, sec(r.at), h.client, sec(h.start))
-				if expired >= 0 {
-					expl += fmt.Sprintf("; client %d's key had expired at the server at %s", r.client, sec(expired))
-				}
-			} else {
-				expl = fmt.Sprintf("client %d re-entered %s at depth %d at %s, but its key had expired at the server at %s", r.client, m.keys[k], r.depth, sec(r.at), sec(expired))
-			}
-			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: clients, AtMS: history.MS(r.at),
-				Window: [2]int64{r.t, r.at}, Cause: CauseLocalReentry, Explanation: expl + ": the hold count was not checked against the server.", Lease: m.lease(r.hold),
-				Detail: fmt.Sprintf("re-entry at depth %d by client %d after it had lost the key", r.depth, r.client)}, &a.count)
-		}
-		rec := m.useRecord()
-		if rec {
-			// The record says whose command freed the key: a release of
-			// that client's own that left depth > 0 freed it early.
-			for _, f := range kd.cmdFrees {
-				if !m.in(f.t) || m.inGap(f.node, f.t) {
-					continue
-				}
-				i := ownPartialRelease(kd, f.client, f.t, m.lag)
-				if i < 0 {
-					continue
-				}
-				r := kd.releases[i]
-				what := f.name
-				if f.script {
-					what = "script's " + f.name
-				}
-				c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: history.MS(f.t),
-					Window: [2]int64{r.t, r.end}, Cause: CauseUnknown,
-					Detail: fmt.Sprintf("%s was deleted on %s at %s by client %d's release that left depth %d: its %s, in the server's command record",
-						m.keys[k], m.nodes[f.node], sec(f.t), r.client, r.remaining, what),
-					Explanation: fmt.Sprintf("client %d released one level of %s (depth %d left) but the key was freed.", r.client, m.keys[k], r.remaining)}, &a.count)
-			}
-		}
-		if !m.observerOK {
+		m.judgeReentries(c, int32(k), kd)
+		m.judgeEarlyFrees(c, int32(k), kd)
+	}
+}
+
+// judgeReentries: a re-entry (depth > 1) after the client's key expired at
+// the server or while another client held it.
+func (m *model) judgeReentries(c *ctx, k int32, kd *keyData) {
+	a := &c.reent
+	for _, r := range kd.nested {
+		if !m.in(r.t) {
 			continue
 		}
-		for _, s := range kd.srv {
-			if s.kind != srvDel || !m.in(s.t) || !m.masterAt(s.node, s.t) || (rec && !m.inGap(s.node, s.t)) {
+		a.n++
+		if r.depth == 1 {
+			a.fresh++
+			continue
+		}
+		own := &m.holds[r.hold]
+		var expired int64 = -1
+		// Expiries seen within the observer's lag of its own ack are the
+		// previous owner's key's.
+		for i := m.srvFrom(k, own.start+m.lag); i < len(kd.srv) && kd.srv[i].t <= r.t; i++ {
+			if s := kd.srv[i]; s.kind == srvExpired && m.masterAt(s.node, s.t) {
+				expired = s.t
+				break
+			}
+		}
+		o := m.otherHolderAt(k, r.client, r.at)
+		if o < 0 && expired < 0 {
+			continue
+		}
+		var expl string
+		clients := []int{int(r.client)}
+		if o >= 0 {
+			h := &m.holds[o]
+			clients = []int{int(h.client), int(r.client)}
+			expl = fmt.Sprintf("client %d re-entered %s at depth %d at %s, but client %d had held it since %s", r.client, m.keys[k], r.depth, sec(r.at), h.client, sec(h.start))
+			if expired >= 0 {
+				expl += fmt.Sprintf("; client %d's key had expired at the server at %s", r.client, sec(expired))
+			}
+		} else {
+			expl = fmt.Sprintf("client %d re-entered %s at depth %d at %s, but its key had expired at the server at %s", r.client, m.keys[k], r.depth, sec(r.at), sec(expired))
+		}
+		c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: clients, AtMS: history.MS(r.at),
+			Window: [2]int64{r.t, r.at}, Cause: CauseLocalReentry, Explanation: expl + ": the hold count was not checked against the server.", Lease: m.lease(r.hold),
+			Detail: fmt.Sprintf("re-entry at depth %d by client %d after it had lost the key", r.depth, r.client)}, &a.count)
+	}
+}
+
+// judgeEarlyFrees: a release that left depth > 0 freed the key (the
+// command record's DEL of that client's, else the observer's).
+func (m *model) judgeEarlyFrees(c *ctx, k int32, kd *keyData) {
+	a := &c.reent
+	rec := m.useRecord()
+	if rec {
+		// The record says whose command freed the key: a release of
+		// that client's own that left depth > 0 freed it early.
+		for _, f := range kd.cmdFrees {
+			if !m.in(f.t) || m.inGap(f.node, f.t) {
 				continue
 			}
-			i := partialReleaseAt(kd, s.t, m.lag)
+			i := ownPartialRelease(kd, f.client, f.t, m.lag)
 			if i < 0 {
 				continue
 			}
 			r := kd.releases[i]
-			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: history.MS(s.t),
+			what := f.name
+			if f.script {
+				what = "script's " + f.name
+			}
+			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: history.MS(f.t),
 				Window: [2]int64{r.t, r.end}, Cause: CauseUnknown,
-				Detail:      fmt.Sprintf("%s was deleted at %s by client %d's release that left depth %d", m.keys[k], sec(s.t), r.client, r.remaining),
+				Detail: fmt.Sprintf("%s was deleted on %s at %s by client %d's release that left depth %d: its %s, in the server's command record",
+					m.keys[k], m.nodes[f.node], sec(f.t), r.client, r.remaining, what),
 				Explanation: fmt.Sprintf("client %d released one level of %s (depth %d left) but the key was freed.", r.client, m.keys[k], r.remaining)}, &a.count)
 		}
+	}
+	if !m.observerOK {
+		return
+	}
+	for _, s := range kd.srv {
+		if s.kind != srvDel || !m.in(s.t) || !m.masterAt(s.node, s.t) || (rec && !m.inGap(s.node, s.t)) {
+			continue
+		}
+		i := partialReleaseAt(kd, s.t, m.lag)
+		if i < 0 {
+			continue
+		}
+		r := kd.releases[i]
+		c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: history.MS(s.t),
+			Window: [2]int64{r.t, r.end}, Cause: CauseUnknown,
+			Detail:      fmt.Sprintf("%s was deleted at %s by client %d's release that left depth %d", m.keys[k], sec(s.t), r.client, r.remaining),
+			Explanation: fmt.Sprintf("client %d released one level of %s (depth %d left) but the key was freed.", r.client, m.keys[k], r.remaining)}, &a.count)
 	}
 }
 

@@ -250,7 +250,11 @@ func (s *Stream) Live() Live {
 	l := Live{Events: s.events, JudgedToNS: max(s.judged, 0), Kept: s.kept, Verdict: Valid}
 	if s.c != nil {
 		c := s.c
-		l.Violations = c.mutex.count + c.resource.count + c.fencing.count + c.unlockCount + c.reent.count + c.live.count
+		for _, ck := range checks {
+			if ck.count != nil {
+				l.Violations += ck.count(c)
+			}
+		}
 		if n := len(c.viols); n > 0 {
 			l.Latest = c.viols[n-1]
 		}
@@ -276,11 +280,21 @@ func (s *Stream) size() int {
 // at the top).
 func (s *Stream) prune(cut int64) {
 	m := s.m
-	// keep: what the next windows need; live: kept because it still
-	// reaches them (not only for one lookup), so the server events since its
-	// ack stay too.
-	keep := make([]bool, len(m.holds))
-	live := make([]bool, len(m.holds))
+	keep, live := s.pruneKeep(cut)
+	renum := s.dropHolds(keep)
+	m.renumberTables(renum)
+	for _, kd := range m.kd {
+		m.pruneKey(kd, cut, live, renum)
+	}
+}
+
+// pruneKeep marks the holds the next windows need (keep) and those kept
+// because they still reach them, not only for one lookup (live: the
+// server events since their ack stay too).
+func (s *Stream) pruneKeep(cut int64) (keep, live []bool) {
+	m := s.m
+	keep = make([]bool, len(m.holds))
+	live = make([]bool, len(m.holds))
 	for i := range m.holds {
 		h := &m.holds[i]
 		open := h.how == endOpen
@@ -293,84 +307,105 @@ func (s *Stream) prune(cut int64) {
 				keep[o] = true
 			}
 		}
-		// Liveness: the hold with the latest end, from which the next gap
-		// is measured. Fencing: the highest token granted.
-		lastEnd, topFence := int32(-1), int32(-1)
-		m.index(kd)
-		for _, hi := range kd.holds {
-			if keep[hi] {
-				continue
-			}
-			h := &m.holds[hi]
-			if lastEnd < 0 || h.heldTo > m.holds[lastEnd].heldTo {
-				lastEnd = hi
-			}
-			if h.fence > 0 && (topFence < 0 || h.fence > m.holds[topFence].fence) {
-				topFence = hi
-			}
+		m.keepLatest(kd, keep)
+		m.keepRenewals(kd, cut, keep)
+		kd.keepWrites(cut, keep)
+	}
+	return keep, live
+}
+
+// keepLatest keeps, among the holds of kd about to go, the one with the
+// latest end (liveness measures the next gap from it) and the one with the
+// highest token granted (fencing).
+func (m *model) keepLatest(kd *keyData, keep []bool) {
+	lastEnd, topFence := int32(-1), int32(-1)
+	m.index(kd)
+	for _, hi := range kd.holds {
+		if keep[hi] {
+			continue
 		}
-		if lastEnd >= 0 {
-			keep[lastEnd] = true
+		h := &m.holds[hi]
+		if lastEnd < 0 || h.heldTo > m.holds[lastEnd].heldTo {
+			lastEnd = hi
 		}
-		if topFence >= 0 {
-			keep[topFence] = true
+		if h.fence > 0 && (topFence < 0 || h.fence > m.holds[topFence].fence) {
+			topFence = hi
 		}
-		// Renewals: those that may still be looked up, and each client's
-		// latest unanswered one (it may land any time later), kept with
-		// the hold it was made in.
-		latest := map[int32]int{}
-		for i := range kd.renewals {
-			if r := &kd.renewals[i]; r.unanswered {
-				latest[r.client] = i
-			}
+	}
+	if lastEnd >= 0 {
+		keep[lastEnd] = true
+	}
+	if topFence >= 0 {
+		keep[topFence] = true
+	}
+}
+
+// keepRenewals marks the renewals that may still be looked up, and each
+// client's latest unanswered one (it may land any time later), kept with
+// the hold it was made in.
+func (m *model) keepRenewals(kd *keyData, cut int64, keep []bool) {
+	latest := map[int32]int{}
+	for i := range kd.renewals {
+		if r := &kd.renewals[i]; r.unanswered {
+			latest[r.client] = i
 		}
-		for i := range kd.renewals {
-			r := &kd.renewals[i]
-			r.keep = r.end+m.lag >= cut || r.t >= cut || r.unanswered && latest[r.client] == i
-			if !r.keep || !r.unanswered {
-				continue
-			}
-			if r.own < 0 {
-				for j := len(kd.holds) - 1; j >= 0; j-- {
-					if h := &m.holds[kd.holds[j]]; h.client == r.client && h.start <= r.t {
-						r.own = kd.holds[j]
-						break
-					}
+	}
+	for i := range kd.renewals {
+		r := &kd.renewals[i]
+		r.keep = r.end+m.lag >= cut || r.t >= cut || r.unanswered && latest[r.client] == i
+		if !r.keep || !r.unanswered {
+			continue
+		}
+		if r.own < 0 {
+			for j := len(kd.holds) - 1; j >= 0; j-- {
+				if h := &m.holds[kd.holds[j]]; h.client == r.client && h.start <= r.t {
+					r.own = kd.holds[j]
+					break
 				}
 			}
-			if r.own >= 0 {
-				keep[r.own] = true
-			}
 		}
-		// Writes: the last applied and the highest accepted token stay.
-		var last, top = -1, -1
-		ws := kd.writes[:0] // filtered in place: entries only move down
-		drop := make([]bool, len(kd.writes))
-		for i := range kd.writes {
-			w := &kd.writes[i]
-			if w.at >= cut || w.t >= cut {
-				continue
-			}
-			drop[i] = true
-			if w.ok && (last < 0 || w.at >= kd.writes[last].at) {
-				last = i
-			}
-			if w.ok && w.fence > 0 && (top < 0 || w.fence > kd.writes[top].fence || w.fence == kd.writes[top].fence && w.at < kd.writes[top].at) {
-				top = i
-			}
+		if r.own >= 0 {
+			keep[r.own] = true
 		}
-		for i := range kd.writes {
-			if drop[i] && i != last && i != top {
-				continue
-			}
-			if hi := kd.writes[i].hold; hi >= 0 {
-				keep[hi] = true
-			}
-			ws = append(ws, kd.writes[i])
-		}
-		kd.writes = ws
 	}
-	// Holds: summarise the dropped ones' losses, then renumber.
+}
+
+// keepWrites drops the writes that ended before cut but the last applied
+// and the one with the highest accepted token, and keeps the holds of the
+// writes kept.
+func (kd *keyData) keepWrites(cut int64, keep []bool) {
+	var last, top = -1, -1
+	ws := kd.writes[:0] // filtered in place: entries only move down
+	drop := make([]bool, len(kd.writes))
+	for i := range kd.writes {
+		w := &kd.writes[i]
+		if w.at >= cut || w.t >= cut {
+			continue
+		}
+		drop[i] = true
+		if w.ok && (last < 0 || w.at >= kd.writes[last].at) {
+			last = i
+		}
+		if w.ok && w.fence > 0 && (top < 0 || w.fence > kd.writes[top].fence || w.fence == kd.writes[top].fence && w.at < kd.writes[top].at) {
+			top = i
+		}
+	}
+	for i := range kd.writes {
+		if drop[i] && i != last && i != top {
+			continue
+		}
+		if hi := kd.writes[i].hold; hi >= 0 {
+			keep[hi] = true
+		}
+		ws = append(ws, kd.writes[i])
+	}
+	kd.writes = ws
+}
+
+// dropHolds summarises the losses of the holds not kept, drops them and
+// returns each hold's new number (-1: dropped).
+func (s *Stream) dropHolds(keep []bool) []int32 {
+	m := s.m
 	renum := make([]int32, len(m.holds))
 	n := int32(0)
 	for i := range m.holds {
@@ -390,6 +425,12 @@ func (s *Stream) prune(cut int64) {
 	// summarizeLoss reads m.holds[i] before it is overwritten: holds only
 	// move down, and i >= n.
 	m.holds = m.holds[:n]
+	return renum
+}
+
+// renumberTables gives the model's tables outside the keys the holds' new
+// numbers.
+func (m *model) renumberTables(renum []int32) {
 	if len(m.expSeen) > 0 {
 		es := map[int32]map[int16]int64{}
 		for o, seen := range m.expSeen {
@@ -413,94 +454,108 @@ func (s *Stream) prune(cut int64) {
 			cs.open.vs[i] = renum[hi]
 		}
 	}
-	for _, kd := range m.kd {
-		// Server events are kept from the first hold kept live on: causes
-		// and expiries are looked up from a hold's ack.
-		srvCut := cut
-		for _, hi := range kd.holds {
-			if live[hi] {
-				srvCut = min(srvCut, m.holds[renum[hi]].start)
-			}
+}
+
+// pruneKey renumbers one key's tables and drops what ended before cut
+// (server events and recorded commands from the first hold kept live on).
+func (m *model) pruneKey(kd *keyData, cut int64, live []bool, renum []int32) {
+	// Server events are kept from the first hold kept live on: causes
+	// and expiries are looked up from a hold's ack.
+	srvCut := cut
+	for _, hi := range kd.holds {
+		if live[hi] {
+			srvCut = min(srvCut, m.holds[renum[hi]].start)
 		}
-		kd.holds = renumbered(kd.holds, func(hi *int32) *int32 { return hi }, renum)
-		kd.indexed = false
-		for i := range kd.writes {
-			if hi := kd.writes[i].hold; hi >= 0 {
-				kd.writes[i].hold = renum[hi]
-			}
+	}
+	kd.renumber(renum)
+	// Server events: attributed ones before srvCut go.
+	i := 0
+	for i < kd.walked && kd.srv[i].t < srvCut {
+		i++
+	}
+	m.rememberExpiries(kd, kd.srv[:i])
+	if i > 0 {
+		kd.cutSrv = max(kd.cutSrv, kd.srv[i-1].t)
+		kd.srv = kd.srv[:copy(kd.srv, kd.srv[i:])]
+		kd.walked -= i
+	}
+	// Recorded commands: replayed ones before srvCut go (the replay's
+	// state per node carries what they did).
+	j := 0
+	for j < kd.cmdWalked && kd.cmds[j].t < srvCut {
+		j++
+	}
+	if j > 0 {
+		kd.cmds = kd.cmds[:copy(kd.cmds, kd.cmds[j:])]
+		kd.cmdWalked -= j
+	}
+	kd.cmdFrees = slices.DeleteFunc(kd.cmdFrees, func(f cmdFree) bool { return f.t < srvCut })
+	kd.releases = slices.DeleteFunc(kd.releases, func(r release) bool { return r.end < cut-m.lag })
+	// Failed attempts: from the latest end of a dropped hold on
+	// (liveness measures each wait from the end of the hold before);
+	// all while the key was never held.
+	kd.failed = slices.DeleteFunc(kd.failed, func(a attempt) bool { return a.end < kd.droppedHeldTo })
+}
+
+// renumber gives kd's entries their holds' new numbers, dropping those of
+// dropped holds, and the renewals not kept.
+func (kd *keyData) renumber(renum []int32) {
+	kd.holds = renumbered(kd.holds, func(hi *int32) *int32 { return hi }, renum)
+	kd.indexed = false
+	for i := range kd.writes {
+		if hi := kd.writes[i].hold; hi >= 0 {
+			kd.writes[i].hold = renum[hi]
 		}
-		kd.nested = renumbered(kd.nested, func(r *nested) *int32 { return &r.hold }, renum)
-		kd.badDels = renumbered(kd.badDels, func(d *badDel) *int32 { return &d.victim }, renum)
-		kd.cmdDels = renumbered(kd.cmdDels, func(d *badDel) *int32 { return &d.victim }, renum)
-		for node, o := range kd.owner {
-			if o >= 0 {
-				kd.owner[node] = renum[o]
-			}
+	}
+	kd.nested = renumbered(kd.nested, func(r *nested) *int32 { return &r.hold }, renum)
+	kd.badDels = renumbered(kd.badDels, func(d *badDel) *int32 { return &d.victim }, renum)
+	kd.cmdDels = renumbered(kd.cmdDels, func(d *badDel) *int32 { return &d.victim }, renum)
+	for node, o := range kd.owner {
+		if o >= 0 {
+			kd.owner[node] = renum[o]
 		}
-		rs := kd.renewals[:0]
-		for _, r := range kd.renewals {
-			if r.own >= 0 {
-				r.own = renum[r.own]
-			}
-			if r.keep {
-				rs = append(rs, r)
+	}
+	rs := kd.renewals[:0]
+	for _, r := range kd.renewals {
+		if r.own >= 0 {
+			r.own = renum[r.own]
+		}
+		if r.keep {
+			rs = append(rs, r)
+			continue
+		}
+		if r.unanswered {
+			kd.cutUnanswered = max(kd.cutUnanswered, r.t)
+		}
+	}
+	kd.renewals = rs
+}
+
+// rememberExpiries: the holds kept for old unanswered renewals remember
+// the first expiry on each node after their ack among the server events
+// dropped.
+func (m *model) rememberExpiries(kd *keyData, dropped []srvEvent) {
+	for _, r := range kd.renewals {
+		if r.own < 0 {
+			continue
+		}
+		from := m.holds[r.own].start + m.lag
+		for _, e := range dropped {
+			if e.kind != srvExpired || e.t < from {
 				continue
 			}
-			if r.unanswered {
-				kd.cutUnanswered = max(kd.cutUnanswered, r.t)
+			if m.expSeen == nil {
+				m.expSeen = map[int32]map[int16]int64{}
+			}
+			seen := m.expSeen[r.own]
+			if seen == nil {
+				seen = map[int16]int64{}
+				m.expSeen[r.own] = seen
+			}
+			if t, ok := seen[e.node]; !ok || e.t < t {
+				seen[e.node] = e.t
 			}
 		}
-		kd.renewals = rs
-		// Server events: attributed ones before srvCut go.
-		i := 0
-		for i < kd.walked && kd.srv[i].t < srvCut {
-			i++
-		}
-		// The holds kept for old unanswered renewals remember the first
-		// expiry on each node after their ack among what is dropped.
-		for _, r := range kd.renewals {
-			if r.own < 0 {
-				continue
-			}
-			from := m.holds[r.own].start + m.lag
-			for _, e := range kd.srv[:i] {
-				if e.kind != srvExpired || e.t < from {
-					continue
-				}
-				if m.expSeen == nil {
-					m.expSeen = map[int32]map[int16]int64{}
-				}
-				seen := m.expSeen[r.own]
-				if seen == nil {
-					seen = map[int16]int64{}
-					m.expSeen[r.own] = seen
-				}
-				if t, ok := seen[e.node]; !ok || e.t < t {
-					seen[e.node] = e.t
-				}
-			}
-		}
-		if i > 0 {
-			kd.cutSrv = max(kd.cutSrv, kd.srv[i-1].t)
-			kd.srv = kd.srv[:copy(kd.srv, kd.srv[i:])]
-			kd.walked -= i
-		}
-		// Recorded commands: replayed ones before srvCut go (the replay's
-		// state per node carries what they did).
-		j := 0
-		for j < kd.cmdWalked && kd.cmds[j].t < srvCut {
-			j++
-		}
-		if j > 0 {
-			kd.cmds = kd.cmds[:copy(kd.cmds, kd.cmds[j:])]
-			kd.cmdWalked -= j
-		}
-		kd.cmdFrees = slices.DeleteFunc(kd.cmdFrees, func(f cmdFree) bool { return f.t < srvCut })
-		kd.releases = slices.DeleteFunc(kd.releases, func(r release) bool { return r.end < cut-m.lag })
-		// Failed attempts: from the latest end of a dropped hold on
-		// (liveness measures each wait from the end of the hold before);
-		// all while the key was never held.
-		kd.failed = slices.DeleteFunc(kd.failed, func(a attempt) bool { return a.end < kd.droppedHeldTo })
 	}
 }
 

@@ -188,20 +188,7 @@ func (m *model) attributeDels(upTo int64) {
 			}
 			switch s.kind {
 			case srvSet:
-				// The owner's own writes (a re-entry's or a release's
-				// HINCRBY) keep it the owner; a new owner can only write
-				// after the key was deleted or expired.
-				if o, ok := owner[s.node]; ok && o >= 0 && (s.t <= m.holds[o].heldTo+m.lag || m.ownCallAt(k, m.holds[o].client, s.t, m.lag)) {
-					// Unless it was another client's renewal that rewrote
-					// the key (a renewal by SET without an owner check):
-					// then the owner's lock was taken without an acquire.
-					if i := m.foreignRewrite(k, o, s); i >= 0 {
-						kd.badDels = append(kd.badDels, badDel{t: s.t, node: s.node, victim: o, culprit: kd.renewals[i].client, set: true})
-						m.noteLoss(o, s.t, fmt.Sprintf("overwritten by client %d's renewal", kd.renewals[i].client), true)
-					}
-					continue
-				}
-				owner[s.node] = m.ownerAt(k, s.node, s.t, &cursor)
+				m.attributeSet(k, kd, s, &cursor)
 				continue
 			case srvExpired:
 				if o, ok := owner[s.node]; ok && o >= 0 {
@@ -221,38 +208,60 @@ func (m *model) attributeDels(upTo int64) {
 				m.unmatchIfAcquiring(owner, s)
 				delete(owner, s.node)
 			}
-			if !ok || o < 0 {
-				continue
-			}
-			h := &m.holds[o]
-			if s.t > h.heldTo+m.lag || s.t < h.acqT {
-				continue
-			}
-			// Any call of the owner's own that may have made the change
-			// (allowing for the observer's lag) clears it. Otherwise the
-			// culprit is another client's call in flight at the change
-			// (within 1 ms), and only when that client's own key had
-			// already expired on the node: notifications arrive late and in
-			// bunches under load, so the owner matched by timing alone is
-			// not evidence enough to accuse a correct release.
-			// A change while the owner's acquire was still in flight is its
-			// own undo of a failed attempt (redlock releases what it set
-			// when it misses the quorum).
-			if s.t < h.start || m.ownCallAt(k, h.client, s.t, m.lag) {
-				continue
-			}
-			if s.kind == srvDel {
-				m.noteLoss(o, s.t, "deleted by another client", true)
-			}
-			const near = int64(1e6)
-			if s.kind == srvDel {
-				if i := m.releaserAt(k, h.client, s.t, near); i >= 0 && m.expiredBefore(k, s.node, kd.releases[i].client, kd.releases[i].t, s.t, -1) {
-					kd.badDels = append(kd.badDels, badDel{t: s.t, node: s.node, victim: o, culprit: kd.releases[i].client, release: true})
-				}
-			} else if i := m.renewerAt(k, h.client, s.t, near); i >= 0 && m.expiredBefore(k, s.node, kd.renewals[i].client, kd.renewals[i].t, s.t, kd.renewals[i].own) {
-				kd.badDels = append(kd.badDels, badDel{t: s.t, node: s.node, victim: o, culprit: kd.renewals[i].client})
+			if ok && o >= 0 {
+				m.attributeChange(k, kd, s, o)
 			}
 		}
+	}
+}
+
+// attributeSet: a write of the key on a master. The owner's own writes (a
+// re-entry's or a release's HINCRBY) keep it the owner; a new owner can
+// only write after the key was deleted or expired.
+func (m *model) attributeSet(k int32, kd *keyData, s srvEvent, cursor *int) {
+	owner := kd.owner
+	if o, ok := owner[s.node]; ok && o >= 0 && (s.t <= m.holds[o].heldTo+m.lag || m.ownCallAt(k, m.holds[o].client, s.t, m.lag)) {
+		// Unless it was another client's renewal that rewrote the key
+		// (a renewal by SET without an owner check): then the owner's
+		// lock was taken without an acquire.
+		if i := m.foreignRewrite(k, o, s); i >= 0 {
+			kd.badDels = append(kd.badDels, badDel{t: s.t, node: s.node, victim: o, culprit: kd.renewals[i].client, set: true})
+			m.noteLoss(o, s.t, fmt.Sprintf("overwritten by client %d's renewal", kd.renewals[i].client), true)
+		}
+		return
+	}
+	owner[s.node] = m.ownerAt(k, s.node, s.t, cursor)
+}
+
+// attributeChange: a del (pexpire) of hold o's key on a master, while o
+// may still have held it.
+func (m *model) attributeChange(k int32, kd *keyData, s srvEvent, o int32) {
+	h := &m.holds[o]
+	if s.t > h.heldTo+m.lag || s.t < h.acqT {
+		return
+	}
+	// Any call of the owner's own that may have made the change (allowing
+	// for the observer's lag) clears it. Otherwise the culprit is another
+	// client's call in flight at the change (within 1 ms), and only when
+	// that client's own key had already expired on the node: notifications
+	// arrive late and in bunches under load, so the owner matched by
+	// timing alone is not evidence enough to accuse a correct release. A
+	// change while the owner's acquire was still in flight is its own undo
+	// of a failed attempt (redlock releases what it set when it misses the
+	// quorum).
+	if s.t < h.start || m.ownCallAt(k, h.client, s.t, m.lag) {
+		return
+	}
+	if s.kind == srvDel {
+		m.noteLoss(o, s.t, "deleted by another client", true)
+	}
+	const near = int64(1e6)
+	if s.kind == srvDel {
+		if i := m.releaserAt(k, h.client, s.t, near); i >= 0 && m.expiredBefore(k, s.node, kd.releases[i].client, kd.releases[i].t, s.t, -1) {
+			kd.badDels = append(kd.badDels, badDel{t: s.t, node: s.node, victim: o, culprit: kd.releases[i].client, release: true})
+		}
+	} else if i := m.renewerAt(k, h.client, s.t, near); i >= 0 && m.expiredBefore(k, s.node, kd.renewals[i].client, kd.renewals[i].t, s.t, kd.renewals[i].own) {
+		kd.badDels = append(kd.badDels, badDel{t: s.t, node: s.node, victim: o, culprit: kd.renewals[i].client})
 	}
 }
 

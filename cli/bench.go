@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/workloads"
 )
 
@@ -194,7 +195,7 @@ func (f *benchFlags) write(stdout, stderr io.Writer, b *campaign.Bench) {
 	}
 	_ = os.WriteFile(filepath.Join(out, "bench.md"), []byte(md), 0o644)
 	_ = os.WriteFile(filepath.Join(out, "gobench.txt"), []byte(gb.String()), 0o644)
-	_ = report.WriteJSON(filepath.Join(out, "bench.json"), b)
+	_ = metrics.WriteJSON(filepath.Join(out, "bench.json"), b)
 	// One lock: the run directory is the bench directory too.
 	if len(b.Locks) == 1 {
 		_ = copyFile(filepath.Join(b.Locks[0].Dir, "results.json"), filepath.Join(out, "results.json"))

@@ -16,7 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/checker"
 )
 
 // junitFile is what a JUnit reader sees of lockchaos's file.
@@ -360,7 +360,7 @@ func TestMatrixJUnitFailure(t *testing.T) {
 	}
 	for _, c := range f.Suites[0].Cases {
 		r := readResults(t, filepath.Join(locks[c.Name], "gc-pause-expects-valid", c.Name))
-		var in *report.IncidentSummary
+		var in *checker.Incident
 		for i := range r.Incidents {
 			if r.Incidents[i].Counts["mutex"] > 0 && in == nil {
 				in = &r.Incidents[i]

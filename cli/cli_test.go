@@ -24,7 +24,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/lockimpl"
-	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -76,9 +76,9 @@ func wantExit(t *testing.T, code, want int, stdout, stderr string) {
 	}
 }
 
-func readResults(t *testing.T, dir string) *report.Results {
+func readResults(t *testing.T, dir string) *metrics.Results {
 	t.Helper()
-	r, err := report.ReadResults(filepath.Join(dir, "results.json"))
+	r, err := metrics.ReadResults(filepath.Join(dir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

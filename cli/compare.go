@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 func init() { extraCommands = append(extraCommands, newCompareCmd) }
@@ -134,15 +135,15 @@ and exits 1 when any of them regressed.`,
 			var md strings.Builder
 			regressed := false
 			for i, pr := range pairs {
-				base, err := report.ReadResults(pr.base)
+				base, err := metrics.ReadResults(pr.base)
 				if err != nil {
 					return exitWith(ExitBadInput, err)
 				}
-				cur, err := report.ReadResults(pr.cur)
+				cur, err := metrics.ReadResults(pr.cur)
 				if err != nil {
 					return exitWith(ExitBadInput, err)
 				}
-				c := report.Compare(base, cur, mr)
+				c := metrics.Compare(base, cur, mr)
 				regressed = regressed || c.Regressed
 				if i > 0 {
 					fmt.Fprintln(stdout)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -212,7 +213,7 @@ instead (0 = the harness found exactly what the scenario expects).`,
 // checkThresholds refuses a --threshold that does not parse.
 func checkThresholds(thresholds []string) error {
 	for _, t := range thresholds {
-		if _, err := report.ParseThreshold(t); err != nil {
+		if _, err := metrics.ParseThreshold(t); err != nil {
 			return exitWith(ExitBadInput, fmt.Errorf("--threshold %q: %v", t, err))
 		}
 	}

@@ -67,26 +67,9 @@ const notifyFlags = "Kg$hxe"
 // stop ends every subscription, waits for the goroutines to finish, then
 // restores the servers' configuration; it returns what it could not restore.
 func Observe(ctx context.Context, c *Cluster, p keyspace.Prefix, record func(*history.Event), now func() int64) (stop func() error, st Notify, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var subs []*redis.PubSub
-	var restores []func() error
-	st.Mode = NotifyHarness
-	var enabled, refused []string
-	closeAll := func() {
-		cancel()
-		for _, s := range subs {
-			_ = s.Close()
-		}
-		wg.Wait()
-	}
-	restoreAll := func() error {
-		var errs []error
-		for _, r := range restores {
-			errs = append(errs, r())
-		}
-		return errors.Join(errs...)
-	}
+	o := &observer{c: c, p: p, record: record, now: now}
+	o.ctx, o.cancel = context.WithCancel(ctx)
+	o.st.Mode = NotifyHarness
 	for _, n := range c.Nodes {
 		// A cluster's replicas replay their masters' writes and would
 		// report each a second time; the checker tells masters from
@@ -96,81 +79,132 @@ func Observe(ctx context.Context, c *Cluster, p keyspace.Prefix, record func(*hi
 		if c.Spec.Topology == RedisCluster && n.Role == "replica" {
 			continue
 		}
-		if c.Backend == Embedded {
-			st.Mode = NotifyUnavailable
-			st.Note = "backend embedded does not deliver keyspace notifications: the unlock check is skipped"
-			record(&history.Event{T: now(), Client: -1, Op: history.OpServer, Node: n.Name,
-				Detail: "observer-unavailable", Err: "backend " + c.Backend + " does not deliver keyspace notifications to lockchaos"})
-			continue
+		if err := o.watch(n); err != nil {
+			o.closeAll()
+			return func() error { return nil }, o.st, errors.Join(err, o.restoreAll())
 		}
-		cl := c.AdminClient(n)
-		if c.Backend == External {
-			restore, old, changed, cerr := enableNotify(ctx, c, n)
-			if cerr != nil {
-				refused = append(refused, n.Name+": "+cerr.Error())
-				record(&history.Event{T: now(), Client: -1, Op: history.OpServer, Node: n.Name, Detail: "observer-unavailable",
-					Err: "notify-keyspace-events could not be turned on (" + cerr.Error() + ")"})
-				continue
-			}
-			if changed {
-				enabled = append(enabled, fmt.Sprintf("%s (was %q)", n.Name, old))
-				restores = append(restores, restore)
-			}
-		}
-		ps := cl.PSubscribe(ctx, "__keyspace@*__:"+p.Pattern())
-		// The first reply confirms the subscription: events before it are
-		// not seen, so wait for it (bounded) before the workload starts.
-		rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
-		_, err := ps.Receive(rctx)
-		rcancel()
-		if err != nil {
-			_ = ps.Close()
-			closeAll()
-			return func() error { return nil }, st, errors.Join(err, restoreAll())
-		}
-		subs = append(subs, ps)
-		ch := ps.Channel(redis.WithChannelSize(1<<16), redis.WithChannelHealthCheckInterval(time.Second))
-		wg.Add(1)
-		go func(name string) {
-			defer wg.Done()
-			// Drain until the subscription is closed (stop), so go-redis is
-			// never left blocked on a full channel.
-			for m := range ch {
-				if ctx.Err() != nil {
-					continue
-				}
-				// __keyspace@<db>__:<key>, the event in the payload.
-				_, key, ok := strings.Cut(m.Channel, "__:")
-				if !ok {
-					continue
-				}
-				short, _ := p.Short(key)
-				record(&history.Event{T: now(), Client: -1, Op: history.OpServer, Node: name, Key: short, Detail: m.Payload})
-			}
-		}(n.Name)
 	}
 	if c.Backend == External {
-		switch {
-		case len(refused) > 0:
-			st.Mode = NotifyRefused
-			st.Note = "keyspace notifications unavailable, the unlock check is skipped: " + strings.Join(refused, "; ")
-		case len(enabled) > 0:
-			st.Mode = NotifyEnabled
-			st.Note = "notify-keyspace-events was turned on for the run on " + strings.Join(enabled, ", ") + " and set back to its previous value afterwards"
-		default:
-			st.Mode = NotifyAlreadyOn
-			st.Note = "notify-keyspace-events already had what the observer needs: nothing was changed"
-		}
+		o.externalNote()
 	}
 	var once sync.Once
 	var rerr error
 	return func() error {
 		once.Do(func() {
-			closeAll()
-			rerr = restoreAll()
+			o.closeAll()
+			rerr = o.restoreAll()
 		})
 		return rerr
-	}, st, nil
+	}, o.st, nil
+}
+
+// observer is Observe's state: its subscriptions and what stop restores.
+type observer struct {
+	c      *Cluster
+	p      keyspace.Prefix
+	record func(*history.Event)
+	now    func() int64
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	subs     []*redis.PubSub
+	restores []func() error
+	st       Notify
+	// enabled, refused: the external nodes where notifications were
+	// turned on for the run, or could not be.
+	enabled, refused []string
+}
+
+func (o *observer) closeAll() {
+	o.cancel()
+	for _, s := range o.subs {
+		_ = s.Close()
+	}
+	o.wg.Wait()
+}
+
+func (o *observer) restoreAll() error {
+	var errs []error
+	for _, r := range o.restores {
+		errs = append(errs, r())
+	}
+	return errors.Join(errs...)
+}
+
+// watch subscribes to n's notifications (turning them on first on an
+// external server), or records why it cannot; an error is the
+// subscription's own.
+func (o *observer) watch(n *Node) error {
+	c := o.c
+	if c.Backend == Embedded {
+		o.st.Mode = NotifyUnavailable
+		o.st.Note = "backend embedded does not deliver keyspace notifications: the unlock check is skipped"
+		o.record(&history.Event{T: o.now(), Client: -1, Op: history.OpServer, Node: n.Name,
+			Detail: "observer-unavailable", Err: "backend " + c.Backend + " does not deliver keyspace notifications to lockchaos"})
+		return nil
+	}
+	cl := c.AdminClient(n)
+	if c.Backend == External {
+		restore, old, changed, cerr := enableNotify(o.ctx, c, n)
+		if cerr != nil {
+			o.refused = append(o.refused, n.Name+": "+cerr.Error())
+			o.record(&history.Event{T: o.now(), Client: -1, Op: history.OpServer, Node: n.Name, Detail: "observer-unavailable",
+				Err: "notify-keyspace-events could not be turned on (" + cerr.Error() + ")"})
+			return nil
+		}
+		if changed {
+			o.enabled = append(o.enabled, fmt.Sprintf("%s (was %q)", n.Name, old))
+			o.restores = append(o.restores, restore)
+		}
+	}
+	ps := cl.PSubscribe(o.ctx, "__keyspace@*__:"+o.p.Pattern())
+	// The first reply confirms the subscription: events before it are
+	// not seen, so wait for it (bounded) before the workload starts.
+	rctx, rcancel := context.WithTimeout(o.ctx, 3*time.Second)
+	_, err := ps.Receive(rctx)
+	rcancel()
+	if err != nil {
+		_ = ps.Close()
+		return err
+	}
+	o.subs = append(o.subs, ps)
+	ch := ps.Channel(redis.WithChannelSize(1<<16), redis.WithChannelHealthCheckInterval(time.Second))
+	o.wg.Go(func() { o.listen(ch, n.Name) })
+	return nil
+}
+
+// listen records node name's notifications until the subscription is
+// closed (stop), so go-redis is never left blocked on a full channel.
+func (o *observer) listen(ch <-chan *redis.Message, name string) {
+	for m := range ch {
+		if o.ctx.Err() != nil {
+			continue
+		}
+		// __keyspace@<db>__:<key>, the event in the payload.
+		_, key, ok := strings.Cut(m.Channel, "__:")
+		if !ok {
+			continue
+		}
+		short, _ := o.p.Short(key)
+		o.record(&history.Event{T: o.now(), Client: -1, Op: history.OpServer, Node: name, Key: short, Detail: m.Payload})
+	}
+}
+
+// externalNote says what Observe did to the user's servers'
+// notify-keyspace-events.
+func (o *observer) externalNote() {
+	switch {
+	case len(o.refused) > 0:
+		o.st.Mode = NotifyRefused
+		o.st.Note = "keyspace notifications unavailable, the unlock check is skipped: " + strings.Join(o.refused, "; ")
+	case len(o.enabled) > 0:
+		o.st.Mode = NotifyEnabled
+		o.st.Note = "notify-keyspace-events was turned on for the run on " + strings.Join(o.enabled, ", ") + " and set back to its previous value afterwards"
+	default:
+		o.st.Mode = NotifyAlreadyOn
+		o.st.Note = "notify-keyspace-events already had what the observer needs: nothing was changed"
+	}
 }
 
 // enableNotify adds notifyFlags to node n's notify-keyspace-events. It

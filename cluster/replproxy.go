@@ -153,6 +153,9 @@ type chunk struct {
 // nobody else sends these (RESP bulk strings, upper case as redis writes them).
 var replMarks = [][]byte{[]byte("$8\r\nREPLCONF\r\n"), []byte("$5\r\nPSYNC\r\n")}
 
+// forward carries one connection to the target: client → server as it
+// comes, server → client each chunk at its due time (delayed once the
+// client showed itself a replica).
 func (p *replProxy) forward(client net.Conn) {
 	server, err := net.DialTimeout("tcp", p.target, time.Second)
 	if err != nil {
@@ -166,97 +169,112 @@ func (p *replProxy) forward(client net.Conn) {
 		p.untrack(client)
 		return
 	}
-	done := make(chan struct{})
-	var once sync.Once
-	end := func() {
-		once.Do(func() {
-			close(done)
-			_ = client.Close()
-			_ = server.Close()
-			p.untrack(client, server)
-			p.mu.Lock()
-			delete(p.repls, client)
-			p.mu.Unlock()
+	l := &replLink{p: p, client: client, server: server, done: make(chan struct{}), queue: make(chan chunk, 1024)}
+	var wg sync.WaitGroup
+	for _, f := range []func(){l.upstream, l.readServer, l.deliver} {
+		wg.Go(func() {
+			defer l.end()
+			f()
 		})
 	}
-	var isRepl atomic.Bool
-	queue := make(chan chunk, 1024)
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { // client → server, sniffing for a replica's handshake
-		defer wg.Done()
-		defer end()
-		var seen []byte
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := client.Read(buf)
-			if n > 0 {
-				if !isRepl.Load() && len(seen) < 4096 {
-					seen = append(seen, buf[:n]...)
-					for _, m := range replMarks {
-						if !isRepl.Load() && bytes.Contains(seen, m) {
-							isRepl.Store(true)
-							if !p.replicating(client, end) {
-								return
-							}
+	wg.Wait()
+}
+
+// replLink is one forwarded connection.
+type replLink struct {
+	p              *replProxy
+	client, server net.Conn
+	done           chan struct{} // closed by end
+	once           sync.Once
+	isRepl         atomic.Bool
+	queue          chan chunk // server → client
+}
+
+// end closes both sides, once.
+func (l *replLink) end() {
+	l.once.Do(func() {
+		close(l.done)
+		_ = l.client.Close()
+		_ = l.server.Close()
+		l.p.untrack(l.client, l.server)
+		l.p.mu.Lock()
+		delete(l.p.repls, l.client)
+		l.p.mu.Unlock()
+	})
+}
+
+// upstream copies client → server, sniffing for a replica's handshake.
+func (l *replLink) upstream() {
+	var seen []byte
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := l.client.Read(buf)
+		if n > 0 {
+			if !l.isRepl.Load() && len(seen) < 4096 {
+				seen = append(seen, buf[:n]...)
+				for _, m := range replMarks {
+					if !l.isRepl.Load() && bytes.Contains(seen, m) {
+						l.isRepl.Store(true)
+						if !l.p.replicating(l.client, l.end) {
+							return
 						}
 					}
 				}
-				if _, werr := server.Write(buf[:n]); werr != nil {
-					return
-				}
 			}
-			if err != nil {
+			if _, werr := l.server.Write(buf[:n]); werr != nil {
 				return
 			}
 		}
-	}()
-	go func() { // server → queue
-		defer wg.Done()
-		defer end()
-		for {
-			buf := make([]byte, 32<<10)
-			n, err := server.Read(buf)
-			if n > 0 {
-				due := time.Now()
-				if isRepl.Load() {
-					due = due.Add(time.Duration(p.delay.Load()))
-				}
-				select {
-				case queue <- chunk{buf[:n], due}:
-				case <-done:
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
+		if err != nil {
+			return
 		}
-	}()
-	go func() { // queue → client, each chunk at its due time
-		defer wg.Done()
-		defer end()
-		t := time.NewTimer(0)
-		defer t.Stop()
-		for {
-			var c chunk
+	}
+}
+
+// readServer queues what the server sends, each chunk due now, or after
+// the delay on a replica's link.
+func (l *replLink) readServer() {
+	for {
+		buf := make([]byte, 32<<10)
+		n, err := l.server.Read(buf)
+		if n > 0 {
+			due := time.Now()
+			if l.isRepl.Load() {
+				due = due.Add(time.Duration(l.p.delay.Load()))
+			}
 			select {
-			case c = <-queue:
-			case <-done:
-				return
-			}
-			if wait := time.Until(c.due); wait > 0 {
-				t.Reset(wait)
-				select {
-				case <-t.C:
-				case <-done:
-					return
-				}
-			}
-			if _, err := client.Write(c.b); err != nil {
+			case l.queue <- chunk{buf[:n], due}:
+			case <-l.done:
 				return
 			}
 		}
-	}()
-	wg.Wait()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// deliver writes the queue to the client, each chunk at its due time.
+func (l *replLink) deliver() {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		var c chunk
+		select {
+		case c = <-l.queue:
+		case <-l.done:
+			return
+		}
+		if wait := time.Until(c.due); wait > 0 {
+			t.Reset(wait)
+			select {
+			case <-t.C:
+			case <-l.done:
+				return
+			}
+		}
+		if _, err := l.client.Write(c.b); err != nil {
+			return
+		}
+	}
 }

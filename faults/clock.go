@@ -4,17 +4,15 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/lockchaos/lockchaos/history"
-
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/redis/go-redis/v9"
 )
 
-// Server clock faults, by one of two mechanisms, recorded in the effect as
+// What the server clock faults share (clock-jump, clock-drift: a file
+// each): they act by one of two mechanisms, recorded in the effect as
 // "mechanism":
 //
 // real-clock: the node runs with its own wall clock (cluster.Spec.RealClock,
@@ -151,63 +149,6 @@ func toInt(v any) int64 {
 	return i
 }
 
-type clockJump struct {
-	s     Scheduled
-	delta time.Duration
-}
-
-func (f *clockJump) Start(ctx context.Context, env *Env) (Outcome, error) {
-	sc, ok := targetNodes(env, f.s.Spec.Target, "master")
-	if !ok {
-		return sc.out, nil
-	}
-	delta := f.delta
-	sc.out.Effect["delta"] = delta.String()
-	clockMechanism(env, sc)
-	for _, n := range sc.nodes {
-		cl := env.Cluster.AdminClient(n)
-		if n.Clock != nil {
-			jumpClock(ctx, sc, n, cl, delta)
-			_ = cl.Close()
-			continue
-		}
-		res, err := shiftTTLs(ctx, cl, env.KeyPattern, delta)
-		_ = cl.Close()
-		if err != nil {
-			sc.fail(n, err)
-			continue
-		}
-		sc.put(n, "keys_shifted", strconv.FormatInt(res.keys, 10))
-		if res.sample != "" {
-			sc.put(n, "key", res.sample)
-			sc.put(n, "pttl_before_ms", strconv.FormatInt(res.before, 10))
-			sc.put(n, "pttl_after_ms", strconv.FormatInt(res.after, 10))
-		}
-	}
-	return sc.done(), nil
-}
-
-// jumpClock moves n's real clock by delta and measures it. The jump takes
-// effect even when the node does not answer (a paused server's clock moves
-// too); only the measure is then missing.
-func jumpClock(ctx context.Context, sc *nodeScope, n *cluster.Node, cl *redis.Client, delta time.Duration) {
-	before, berr := measureOffset(ctx, cl)
-	off, err := n.Clock.Jump(delta)
-	if err != nil {
-		sc.fail(n, err)
-		return
-	}
-	sc.put(n, "clock_offset_ms", msOf(off))
-	after, aerr := measureOffset(ctx, cl)
-	if berr != nil || aerr != nil {
-		sc.put(n, "measure_error", fmt.Sprint(firstErr(berr, aerr)))
-		return
-	}
-	sc.put(n, "server_offset_before_ms", msOf(before))
-	sc.put(n, "server_offset_after_ms", msOf(after))
-	sc.put(n, "measured_jump_ms", msOf(after-before))
-}
-
 func firstErr(errs ...error) error {
 	for _, e := range errs {
 		if e != nil {
@@ -215,160 +156,4 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
-}
-
-func (f *clockJump) Heal(context.Context, *Env) (map[string]string, error) { return nil, nil }
-
-// driftTick is how often clock-drift shifts TTLs.
-const driftTick = 10 * time.Millisecond
-
-type clockDrift struct {
-	s       Scheduled
-	rate    float64
-	real    []*cluster.Node // nodes whose real clock runs at the rate
-	multi   bool            // several targets: heal effects are per node
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	ticks   atomic.Int64
-	keys    atomic.Int64
-	shift   atomic.Int64 // ms taken off (or added to, when slow) the TTLs
-	errs    atomic.Int64
-	mu      sync.Mutex
-	last    error
-	clients []*redis.Client
-}
-
-// Start checks that every target answers, then shifts TTLs every driftTick
-// in the background until Heal, the end of ctx, or the fault's duration.
-func (f *clockDrift) Start(ctx context.Context, env *Env) (Outcome, error) {
-	sc, ok := targetNodes(env, f.s.Spec.Target, "master")
-	if !ok {
-		return sc.out, nil
-	}
-	rate := f.rate
-	sc.out.Effect["rate"] = strconv.FormatFloat(rate, 'f', -1, 64)
-	clockMechanism(env, sc)
-	f.multi = len(sc.nodes) > 1
-	var cls []*redis.Client
-	for _, n := range sc.nodes {
-		cl := env.Cluster.AdminClient(n)
-		if n.Clock != nil {
-			if before, err := measureOffset(ctx, cl); err == nil {
-				sc.put(n, "server_offset_before_ms", msOf(before))
-			}
-			_ = cl.Close()
-			if _, err := n.Clock.SetRate(rate); err != nil {
-				sc.fail(n, err)
-				continue
-			}
-			f.real = append(f.real, n)
-			continue
-		}
-		sc.out.Effect["tick"] = driftTick.String()
-		res, err := shiftTTLs(ctx, cl, env.KeyPattern, 0)
-		if err != nil {
-			_ = cl.Close()
-			sc.fail(n, err)
-			continue
-		}
-		sc.put(n, "keys_with_ttl", strconv.FormatInt(res.keys, 10))
-		cls = append(cls, cl)
-	}
-	out := sc.done()
-	if !out.Applied || len(cls) == 0 {
-		for _, cl := range cls {
-			_ = cl.Close()
-		}
-		return out, nil
-	}
-	lctx, cancel := context.WithCancel(ctx)
-	if f.s.Duration > 0 {
-		lctx, cancel = context.WithTimeout(ctx, f.s.Duration)
-	}
-	f.stop, f.clients = cancel, cls
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		f.loop(lctx, cls, env.KeyPattern, rate)
-	}()
-	return out, nil
-}
-
-// loop takes (rate-1)×elapsed off every TTL each tick; sub-millisecond
-// amounts are carried over so slow drifts (1.005) still add up.
-func (f *clockDrift) loop(ctx context.Context, cls []*redis.Client, pattern string, rate float64) {
-	t := time.NewTicker(driftTick)
-	defer t.Stop()
-	last := time.Now()
-	carry := 0.0 // ms
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			carry += (rate - 1) * float64(now.Sub(last)) / float64(time.Millisecond)
-			last = now
-			f.ticks.Add(1)
-			d := int64(carry)
-			if d == 0 {
-				continue
-			}
-			carry -= float64(d)
-			f.shift.Add(d)
-			for _, cl := range cls {
-				res, err := shiftTTLs(ctx, cl, pattern, time.Duration(d)*time.Millisecond)
-				f.keys.Add(res.keys)
-				if err != nil && ctx.Err() == nil {
-					f.errs.Add(1)
-					f.mu.Lock()
-					f.last = err
-					f.mu.Unlock()
-				}
-			}
-		}
-	}
-}
-
-// Heal puts the real clocks back to real speed, keeping the offset they
-// reached (a clock that ran fast does not jump back), and stops the TTL
-// rewriting.
-func (f *clockDrift) Heal(ctx context.Context, env *Env) (map[string]string, error) {
-	eff := map[string]string{}
-	for _, n := range f.real {
-		key := func(k string) string {
-			if f.multi {
-				return n.Name + "." + k
-			}
-			return k
-		}
-		off, err := n.Clock.SetRate(1)
-		if err != nil {
-			eff[key(history.EffectError)] = err.Error()
-			continue
-		}
-		eff[key("clock_offset_ms")] = msOf(off)
-		cl := env.Cluster.AdminClient(n)
-		if m, err := measureOffset(ctx, cl); err == nil {
-			eff[key("server_offset_ms")] = msOf(m)
-		}
-		_ = cl.Close()
-	}
-	if f.stop == nil {
-		return eff, nil
-	}
-	f.stop()
-	f.wg.Wait()
-	for _, cl := range f.clients {
-		_ = cl.Close()
-	}
-	eff["ticks"] = strconv.FormatInt(f.ticks.Load(), 10)
-	eff["keys_touched"] = strconv.FormatInt(f.keys.Load(), 10)
-	eff["shifted_ms"] = strconv.FormatInt(f.shift.Load(), 10)
-	eff["errors"] = strconv.FormatInt(f.errs.Load(), 10)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.last != nil {
-		eff["last_error"] = f.last.Error()
-	}
-	return eff, nil
 }

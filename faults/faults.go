@@ -2,6 +2,12 @@
 // and the recording of each fault's request and measured effect. It drives
 // the cluster's node primitives and the workload's client controls; it knows
 // nothing of lock internals.
+//
+// Each kind is one file, named after it without its hyphens (clock-jump:
+// clockjump.go), that registers the whole kind in one Register(Kind{…}),
+// with its test beside it; what the kinds of a family share is in the
+// family's file (client.go, node.go, net.go, clock.go). CONTRIBUTING's
+// recipe says so and contributing_test.go holds it to that.
 package faults
 
 import (
@@ -179,17 +185,6 @@ func NeedsOf(specs []Spec) Needs {
 		n.Proxy, n.Links, n.RealClock = n.Proxy || k.Proxy, n.Links || k.Links, n.RealClock || k.RealClock
 	}
 	return n
-}
-
-// amend changes a registered kind (for rules that differ from the helper
-// that registered it).
-func amend(name string, f func(*Kind)) {
-	k, ok := kinds[name]
-	if !ok {
-		panic("faults.amend: no kind " + name)
-	}
-	f(&k)
-	kinds[name] = k
 }
 
 var kinds = map[string]Kind{}

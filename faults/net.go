@@ -1,55 +1,20 @@
 package faults
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/lockchaos/lockchaos/history"
-
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 )
 
-// Network faults: toxics on the in-process fault proxy in front of each node
-// (the cluster's Spec.Proxy). They act on the client↔node links only: the
+// What the network faults (partition, latency: a file each) share: toxics
+// on the in-process fault proxy in front of each node (the cluster's
+// Spec.Proxy). They act on the client↔node links only: the
 // harness's own admin links (observer, checks) bypass the proxy.
-
-func init() {
-	Register(Kind{
-		Name: history.FaultPartition,
-		Description: "cut nodes off from the clients through the fault proxy (needs cluster proxy: true): " +
-			"params.mode reset (connections reset, commands fail at once) or drop (silent blackhole, commands time out); " +
-			"params.direction both, to-node (requests lost) or from-node (replies lost, commands still run)",
-		Validate: func(s Spec) error { return validNodeTarget(s.Target) },
-		New: func(s Scheduled) (Injector, error) {
-			f := &netFault{s: s, kind: history.FaultPartition, dir: cmp.Or(s.Spec.Params[history.ParamDirection], "both")}
-			var err error
-			if f.mode, err = cutMode(s.Spec.Params); err != nil {
-				return nil, err
-			}
-			return f, validDirection(s.Spec.Params[history.ParamDirection])
-		},
-		Needs: Needs{Proxy: true},
-	})
-	Register(Kind{
-		Name: history.FaultLatency,
-		Description: "delay node replies through the fault proxy (needs cluster proxy: true) by params.latency " +
-			"± params.jitter (millisecond resolution); params.direction from-node (default), to-node or both",
-		Validate: func(s Spec) error { return validNodeTarget(s.Target) },
-		New: func(s Scheduled) (Injector, error) {
-			f := &netFault{s: s, kind: history.FaultLatency, dir: cmp.Or(s.Spec.Params[history.ParamDirection], "from-node")}
-			var err error
-			if f.latency, f.jitter, err = latencyParams(s.Spec.Params); err != nil {
-				return nil, err
-			}
-			return f, validDirection(s.Spec.Params[history.ParamDirection])
-		},
-		Needs: Needs{Proxy: true},
-	})
-}
 
 func validDirection(d string) error {
 	switch d {
@@ -57,20 +22,6 @@ func validDirection(d string) error {
 		return nil
 	}
 	return fmt.Errorf("params.direction: %q is not both, to-node or from-node", d)
-}
-
-func latencyParams(p map[string]string) (latency, jitter time.Duration, err error) {
-	latency, err = time.ParseDuration(p[history.ParamLatency])
-	if err != nil || latency < time.Millisecond {
-		return 0, 0, fmt.Errorf("params.latency: %q is not a duration of at least 1ms", p[history.ParamLatency])
-	}
-	if v, ok := p["jitter"]; ok {
-		jitter, err = time.ParseDuration(v)
-		if err != nil || jitter < 0 || jitter > latency {
-			return 0, 0, fmt.Errorf("params.jitter: %q is not a duration between 0 and the latency (%v)", v, latency)
-		}
-	}
-	return latency, jitter, nil
 }
 
 // netFault is one firing of partition or latency on one or more nodes.

@@ -98,3 +98,25 @@ func TestUnfiredFiringIsRecorded(t *testing.T) {
 		t.Fatalf("fault %+v, want id 1 not applied, reason \"never fired …\"", f)
 	}
 }
+
+// validation is one spec of a kind's validation cases: want "" = accepted,
+// else a substring of the error (the field and the value it names).
+type validation struct {
+	s    Spec
+	want string
+}
+
+// checkValidation runs a kind's validation cases through Validate, as a
+// scenario's load does.
+func checkValidation(t *testing.T, cases []validation) {
+	t.Helper()
+	for _, c := range cases {
+		err := Validate(c.s, 0)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%+v refused: %v", c.s, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%+v: error %v, want it to contain %q", c.s, err, c.want)
+		}
+	}
+}

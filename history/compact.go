@@ -91,16 +91,38 @@ func newCompactEnc() *compactEnc {
 
 // append encodes e as one record (length prefix included) onto b.
 func (c *compactEnc) append(b []byte, e *Event) []byte {
-	var flags uint64
-	set := func(cond bool, f uint64) {
-		if cond {
-			flags |= f
+	flags, tokHex := c.flags(e)
+	r := c.rec[:0]
+	r = binary.AppendUvarint(r, flags)
+	r = c.appendHead(r, e, flags, tokHex)
+	r = c.appendFields(r, e, flags)
+	if flags&fCmd != 0 {
+		r = c.str(r, e.Cmd.Conn)
+		r = c.str(r, e.Cmd.Name)
+		r = c.strs(r, e.Cmd.Args)
+		r = binary.AppendUvarint(r, uint64(len(e.Cmd.Inner)))
+		for _, in := range e.Cmd.Inner {
+			r = c.strs(r, in)
 		}
 	}
-	set(e.End != 0, fEnd)
-	set(e.Key != "", fKey)
-	set(e.Result != "", fResult)
-	var tokHex []byte
+	c.rec = r
+	b = binary.AppendUvarint(b, uint64(len(r)))
+	return append(b, r...)
+}
+
+// flag is f when cond holds.
+func flag(cond bool, f uint64) uint64 {
+	if cond {
+		return f
+	}
+	return 0
+}
+
+// flags says which fields e has, and how its token is written (the
+// client's previous one, 16 bytes of hex: tokHex, or raw); it remembers
+// the token as the client's.
+func (c *compactEnc) flags(e *Event) (flags uint64, tokHex []byte) {
+	flags = flag(e.End != 0, fEnd) | flag(e.Key != "", fKey) | flag(e.Result != "", fResult)
 	if e.Token != "" {
 		switch {
 		case c.tokens[e.Client] == e.Token:
@@ -113,19 +135,15 @@ func (c *compactEnc) append(b []byte, e *Event) []byte {
 		}
 		c.tokens[e.Client] = e.Token
 	}
-	set(e.Fence != 0, fFence)
-	set(e.Depth != 0, fDepth)
-	set(e.Deadline != 0, fDeadline)
-	set(e.Value != 0, fValue)
-	set(e.Node != "", fNode)
-	set(e.Err != "", fErr)
-	set(e.Detail != "", fDetail)
-	set(e.Fault != nil, fFault)
-	set(len(e.Meta) != 0, fMeta)
-	set(e.Cmd != nil, fCmd)
+	flags |= flag(e.Fence != 0, fFence) | flag(e.Depth != 0, fDepth) | flag(e.Deadline != 0, fDeadline) |
+		flag(e.Value != 0, fValue) | flag(e.Node != "", fNode) | flag(e.Err != "", fErr) | flag(e.Detail != "", fDetail) |
+		flag(e.Fault != nil, fFault) | flag(len(e.Meta) != 0, fMeta) | flag(e.Cmd != nil, fCmd)
+	return flags, tokHex
+}
 
-	r := c.rec[:0]
-	r = binary.AppendUvarint(r, flags)
+// appendHead writes the fields every record starts with: op, time,
+// client, end, key, result and token.
+func (c *compactEnc) appendHead(r []byte, e *Event, flags uint64, tokHex []byte) []byte {
 	r = c.str(r, string(e.Op))
 	// Events are written as they complete: the later of t and end grows
 	// by small steps from one record to the next, while t alone jumps
@@ -152,6 +170,11 @@ func (c *compactEnc) append(b []byte, e *Event) []byte {
 	case flags&fToken != 0:
 		r = appendBytes(r, e.Token)
 	}
+	return r
+}
+
+// appendFields writes the optional fields but the command.
+func (c *compactEnc) appendFields(r []byte, e *Event, flags uint64) []byte {
 	if flags&fFence != 0 {
 		r = binary.AppendUvarint(r, e.Fence)
 	}
@@ -182,18 +205,7 @@ func (c *compactEnc) append(b []byte, e *Event) []byte {
 	if flags&fMeta != 0 {
 		r = appendBytes(r, string(appendMarshal(nil, e.Meta)))
 	}
-	if flags&fCmd != 0 {
-		r = c.str(r, e.Cmd.Conn)
-		r = c.str(r, e.Cmd.Name)
-		r = c.strs(r, e.Cmd.Args)
-		r = binary.AppendUvarint(r, uint64(len(e.Cmd.Inner)))
-		for _, in := range e.Cmd.Inner {
-			r = c.strs(r, in)
-		}
-	}
-	c.rec = r
-	b = binary.AppendUvarint(b, uint64(len(r)))
-	return append(b, r...)
+	return r
 }
 
 func (c *compactEnc) str(b []byte, s string) []byte {
@@ -287,143 +299,195 @@ var errBadRecord = errors.New("malformed record")
 
 func (d *compactDec) decode(b []byte, ev *Event) (err error) {
 	*ev = Event{}
-	p := 0
-	uv := func() uint64 {
-		v, k := binary.Uvarint(b[p:])
-		if k <= 0 {
-			panic(errBadRecord)
-		}
-		p += k
-		return v
-	}
-	sv := func() int64 {
-		v, k := binary.Varint(b[p:])
-		if k <= 0 {
-			panic(errBadRecord)
-		}
-		p += k
-		return v
-	}
-	raw := func(n uint64) []byte {
-		if n > uint64(len(b)-p) {
-			panic(errBadRecord)
-		}
-		s := b[p : p+int(n)]
-		p += int(n)
-		return s
-	}
-	str := func() string {
-		switch v := uv(); v {
-		case 0:
-			return string(raw(uv()))
-		case 1:
-			s := string(raw(uv()))
-			d.table = append(d.table, s)
-			return s
-		default:
-			if v-2 >= uint64(len(d.table)) {
-				panic(errBadRecord)
-			}
-			return d.table[v-2]
-		}
-	}
+	r := recReader{b: b, d: d}
 	defer func() {
-		if r := recover(); r != nil {
-			if r != errBadRecord {
-				panic(r)
+		if x := recover(); x != nil {
+			if x != errBadRecord {
+				panic(x)
 			}
 			err = errBadRecord
 		}
 	}()
-	flags := uv()
-	ev.Op = Op(str())
-	stamp := d.prevT + sv()
+	flags := r.uv()
+	d.decodeHead(&r, flags, ev)
+	decodeFields(&r, flags, ev)
+	if flags&fFault != 0 {
+		ev.Fault = &Fault{}
+		if err := json.Unmarshal(r.raw(r.uv()), ev.Fault); err != nil {
+			return fmt.Errorf("fault: %w", err)
+		}
+	}
+	if flags&fMeta != 0 {
+		if err := json.Unmarshal(r.raw(r.uv()), &ev.Meta); err != nil {
+			return fmt.Errorf("meta: %w", err)
+		}
+	}
+	if flags&fCmd != 0 {
+		ev.Cmd = r.command()
+	}
+	if r.p != len(b) {
+		return errBadRecord
+	}
+	return nil
+}
+
+// recReader reads one record's fields from b at p; a field that does not
+// parse panics with errBadRecord, which decode recovers.
+type recReader struct {
+	b []byte
+	p int
+	d *compactDec
+}
+
+// uv reads an unsigned varint, as binary.Uvarint does (an overflow is a
+// bad record), written out so that it inlines: the decoder's hot path.
+func (r *recReader) uv() uint64 {
+	var v uint64
+	for i, x := range r.b[r.p:] {
+		if i == binary.MaxVarintLen64 {
+			panic(errBadRecord)
+		}
+		if x < 0x80 {
+			if i == binary.MaxVarintLen64-1 && x > 1 {
+				panic(errBadRecord)
+			}
+			r.p += i + 1
+			return v | uint64(x)<<(7*i)
+		}
+		v |= uint64(x&0x7f) << (7 * i)
+	}
+	panic(errBadRecord)
+}
+
+// unzig is the signed value of a zig-zag encoded varint (binary.Varint
+// from binary.Uvarint): unzig(r.uv()) reads a signed varint.
+func unzig(ux uint64) int64 {
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
+	}
+	return x
+}
+
+func (r *recReader) raw(n uint64) []byte {
+	if n > uint64(len(r.b)-r.p) {
+		panic(errBadRecord)
+	}
+	s := r.b[r.p : r.p+int(n)]
+	r.p += int(n)
+	return s
+}
+
+// str reads a string: the table's entry v-2 (the common case, kept small
+// enough to inline), else inline (0), or inline and added to the table (1).
+func (r *recReader) str() string {
+	if v := r.uv(); v >= 2 && v-2 < uint64(len(r.d.table)) {
+		return r.d.table[v-2]
+	} else {
+		return r.newStr(v)
+	}
+}
+
+func (r *recReader) newStr(v uint64) string {
+	switch v {
+	case 0:
+		return string(r.raw(r.uv()))
+	case 1:
+		s := string(r.raw(r.uv()))
+		r.d.table = append(r.d.table, s)
+		return s
+	}
+	panic(errBadRecord)
+}
+
+// count reads a count of entries still to read (each at least a byte).
+func (r *recReader) count() uint64 {
+	n := r.uv()
+	if n > uint64(len(r.b)-r.p) {
+		panic(errBadRecord)
+	}
+	return n
+}
+
+func (r *recReader) strs() []string {
+	out := make([]string, r.count())
+	for i := range out {
+		out[i] = r.str()
+	}
+	return out
+}
+
+// command reads a recorded command: its connection, name, arguments and a
+// MULTI's or script's inner commands.
+func (r *recReader) command() *Command {
+	c := &Command{Conn: r.str(), Name: r.str()}
+	c.Args = r.strs()
+	if n := r.count(); n > 0 {
+		c.Inner = make([][]string, n)
+		for i := range c.Inner {
+			c.Inner[i] = r.strs()
+		}
+	}
+	return c
+}
+
+// decodeHead reads the fields every record starts with: op, time (a delta
+// from the previous record's), client, end, key, result and token (the
+// client's previous one, 16 bytes of hex, or raw).
+func (d *compactDec) decodeHead(r *recReader, flags uint64, ev *Event) {
+	ev.Op = Op(r.str())
+	stamp := d.prevT + unzig(r.uv())
 	d.prevT = stamp
 	ev.T = stamp
-	ev.Client = int(sv())
+	ev.Client = int(unzig(r.uv()))
 	if flags&fEnd != 0 {
 		// stamp = max(t, end): end - t ≥ 0 means stamp is end.
-		if dd := sv(); dd >= 0 {
+		if dd := unzig(r.uv()); dd >= 0 {
 			ev.T, ev.End = stamp-dd, stamp
 		} else {
 			ev.End = stamp + dd
 		}
 	}
 	if flags&fKey != 0 {
-		ev.Key = str()
+		ev.Key = r.str()
 	}
 	if flags&fResult != 0 {
-		ev.Result = Result(str())
+		ev.Result = Result(r.str())
 	}
 	switch {
 	case flags&fTokenSame != 0:
 		ev.Token = d.tokens[ev.Client]
 	case flags&fTokenHex != 0:
-		ev.Token = hex.EncodeToString(raw(16))
+		ev.Token = hex.EncodeToString(r.raw(16))
 	case flags&fToken != 0:
-		ev.Token = string(raw(uv()))
+		ev.Token = string(r.raw(r.uv()))
 	}
 	if ev.Token != "" {
 		d.tokens[ev.Client] = ev.Token
 	}
+}
+
+// decodeFields reads the optional scalar and string fields.
+func decodeFields(r *recReader, flags uint64, ev *Event) {
 	if flags&fFence != 0 {
-		ev.Fence = uv()
+		ev.Fence = r.uv()
 	}
 	if flags&fDepth != 0 {
-		ev.Depth = int(sv())
+		ev.Depth = int(unzig(r.uv()))
 	}
 	if flags&fDeadline != 0 {
-		ev.Deadline = ev.T + sv()
+		ev.Deadline = ev.T + unzig(r.uv())
 	}
 	if flags&fValue != 0 {
-		ev.Value = sv()
+		ev.Value = unzig(r.uv())
 	}
 	if flags&fNode != 0 {
-		ev.Node = str()
+		ev.Node = r.str()
 	}
 	if flags&fErr != 0 {
-		ev.Err = str()
+		ev.Err = r.str()
 	}
 	if flags&fDetail != 0 {
-		ev.Detail = str()
+		ev.Detail = r.str()
 	}
-	if flags&fFault != 0 {
-		ev.Fault = &Fault{}
-		if err := json.Unmarshal(raw(uv()), ev.Fault); err != nil {
-			return fmt.Errorf("fault: %w", err)
-		}
-	}
-	if flags&fMeta != 0 {
-		if err := json.Unmarshal(raw(uv()), &ev.Meta); err != nil {
-			return fmt.Errorf("meta: %w", err)
-		}
-	}
-	if flags&fCmd != 0 {
-		ev.Cmd = &Command{Conn: str(), Name: str()}
-		strs := func() []string {
-			n := uv()
-			if n > uint64(len(b)-p) {
-				panic(errBadRecord)
-			}
-			out := make([]string, n)
-			for i := range out {
-				out[i] = str()
-			}
-			return out
-		}
-		ev.Cmd.Args = strs()
-		if n := uv(); n > 0 {
-			if n > uint64(len(b)-p) {
-				panic(errBadRecord)
-			}
-			ev.Cmd.Inner = make([][]string, n)
-			for i := range ev.Cmd.Inner {
-				ev.Cmd.Inner[i] = strs()
-			}
-		}
-	}
-	if p != len(b) {
-		return errBadRecord
-	}
-	return nil
 }

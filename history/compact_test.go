@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -268,3 +269,52 @@ var keyNames = func() []string {
 	}
 	return k
 }()
+
+// BenchmarkCompactScan is the cost of reading one event of the compact
+// form back (the checker's decoder), on a contention-shaped stream.
+func BenchmarkCompactScan(b *testing.B) {
+	evs := contentionEvents(1 << 16)
+	p := filepath.Join(b.TempDir(), CompactFile)
+	w, err := Create(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range evs {
+		w.Append(&evs[i])
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ScanFile(p, func(*Event) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)*float64(len(evs))/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkCompactDecode is the decoder alone: records already in memory
+// (no file, no decompression).
+func BenchmarkCompactDecode(b *testing.B) {
+	evs := contentionEvents(1 << 16)
+	enc := newCompactEnc()
+	var buf []byte
+	for i := range evs {
+		buf = enc.append(buf, &evs[i])
+	}
+	b.ResetTimer()
+	var ev Event
+	for i := 0; i < b.N; i++ {
+		d := &compactDec{tokens: map[int]string{}}
+		for p := 0; p < len(buf); {
+			n, k := binary.Uvarint(buf[p:])
+			p += k
+			if err := d.decode(buf[p:p+int(n)], &ev); err != nil {
+				b.Fatal(err)
+			}
+			p += int(n)
+		}
+	}
+	b.ReportMetric(float64(b.N)*float64(len(evs))/b.Elapsed().Seconds(), "events/s")
+}

@@ -50,9 +50,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/lockimpl"
-	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/workloads"
@@ -183,64 +183,81 @@ func Run(t T, name string, factory lockimpl.Factory, opts ...Option) {
 		mode = "-short subset"
 	}
 	t.Logf("locktest %s (%s; bar: the expectations for %s; %s)", name, info.Capabilities(), ref, mode)
-	var passed, failed []string
-	skipped := map[string][]string{} // reason → scenarios
-	var reasons []string
-	skip := func(n, why string) {
-		if skipped[why] == nil {
-			reasons = append(reasons, why)
-		}
-		skipped[why] = append(skipped[why], n)
-	}
 	// A subtest that go test's -run leaves out "passes" without running:
 	// each records that it ran, so the summary does not count it.
-	capRan := false
-	capOK := t.Run("capabilities", func(t *testing.T) { capRan = true; reportTo(t, probe(c, name, info, t.TempDir)) })
-	left := 0
+	var tl tally
+	tl.capOK = t.Run("capabilities", func(t *testing.T) { tl.capRan = true; reportTo(t, probe(c, name, info, t.TempDir)) })
 	for _, st := range steps {
-		if st.skip != "" {
-			if !st.chosen {
-				// Left out for the lock's kind (not a choice of this
-				// run's): said one by one.
-				t.Logf("skipped %s: %s", st.s.Name, st.skip)
-			}
-			skip(st.s.Name, st.skip)
-			left++
-			continue
-		}
-		why, did := "", false
-		ok := t.Run(st.s.Name, func(t *testing.T) {
-			did = true
-			why = reportTo(t, judge(c, name, info, ref, st.s, t.TempDir))
-		})
-		switch {
-		case !did:
-			skip(st.s.Name, "not selected by go test -run")
-			left++
-		case why != "":
-			skip(st.s.Name, why)
-			left++
-		case ok:
-			passed = append(passed, st.s.Name)
-		default:
-			failed = append(failed, st.s.Name)
-		}
+		tl.step(t, st, func(t *testing.T) string { return reportTo(t, judge(c, name, info, ref, st.s, t.TempDir)) })
 	}
+	t.Log(tl.summary(name))
+}
+
+// tally counts what a Run did, for its summary line.
+type tally struct {
+	capRan, capOK  bool
+	passed, failed []string
+	skipped        map[string][]string // reason → scenarios
+	reasons        []string            // skipped's keys in order
+	left           int
+}
+
+func (tl *tally) skip(n, why string) {
+	if tl.skipped == nil {
+		tl.skipped = map[string][]string{}
+	}
+	if tl.skipped[why] == nil {
+		tl.reasons = append(tl.reasons, why)
+	}
+	tl.skipped[why] = append(tl.skipped[why], n)
+	tl.left++
+}
+
+// step runs st as a subtest (judge returns why it did not apply, or "")
+// or records why it was left out.
+func (tl *tally) step(t T, st step, judge func(*testing.T) string) {
+	if st.skip != "" {
+		if !st.chosen {
+			// Left out for the lock's kind (not a choice of this
+			// run's): said one by one.
+			t.Logf("skipped %s: %s", st.s.Name, st.skip)
+		}
+		tl.skip(st.s.Name, st.skip)
+		return
+	}
+	why, did := "", false
+	ok := t.Run(st.s.Name, func(t *testing.T) {
+		did = true
+		why = judge(t)
+	})
+	switch {
+	case !did:
+		tl.skip(st.s.Name, "not selected by go test -run")
+	case why != "":
+		tl.skip(st.s.Name, why)
+	case ok:
+		tl.passed = append(tl.passed, st.s.Name)
+	default:
+		tl.failed = append(tl.failed, st.s.Name)
+	}
+}
+
+func (tl *tally) summary(name string) string {
 	capabilities := "passed"
 	switch {
-	case !capRan:
+	case !tl.capRan:
 		capabilities = "not run (go test -run)"
-	case !capOK:
+	case !tl.capOK:
 		capabilities = "FAILED"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "locktest %s summary: capabilities check %s; %d scenarios ran: %d passed, %d failed; %d skipped",
-		name, capabilities, len(passed)+len(failed), len(passed), len(failed), left)
-	fmt.Fprintf(&b, "\n  passed: %s\n  failed: %s", list(passed), list(failed))
-	for _, why := range reasons {
-		fmt.Fprintf(&b, "\n  skipped, %s: %s", why, list(skipped[why]))
+		name, capabilities, len(tl.passed)+len(tl.failed), len(tl.passed), len(tl.failed), tl.left)
+	fmt.Fprintf(&b, "\n  passed: %s\n  failed: %s", list(tl.passed), list(tl.failed))
+	for _, why := range tl.reasons {
+		fmt.Fprintf(&b, "\n  skipped, %s: %s", why, list(tl.skipped[why]))
 	}
-	t.Log(b.String())
+	return b.String()
 }
 
 func list(xs []string) string {
@@ -429,7 +446,7 @@ func judge(c config, name string, info lockimpl.Info, ref string, s *scenarios.S
 			// a loaded machine): once more before calling it inconclusive.
 			v.logs = append(v.logs, fmt.Sprintf("%s with %s: inconclusive (%s); running it again", s.Name, name, strings.Join(r.Notes, "; ")))
 			continue
-		case attempt < 2 && len(mismatches) > 0 && !slices.ContainsFunc(mismatches, func(m string) bool { return !strings.HasPrefix(m, "liveness:") }):
+		case attempt < 2 && len(mismatches) > 0 && !slices.ContainsFunc(mismatches, func(m string) bool { return !strings.HasPrefix(m, checker.CheckLiveness+":") }):
 			// Only liveness missed the bar: how long a key stayed
 			// unavailable is a timing, and a loaded machine (a shared CI
 			// runner) can stretch it past the TTL's allowance. Once more;
@@ -477,7 +494,7 @@ func failure(s *scenarios.Scenario, name, ref, outcome, verdict, dir string, not
 
 // violations are the checker's sentences, one per distinct check and cause
 // (the first of each), at most 10.
-func violations(vs []report.ViolationSummary) []string {
+func violations(vs []checker.Violation) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, v := range vs {

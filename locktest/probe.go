@@ -40,95 +40,18 @@ func probe(c config, name string, info lockimpl.Info, tmp func() string) verdict
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	spec := cluster.Spec{Topology: cluster.Single, Nodes: 1, Backend: c.backend, Dir: tmp()}
-	if info.MinNodes > 0 {
-		spec.Topology, spec.Nodes = cluster.Independent, max(info.MinNodes, 3)
-	}
-	cl, err := cluster.Start(ctx, spec)
-	if err != nil {
-		v.fail = fmt.Sprintf("capabilities of %s: start a %s topology: %v", name, spec.Topology, err)
-		return v
-	}
-	defer func() { _ = cl.Stop() }()
-	opts := probeOptions.WithDefaults()
-	const prefix = "locktest:probe:"
-	key := prefix + "{k0}"
-	var renewals atomic.Int64
-	open := func(id int, note func(lockimpl.Note)) (lockimpl.Locker, error) {
-		var conns []redis.UniversalClient
-		var eps []lockimpl.Endpoint
-		for _, ep := range cl.Endpoints() {
-			conns = append(conns, cl.NewClient(ep, cluster.ClientOptions{}))
-			eps = append(eps, lockimpl.Endpoint{Addr: ep.Addr, ClusterAddrs: ep.ClusterAddrs, MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password})
-		}
-		lk, err := lockimpl.New(name, lockimpl.Env{ClientID: id, Conns: conns, Endpoints: eps, Clock: lockimpl.NewSkewClock(),
-			Options: opts, Note: note, KeyPrefix: prefix})
-		if err != nil {
-			for _, c := range conns {
-				_ = c.Close()
-			}
-			return nil, err
-		}
-		return closing{lk, conns}, nil
-	}
-	a, err := open(0, func(n lockimpl.Note) {
-		if n.Kind == lockimpl.NoteRenew {
-			renewals.Add(1)
-		}
-	})
-	if err != nil {
-		v.fail = fmt.Sprintf("capabilities of %s: build a handle: %v", name, err)
-		return v
-	}
-	defer a.Close()
-	b, err := open(1, nil)
-	if err != nil {
-		v.fail = fmt.Sprintf("capabilities of %s: build a second handle: %v", name, err)
-		return v
-	}
-	defer b.Close()
-
-	var problems []string
-	held, err := a.Acquire(ctx, key)
-	if err != nil {
-		v.fail = fmt.Sprintf("capabilities of %s: acquiring a free key failed: %v", name, err)
-		return v
-	}
-	begun := time.Now()
-	again, err := a.TryAcquire(ctx, key)
-	switch reentered := err == nil && again != nil; {
-	case reentered && !info.Reentrant:
-		problems = append(problems, fmt.Sprintf("it re-entered a key it holds (a second TryAcquire by the same handle returned a lease of depth %d) but does not declare Reentrant: declare Reentrant in its lockimpl.Info (locktest.Info), or it is judged as a lock that does not re-enter and the re-entry scenarios (reentrant-expiry) skip it", again.Depth()))
-	case !reentered && info.Reentrant:
-		problems = append(problems, fmt.Sprintf("it declares Reentrant but a second TryAcquire of a key it holds, by the same handle, failed (%v): a reentrant lock lets its owner in again", err))
-	}
-	if err == nil && again != nil {
-		if err := again.Release(ctx); err != nil {
-			problems = append(problems, fmt.Sprintf("releasing the re-entered level failed: %v", err))
-		}
-	}
-	if other, err := b.TryAcquire(ctx, key); err == nil && other != nil {
-		problems = append(problems, "a second handle (another owner) acquired the key the first holds: the lock does not exclude")
-		_ = other.Release(ctx)
-	} else if !errors.Is(err, lockimpl.ErrNotAcquired) {
-		v.logs = append(v.logs, fmt.Sprintf("capabilities of %s: another owner's attempt on the held key failed with %v (not ErrNotAcquired)", name, err))
-	}
-	hold := 2*opts.RenewInterval + opts.CommandTimeout + 100*time.Millisecond
-	if err := (lockimpl.RealClock{}).Sleep(ctx, hold-time.Since(begun)); err != nil {
+	p := &prober{name: name, info: info, opts: probeOptions.WithDefaults()}
+	defer p.close()
+	if err := p.start(ctx, c, tmp); err != nil {
 		v.fail = fmt.Sprintf("capabilities of %s: %v", name, err)
 		return v
 	}
-	n := renewals.Load()
-	switch {
-	case n > 0 && !info.Renews:
-		problems = append(problems, fmt.Sprintf("it %s (%d in a hold of %v): declare Renews in its lockimpl.Info (locktest.Info), or it is judged as a lock that does not renew and the renewal scenarios skip it", workloads.UndeclaredRenewals, n, hold))
-	case n == 0 && info.Renews:
-		problems = append(problems, fmt.Sprintf("it %s in a hold of %v (TTL %v, renew interval %v): report each renewal attempt (lockimpl.Note of kind renew) or the checker cannot see it", workloads.SilentRenewals, hold, opts.TTL, opts.RenewInterval))
+	problems, err := p.check(ctx)
+	v.logs = p.logs
+	if err != nil {
+		v.fail = fmt.Sprintf("capabilities of %s: %v", name, err)
+		return v
 	}
-	if err := held.Release(ctx); err != nil {
-		problems = append(problems, fmt.Sprintf("releasing the key after the hold failed: %v", err))
-	}
-	v.logs = append(v.logs, fmt.Sprintf("capabilities of %s: declared %s; re-entry and renewal (%d reported in %v) checked on a %s topology", name, info.Capabilities(), n, hold, spec.Topology))
 	if len(problems) > 0 {
 		v.fail = fmt.Sprintf("capabilities of %s (declared: %s):", name, info.Capabilities())
 		for _, p := range problems {
@@ -136,6 +59,144 @@ func probe(c config, name string, info lockimpl.Info, tmp func() string) verdict
 		}
 	}
 	return v
+}
+
+// probeKey is the one key the probe's two handles contend for.
+const (
+	probePrefix = "locktest:probe:"
+	probeKey    = probePrefix + "{k0}"
+)
+
+// prober is one capabilities check: its servers and its two handles.
+type prober struct {
+	name     string
+	info     lockimpl.Info
+	opts     lockimpl.Options
+	spec     cluster.Spec
+	cl       *cluster.Cluster
+	a, b     lockimpl.Locker // two owners; a reports its renewals
+	renewals atomic.Int64
+	logs     []string
+}
+
+// start starts the servers the lock needs and opens the two handles.
+func (p *prober) start(ctx context.Context, c config, tmp func() string) error {
+	p.spec = cluster.Spec{Topology: cluster.Single, Nodes: 1, Backend: c.backend, Dir: tmp()}
+	if p.info.MinNodes > 0 {
+		p.spec.Topology, p.spec.Nodes = cluster.Independent, max(p.info.MinNodes, 3)
+	}
+	cl, err := cluster.Start(ctx, p.spec)
+	if err != nil {
+		return fmt.Errorf("start a %s topology: %v", p.spec.Topology, err)
+	}
+	p.cl = cl
+	if p.a, err = p.open(0, func(n lockimpl.Note) {
+		if n.Kind == lockimpl.NoteRenew {
+			p.renewals.Add(1)
+		}
+	}); err != nil {
+		return fmt.Errorf("build a handle: %v", err)
+	}
+	if p.b, err = p.open(1, nil); err != nil {
+		return fmt.Errorf("build a second handle: %v", err)
+	}
+	return nil
+}
+
+// open builds client id's handle on connections of its own.
+func (p *prober) open(id int, note func(lockimpl.Note)) (lockimpl.Locker, error) {
+	var conns []redis.UniversalClient
+	eps := p.cl.Endpoints()
+	for _, ep := range eps {
+		conns = append(conns, p.cl.NewClient(ep, cluster.ClientOptions{}))
+	}
+	lk, err := lockimpl.New(p.name, lockimpl.Env{ClientID: id, Conns: conns, Endpoints: workloads.LockEndpoints(eps), Clock: lockimpl.NewSkewClock(),
+		Options: p.opts, Note: note, KeyPrefix: probePrefix})
+	if err != nil {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		return nil, err
+	}
+	return closing{lk, conns}, nil
+}
+
+func (p *prober) close() {
+	for _, h := range []lockimpl.Locker{p.a, p.b} {
+		if h != nil {
+			_ = h.Close()
+		}
+	}
+	if p.cl != nil {
+		_ = p.cl.Stop()
+	}
+}
+
+// check runs the three checks on one hold of the key by a; an error is a
+// probe that could not run, problems are declarations the lock broke.
+func (p *prober) check(ctx context.Context) (problems []string, err error) {
+	held, err := p.a.Acquire(ctx, probeKey)
+	if err != nil {
+		return nil, fmt.Errorf("acquiring a free key failed: %v", err)
+	}
+	begun := time.Now()
+	problems = append(problems, p.reentry(ctx)...)
+	problems = append(problems, p.exclusion(ctx)...)
+	hold := 2*p.opts.RenewInterval + p.opts.CommandTimeout + 100*time.Millisecond
+	if err := (lockimpl.RealClock{}).Sleep(ctx, hold-time.Since(begun)); err != nil {
+		return nil, err
+	}
+	n := p.renewals.Load()
+	problems = append(problems, p.renewal(n, hold)...)
+	if err := held.Release(ctx); err != nil {
+		problems = append(problems, fmt.Sprintf("releasing the key after the hold failed: %v", err))
+	}
+	p.logs = append(p.logs, fmt.Sprintf("capabilities of %s: declared %s; re-entry and renewal (%d reported in %v) checked on a %s topology", p.name, p.info.Capabilities(), n, hold, p.spec.Topology))
+	return problems, nil
+}
+
+// reentry: a lock that re-enters must declare Reentrant, one that declares
+// it must re-enter.
+func (p *prober) reentry(ctx context.Context) []string {
+	var problems []string
+	again, err := p.a.TryAcquire(ctx, probeKey)
+	switch reentered := err == nil && again != nil; {
+	case reentered && !p.info.Reentrant:
+		problems = append(problems, fmt.Sprintf("it re-entered a key it holds (a second TryAcquire by the same handle returned a lease of depth %d) but does not declare Reentrant: declare Reentrant in its lockimpl.Info (locktest.Info), or it is judged as a lock that does not re-enter and the re-entry scenarios (reentrant-expiry) skip it", again.Depth()))
+	case !reentered && p.info.Reentrant:
+		problems = append(problems, fmt.Sprintf("it declares Reentrant but a second TryAcquire of a key it holds, by the same handle, failed (%v): a reentrant lock lets its owner in again", err))
+	}
+	if err == nil && again != nil {
+		if err := again.Release(ctx); err != nil {
+			problems = append(problems, fmt.Sprintf("releasing the re-entered level failed: %v", err))
+		}
+	}
+	return problems
+}
+
+// exclusion: another owner is refused the held key.
+func (p *prober) exclusion(ctx context.Context) []string {
+	other, err := p.b.TryAcquire(ctx, probeKey)
+	if err == nil && other != nil {
+		_ = other.Release(ctx)
+		return []string{"a second handle (another owner) acquired the key the first holds: the lock does not exclude"}
+	}
+	if !errors.Is(err, lockimpl.ErrNotAcquired) {
+		p.logs = append(p.logs, fmt.Sprintf("capabilities of %s: another owner's attempt on the held key failed with %v (not ErrNotAcquired)", p.name, err))
+	}
+	return nil
+}
+
+// renewal: a lock that reports renewals must declare Renews, one that
+// declares Renews must report one (n in a hold of hold).
+func (p *prober) renewal(n int64, hold time.Duration) []string {
+	switch {
+	case n > 0 && !p.info.Renews:
+		return []string{fmt.Sprintf("it %s (%d in a hold of %v): declare Renews in its lockimpl.Info (locktest.Info), or it is judged as a lock that does not renew and the renewal scenarios skip it", workloads.UndeclaredRenewals, n, hold)}
+	case n == 0 && p.info.Renews:
+		return []string{fmt.Sprintf("it %s in a hold of %v (TTL %v, renew interval %v): report each renewal attempt (lockimpl.Note of kind renew) or the checker cannot see it", workloads.SilentRenewals, hold, p.opts.TTL, p.opts.RenewInterval)}
+	}
+	return nil
 }
 
 // closing closes a handle and then the connections made for it.

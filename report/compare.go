@@ -3,213 +3,33 @@ package report
 import (
 	"fmt"
 	"io"
-	"math"
-	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
-// DefaultMaxRegression is the relative change Compare tolerates by default:
-// 10% less throughput or fairness, 10% more latency.
-const DefaultMaxRegression = 0.10
-
-// MinLatencyDeltaUS is the absolute latency change (µs) below which a
-// latency is never called a regression, whatever the relative change: a
-// p50 going from 40µs to 55µs is +37% but within scheduler noise on a
-// loaded CI machine.
-const MinLatencyDeltaUS = 20.0
-
-// Comparison is a run compared against a baseline.
-type Comparison struct {
-	Base, Cur     string // "scenario/lock (seed N)"
-	MaxRegression float64
-	Metrics       []MetricChange
-	Verdicts      []VerdictChange
-	// Regressed is true when any metric regressed beyond MaxRegression or
-	// any verdict got worse.
-	Regressed bool
-	Notes     []string
-}
-
-// MetricChange is one metric in both runs.
-type MetricChange struct {
-	Name string
-	// Unit is "us" for latencies, "/s" for throughput, "" otherwise.
-	Unit      string
-	Base, Cur float64
-	// Change is (Cur-Base)/Base; 0 when Base is 0.
-	Change float64
-	// HigherIsBetter: throughput and fairness; latencies are lower-is-better.
-	HigherIsBetter bool
-	Regressed      bool
-}
-
-// VerdictChange is one check's (or the overall) verdict in both runs.
-type VerdictChange struct {
-	Check     string // "verdict" for the overall verdict
-	Base, Cur string
-	// Worse: valid → unknown/invalid, unknown → invalid.
-	Worse bool
-}
-
-func verdictRank(v string) int {
-	switch v {
-	case "valid":
-		return 0
-	case "", "n/a":
-		return -1
-	case "unknown":
-		return 1
-	default:
-		return 2 // invalid, error
-	}
-}
-
-// Compare compares cur against base. maxRegression is the tolerated relative
-// change (0.10 = 10%); 0 means DefaultMaxRegression. Latency changes smaller
-// than MinLatencyDeltaUS are never regressions. Metrics missing from either
-// run (no hand-offs, say) are skipped with a note.
-func Compare(base, cur *Results, maxRegression float64) *Comparison {
-	if maxRegression <= 0 {
-		maxRegression = DefaultMaxRegression
-	}
-	c := &Comparison{Base: runName(base), Cur: runName(cur), MaxRegression: maxRegression}
-	if base.Scenario != cur.Scenario || base.Lock != cur.Lock {
-		c.Notes = append(c.Notes, fmt.Sprintf("comparing different runs: %s vs %s", c.Base, c.Cur))
-	}
-
-	add := func(m MetricChange) {
-		if m.Base != 0 {
-			m.Change = (m.Cur - m.Base) / m.Base
-		}
-		switch {
-		case m.HigherIsBetter:
-			m.Regressed = m.Cur < m.Base*(1-maxRegression)
-		default:
-			m.Regressed = m.Cur > m.Base*(1+maxRegression) && m.Cur-m.Base >= MinLatencyDeltaUS
-		}
-		c.Regressed = c.Regressed || m.Regressed
-		c.Metrics = append(c.Metrics, m)
-	}
-
-	if base.Stats.Throughput > 0 {
-		add(MetricChange{Name: "throughput", Unit: "/s", Base: base.Stats.Throughput, Cur: cur.Stats.Throughput, HigherIsBetter: true})
-	} else {
-		c.Notes = append(c.Notes, "throughput: the baseline has none; not compared")
-	}
-	for _, op := range Ops {
-		b, bok := base.Stats.LatencyUS[op]
-		k, kok := cur.Stats.LatencyUS[op]
-		if !bok || !kok || b.Count == 0 || k.Count == 0 {
-			if b.Count > 0 || k.Count > 0 {
-				c.Notes = append(c.Notes, fmt.Sprintf("%s latency: recorded in only one of the runs (%d vs %d); not compared", op, b.Count, k.Count))
-			}
-			continue
-		}
-		for _, s := range []struct {
-			name string
-			b, k float64
-		}{{"p50", b.P50, k.P50}, {"p99", b.P99, k.P99}, {"p999", b.P999, k.P999}} {
-			add(MetricChange{Name: op + "." + s.name, Unit: "us", Base: s.b, Cur: s.k})
-		}
-	}
-	if base.Stats.Fairness > 0 {
-		add(MetricChange{Name: "fairness", Base: base.Stats.Fairness, Cur: cur.Stats.Fairness, HigherIsBetter: true})
-	}
-
-	vc := func(name, b, k string) {
-		v := VerdictChange{Check: name, Base: b, Cur: k}
-		bb := verdictRank(b)
-		if bb < 0 {
-			bb = 0 // a check the baseline did not have: it must be valid now
-		}
-		v.Worse = verdictRank(k) > bb
-		c.Regressed = c.Regressed || v.Worse
-		c.Verdicts = append(c.Verdicts, v)
-	}
-	vc("verdict", base.Verdict, cur.Verdict)
-	names := map[string]bool{}
-	for n := range base.Checks {
-		names[n] = true
-	}
-	for n := range cur.Checks {
-		names[n] = true
-	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	for _, n := range sorted {
-		b, bok := base.Checks[n]
-		k, kok := cur.Checks[n]
-		switch {
-		case !kok:
-			c.Notes = append(c.Notes, fmt.Sprintf("check %s: in the baseline only", n))
-			continue
-		case !bok:
-			c.Notes = append(c.Notes, fmt.Sprintf("check %s: not in the baseline", n))
-		}
-		vc(n, string(b.Verdict), string(k.Verdict))
-	}
-	return c
-}
-
-func runName(r *Results) string {
-	s := r.Scenario + "/" + r.Lock
-	if r.Seed != 0 {
-		s += fmt.Sprintf(" (seed %d)", r.Seed)
-	}
-	return s
-}
-
-func (m MetricChange) format(v float64) string {
+// metricValue formats one of m's values with its unit.
+func metricValue(m metrics.MetricChange, v float64) string {
 	switch m.Unit {
 	case "us":
-		return FormatUS(v)
+		return metrics.FormatUS(v)
 	case "/s":
 		return formatRate(v) + "/s"
 	}
 	return fmt.Sprintf("%.3f", v)
 }
 
-func (m MetricChange) changeText() string {
+// changeText is m's relative change in percent.
+func changeText(m metrics.MetricChange) string {
 	if m.Base == 0 {
 		return "n/a"
 	}
 	return fmt.Sprintf("%+.1f%%", 100*m.Change)
 }
 
-func (m MetricChange) status() string {
-	if m.Regressed {
-		return "REGRESSED"
-	}
-	better := m.Cur > m.Base
-	if !m.HigherIsBetter {
-		better = m.Cur < m.Base
-	}
-	if math.Abs(m.Change) < 0.01 || m.Cur == m.Base {
-		return "same"
-	}
-	if better {
-		return "better"
-	}
-	return "worse (within tolerance)"
-}
-
-func (v VerdictChange) status() string {
-	switch {
-	case v.Worse:
-		return "WORSE"
-	case v.Base == v.Cur:
-		return "same"
-	case verdictRank(v.Cur) < verdictRank(v.Base):
-		return "better"
-	}
-	return "changed"
-}
-
-func (c *Comparison) verdictLine() string {
+// verdictLine is the comparison's one-line verdict.
+func verdictLine(c *metrics.Comparison) string {
 	if c.Regressed {
 		return fmt.Sprintf("REGRESSED: %s against baseline %s (max regression %.0f%%)", c.Cur, c.Base, 100*c.MaxRegression)
 	}
@@ -217,20 +37,20 @@ func (c *Comparison) verdictLine() string {
 }
 
 // WriteCompareText writes the comparison as an aligned text table.
-func WriteCompareText(w io.Writer, c *Comparison) error {
+func WriteCompareText(w io.Writer, c *metrics.Comparison) error {
 	var b strings.Builder
-	b.WriteString(c.verdictLine() + "\n\n")
+	b.WriteString(verdictLine(c) + "\n\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "metric\tbaseline\tcurrent\tchange\t")
 	for _, m := range c.Metrics {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, m.format(m.Base), m.format(m.Cur), m.changeText(), m.status())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, metricValue(m, m.Base), metricValue(m, m.Cur), changeText(m), m.Status())
 	}
 	tw.Flush()
 	b.WriteString("\n")
 	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "check\tbaseline\tcurrent\t")
 	for _, v := range c.Verdicts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Check, orDash(v.Base), orDash(v.Cur), v.status())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Check, orDash(v.Base), orDash(v.Cur), v.Status())
 	}
 	tw.Flush()
 	for _, n := range c.Notes {
@@ -242,16 +62,16 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 
 // WriteCompareMarkdown writes the comparison as Markdown (for a CI job
 // summary).
-func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
+func WriteCompareMarkdown(w io.Writer, c *metrics.Comparison) error {
 	var b strings.Builder
-	b.WriteString("## lockchaos compare\n\n**" + c.verdictLine() + "**\n\n")
+	b.WriteString("## lockchaos compare\n\n**" + verdictLine(c) + "**\n\n")
 	b.WriteString("| metric | baseline | current | change | |\n|---|---:|---:|---:|---|\n")
 	for _, m := range c.Metrics {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", m.Name, m.format(m.Base), m.format(m.Cur), m.changeText(), m.status())
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", m.Name, metricValue(m, m.Base), metricValue(m, m.Cur), changeText(m), m.Status())
 	}
 	b.WriteString("\n| check | baseline | current | |\n|---|---|---|---|\n")
 	for _, v := range c.Verdicts {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", v.Check, orDash(v.Base), orDash(v.Cur), v.status())
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", v.Check, orDash(v.Base), orDash(v.Cur), v.Status())
 	}
 	if len(c.Notes) > 0 {
 		b.WriteString("\n")
@@ -259,7 +79,7 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 			b.WriteString("- " + mdEscape(n) + "\n")
 		}
 	}
-	fmt.Fprintf(&b, "\nLatency changes under %.0fµs are never counted as regressions.\n", MinLatencyDeltaUS)
+	fmt.Fprintf(&b, "\nLatency changes under %.0fµs are never counted as regressions.\n", metrics.MinLatencyDeltaUS)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

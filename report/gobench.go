@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // The bench in Go's benchmark format (golang.org/x/perf/benchfmt), which
@@ -37,7 +39,7 @@ var gobenchUnits = []struct{ unit, better string }{
 // WriteGoBench writes b in Go's benchmark format. With --repeat, every run
 // is a line (benchstat's samples) with what each run measured, cycles/s and
 // ns/op; the median run's line carries the latencies and the rest too.
-func WriteGoBench(w io.Writer, b *Bench) error {
+func WriteGoBench(w io.Writer, b *metrics.Bench) error {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "goos: %s\ngoarch: %s\npkg: github.com/lockchaos/lockchaos\n", runtime.GOOS, runtime.GOARCH)
 	if b.Machine != "" {
@@ -80,7 +82,7 @@ func WriteGoBench(w io.Writer, b *Bench) error {
 }
 
 // benchValues is the median run's iterations and values, and the newline.
-func benchValues(l BenchLock) string {
+func benchValues(l metrics.BenchLock) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d\t%s ns/op\t%s cycles/s", max(l.Cycles, 1), num(1e9/l.Throughput), num(l.Throughput))
 	pair := func(v float64, unit string) { fmt.Fprintf(&sb, "\t%s %s", num(v), unit) }

@@ -8,20 +8,24 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // benchOf is a bench of two locks; scale changes the simple lock's numbers
 // (a second commit's run).
-func benchOf(scale float64) *Bench {
-	lat := func(p50, p99 float64) Latency { return Latency{Count: 1000, P50: p50 * scale, P99: p99 * scale} }
-	return &Bench{Clients: 50, Keys: 50, Nodes: 5, KeyDist: "uniform", Duration: "5s", Mode: "closed", Backend: "process", Machine: "2 cores, Intel Xeon",
-		Repeat: 3, Locks: []BenchLock{
+func benchOf(scale float64) *metrics.Bench {
+	lat := func(p50, p99 float64) metrics.Latency {
+		return metrics.Latency{Count: 1000, P50: p50 * scale, P99: p99 * scale}
+	}
+	return &metrics.Bench{Clients: 50, Keys: 50, Nodes: 5, KeyDist: "uniform", Duration: "5s", Mode: "closed", Backend: "process", Machine: "2 cores, Intel Xeon",
+		Repeat: 3, Locks: []metrics.BenchLock{
 			{Lock: "simple", Kind: "single", Throughput: 12000 / scale, Cycles: int64(60000 / scale), FailedAcq: 120, Fairness: 0.98,
 				Runs:      []float64{11800 / scale, 12000 / scale, 12500 / scale},
-				LatencyUS: map[string]Latency{"acquire": lat(900, 4000), "release": lat(300, 1500), "cycle": lat(4000, 9000), "handoff": lat(450, 2500)},
-				Server:    &ServerCost{CommandsPerCycle: 2, UsecPerCycle: 6.5}},
+				LatencyUS: map[string]metrics.Latency{"acquire": lat(900, 4000), "release": lat(300, 1500), "cycle": lat(4000, 9000), "handoff": lat(450, 2500)},
+				Server:    &metrics.ServerCost{CommandsPerCycle: 2, UsecPerCycle: 6.5}},
 			{Lock: "redlock", Kind: "redlock", Throughput: 3000, Cycles: 15000, Fairness: 0.9,
-				LatencyUS: map[string]Latency{"acquire": lat(3000, 12000), "release": lat(1000, 5000), "cycle": lat(16000, 30000)}},
+				LatencyUS: map[string]metrics.Latency{"acquire": lat(3000, 12000), "release": lat(1000, 5000), "cycle": lat(16000, 30000)}},
 		}}
 }
 

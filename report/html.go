@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // scheduleFile is the runner's schedule.json: the seed and the resolved
@@ -36,7 +38,7 @@ type htmlRow []string
 
 type htmlViolation struct {
 	N                 int
-	V                 ViolationSummary
+	V                 checker.Violation
 	Clients, At, Win  string
 	Timeline          template.URL
 	TimelineFile      string
@@ -45,14 +47,14 @@ type htmlViolation struct {
 
 // htmlIncident is one incident as report.html shows it.
 type htmlIncident struct {
-	In           IncidentSummary
+	In           checker.Incident
 	Facts        string
 	Timeline     template.URL
 	TimelineFile string
 }
 
 type htmlData struct {
-	R          *Results
+	R          *metrics.Results
 	Marker     string
 	Outcome    string
 	Meta       []htmlRow
@@ -68,7 +70,7 @@ type htmlData struct {
 	Thresholds []htmlRow
 	Clients    []htmlRow
 	Hgrm       []string
-	Stats      Stats
+	Stats      metrics.Stats
 	Duration   string
 
 	Incidents []htmlIncident
@@ -102,11 +104,28 @@ func dataURI(path string) (template.URL, error) {
 	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b)), nil
 }
 
-func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
+func buildHTMLData(r *metrics.Results, a *metrics.Analysis, art artifacts) *htmlData {
 	d := &htmlData{R: r, Marker: Marker(r.ExitCode), Outcome: r.Outcome, Stats: r.Stats}
 	if r.DurationMS > 0 {
 		d.Duration = (time.Duration(r.DurationMS * 1e6)).Round(time.Millisecond).String()
 	}
+	d.addMeta(r, a)
+	for _, n := range sortedChecks(r) {
+		c := r.Checks[n]
+		d.Checks = append(d.Checks, htmlRow{n, string(c.Verdict), fmt.Sprint(c.Violations), expectedText(r, n, string(c.Verdict)), strings.Join(c.Notes, "; ")})
+	}
+	d.MaxPlots = MaxIncidentTimelines
+	d.addIncidents(r, art)
+	d.addViolations(r, art)
+	d.addTables(r, a)
+	d.addPlots(art)
+	d.Hgrm = art.hgrm
+	d.addRunFiles(art.dir)
+	return d
+}
+
+// addMeta lists the run's facts: the results' and the run event's meta.
+func (d *htmlData) addMeta(r *metrics.Results, a *metrics.Analysis) {
 	add := func(k, v string) {
 		if v != "" {
 			d.Meta = append(d.Meta, htmlRow{k, v})
@@ -133,7 +152,7 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			add(k, metaString(a.Meta, k))
+			add(k, metrics.MetaString(a.Meta, k))
 		}
 	}
 	if len(r.LockConfig) > 0 {
@@ -141,12 +160,10 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 			add("lock config", string(b))
 		}
 	}
+}
 
-	for _, n := range sortedChecks(r) {
-		c := r.Checks[n]
-		d.Checks = append(d.Checks, htmlRow{n, string(c.Verdict), fmt.Sprint(c.Violations), expectedText(r, n, string(c.Verdict)), strings.Join(c.Notes, "; ")})
-	}
-	d.MaxPlots = MaxIncidentTimelines
+// addIncidents lists the incidents with their timelines.
+func (d *htmlData) addIncidents(r *metrics.Results, art artifacts) {
 	for i, in := range r.Incidents {
 		hi := htmlIncident{In: in, Facts: incidentFacts(in)}
 		if t := art.incidentTimelines[in.ID]; t != "" {
@@ -159,14 +176,18 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 		}
 		d.Incidents = append(d.Incidents, hi)
 	}
+}
+
+// addViolations lists the first 50 violations with their timelines.
+func (d *htmlData) addViolations(r *metrics.Results, art artifacts) {
 	for i, v := range r.Violations {
 		if i == 50 {
 			d.MoreViol = len(r.Violations) - i
 			break
 		}
 		hv := htmlViolation{N: i + 1, V: v, Clients: joinInts(v.Clients), At: formatMS(v.AtMS)}
-		if v.WindowNS != [2]int64{} {
-			hv.Win = fmt.Sprintf("%s – %s", formatMS(history.MS(v.WindowNS[0])), formatMS(history.MS(v.WindowNS[1])))
+		if v.Window != [2]int64{} {
+			hv.Win = fmt.Sprintf("%s – %s", formatMS(history.MS(v.Window[0])), formatMS(history.MS(v.Window[1])))
 		}
 		if t := art.timelines[i]; t != "" {
 			if u, err := dataURI(filepath.Join(art.dir, t+".png")); err == nil {
@@ -175,7 +196,10 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 		}
 		d.Violations = append(d.Violations, hv)
 	}
+}
 
+// addTables fills the latency, fault, threshold and per-client tables.
+func (d *htmlData) addTables(r *metrics.Results, a *metrics.Analysis) {
 	for _, row := range latencyRows(r.Stats) {
 		d.Latency = append(d.Latency, row)
 	}
@@ -194,6 +218,10 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 				fmt.Sprint(c.Acquires.Unknown), fmt.Sprint(c.Cycles)})
 		}
 	}
+}
+
+// addPlots embeds the run's plots with their captions.
+func (d *htmlData) addPlots(art artifacts) {
 	for _, base := range art.plots {
 		u, err := dataURI(filepath.Join(art.dir, base+".png"))
 		if err != nil {
@@ -206,9 +234,12 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 		}
 		d.Plots = append(d.Plots, htmlPlot{Title: title, File: base, Caption: pc[1], Src: u})
 	}
-	d.Hgrm = art.hgrm
+}
 
-	if b, err := os.ReadFile(filepath.Join(art.dir, "schedule.json")); err == nil {
+// addRunFiles adds the fault schedule and the scenario saved in the run
+// directory.
+func (d *htmlData) addRunFiles(dir string) {
+	if b, err := os.ReadFile(filepath.Join(dir, "schedule.json")); err == nil {
 		var s scheduleFile
 		if json.Unmarshal(b, &s) == nil {
 			d.SchedSeed = fmt.Sprint(s.Seed)
@@ -219,10 +250,9 @@ func buildHTMLData(r *Results, a *Analysis, art artifacts) *htmlData {
 			}
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(art.dir, "scenario.yaml")); err == nil && len(b) < 64<<10 {
+	if b, err := os.ReadFile(filepath.Join(dir, "scenario.yaml")); err == nil && len(b) < 64<<10 {
 		d.Scenario = string(b)
 	}
-	return d
 }
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{

@@ -5,28 +5,27 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // maxTextIncidents is how many incidents WriteText and summary.md spell out.
 const maxTextIncidents = 10
 
-// checkOrder is the checker's report order, for an incident's counts.
-var checkOrder = []string{"mutex", "resource", "fencing", "unlock", "reentrancy", "liveness", "faults"}
-
 // countNames say what one violation of a check is, singular and plural.
 var countNames = map[string][2]string{
-	"mutex":      {"mutex pair", "mutex pairs"},
-	"resource":   {"lost write", "lost writes"},
-	"fencing":    {"fencing violation", "fencing violations"},
-	"unlock":     {"foreign unlock", "foreign unlocks"},
-	"reentrancy": {"reentrancy violation", "reentrancy violations"},
-	"liveness":   {"unavailable stretch", "unavailable stretches"},
+	checker.CheckMutex:      {"mutex pair", "mutex pairs"},
+	checker.CheckResource:   {"lost write", "lost writes"},
+	checker.CheckFencing:    {"fencing violation", "fencing violations"},
+	checker.CheckUnlock:     {"foreign unlock", "foreign unlocks"},
+	checker.CheckReentrancy: {"reentrancy violation", "reentrancy violations"},
+	checker.CheckLiveness:   {"unavailable stretch", "unavailable stretches"},
 }
 
 // incidentCounts says what an incident contains: "30 mutex pairs, 2 lost
 // writes".
-func incidentCounts(in IncidentSummary) string {
+func incidentCounts(in checker.Incident) string {
 	var parts []string
 	seen := map[string]bool{}
 	add := func(check string) {
@@ -41,7 +40,7 @@ func incidentCounts(in IncidentSummary) string {
 		}
 		parts = append(parts, fmt.Sprintf("%d %s", n, name[min(n-1, 1)]))
 	}
-	for _, c := range checkOrder {
+	for _, c := range checker.AllChecks {
 		add(c)
 	}
 	rest := make([]string, 0, len(in.Counts))
@@ -56,13 +55,13 @@ func incidentCounts(in IncidentSummary) string {
 }
 
 // incidentSpan formats an incident's span in ms.
-func incidentSpan(in IncidentSummary) string {
-	return fmt.Sprintf("%s – %s", formatMS(history.MS(in.SpanNS[0])), formatMS(history.MS(in.SpanNS[1])))
+func incidentSpan(in checker.Incident) string {
+	return fmt.Sprintf("%s – %s", formatMS(history.MS(in.Span[0])), formatMS(history.MS(in.Span[1])))
 }
 
 // incidentFacts is the line under an incident's sentence: span, clients,
 // keys, cause and fault, and what it contains.
-func incidentFacts(in IncidentSummary) string {
+func incidentFacts(in checker.Incident) string {
 	cause := orDash(in.Cause)
 	if in.FaultID > 0 {
 		cause += fmt.Sprintf(" (fault %d)", in.FaultID)
@@ -77,7 +76,7 @@ func incidentsHeading(n int) string {
 }
 
 // incidentOf maps a violation's index to its incident's id.
-func incidentOf(r *Results) map[int]int {
+func incidentOf(r *metrics.Results) map[int]int {
 	out := map[int]int{}
 	for _, in := range r.Incidents {
 		for _, i := range in.Violations {
@@ -89,8 +88,8 @@ func incidentOf(r *Results) map[int]int {
 
 // incidentTimelineView is the view one incident's holder timeline draws:
 // its span, clients and first key (a timeline shows one key's holders).
-func incidentTimelineView(in IncidentSummary) ViolationSummary {
-	v := ViolationSummary{Check: "incident", Clients: in.Clients, WindowNS: in.SpanNS, Cause: in.Cause}
+func incidentTimelineView(in checker.Incident) checker.Violation {
+	v := checker.Violation{Check: "incident", Clients: in.Clients, Window: in.Span, Cause: in.Cause}
 	if len(in.Keys) > 0 {
 		v.Key = in.Keys[0]
 	}

@@ -6,29 +6,32 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // withIncident gives r one incident made of its violations, as the runner
 // copies it from the checker.
-func withIncident(r *Results, sentence string) IncidentSummary {
-	in := IncidentSummary{ID: 1, Sentence: sentence, Cause: "expired-during-pause", FaultID: 1,
-		SpanNS: [2]int64{500e6, 910e6}, Clients: []int{0, 1, 2}, Keys: []string{"k0"}, Counts: map[string]int{}}
+func withIncident(r *metrics.Results, sentence string) checker.Incident {
+	in := checker.Incident{ID: 1, Sentence: sentence, Cause: "expired-during-pause", FaultID: 1,
+		Span: [2]int64{500e6, 910e6}, Clients: []int{0, 1, 2}, Keys: []string{"k0"}, Counts: map[string]int{}}
 	for i, v := range r.Violations {
 		in.Counts[v.Check]++
 		in.Violations = append(in.Violations, i)
-		in.SpanNS[0], in.SpanNS[1] = min(in.SpanNS[0], v.WindowNS[0]), max(in.SpanNS[1], v.WindowNS[1])
+		in.Span[0], in.Span[1] = min(in.Span[0], v.Window[0]), max(in.Span[1], v.Window[1])
 	}
-	r.Incidents = []IncidentSummary{in}
+	r.Incidents = []checker.Incident{in}
 	return in
 }
 
 const pauseSentence = "client 0 was paused 0.40 s (2.0×TTL) at before-write from 0.510 s, while holding k0; 2 clients (1, 2) acquired k0 2 times meanwhile."
 
 func TestTextAndSummaryLeadWithIncidents(t *testing.T) {
-	r := sampleResults(ViolationSummary{Check: "mutex", Key: "k0", Clients: []int{0, 1}, AtMS: 711, WindowNS: [2]int64{711e6, 717e6}, Cause: "expired-during-pause"})
+	r := sampleResults(checker.Violation{Check: "mutex", Key: "k0", Clients: []int{0, 1}, AtMS: 711, Window: [2]int64{711e6, 717e6}, Cause: "expired-during-pause"})
 	r.Violations = append(r.Violations,
-		ViolationSummary{Check: "mutex", Key: "k0", Clients: []int{0, 2}, AtMS: 718, WindowNS: [2]int64{718e6, 723e6}, Cause: "expired-during-pause"},
-		ViolationSummary{Check: "resource", Key: "k0", Clients: []int{1, 0}, AtMS: 909, WindowNS: [2]int64{503e6, 909e6}, Cause: "expired-during-pause"})
+		checker.Violation{Check: "mutex", Key: "k0", Clients: []int{0, 2}, AtMS: 718, Window: [2]int64{718e6, 723e6}, Cause: "expired-during-pause"},
+		checker.Violation{Check: "resource", Key: "k0", Clients: []int{1, 0}, AtMS: 909, Window: [2]int64{503e6, 909e6}, Cause: "expired-during-pause"})
 	withIncident(r, pauseSentence)
 	facts := "span 500.0 ms – 910.0 ms · clients 0,1,2 · key k0 · cause expired-during-pause (fault 1) · contains 2 mutex pairs, 1 lost write"
 
@@ -74,12 +77,12 @@ func TestTextAndSummaryLeadWithIncidents(t *testing.T) {
 func TestRenderIncidentTimeline(t *testing.T) {
 	dir := t.TempDir()
 	hist, v := synthRun(t, dir, 3000)
-	a, err := Analyze(hist, AnalyzeOptions{})
+	a, err := metrics.Analyze(hist, metrics.AnalyzeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := sampleResults(v)
-	FillStats(r, a)
+	metrics.FillStats(r, a)
 	in := withIncident(r, "client 1 was paused past its TTL.")
 	in.Keys = []string{v.Key}
 	r.Incidents[0] = in
@@ -106,7 +109,7 @@ func TestRenderIncidentTimeline(t *testing.T) {
 	if !strings.Contains(string(md), "timeline: `incident-1.png`") {
 		t.Errorf("summary.md does not name the incident's timeline:\n%s", md)
 	}
-	back, err := ReadResults(filepath.Join(dir, "results.json"))
+	back, err := metrics.ReadResults(filepath.Join(dir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // JUnit XML: runs, seeds and matrix cells as test cases, the format the
@@ -57,7 +60,7 @@ func (c TestCase) Name() string {
 // RunCase is the test case of one run's results. Its status follows the
 // run's exit code (0 passed, 1 failed, 2 unknown, 3 and 4 error): with
 // --expect that is the scenario's expectation, else the verdict alone.
-func RunCase(r *Results, dir string, seeded bool) TestCase {
+func RunCase(r *metrics.Results, dir string, seeded bool) TestCase {
 	c := TestCase{Scenario: r.Scenario, Lock: r.Lock, Seed: r.Seed, Seeded: seeded, Dir: dir, TimeS: wallS(r.Phases, r.DurationMS)}
 	switch r.ExitCode {
 	case 0:
@@ -78,7 +81,7 @@ func RunCase(r *Results, dir string, seeded bool) TestCase {
 
 // wallS is a run's wall time in seconds: its phases' sum, else (a history
 // checked without its run) the recorded duration.
-func wallS(p *Phases, durationMS float64) float64 {
+func wallS(p *metrics.Phases, durationMS float64) float64 {
 	if p != nil {
 		return p.Total() / 1000
 	}
@@ -90,9 +93,9 @@ func wallS(p *Phases, durationMS float64) float64 {
 // invalid, the first incident it has a violation in (its sentence and
 // cause); the detail lists every differing check, every incident and every
 // failed threshold.
-func failureText(r *Results) (msg, detail string) {
+func failureText(r *metrics.Results) (msg, detail string) {
 	var checks []string
-	var related []IncidentSummary // incidents of the first check invalid where it should not be
+	var related []checker.Incident // incidents of the first check invalid where it should not be
 	for _, name := range sortedChecks(r) {
 		got := string(r.Checks[name].Verdict)
 		want, ok := expectedFor(r, name)
@@ -145,7 +148,7 @@ func failureText(r *Results) (msg, detail string) {
 }
 
 // incidentLine is an incident's sentence and its cause.
-func incidentLine(in IncidentSummary) string {
+func incidentLine(in checker.Incident) string {
 	if in.Cause == "" {
 		return in.Sentence
 	}
@@ -154,7 +157,7 @@ func incidentLine(in IncidentSummary) string {
 
 // unknownText says why a run has no verdict: the checks that came out
 // unknown with their notes, and the run's notes.
-func unknownText(r *Results) (msg, detail string) {
+func unknownText(r *metrics.Results) (msg, detail string) {
 	var lines []string
 	for _, name := range sortedChecks(r) {
 		c := r.Checks[name]
@@ -182,7 +185,7 @@ func unknownText(r *Results) (msg, detail string) {
 // the seeds: a seed fails only when the whole is not as expected (a rate
 // expectation tolerates some seeds' verdicts), and when the whole is not
 // as expected but no seed alone is, every seed carries the failure.
-func SeedCases(scenario, lock, outcome, label string, runs []SeedRun) []TestCase {
+func SeedCases(scenario, lock, outcome, label string, runs []metrics.SeedRun) []TestCase {
 	var cases []TestCase
 	failed := false
 	for _, sr := range runs {
@@ -212,8 +215,8 @@ func SeedCases(scenario, lock, outcome, label string, runs []SeedRun) []TestCase
 
 // seedCase is one seed's case from its results.json, or from the seed's
 // record when the run left none (it failed before its report).
-func seedCase(scenario, lock string, sr SeedRun) TestCase {
-	if r, err := ReadResults(filepath.Join(sr.Dir, "results.json")); err == nil {
+func seedCase(scenario, lock string, sr metrics.SeedRun) TestCase {
+	if r, err := metrics.ReadResults(filepath.Join(sr.Dir, "results.json")); err == nil {
 		c := RunCase(r, sr.Dir, true)
 		c.Scenario, c.Lock, c.Seed = scenario, lock, sr.Seed
 		if sr.Phases != nil {
@@ -234,11 +237,11 @@ func seedCase(scenario, lock string, sr SeedRun) TestCase {
 // MatrixCases are a matrix's test cases: one per applicable cell and seed
 // (each read from its run's results.json), a skipped case per cell that
 // does not apply, none for a cell another shard runs.
-func MatrixCases(m *Matrix) []TestCase {
+func MatrixCases(m *metrics.Matrix) []TestCase {
 	var cases []TestCase
 	for _, cell := range m.Cells {
 		switch {
-		case cell.Outcome == OutcomeElsewhere:
+		case cell.Outcome == metrics.OutcomeElsewhere:
 			continue
 		case !cell.Applicable:
 			cases = append(cases, TestCase{Scenario: cell.Scenario, Lock: cell.Lock, Status: CaseSkipped, Message: "not applicable: " + orDash(cell.Reason)})
@@ -258,9 +261,9 @@ func MatrixCases(m *Matrix) []TestCase {
 // cellCase is a one-run cell's case: its results.json read for the
 // incidents, its status from the cell's outcome (a matrix judges by the
 // expectation).
-func cellCase(cell Cell) TestCase {
+func cellCase(cell metrics.Cell) TestCase {
 	c := TestCase{Scenario: cell.Scenario, Lock: cell.Lock, Dir: cell.Dir}
-	r, err := ReadResults(filepath.Join(cell.Dir, "results.json"))
+	r, err := metrics.ReadResults(filepath.Join(cell.Dir, "results.json"))
 	if err == nil {
 		c = RunCase(r, cell.Dir, false)
 		c.Scenario, c.Lock = cell.Scenario, cell.Lock

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // junitDoc decodes what WriteJUnit writes, as a reader of JUnit would.
@@ -57,27 +58,27 @@ type junitDoc struct {
 // (unknown).
 func junitRuns(t *testing.T, base string) (bad, good, unknown string) {
 	t.Helper()
-	write := func(name string, r *Results) string {
+	write := func(name string, r *metrics.Results) string {
 		dir := filepath.Join(base, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteJSON(filepath.Join(dir, "results.json"), r); err != nil {
+		if err := metrics.WriteJSON(filepath.Join(dir, "results.json"), r); err != nil {
 			t.Fatal(err)
 		}
 		return dir
 	}
-	phases := &Phases{Start: 100, Ready: 50, Workload: 3000, Heal: 10, Recovery: 1000, Stop: 200, Check: 30, Report: 110} // 4.5 s
-	bad = write("bad", &Results{Scenario: "gc-pause", Lock: "simple", Seed: 1, Verdict: "invalid", Outcome: "unexpected", ExitCode: 1,
+	phases := &metrics.Phases{Start: 100, Ready: 50, Workload: 3000, Heal: 10, Recovery: 1000, Stop: 200, Check: 30, Report: 110} // 4.5 s
+	bad = write("bad", &metrics.Results{Scenario: "gc-pause", Lock: "simple", Seed: 1, Verdict: "invalid", Outcome: "unexpected", ExitCode: 1,
 		Expected: map[string]string{"mutex": "valid"},
-		Checks:   map[string]CheckSummary{"mutex": {Verdict: checker.Invalid, Violations: 2}, "liveness": {Verdict: checker.Valid}},
-		Incidents: []IncidentSummary{{ID: 1, Sentence: "Client 3 held k0 after a 1.2s pause outlived its 500ms lease; client 5 took the key.",
+		Checks:   map[string]checker.CheckResult{"mutex": {Verdict: checker.Invalid, Violations: 2}, "liveness": {Verdict: checker.Valid}},
+		Incidents: []checker.Incident{{ID: 1, Sentence: "Client 3 held k0 after a 1.2s pause outlived its 500ms lease; client 5 took the key.",
 			Cause: "expired-during-pause", Counts: map[string]int{"mutex": 2}}},
 		Phases: phases, DurationMS: 9999})
-	good = write("good", &Results{Scenario: "gc-pause", Lock: "fenced", Seed: 1, Verdict: "valid", Outcome: "as-expected", ExitCode: 0,
-		Checks: map[string]CheckSummary{"mutex": {Verdict: checker.Valid}}, Phases: phases})
-	unknown = write("unknown", &Results{Scenario: "restart-empty", Lock: "simple", Seed: 1, Verdict: "unknown", Outcome: "unknown", ExitCode: 2,
-		Checks:     map[string]CheckSummary{"mutex": {Verdict: checker.Unknown, Notes: []string{"fault 1 (kill-node) did not take effect"}}},
+	good = write("good", &metrics.Results{Scenario: "gc-pause", Lock: "fenced", Seed: 1, Verdict: "valid", Outcome: "as-expected", ExitCode: 0,
+		Checks: map[string]checker.CheckResult{"mutex": {Verdict: checker.Valid}}, Phases: phases})
+	unknown = write("unknown", &metrics.Results{Scenario: "restart-empty", Lock: "simple", Seed: 1, Verdict: "unknown", Outcome: "unknown", ExitCode: 2,
+		Checks:     map[string]checker.CheckResult{"mutex": {Verdict: checker.Unknown, Notes: []string{"fault 1 (kill-node) did not take effect"}}},
 		DurationMS: 2500})
 	return bad, good, unknown
 }
@@ -85,13 +86,13 @@ func junitRuns(t *testing.T, base string) (bad, good, unknown string) {
 func TestJUnitOfMatrix(t *testing.T) {
 	base := t.TempDir()
 	bad, good, unknown := junitRuns(t, base)
-	m := &Matrix{Locks: []string{"simple", "fenced"}, Scenarios: []string{"gc-pause", "restart-empty", "sentinel-failover"}, Cells: []Cell{
+	m := &metrics.Matrix{Locks: []string{"simple", "fenced"}, Scenarios: []string{"gc-pause", "restart-empty", "sentinel-failover"}, Cells: []metrics.Cell{
 		{Scenario: "gc-pause", Lock: "simple", Applicable: true, Outcome: "unexpected", Dir: bad, Verdict: "invalid"},
 		{Scenario: "gc-pause", Lock: "fenced", Applicable: true, Outcome: "as-expected", Dir: good, Verdict: "valid"},
 		{Scenario: "restart-empty", Lock: "simple", Applicable: true, Outcome: "unknown", Dir: unknown, Verdict: "unknown"},
 		{Scenario: "restart-empty", Lock: "fenced", Applicable: true, Outcome: "error", Reason: "start: redis-server not found"},
 		{Scenario: "sentinel-failover", Lock: "simple", Applicable: false, Outcome: "n/a", Reason: "the lock does not speak sentinel"},
-		{Scenario: "sentinel-failover", Lock: "fenced", Applicable: true, Outcome: OutcomeElsewhere},
+		{Scenario: "sentinel-failover", Lock: "fenced", Applicable: true, Outcome: metrics.OutcomeElsewhere},
 	}}
 	path := filepath.Join(base, "out", "junit.xml")
 	if err := WriteJUnitFile(path, "lockchaos matrix", map[string]string{"lockchaos.version": "v1.2.3", "backend": "process"}, MatrixCases(m)); err != nil {
@@ -146,7 +147,7 @@ func TestJUnitOfMatrix(t *testing.T) {
 func TestJUnitSeeds(t *testing.T) {
 	base := t.TempDir()
 	bad, good, _ := junitRuns(t, base)
-	runs := []SeedRun{{Seed: 1, Dir: bad, Outcome: "unexpected"}, {Seed: 2, Dir: good, Outcome: "as-expected"},
+	runs := []metrics.SeedRun{{Seed: 1, Dir: bad, Outcome: "unexpected"}, {Seed: 2, Dir: good, Outcome: "as-expected"},
 		{Seed: 3, Dir: filepath.Join(base, "missing"), Outcome: "error", Error: "start: port in use"}}
 	cases := SeedCases("gc-pause", "simple", "unexpected", "invalid 1/3", runs)
 	want := []struct{ name, status string }{{"simple/seed-1", CaseFailed}, {"simple/seed-2", CasePassed}, {"simple/seed-3", CaseError}}
@@ -169,7 +170,7 @@ func TestJUnitSeeds(t *testing.T) {
 	}
 	// Not as expected over the seeds though no seed alone is: every seed
 	// carries the failure.
-	rate := SeedCases("gc-pause", "fenced", "unexpected", "valid 2/2", []SeedRun{{Seed: 1, Dir: good}, {Seed: 2, Dir: good}})
+	rate := SeedCases("gc-pause", "fenced", "unexpected", "valid 2/2", []metrics.SeedRun{{Seed: 1, Dir: good}, {Seed: 2, Dir: good}})
 	for _, c := range rate {
 		if c.Status != CaseFailed || !strings.Contains(c.Message, "over the seeds") {
 			t.Errorf("%s: %s %q, want failed over the seeds", c.Name(), c.Status, c.Message)
@@ -177,10 +178,10 @@ func TestJUnitSeeds(t *testing.T) {
 	}
 	// The failure leads with the check not as expected, not with an
 	// incident of a check that was meant to fail.
-	r := &Results{Scenario: "gc-pause", Lock: "simple", ExitCode: 1, Outcome: "unexpected",
+	r := &metrics.Results{Scenario: "gc-pause", Lock: "simple", ExitCode: 1, Outcome: "unexpected",
 		Expected: map[string]string{"mutex": "invalid", "liveness": "valid"},
-		Checks:   map[string]CheckSummary{"mutex": {Verdict: checker.Invalid}, "liveness": {Verdict: checker.Invalid}},
-		Incidents: []IncidentSummary{{ID: 1, Sentence: "Client 0 was paused.", Cause: "expired-during-pause", Counts: map[string]int{"mutex": 3}},
+		Checks:   map[string]checker.CheckResult{"mutex": {Verdict: checker.Invalid}, "liveness": {Verdict: checker.Invalid}},
+		Incidents: []checker.Incident{{ID: 1, Sentence: "Client 0 was paused.", Cause: "expired-during-pause", Counts: map[string]int{"mutex": 3}},
 			{ID: 2, Sentence: "Client 2 waited 4s.", Cause: "starved", Counts: map[string]int{"liveness": 1}}}}
 	if c := RunCase(r, "", false); c.Message != "liveness: expected valid, got invalid: Client 2 waited 4s. (cause: starved)" ||
 		!strings.Contains(c.Detail, "incident 1: Client 0 was paused.") {

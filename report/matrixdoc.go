@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -13,71 +14,9 @@ import (
 // the verdict grid). The runner fills it; lockchaos matrix merge reads it
 // back.
 
-// Cell is one lock × scenario outcome.
-type Cell struct {
-	Scenario   string            `json:"scenario"`
-	Lock       string            `json:"lock"`
-	Applicable bool              `json:"applicable"`
-	Reason     string            `json:"reason,omitempty"` // why not applicable, or the error
-	Verdict    string            `json:"verdict,omitempty"`
-	Checks     map[string]string `json:"checks,omitempty"`
-	Expected   map[string]string `json:"expected,omitempty"`
-	Outcome    string            `json:"outcome"` // as-expected | unexpected | unknown | n/a | error
-	Causes     []string          `json:"causes,omitempty"`
-	Incidents  int               `json:"incidents,omitempty"` // violations grouped (results.json incidents)
-	Dir        string            `json:"dir,omitempty"`
-	Throughput float64           `json:"throughput,omitempty"`
-	Notes      []string          `json:"notes,omitempty"`
-	// Attempts is how many runs the cell took (more than 1: retried).
-	Attempts int `json:"attempts,omitempty"`
-	// With seeds: each seed's run, the rates per check over them, and
-	// Label ("invalid 2/3" where the seeds' verdicts differ). Verdict is
-	// then the most common verdict and Checks give a check's verdict where
-	// every seed agreed, else its rate.
-	Seeds []SeedRun         `json:"seeds,omitempty"`
-	Rates map[string][]Rate `json:"rates,omitempty"`
-	Label string            `json:"label,omitempty"`
-
-	// Phases is where the cell's time went (summed over its seeds).
-	Phases *Phases `json:"phases_ms,omitempty"`
-
-	// RunExit is the exit code of the cell's single run (for its SeedRun).
-	RunExit int `json:"-"`
-}
-
-// Matrix is the whole table.
-type Matrix struct {
-	Locks     []string `json:"locks"`
-	Scenarios []string `json:"scenarios"`
-	// Seeds each cell ran with (empty: each scenario's own seed, once).
-	Seeds    []uint64 `json:"seeds,omitempty"`
-	Cells    []Cell   `json:"cells"`
-	ExitCode int      `json:"exit_code"`
-	// Shard is set when the matrix is one shard of several.
-	Shard *Shard `json:"shard,omitempty"`
-	// WallMS is the matrix's wall time; Parallel how many cells ran at
-	// once at most.
-	WallMS   float64 `json:"wall_ms,omitempty"`
-	Parallel int     `json:"parallel,omitempty"`
-}
-
-// OutcomeElsewhere marks, in a shard's matrix, a cell another shard runs.
-const OutcomeElsewhere = "other-shard"
-
-// Shard is one shard's place and what it must share with the others.
-type Shard struct {
-	Index int `json:"index"` // 1..Count
-	Count int `json:"count"`
-	// Build is the harness build (VCS revision, "+dirty" when modified);
-	// Catalog hashes the scenarios as run. Shards of one matrix agree on
-	// both.
-	Build   string `json:"build"`
-	Catalog string `json:"catalog"`
-}
-
 // WriteMatrix writes matrix.json, matrix.md and the verdict grid plot.
-func WriteMatrix(dir string, m *Matrix) error {
-	if err := WriteJSON(filepath.Join(dir, "matrix.json"), m); err != nil {
+func WriteMatrix(dir string, m *metrics.Matrix) error {
+	if err := metrics.WriteJSON(filepath.Join(dir, "matrix.json"), m); err != nil {
 		return err
 	}
 	var cells []MatrixCell
@@ -95,8 +34,8 @@ func WriteMatrix(dir string, m *Matrix) error {
 	return writeBytes(filepath.Join(dir, "matrix.md"), []byte(MatrixMarkdown(m, notes)))
 }
 
-func cellVerdict(c Cell) string {
-	if !c.Applicable || c.Outcome == OutcomeElsewhere {
+func cellVerdict(c metrics.Cell) string {
+	if !c.Applicable || c.Outcome == metrics.OutcomeElsewhere {
 		return "n/a"
 	}
 	if c.Verdict == "" {
@@ -107,7 +46,7 @@ func cellVerdict(c Cell) string {
 
 // MatrixMarkdown renders the table: one row per scenario, one column per
 // lock; each cell the verdict, ✓ when it matched the expectation, ✗ when not.
-func MatrixMarkdown(m *Matrix, notes []string) string {
+func MatrixMarkdown(m *metrics.Matrix, notes []string) string {
 	var b strings.Builder
 	unexpected := 0
 	for _, c := range m.Cells {
@@ -123,16 +62,20 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 		b.WriteString("Each cell ran once per seed. A plain expectation must hold on every seed, a rate expectation (`invalid >=0.8`) over the seeds. Where the seeds' overall verdicts differ the cell shows the most common one with its count (`invalid 2/3`); the rates per check are listed below the table.\n\n")
 	}
 	b.WriteString("Each cell: the overall verdict, then `ok` when every check matched the scenario's expectation for that lock, `UNEXPECTED` when not; `–` not applicable. Then the number of incidents (violations grouped by cause and the fault or lease they share), causes of violations in brackets.\n\n")
-	b.WriteString("| scenario |")
-	for _, l := range m.Locks {
-		b.WriteString(" " + l + " |")
+	tableHeader(&b, "| scenario |", "|---|", m.Locks, "---|")
+	matrixRows(&b, m)
+	mixedRates(&b, m)
+	phasesTable(&b, m)
+	unmatchedCells(&b, m)
+	for _, n := range notes {
+		fmt.Fprintf(&b, "\nNote: %s\n", n)
 	}
-	b.WriteString("\n|---|")
-	for range m.Locks {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
-	idx := map[string]Cell{}
+	return b.String()
+}
+
+// matrixRows is the table's rows: a row per scenario, a cell per lock.
+func matrixRows(b *strings.Builder, m *metrics.Matrix) {
+	idx := map[string]metrics.Cell{}
 	for _, c := range m.Cells {
 		idx[c.Scenario+"\x00"+c.Lock] = c
 	}
@@ -143,42 +86,51 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 			switch {
 			case !c.Applicable:
 				b.WriteString(" – |")
-			case c.Outcome == OutcomeElsewhere:
-				fmt.Fprintf(&b, " (%s) |", c.Reason)
+			case c.Outcome == metrics.OutcomeElsewhere:
+				fmt.Fprintf(b, " (%s) |", c.Reason)
 			case c.Outcome == "error":
 				b.WriteString(" error UNEXPECTED |")
 			default:
-				mark := "ok"
-				if c.Outcome == "unexpected" {
-					mark = "UNEXPECTED"
-				} else if c.Outcome == "unknown" {
-					mark = "unknown"
-				}
-				if c.Attempts > 1 {
-					mark += fmt.Sprintf(" (attempt %d)", c.Attempts)
-				}
-				cause := ""
-				switch {
-				case c.Incidents == 1:
-					cause = " · 1 incident"
-				case c.Incidents > 1:
-					cause = fmt.Sprintf(" · %d incidents", c.Incidents)
-				}
-				if len(c.Causes) > 0 {
-					cause += " [" + strings.Join(c.Causes, ", ") + "]"
-				}
-				v := c.Verdict
-				if c.Label != "" {
-					v = c.Label
-				}
-				fmt.Fprintf(&b, " %s %s%s |", v, mark, cause)
+				b.WriteString(" " + cellText(c) + " |")
 			}
 		}
 		b.WriteString("\n")
 	}
-	mixedRates(&b, m)
-	phasesTable(&b, m)
-	var bad []Cell
+}
+
+// cellText is a run cell of the table: verdict (or label), whether it was
+// as expected, attempts, incidents and causes.
+func cellText(c metrics.Cell) string {
+	mark := "ok"
+	if c.Outcome == "unexpected" {
+		mark = "UNEXPECTED"
+	} else if c.Outcome == "unknown" {
+		mark = "unknown"
+	}
+	if c.Attempts > 1 {
+		mark += fmt.Sprintf(" (attempt %d)", c.Attempts)
+	}
+	cause := ""
+	switch {
+	case c.Incidents == 1:
+		cause = " · 1 incident"
+	case c.Incidents > 1:
+		cause = fmt.Sprintf(" · %d incidents", c.Incidents)
+	}
+	if len(c.Causes) > 0 {
+		cause += " [" + strings.Join(c.Causes, ", ") + "]"
+	}
+	v := c.Verdict
+	if c.Label != "" {
+		v = c.Label
+	}
+	return fmt.Sprintf("%s %s%s", v, mark, cause)
+}
+
+// unmatchedCells lists the cells that did not match their expectation,
+// with their seeds and notes.
+func unmatchedCells(b *strings.Builder, m *metrics.Matrix) {
+	var bad []metrics.Cell
 	for _, c := range m.Cells {
 		if c.Outcome == "unexpected" || c.Outcome == "error" || c.Outcome == "unknown" {
 			bad = append(bad, c)
@@ -187,21 +139,17 @@ func MatrixMarkdown(m *Matrix, notes []string) string {
 	if len(bad) > 0 {
 		b.WriteString("\n## Cells that did not match\n\n")
 		for _, c := range bad {
-			fmt.Fprintf(&b, "- **%s / %s**: %s %s; checks %v; expected %v; run dir `%s`\n", c.Scenario, c.Lock, c.Outcome, c.Reason, c.Checks, c.Expected, c.Dir)
+			fmt.Fprintf(b, "- **%s / %s**: %s %s; checks %v; expected %v; run dir `%s`\n", c.Scenario, c.Lock, c.Outcome, c.Reason, c.Checks, c.Expected, c.Dir)
 			for _, r := range c.Seeds {
 				if r.Outcome != "as-expected" {
-					fmt.Fprintf(&b, "  - seed %d: %s, checks %v, run dir `%s`\n", r.Seed, r.Outcome, r.Checks, r.Dir)
+					fmt.Fprintf(b, "  - seed %d: %s, checks %v, run dir `%s`\n", r.Seed, r.Outcome, r.Checks, r.Dir)
 				}
 			}
 			for _, n := range c.Notes {
-				fmt.Fprintf(&b, "  - %s\n", n)
+				fmt.Fprintf(b, "  - %s\n", n)
 			}
 		}
 	}
-	for _, n := range notes {
-		fmt.Fprintf(&b, "\nNote: %s\n", n)
-	}
-	return b.String()
 }
 
 func seedsText(seeds []uint64) string {
@@ -232,7 +180,7 @@ func seedListText(seeds []uint64) string {
 
 // mixedRates lists, for every cell whose seeds disagreed on a check, that
 // check's rates with their 95% Wilson intervals.
-func mixedRates(b *strings.Builder, m *Matrix) {
+func mixedRates(b *strings.Builder, m *metrics.Matrix) {
 	head := false
 	for _, c := range m.Cells {
 		var checks []string

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/report/metrics"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -214,14 +215,14 @@ func (latencyTicks) Ticks(min, max float64) []plot.Tick {
 			}
 			t := plot.Tick{Value: v}
 			if m == 1 || (narrow && (m == 2 || m == 5)) {
-				t.Label = FormatUS(v)
+				t.Label = metrics.FormatUS(v)
 				labelled++
 			}
 			ticks = append(ticks, t)
 		}
 	}
 	if labelled < 2 {
-		ticks = append(ticks, plot.Tick{Value: min, Label: FormatUS(min)}, plot.Tick{Value: max, Label: FormatUS(max)})
+		ticks = append(ticks, plot.Tick{Value: min, Label: metrics.FormatUS(min)}, plot.Tick{Value: max, Label: metrics.FormatUS(max)})
 	}
 	return ticks
 }
@@ -258,7 +259,7 @@ type bands struct {
 	items []band
 }
 
-func faultBands(faults []FaultSummary, endMS, unit float64) *bands {
+func faultBands(faults []metrics.FaultSummary, endMS, unit float64) *bands {
 	b := &bands{}
 	for _, f := range faults {
 		to := f.HealedMS
@@ -345,7 +346,7 @@ func (t bandThumb) Thumbnail(c *draw.Canvas) {
 }
 
 // addFaultLegend adds one legend entry per fault kind present.
-func addFaultLegend(l *legend, faults []FaultSummary) {
+func addFaultLegend(l *legend, faults []metrics.FaultSummary) {
 	seen := map[string]bool{}
 	for _, f := range faults {
 		if seen[f.Kind] {
@@ -385,7 +386,7 @@ func (vs vlines) Plot(c draw.Canvas, p *plot.Plot) {
 }
 
 // phaseLines marks where the workload ended (heal began) and recovery.
-func phaseLines(a *Analysis, unit float64) vlines {
+func phaseLines(a *metrics.Analysis, unit float64) vlines {
 	var vs vlines
 	for _, name := range []string{"heal", "recovery"} {
 		if t, ok := a.PhasesNS[name]; ok {

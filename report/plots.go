@@ -9,6 +9,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -97,9 +98,9 @@ func plotPercentileLines(title string, lines []percentileLine, base string) erro
 // distribution of each op (acquire, release, cycle, handoff) in
 // HdrHistogram's style, x = 1/(1-p) on a log axis labelled with
 // percentiles, y = latency on a log axis.
-func PlotPercentiles(a *Analysis, base string) error {
+func PlotPercentiles(a *metrics.Analysis, base string) error {
 	var lines []percentileLine
-	for _, op := range Ops {
+	for _, op := range metrics.Ops {
 		h := a.Histograms[op]
 		if xys := percentileXYs(h); xys != nil {
 			lines = append(lines, percentileLine{name: fmt.Sprintf("%s (n=%d)", op, h.TotalCount()), xys: xys})
@@ -111,7 +112,7 @@ func PlotPercentiles(a *Analysis, base string) error {
 // PlotPercentilesCompare writes path.png and path.svg: op's percentile
 // distribution for several runs, one line per run (runs are keyed by what
 // the legend should say, usually the lock name).
-func PlotPercentilesCompare(runs map[string]*Analysis, op string, path string) error {
+func PlotPercentilesCompare(runs map[string]*metrics.Analysis, op string, path string) error {
 	names := make([]string, 0, len(runs))
 	for n := range runs {
 		names = append(names, n)
@@ -137,7 +138,7 @@ func PlotPercentilesCompare(runs map[string]*Analysis, op string, path string) e
 // PlotLatencyOverTime writes base.png and base.svg: one point per sampled
 // acquire (circle) and release (triangle), x = invoke time, y = latency
 // (log), coloured by result; fault windows shaded and labelled.
-func PlotLatencyOverTime(a *Analysis, base string) error {
+func PlotLatencyOverTime(a *metrics.Analysis, base string) error {
 	if len(a.Samples) == 0 {
 		return errNoData
 	}
@@ -171,7 +172,7 @@ func PlotLatencyOverTime(a *Analysis, base string) error {
 	}{{"ok", colOK, 1.1}, {"fail", colFail, 1.6}, {"unknown", colUnknown, 2.2}}
 	// ok first, so the rarer failures are drawn on top of them.
 	for _, r := range results {
-		for _, op := range []string{OpAcquire, OpRelease} {
+		for _, op := range []string{metrics.OpAcquire, metrics.OpRelease} {
 			xys := groups[group{op, r.name}]
 			if len(xys) == 0 {
 				continue
@@ -181,7 +182,7 @@ func PlotLatencyOverTime(a *Analysis, base string) error {
 				return err
 			}
 			sc.GlyphStyle = draw.GlyphStyle{Color: withAlpha(r.col, 0xb0), Radius: r.rad, Shape: draw.CircleGlyph{}}
-			if op == OpRelease {
+			if op == metrics.OpRelease {
 				sc.GlyphStyle.Shape = draw.TriangleGlyph{}
 			}
 			p.Add(sc)
@@ -196,7 +197,7 @@ func PlotLatencyOverTime(a *Analysis, base string) error {
 
 // PlotThroughput writes base.png and base.svg: completed cycles per second
 // per time bucket, with failed acquires per second, fault windows shaded.
-func PlotThroughput(a *Analysis, base string) error {
+func PlotThroughput(a *metrics.Analysis, base string) error {
 	s := a.Series
 	if len(s.Cycles) == 0 {
 		return errNoData
@@ -262,7 +263,7 @@ func runTitle(meta map[string]any, what string) string {
 	s := what
 	parts := []string{}
 	for _, k := range []string{"scenario", "lock"} {
-		if v := metaString(meta, k); v != "" {
+		if v := metrics.MetaString(meta, k); v != "" {
 			parts = append(parts, v)
 		}
 	}

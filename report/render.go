@@ -1,3 +1,8 @@
+// Package report renders what people and CI read from a run's numbers
+// (package metrics): summary.md, report.html, the plots (PNG and SVG), the
+// text and JUnit outputs, and the Markdown of a bench, a matrix, a
+// multi-seed run and a comparison. It reads files and never talks to
+// Redis.
 package report
 
 import (
@@ -7,40 +12,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-)
 
-// FillStats copies the analysis's numbers and fault windows into r. It
-// leaves r alone when a is nil.
-func FillStats(r *Results, a *Analysis) {
-	if r == nil || a == nil {
-		return
-	}
-	r.Stats = a.Stats
-	r.Faults = a.Faults
-	if r.Events == 0 {
-		r.Events = a.Events
-	}
-	if r.Scenario == "" {
-		r.Scenario = metaString(a.Meta, "scenario")
-	}
-	if r.Lock == "" {
-		r.Lock = metaString(a.Meta, "lock")
-	}
-	if r.Backend == "" {
-		r.Backend = metaString(a.Meta, "backend")
-	}
-	if r.Topology == "" {
-		r.Topology = metaString(a.Meta, "topology")
-	}
-}
+	"github.com/lockchaos/lockchaos/report/metrics"
+)
 
 // renderNotePrefix marks the notes Render adds, so that a re-render
 // replaces them instead of piling them up.
 const renderNotePrefix = "report: "
 
-// Files Render writes into a run directory, besides plots and .hgrm files.
+// Files Render writes into a run directory, besides results.json
+// (metrics.ResultsFile), plots and .hgrm files.
 const (
-	ResultsFile = "results.json"
 	SummaryFile = "summary.md"
 	HTMLFile    = "report.html"
 )
@@ -55,7 +37,7 @@ const (
 // A plot or .hgrm that fails is recorded in r.Notes and the rest is still
 // written; the error returned is only for results.json, summary.md or
 // report.html that could not be written.
-func Render(dir string, r *Results, a *Analysis) error {
+func Render(dir string, r *metrics.Results, a *metrics.Analysis) error {
 	return RenderWith(dir, r, a, RenderOptions{})
 }
 
@@ -68,7 +50,7 @@ type RenderOptions struct {
 }
 
 // RenderWith is Render with options.
-func RenderWith(dir string, r *Results, a *Analysis, o RenderOptions) error {
+func RenderWith(dir string, r *metrics.Results, a *metrics.Analysis, o RenderOptions) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
@@ -90,7 +72,7 @@ func RenderWith(dir string, r *Results, a *Analysis, o RenderOptions) error {
 	if a != nil && !o.NoPlots {
 		plots := []struct {
 			base string
-			fn   func(*Analysis, string) error
+			fn   func(*metrics.Analysis, string) error
 		}{
 			{"latency-percentiles", PlotPercentiles},
 			{"latency-over-time", PlotLatencyOverTime},
@@ -115,13 +97,13 @@ func RenderWith(dir string, r *Results, a *Analysis, o RenderOptions) error {
 		}
 	}
 	if a != nil {
-		for _, op := range Ops {
+		for _, op := range metrics.Ops {
 			h := a.Histograms[op]
 			if h == nil || h.TotalCount() == 0 {
 				continue
 			}
 			name := op + ".hgrm"
-			if err := writeHgrmFile(filepath.Join(dir, name), op, h); err != nil {
+			if err := metrics.WriteHgrmFile(filepath.Join(dir, name), op, h); err != nil {
 				note("%s: %v", name, err)
 				continue
 			}
@@ -130,7 +112,7 @@ func RenderWith(dir string, r *Results, a *Analysis, o RenderOptions) error {
 	}
 
 	var errs []error
-	if err := WriteJSON(filepath.Join(dir, ResultsFile), r); err != nil {
+	if err := metrics.WriteJSON(filepath.Join(dir, metrics.ResultsFile), r); err != nil {
 		errs = append(errs, err)
 	}
 	var md bytes.Buffer

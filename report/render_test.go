@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // renderDir is where TestRender leaves its output when
@@ -22,17 +25,17 @@ func renderDir(t *testing.T) string {
 	return t.TempDir()
 }
 
-func sampleResults(v ViolationSummary) *Results {
-	return &Results{
+func sampleResults(v checker.Violation) *metrics.Results {
+	return &metrics.Results{
 		Scenario: "synthetic", Lock: "simple", Backend: "embedded", Topology: "single", Seed: 7,
 		Verdict: "invalid", Outcome: "as-expected", ExitCode: 0,
 		Expected: map[string]string{"mutex": "invalid"},
-		Checks: map[string]CheckSummary{
+		Checks: map[string]checker.CheckResult{
 			"mutex":    {Verdict: "invalid", Violations: 1},
 			"fencing":  {Verdict: "valid"},
 			"liveness": {Verdict: "valid"},
 		},
-		Violations: []ViolationSummary{v},
+		Violations: []checker.Violation{v},
 		StartedAt:  time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC),
 		DurationMS: 5000,
 	}
@@ -41,13 +44,13 @@ func sampleResults(v ViolationSummary) *Results {
 func TestRender(t *testing.T) {
 	dir := renderDir(t)
 	hist, v := synthRun(t, dir, 20000)
-	a, err := Analyze(hist, AnalyzeOptions{})
+	a, err := metrics.Analyze(hist, metrics.AnalyzeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := sampleResults(v)
-	FillStats(r, a)
-	r.Thresholds = EvalThresholds([]string{"acquire.p99 < 5ms", "throughput > 100", "checks.mutex == valid"}, r)
+	metrics.FillStats(r, a)
+	r.Thresholds = metrics.EvalThresholds([]string{"acquire.p99 < 5ms", "throughput > 100", "checks.mutex == valid"}, r)
 	if err := os.WriteFile(filepath.Join(dir, "schedule.json"),
 		[]byte(`{"seed":7,"faults":[{"id":0,"spec":{"kind":"pause-client","target":"holder"},"at":1000000000,"duration":60000000}]}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -104,7 +107,7 @@ func TestRender(t *testing.T) {
 			t.Errorf("summary.md lacks %q:\n%s", s, md)
 		}
 	}
-	back, err := ReadResults(filepath.Join(dir, "results.json"))
+	back, err := metrics.ReadResults(filepath.Join(dir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,12 +129,12 @@ func TestRender(t *testing.T) {
 func TestRenderSurvivesBrokenPlot(t *testing.T) {
 	dir := t.TempDir()
 	hist, v := synthRun(t, dir, 3000)
-	a, err := Analyze(hist, AnalyzeOptions{})
+	a, err := metrics.Analyze(hist, metrics.AnalyzeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := sampleResults(v)
-	FillStats(r, a)
+	metrics.FillStats(r, a)
 	a.HistoryPath = filepath.Join(dir, "gone.jsonl") // timelines cannot be read
 	if err := Render(dir, r, a); err != nil {
 		t.Fatal(err)
@@ -144,7 +147,7 @@ func TestRenderSurvivesBrokenPlot(t *testing.T) {
 			t.Errorf("%s not written: %v", f, err)
 		}
 	}
-	back, err := ReadResults(filepath.Join(dir, "results.json"))
+	back, err := metrics.ReadResults(filepath.Join(dir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +158,7 @@ func TestRenderSurvivesBrokenPlot(t *testing.T) {
 
 func TestRenderWithoutAnalysis(t *testing.T) {
 	dir := t.TempDir()
-	r := sampleResults(ViolationSummary{Check: "mutex", Key: "k"})
+	r := sampleResults(checker.Violation{Check: "mutex", Key: "k"})
 	if err := Render(dir, r, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -194,26 +197,26 @@ func TestPlotMatrix(t *testing.T) {
 
 func TestPlotPercentilesCompare(t *testing.T) {
 	dir := renderDir(t)
-	runs := map[string]*Analysis{}
+	runs := map[string]*metrics.Analysis{}
 	for i, name := range []string{"simple", "redlock"} {
 		sub := filepath.Join(t.TempDir(), name)
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		hist, _ := synthRun(t, sub, 5000*(i+1))
-		a, err := Analyze(hist, AnalyzeOptions{})
+		a, err := metrics.Analyze(hist, metrics.AnalyzeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		runs[name] = a
 	}
-	if err := PlotPercentilesCompare(runs, OpAcquire, filepath.Join(dir, "compare-acquire")); err != nil {
+	if err := PlotPercentilesCompare(runs, metrics.OpAcquire, filepath.Join(dir, "compare-acquire")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "compare-acquire.svg")); err != nil {
 		t.Error(err)
 	}
-	if err := PlotPercentilesCompare(map[string]*Analysis{}, OpAcquire, filepath.Join(dir, "none")); err == nil {
+	if err := PlotPercentilesCompare(map[string]*metrics.Analysis{}, metrics.OpAcquire, filepath.Join(dir, "none")); err == nil {
 		t.Error("no runs: want an error")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -148,7 +149,7 @@ func itoa(i int) string {
 }
 
 // synthRun writes a synthetic history with about n events.
-func synthRun(t testing.TB, dir string, n int) (path string, v ViolationSummary) {
+func synthRun(t testing.TB, dir string, n int) (path string, v checker.Violation) {
 	t.Helper()
 	path = filepath.Join(dir, "history.jsonl")
 	f, err := os.Create(path)
@@ -171,7 +172,7 @@ func synthRun(t testing.TB, dir string, n int) (path string, v ViolationSummary)
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	v = ViolationSummary{Check: "mutex", Key: key, Clients: clients, AtMS: history.MS(win[0]), WindowNS: win,
+	v = checker.Violation{Check: "mutex", Key: key, Clients: clients, AtMS: history.MS(win[0]), Window: win,
 		Cause: "expired during pause", Detail: "two clients believed they held " + key,
 		Explanation: "client paused past its lease; the key expired and another client acquired it while the paused one still believed it held it"}
 	return path, v

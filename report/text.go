@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // maxTextViolations is how many violations WriteText and summary.md spell out.
@@ -16,67 +17,15 @@ const maxTextViolations = 5
 // WriteText writes a compact aligned summary of r for a terminal: verdict,
 // checks, the first violations with their explanation, throughput and the
 // latency table, thresholds and notes.
-func WriteText(w io.Writer, r *Results) error {
+func WriteText(w io.Writer, r *metrics.Results) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s · lock %s · backend %s · topology %s · seed %d\n",
 		orDash(r.Scenario), orDash(r.Lock), orDash(r.Backend), orDash(r.Topology), r.Seed)
 	fmt.Fprintf(&b, "verdict: %s%s · exit %d\n", strings.ToUpper(orDash(r.Verdict)), outcomeSuffix(r.Outcome), r.ExitCode)
 	writeTextIncidents(&b, r)
-
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	for _, name := range sortedChecks(r) {
-		c := r.Checks[name]
-		exp := ""
-		if e, ok := expectedFor(r, name); ok {
-			mark := "ok"
-			if !expectMatches(e, string(c.Verdict)) {
-				mark = "NOT AS EXPECTED"
-			}
-			exp = fmt.Sprintf("expected %s: %s", e, mark)
-		}
-		viol := ""
-		if c.Violations > 0 {
-			viol = fmt.Sprintf("%d violation%s", c.Violations, plural(c.Violations))
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, c.Verdict, viol, exp)
-	}
-	tw.Flush()
-
-	if n := len(r.Violations); n > 0 {
-		fmt.Fprintf(&b, "violations: %d\n", n)
-		inc := incidentOf(r)
-		for i, v := range r.Violations {
-			if i == maxTextViolations {
-				fmt.Fprintf(&b, "  ... %d more in results.json\n", n-i)
-				break
-			}
-			fmt.Fprintf(&b, "  %d. %s on %s, clients %s, at %s: %s%s\n", i+1, v.Check, orDash(v.Key), joinInts(v.Clients), formatMS(v.AtMS), orDash(v.Cause), incidentRef(inc, i))
-			if v.Explanation != "" {
-				fmt.Fprintf(&b, "     %s\n", v.Explanation)
-			} else if v.Detail != "" {
-				fmt.Fprintf(&b, "     %s\n", v.Detail)
-			}
-		}
-	}
-
-	st := r.Stats
-	fmt.Fprintf(&b, "throughput: %s cycles/s (%d cycles in %.2fs of workload; %d in all) · fairness %.3f\n",
-		formatRate(st.Throughput), st.WorkloadCycles, st.WorkloadS, st.Cycles, st.Fairness)
-	fmt.Fprintf(&b, "acquires: %d ok, %d fail, %d unknown · releases: %d ok, %d fail, %d unknown\n",
-		st.Acquires.OK, st.Acquires.Fail, st.Acquires.Unknown, st.Releases.OK, st.Releases.Fail, st.Releases.Unknown)
-	if hasLatency(st) {
-		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
-		// Right-aligned numbers; op names padded so they read left-aligned.
-		fmt.Fprintln(tw, "latency\tcount\tp50\tp90\tp99\tp99.9\tmax\t")
-		for _, row := range latencyRows(st) {
-			row[0] = fmt.Sprintf("%-7s", row[0])
-			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-		}
-		tw.Flush()
-	}
-	if line := LossDetectionLine(r.LossDetection); line != "" {
-		b.WriteString(line + "\n")
-	}
+	writeTextChecks(&b, r)
+	writeTextViolations(&b, r)
+	writeTextStats(&b, r)
 	if len(r.Faults) > 0 {
 		applied := 0
 		for _, f := range r.Faults {
@@ -103,6 +52,70 @@ func WriteText(w io.Writer, r *Results) error {
 	return err
 }
 
+// writeTextChecks is a line per check: verdict, violations, expectation.
+func writeTextChecks(b *strings.Builder, r *metrics.Results) {
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	for _, name := range sortedChecks(r) {
+		c := r.Checks[name]
+		exp := ""
+		if e, ok := expectedFor(r, name); ok {
+			mark := "ok"
+			if !expectMatches(e, string(c.Verdict)) {
+				mark = "NOT AS EXPECTED"
+			}
+			exp = fmt.Sprintf("expected %s: %s", e, mark)
+		}
+		viol := ""
+		if c.Violations > 0 {
+			viol = fmt.Sprintf("%d violation%s", c.Violations, plural(c.Violations))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, c.Verdict, viol, exp)
+	}
+	tw.Flush()
+}
+
+// writeTextViolations lists the first violations.
+func writeTextViolations(b *strings.Builder, r *metrics.Results) {
+	if n := len(r.Violations); n > 0 {
+		fmt.Fprintf(b, "violations: %d\n", n)
+		inc := incidentOf(r)
+		for i, v := range r.Violations {
+			if i == maxTextViolations {
+				fmt.Fprintf(b, "  ... %d more in results.json\n", n-i)
+				break
+			}
+			fmt.Fprintf(b, "  %d. %s on %s, clients %s, at %s: %s%s\n", i+1, v.Check, orDash(v.Key), joinInts(v.Clients), formatMS(v.AtMS), orDash(v.Cause), incidentRef(inc, i))
+			if v.Explanation != "" {
+				fmt.Fprintf(b, "     %s\n", v.Explanation)
+			} else if v.Detail != "" {
+				fmt.Fprintf(b, "     %s\n", v.Detail)
+			}
+		}
+	}
+}
+
+// writeTextStats gives throughput, counts, latencies and loss detection.
+func writeTextStats(b *strings.Builder, r *metrics.Results) {
+	st := r.Stats
+	fmt.Fprintf(b, "throughput: %s cycles/s (%d cycles in %.2fs of workload; %d in all) · fairness %.3f\n",
+		formatRate(st.Throughput), st.WorkloadCycles, st.WorkloadS, st.Cycles, st.Fairness)
+	fmt.Fprintf(b, "acquires: %d ok, %d fail, %d unknown · releases: %d ok, %d fail, %d unknown\n",
+		st.Acquires.OK, st.Acquires.Fail, st.Acquires.Unknown, st.Releases.OK, st.Releases.Fail, st.Releases.Unknown)
+	if hasLatency(st) {
+		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', tabwriter.AlignRight)
+		// Right-aligned numbers; op names padded so they read left-aligned.
+		fmt.Fprintln(tw, "latency\tcount\tp50\tp90\tp99\tp99.9\tmax\t")
+		for _, row := range latencyRows(st) {
+			row[0] = fmt.Sprintf("%-7s", row[0])
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+		tw.Flush()
+	}
+	if line := LossDetectionLine(r.LossDetection); line != "" {
+		b.WriteString(line + "\n")
+	}
+}
+
 func outcomeSuffix(o string) string {
 	if o == "" {
 		return ""
@@ -110,7 +123,7 @@ func outcomeSuffix(o string) string {
 	return " (" + o + ")"
 }
 
-func passWord(t ThresholdResult) string {
+func passWord(t metrics.ThresholdResult) string {
 	switch {
 	case t.Error != "":
 		return "ERROR"
@@ -120,7 +133,7 @@ func passWord(t ThresholdResult) string {
 	return "FAIL "
 }
 
-func thresholdDetail(t ThresholdResult) string {
+func thresholdDetail(t metrics.ThresholdResult) string {
 	switch {
 	case t.Error != "":
 		return ": " + t.Error
@@ -136,7 +149,7 @@ func trimFloat(v float64) string {
 	return s
 }
 
-func hasLatency(st Stats) bool {
+func hasLatency(st metrics.Stats) bool {
 	for _, l := range st.LatencyUS {
 		if l.Count > 0 {
 			return true
@@ -145,7 +158,7 @@ func hasLatency(st Stats) bool {
 	return false
 }
 
-func sortedChecks(r *Results) []string {
+func sortedChecks(r *metrics.Results) []string {
 	names := make([]string, 0, len(r.Checks))
 	for n := range r.Checks {
 		names = append(names, n)
@@ -174,7 +187,7 @@ func plural(n int) string {
 
 // writeTextIncidents writes "N incidents:" and each incident's sentence
 // with its facts; nothing when the run had no violation.
-func writeTextIncidents(b *strings.Builder, r *Results) {
+func writeTextIncidents(b *strings.Builder, r *metrics.Results) {
 	n := len(r.Incidents)
 	if n == 0 {
 		return

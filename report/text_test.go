@@ -5,16 +5,22 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 func TestWriteText(t *testing.T) {
-	r := thresholdResults()
+	r, err := metrics.ReadResults("metrics/testdata/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.Scenario, r.Lock, r.Backend, r.Topology, r.Seed, r.ExitCode = "gc-pause", "simple", "process", "single", 7, 1
 	r.Verdict, r.Outcome = "invalid", "unexpected"
 	r.Expected = map[string]string{"fencing": "valid"}
-	r.Violations = []ViolationSummary{{Check: "fencing", Key: "k0", Clients: []int{1, 3}, AtMS: 1234.5,
+	r.Violations = []checker.Violation{{Check: "fencing", Key: "k0", Clients: []int{1, 3}, AtMS: 1234.5,
 		Cause: "expired during pause", Explanation: "client 1 was paused past its TTL"}}
-	r.Thresholds = EvalThresholds([]string{"acquire.p99 < 5ms", "throughput > 7000", "nonsense"}, r)
+	r.Thresholds = metrics.EvalThresholds([]string{"acquire.p99 < 5ms", "throughput > 7000", "nonsense"}, r)
 	r.Notes = []string{"backend auto: process"}
 	var buf bytes.Buffer
 	if err := WriteText(&buf, r); err != nil {

@@ -3,16 +3,19 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // MaxTimelines caps the holder timelines Render draws (one per violation).
@@ -51,7 +54,7 @@ type tlMark struct {
 
 // timelineData is what one pass collects around one violation.
 type timelineData struct {
-	v            ViolationSummary
+	v            checker.Violation
 	winLo, winHi int64 // the checker's window
 	lo, hi       int64 // collection range
 	open         map[int]tlHold
@@ -64,8 +67,8 @@ type timelineData struct {
 	title, band string
 }
 
-func newTimelineData(v ViolationSummary, ttlNS int64) *timelineData {
-	lo, hi := v.WindowNS[0], v.WindowNS[1]
+func newTimelineData(v checker.Violation, ttlNS int64) *timelineData {
+	lo, hi := v.Window[0], v.Window[1]
 	if lo == 0 && hi == 0 {
 		at := int64(v.AtMS * 1e6)
 		lo, hi = at, at
@@ -150,7 +153,7 @@ func (d *timelineData) finish(endNS int64) {
 // far before every window are skipped without decoding them (the writer puts
 // "t" and "end" first), and reading stops well after the last window: on a
 // long history this pass costs a fraction of Analyze.
-func collectTimelines(historyPath string, vs []ViolationSummary, ttlNS int64) ([]*timelineData, error) {
+func collectTimelines(historyPath string, vs []checker.Violation, ttlNS int64) ([]*timelineData, error) {
 	ds := make([]*timelineData, len(vs))
 	skipBefore, stopAfter := int64(math.MaxInt64), int64(math.MinInt64)
 	for i, v := range vs {
@@ -179,7 +182,7 @@ func collectTimelines(historyPath string, vs []ViolationSummary, ttlNS int64) ([
 // MaxTimelines violations that have a window, reading the history once.
 // It returns, per violation index, the base name written ("" = none) and
 // the errors of the plots that failed.
-func PlotTimelines(dir string, a *Analysis, vs []ViolationSummary) (map[int]string, []error) {
+func PlotTimelines(dir string, a *metrics.Analysis, vs []checker.Violation) (map[int]string, []error) {
 	names, _, errs := plotAllTimelines(dir, a, vs, nil)
 	return names, errs
 }
@@ -187,7 +190,7 @@ func PlotTimelines(dir string, a *Analysis, vs []ViolationSummary) (map[int]stri
 // tlSpec is one timeline to draw: the view, its file's base name, and
 // which violation (index) or incident (id) it belongs to.
 type tlSpec struct {
-	v           ViolationSummary
+	v           checker.Violation
 	base        string
 	n           int
 	incident    bool
@@ -199,10 +202,10 @@ type tlSpec struct {
 // the first MaxIncidentTimelines incidents. It returns the base names
 // written per violation index and per incident id, and the errors of the
 // plots that failed.
-func plotAllTimelines(dir string, a *Analysis, vs []ViolationSummary, incs []IncidentSummary) (map[int]string, map[int]string, []error) {
+func plotAllTimelines(dir string, a *metrics.Analysis, vs []checker.Violation, incs []checker.Incident) (map[int]string, map[int]string, []error) {
 	names, incNames := map[int]string{}, map[int]string{}
 	var specs []tlSpec
-	drawable := func(v ViolationSummary) bool { return v.Key != "" && (v.WindowNS != [2]int64{} || v.AtMS != 0) }
+	drawable := func(v checker.Violation) bool { return v.Key != "" && (v.Window != [2]int64{} || v.AtMS != 0) }
 	for i, v := range vs {
 		if len(specs) == MaxTimelines {
 			break
@@ -232,10 +235,10 @@ func plotAllTimelines(dir string, a *Analysis, vs []ViolationSummary, incs []Inc
 		return names, incNames, nil
 	}
 	ttl := int64(0)
-	if ms, ok := metaInt(a.Meta, history.MetaTTLms); ok {
+	if ms, ok := metrics.MetaInt(a.Meta, history.MetaTTLms); ok {
 		ttl = int64(ms) * 1_000_000
 	}
-	sel := make([]ViolationSummary, len(specs))
+	sel := make([]checker.Violation, len(specs))
 	for i, s := range specs {
 		sel[i] = s.v
 	}
@@ -400,103 +403,28 @@ var serverGlyphs = map[string]struct {
 	"evicted": {draw.CrossGlyph{}, palette[6], "redis: key evicted"},
 }
 
-func plotTimeline(d *timelineData, a *Analysis, n int, base string) error {
-	v := d.v
-	// The view: the window with some margin, widened to show the whole of
-	// the involved clients' holds that overlap the window.
-	pad := max((d.winHi-d.winLo)/2, timelineMinPadNS)
-	lo, hi := d.winLo-pad, d.winHi+pad
-	involved := map[int]bool{}
-	for _, c := range v.Clients {
-		involved[c] = true
-	}
-	for _, h := range d.holds {
-		if involved[h.client] && h.to >= d.winLo && h.from <= d.winHi {
-			lo = min(lo, h.from-pad/4)
-			hi = max(hi, h.to+pad/4)
-		}
-	}
-	lo = max(lo, d.lo)
-	// Lanes: the involved clients first, then others active in the view.
-	clients := map[int]bool{}
-	for c := range involved {
-		clients[c] = true
-	}
-	others := map[int]bool{}
-	for _, h := range d.holds {
-		if h.to >= lo && h.from <= hi && !involved[h.client] {
-			others[h.client] = true
-		}
-	}
-	var ids []int
-	for c := range clients {
-		ids = append(ids, c)
-	}
-	sort.Ints(ids)
-	var rest []int
-	for c := range others {
-		rest = append(rest, c)
-	}
-	sort.Ints(rest)
-	for _, c := range rest {
-		if len(ids) >= timelineMaxLanes {
-			break
-		}
-		ids = append(ids, c)
-	}
-	nodes := map[string]bool{}
-	for _, m := range d.server {
-		if m.t >= lo && m.t <= hi {
-			nodes[m.lane] = true
-		}
-	}
-	var nodeNames []string
-	for nn := range nodes {
-		nodeNames = append(nodeNames, nn)
-	}
-	sort.Strings(nodeNames)
+// tlView is what one timeline plot shows: its time range, the violating
+// clients, and a lane (y) per client and per server node.
+type tlView struct {
+	lo, hi   int64
+	involved map[int]bool
+	lane     map[int]float64
+	nodeLane map[string]float64
+	ticks    plot.ConstantTicks
+	// bottom is the y below the last lane.
+	bottom float64
+}
 
-	lane := map[int]float64{}
-	var ticks plot.ConstantTicks
-	y := 0.0
-	for _, c := range ids {
-		lane[c] = y
-		label := fmt.Sprintf("client %d", c)
-		if involved[c] {
-			label += " *"
-		}
-		ticks = append(ticks, plot.Tick{Value: y, Label: label})
-		y--
-	}
-	nodeLane := map[string]float64{}
-	for _, nn := range nodeNames {
-		nodeLane[nn] = y
-		label := "redis"
-		if nn != "" {
-			label += " " + nn
-		}
-		ticks = append(ticks, plot.Tick{Value: y, Label: label})
-		y--
-	}
-	if len(ticks) == 0 {
+func plotTimeline(d *timelineData, a *metrics.Analysis, n int, base string) error {
+	vw := newTLView(d)
+	if len(vw.ticks) == 0 {
 		return errNoData
 	}
-
-	title := d.title
-	if title == "" {
-		title = fmt.Sprintf("violation %d: %s on %s", n, v.Check, v.Key)
-		if v.Cause != "" {
-			title += " — " + v.Cause
-		}
-	}
-	bandLabel := d.band
-	if bandLabel == "" {
-		bandLabel = "violation window"
-	}
+	title, bandLabel := timelineTitle(d, n)
 	p := newPlot(title, "time since start (ms)", "")
-	p.Y.Tick.Marker = ticks
-	p.Y.Min, p.Y.Max = y+0.4, 1.1 // headroom above the first lane for fault labels
-	p.X.Min, p.X.Max = history.MS(lo), history.MS(hi)
+	p.Y.Tick.Marker = vw.ticks
+	p.Y.Min, p.Y.Max = vw.bottom+0.4, 1.1 // headroom above the first lane for fault labels
+	p.X.Min, p.X.Max = history.MS(vw.lo), history.MS(vw.hi)
 	l := &legend{}
 
 	// The violation window, then faults, then bars and marks on top.
@@ -505,50 +433,151 @@ func plotTimeline(d *timelineData, a *Analysis, n int, base string) error {
 	fb := faultBands(a.Faults, history.MS(a.EndNS), 1)
 	fb.items = append([]band{{x0: history.MS(d.winLo), x1: history.MS(d.winHi), label: bandLabel, col: palette[3]}}, fb.items...)
 	p.Add(fb)
+	addTimelineHolds(p, l, d, vw)
+	if err := addServerMarks(p, l, d, vw); err != nil {
+		return err
+	}
+	l.add(bandLabel, bandThumb{palette[3]})
+	addFaultLegend(l, faultsInView(a, p.X.Min, p.X.Max))
+	h := vg.Length(1.6+0.42*float64(len(vw.ticks))) * vg.Inch
+	if h < 3*vg.Inch {
+		h = 3 * vg.Inch
+	}
+	return savePlot(p, l, plotWidth, h, base)
+}
+
+// newTLView chooses the view: the window with some margin, widened to show
+// the whole of the involved clients' holds that overlap the window; then a
+// lane for each involved client, the others active in the view (up to
+// timelineMaxLanes clients) and each server node with an event in view.
+func newTLView(d *timelineData) *tlView {
+	vw := &tlView{involved: map[int]bool{}, lane: map[int]float64{}, nodeLane: map[string]float64{}}
+	pad := max((d.winHi-d.winLo)/2, timelineMinPadNS)
+	lo, hi := d.winLo-pad, d.winHi+pad
+	for _, c := range d.v.Clients {
+		vw.involved[c] = true
+	}
+	for _, h := range d.holds {
+		if vw.involved[h.client] && h.to >= d.winLo && h.from <= d.winHi {
+			lo = min(lo, h.from-pad/4)
+			hi = max(hi, h.to+pad/4)
+		}
+	}
+	vw.lo, vw.hi = max(lo, d.lo), hi
+	y := 0.0
+	for _, c := range vw.laneClients(d) {
+		vw.lane[c] = y
+		label := fmt.Sprintf("client %d", c)
+		if vw.involved[c] {
+			label += " *"
+		}
+		vw.ticks = append(vw.ticks, plot.Tick{Value: y, Label: label})
+		y--
+	}
+	for _, nn := range vw.laneNodes(d) {
+		vw.nodeLane[nn] = y
+		label := "redis"
+		if nn != "" {
+			label += " " + nn
+		}
+		vw.ticks = append(vw.ticks, plot.Tick{Value: y, Label: label})
+		y--
+	}
+	vw.bottom = y
+	return vw
+}
+
+// laneClients are the clients with a lane: the involved first, then others
+// active in the view.
+func (vw *tlView) laneClients(d *timelineData) []int {
+	others := map[int]bool{}
+	for _, h := range d.holds {
+		if h.to >= vw.lo && h.from <= vw.hi && !vw.involved[h.client] {
+			others[h.client] = true
+		}
+	}
+	ids := slices.Sorted(maps.Keys(vw.involved))
+	for _, c := range slices.Sorted(maps.Keys(others)) {
+		if len(ids) >= timelineMaxLanes {
+			break
+		}
+		ids = append(ids, c)
+	}
+	return ids
+}
+
+// laneNodes are the server nodes with an event in view.
+func (vw *tlView) laneNodes(d *timelineData) []string {
+	nodes := map[string]bool{}
+	for _, m := range d.server {
+		if m.t >= vw.lo && m.t <= vw.hi {
+			nodes[m.lane] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(nodes))
+}
+
+// timelineTitle is a timeline's title and its window band's label.
+func timelineTitle(d *timelineData, n int) (title, bandLabel string) {
+	v := d.v
+	title = d.title
+	if title == "" {
+		title = fmt.Sprintf("violation %d: %s on %s", n, v.Check, v.Key)
+		if v.Cause != "" {
+			title += " — " + v.Cause
+		}
+	}
+	bandLabel = d.band
+	if bandLabel == "" {
+		bandLabel = "violation window"
+	}
+	return title, bandLabel
+}
+
+// addTimelineHolds draws the holds and pauses of the clients with a lane
+// and says in the legend what they show.
+func addTimelineHolds(p *plot.Plot, l *legend, d *timelineData, vw *tlView) {
 	var holds []tlHold
 	for _, h := range d.holds {
-		if _, ok := lane[h.client]; ok && h.to >= lo && h.from <= hi {
+		if _, ok := vw.lane[h.client]; ok && h.to >= vw.lo && h.from <= vw.hi {
 			holds = append(holds, h)
 		}
 	}
 	var pauses []tlSpan
 	for _, s := range d.pauses {
-		if _, ok := lane[s.client]; ok && s.to >= lo && s.from <= hi {
+		if _, ok := vw.lane[s.client]; ok && s.to >= vw.lo && s.from <= vw.hi {
 			pauses = append(pauses, s)
 		}
 	}
-	p.Add(&tlBars{holds: holds, pauses: pauses, lane: lane, involved: involved})
+	p.Add(&tlBars{holds: holds, pauses: pauses, lane: vw.lane, involved: vw.involved})
 	l.add("holds (ack → release)", boxThumb{col: withAlpha(palette[0], 0xc0)})
-	if len(v.Clients) > 0 {
+	if len(d.v.Clients) > 0 {
 		l.add("holds of violating clients", boxThumb{col: withAlpha(palette[3], 0xc0)})
 	}
-	for _, h := range holds {
-		if h.deadline > 0 && h.deadline < h.to {
-			l.add("lease deadline passed while held", lineThumb{col: colDeadline, vertical: true})
-			break
-		}
+	if slices.ContainsFunc(holds, func(h tlHold) bool { return h.deadline > 0 && h.deadline < h.to }) {
+		l.add("lease deadline passed while held", lineThumb{col: colDeadline, vertical: true})
 	}
 	if len(pauses) > 0 {
 		l.add("client paused", boxThumb{col: color.NRGBA{0xff, 0xff, 0xff, 0xff}, hatch: true})
 	}
-	for _, h := range holds {
-		if h.lost {
-			l.add("lease lost (client noticed)", lineThumb{col: colBlack, x: true})
-			break
-		}
+	if slices.ContainsFunc(holds, func(h tlHold) bool { return h.lost }) {
+		l.add("lease lost (client noticed)", lineThumb{col: colBlack, x: true})
 	}
+}
 
-	// Server marks grouped by event kind.
+// addServerMarks draws the server's events in view on their nodes' lanes,
+// a glyph per kind of event.
+func addServerMarks(p *plot.Plot, l *legend, d *timelineData, vw *tlView) error {
 	byKind := map[string]plotter.XYs{}
 	for _, m := range d.server {
-		if m.t < lo || m.t > hi {
+		if m.t < vw.lo || m.t > vw.hi {
 			continue
 		}
 		k := m.detail
 		if _, ok := serverGlyphs[k]; !ok {
 			k = "other"
 		}
-		byKind[k] = append(byKind[k], plotter.XY{X: history.MS(m.t), Y: nodeLane[m.lane]})
+		byKind[k] = append(byKind[k], plotter.XY{X: history.MS(m.t), Y: vw.nodeLane[m.lane]})
 	}
 	for _, k := range []string{"set", "del", "expired", "evicted", "other"} {
 		xys := byKind[k]
@@ -567,21 +596,20 @@ func plotTimeline(d *timelineData, a *Analysis, n int, base string) error {
 		p.Add(sc)
 		l.add(g.label, sc)
 	}
-	l.add(bandLabel, bandThumb{palette[3]})
-	var inView []FaultSummary
+	return nil
+}
+
+// faultsInView are a's faults active between fromMS and toMS.
+func faultsInView(a *metrics.Analysis, fromMS, toMS float64) []metrics.FaultSummary {
+	var inView []metrics.FaultSummary
 	for _, f := range a.Faults {
 		to := f.HealedMS
 		if to == 0 {
 			to = history.MS(a.EndNS)
 		}
-		if to >= p.X.Min && f.AtMS <= p.X.Max {
+		if to >= fromMS && f.AtMS <= toMS {
 			inView = append(inView, f)
 		}
 	}
-	addFaultLegend(l, inView)
-	h := vg.Length(1.6+0.42*float64(len(ticks))) * vg.Inch
-	if h < 3*vg.Inch {
-		h = 3 * vg.Inch
-	}
-	return savePlot(p, l, plotWidth, h, base)
+	return inView
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -35,18 +36,18 @@ type EvalOptions struct {
 	Checked *checker.Result
 	// Phases times the run's phases up to the check (nil: a saved run's
 	// check, timed from now); Evaluate marks check and report.
-	Phases *report.PhaseTimer
+	Phases *metrics.PhaseTimer
 }
 
 // Evaluate checks a run directory's history, compares the verdicts with the
 // scenario's expectation for lock, evaluates thresholds, renders the report
 // into dir and returns the results with the exit code. It is what `run` does
 // after the workload and what `check DIR` does on a saved run.
-func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*report.Results, Class, error) {
+func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*metrics.Results, Class, error) {
 	hist := history.FileIn(dir)
 	pt := eo.Phases
 	if pt == nil {
-		pt = report.NewPhaseTimer()
+		pt = metrics.NewPhaseTimer()
 	}
 	cres := eo.Checked
 	if cres == nil {
@@ -56,13 +57,30 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 		}
 	}
 	pt.Mark("check")
-	an, err := report.Analyze(hist, report.AnalyzeOptions{})
+	an, err := metrics.Analyze(hist, metrics.AnalyzeOptions{})
 	if err != nil {
 		return nil, BadInput, fail(BadInput, "analyze %s: %w", hist, err)
 	}
 	meta, _ := history.RunMeta(hist)
-	r := &report.Results{Scenario: s.Name, Lock: lock, Topology: s.Topology, Seed: s.Seed,
-		Verdict: string(cres.Verdict), Checks: map[string]report.CheckSummary{}, LockConfig: eo.LockConfig,
+	r := newResults(s, lock, eo, cres, meta, an)
+	code := judge(r, s, lock, eo, cres.Verdict)
+	r.Phases = &pt.P
+	if err := report.RenderWith(dir, r, an, report.RenderOptions{NoPlots: eo.NoPlots}); err != nil {
+		return r, Infra, fail(Infra, "render report into %s: %w", dir, err)
+	}
+	// The report's own time is known only now: results.json again with it.
+	pt.Mark("report")
+	if err := metrics.WriteJSON(filepath.Join(dir, metrics.ResultsFile), r); err != nil {
+		return r, Infra, fail(Infra, "render report into %s: %w", dir, err)
+	}
+	return r, code, nil
+}
+
+// newResults is the run's results before judging: what the run's meta
+// says about it, the checker's result and the analysis's numbers.
+func newResults(s *scenarios.Scenario, lock string, eo EvalOptions, cres *checker.Result, meta map[string]any, an *metrics.Analysis) *metrics.Results {
+	r := &metrics.Results{Scenario: s.Name, Lock: lock, Topology: s.Topology, Seed: s.Seed,
+		Verdict: string(cres.Verdict), Checks: map[string]checker.CheckResult{}, LockConfig: eo.LockConfig,
 		Events: cres.Events, Notes: append(append([]string{}, eo.Notes...), cres.Notes...), Backend: eo.Backend}
 	if r.Backend == "" {
 		r.Backend, _ = meta[history.MetaBackend].(string)
@@ -84,33 +102,30 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	if cres.Torn {
 		r.Notes = append(r.Notes, "the history's last line was torn (the run was killed while writing); it was skipped")
 	}
-	verdicts := map[string]string{}
 	for name, c := range cres.Checks {
 		r.Checks[name] = c
+	}
+	r.Violations = orEmpty(cres.Violations)
+	r.Incidents = orEmpty(cres.Incidents)
+	r.LossDetection = cres.LossDetection
+	metrics.FillStats(r, an)
+	return r
+}
+
+// judge compares r's verdicts with the scenario's expectation for lock
+// (Expected, Outcome), evaluates the thresholds and sets the exit code,
+// which it returns. verdict is the checker's overall verdict.
+func judge(r *metrics.Results, s *scenarios.Scenario, lock string, eo EvalOptions, verdict checker.Verdict) Class {
+	verdicts := map[string]string{}
+	for name, c := range r.Checks {
 		verdicts[name] = string(c.Verdict)
 	}
-	r.Violations = []report.ViolationSummary{}
-	for _, v := range cres.Violations {
-		r.Violations = append(r.Violations, report.ViolationSummary{Check: v.Check, Key: v.Key, Clients: v.Clients,
-			AtMS: v.AtMS, Detail: v.Detail, Cause: v.Cause, Explanation: v.Explanation, WindowNS: v.Window,
-			Lease: leaseSummary(v.Lease), FaultID: v.FaultID})
-	}
-	r.Incidents = []report.IncidentSummary{}
-	for _, in := range cres.Incidents {
-		r.Incidents = append(r.Incidents, report.IncidentSummary{ID: in.ID, Sentence: in.Sentence, Cause: in.Cause,
-			FaultID: in.FaultID, Lease: leaseSummary(in.Lease), SpanNS: in.Span, Clients: in.Clients, Keys: in.Keys,
-			Counts: in.Counts, Violations: in.Violations})
-	}
-	r.LossDetection = cres.LossDetection
-	report.FillStats(r, an)
-
-	exp := ExpectationFor(s, lock)
-	r.Expected = exp
-	matched, mismatches := scenarios.Matches(exp, verdicts)
+	r.Expected = ExpectationFor(s, lock)
+	matched, mismatches := scenarios.Matches(r.Expected, verdicts)
 	switch {
 	case matched:
 		r.Outcome = "as-expected"
-	case cres.Verdict == checker.Unknown:
+	case verdict == checker.Unknown:
 		r.Outcome = "unknown"
 	default:
 		r.Outcome = "unexpected"
@@ -118,25 +133,9 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	for _, m := range mismatches {
 		r.Notes = append(r.Notes, "not as expected: "+m)
 	}
-
-	code := Passed
-	if eo.Expect {
-		switch r.Outcome {
-		case "unknown":
-			code = Unknown
-		case "unexpected":
-			code = Violated
-		}
-	} else {
-		switch cres.Verdict {
-		case checker.Invalid:
-			code = Violated
-		case checker.Unknown:
-			code = Unknown
-		}
-	}
+	code := verdictCode(r.Outcome, verdict, eo.Expect)
 	exprs := append(append([]string{}, s.Thresholds...), eo.Thresholds...)
-	r.Thresholds = report.EvalThresholds(exprs, r)
+	r.Thresholds = metrics.EvalThresholds(exprs, r)
 	for _, t := range r.Thresholds {
 		if !t.Passed && code == Passed {
 			code = Violated
@@ -149,28 +148,42 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 		r.Verdict = string(checker.Unknown)
 	}
 	r.ExitCode = int(code)
-	r.Phases = &pt.P
-	if err := report.RenderWith(dir, r, an, report.RenderOptions{NoPlots: eo.NoPlots}); err != nil {
-		return r, Infra, fail(Infra, "render report into %s: %w", dir, err)
-	}
-	// The report's own time is known only now: results.json again with it.
-	pt.Mark("report")
-	if err := report.WriteJSON(filepath.Join(dir, report.ResultsFile), r); err != nil {
-		return r, Infra, fail(Infra, "render report into %s: %w", dir, err)
-	}
-	return r, code, nil
+	return code
 }
 
-func leaseSummary(l *checker.Lease) *report.LeaseSummary {
-	if l == nil {
-		return nil
+// verdictCode is the class of an outcome (with --expect) or of the
+// checker's verdict (without).
+func verdictCode(outcome string, verdict checker.Verdict, expect bool) Class {
+	if expect {
+		switch outcome {
+		case "unknown":
+			return Unknown
+		case "unexpected":
+			return Violated
+		}
+		return Passed
 	}
-	return &report.LeaseSummary{Client: l.Client, Key: l.Key, AcquiredNS: l.AcquiredNS, DeadlineNS: l.DeadlineNS, BelievedToNS: l.BelievedToNS}
+	switch verdict {
+	case checker.Invalid:
+		return Violated
+	case checker.Unknown:
+		return Unknown
+	}
+	return Passed
+}
+
+// orEmpty is xs, or an empty slice for nil (results.json lists "[]", not
+// null).
+func orEmpty[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
 }
 
 // CheckDir re-runs the checker on a saved run directory, with the scenario
 // saved in it, and re-renders its report.
-func CheckDir(dir string, eo EvalOptions) (*report.Results, Class, error) {
+func CheckDir(dir string, eo EvalOptions) (*metrics.Results, Class, error) {
 	hist := history.FileIn(dir)
 	if _, err := os.Stat(hist); err != nil {
 		return nil, BadInput, fail(BadInput, "%s is not a run directory: %w", dir, err)
@@ -192,11 +205,11 @@ func CheckDir(dir string, eo EvalOptions) (*report.Results, Class, error) {
 	if lock == "" {
 		return nil, BadInput, fail(BadInput, "%s: run event has no %q", hist, history.MetaLock)
 	}
-	if old, err := report.ReadResults(filepath.Join(dir, "results.json")); err == nil {
+	if old, err := metrics.ReadResults(filepath.Join(dir, "results.json")); err == nil {
 		eo.LockConfig = old.LockConfig
 		if old.Phases != nil && eo.Phases == nil {
 			// The run's phases stand; check and report are this check's.
-			eo.Phases = report.NewPhaseTimer()
+			eo.Phases = metrics.NewPhaseTimer()
 			eo.Phases.P = *old.Phases
 		}
 		if eo.Backend == "" {
@@ -210,16 +223,16 @@ func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xfa017
 
 // RenderDir re-renders a saved run's report from its history and results.json
 // without re-checking.
-func RenderDir(dir string) (*report.Results, error) {
-	r, err := report.ReadResults(filepath.Join(dir, "results.json"))
+func RenderDir(dir string) (*metrics.Results, error) {
+	r, err := metrics.ReadResults(filepath.Join(dir, "results.json"))
 	if err != nil {
 		return nil, fail(BadInput, "%w", err)
 	}
-	an, err := report.Analyze(history.FileIn(dir), report.AnalyzeOptions{})
+	an, err := metrics.Analyze(history.FileIn(dir), metrics.AnalyzeOptions{})
 	if err != nil {
 		return nil, fail(BadInput, "%w", err)
 	}
-	report.FillStats(r, an)
+	metrics.FillStats(r, an)
 	if err := report.Render(dir, r, an); err != nil {
 		return r, fail(Infra, "%w", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/cluster"
-	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -97,7 +97,7 @@ func TestExternalConfigRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Duration = time.Second
-	run := func() *report.Results {
+	run := func() *metrics.Results {
 		t.Helper()
 		out, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: cluster.External,
 			Addrs: []string{addr}}, Out: filepath.Join(t.TempDir(), "run")})

@@ -35,17 +35,30 @@ func sameCapabilities(a, b lockimpl.Info) bool {
 		a.NeedsReplicas == b.NeedsReplicas && (a.MinNodes > 0) == (b.MinNodes > 0)
 }
 
-// StandIn is, for a user's lock in a scenario whose locks: list does not
-// name it, the listed built-in it stands with: the built-in of its kind
-// (KindReference) when listed, else a listed lock with the same
-// capabilities (a correct one first). A scenario's list names built-ins
-// for the capabilities they stand for, so a user's lock runs wherever the
-// built-in of its kind runs. judge says whether that lock's expectation
-// judges the user's lock (a correct lock or a correct control's); when
-// false, the scenario's default does. ok is false when no listed lock
-// stands for it.
+// StandsByKind says whether a lock's applicability and expectations come
+// from its capabilities rather than from its own name in the catalog: a
+// user's lock, or a correct built-in that is not itself the reference of
+// its kind (KindReference). Every correct built-in today is the reference
+// of its kind, so it runs only where it is named (or in a scenario with no
+// locks: list); a new correct built-in with, say, simple's capabilities
+// runs wherever simple runs, without a catalog edit. Broken locks,
+// controls and adapters stay where they are named: a control is placed on
+// the scenarios that catch it, an adapter where its faults reach it.
+func StandsByKind(info lockimpl.Info) bool {
+	return info.Kind == lockimpl.User || info.Kind == lockimpl.Correct && KindReference(info) != info.Name
+}
+
+// StandIn is, for a lock that stands by its kind (StandsByKind) in a
+// scenario whose locks: list does not name it, the listed built-in it
+// stands with: the built-in of its kind (KindReference) when listed, else
+// a listed lock with the same capabilities (a correct one first). A
+// scenario's list names built-ins for the capabilities they stand for, so
+// such a lock runs wherever the built-in of its kind runs. judge says
+// whether that lock's expectation judges it (a correct lock or a correct
+// control's); when false, the scenario's default does. ok is false when no
+// listed lock stands for it.
 func StandIn(info lockimpl.Info, s *scenarios.Scenario) (name string, judge, ok bool) {
-	if info.Kind != lockimpl.User || len(s.Locks) == 0 || slices.Contains(s.Locks, info.Name) {
+	if !StandsByKind(info) || len(s.Locks) == 0 || slices.Contains(s.Locks, info.Name) {
 		return "", false, false
 	}
 	correct := func(i lockimpl.Info) bool { return i.Kind == lockimpl.Correct || i.Kind == lockimpl.Control }
@@ -71,7 +84,7 @@ func StandIn(info lockimpl.Info, s *scenarios.Scenario) (name string, judge, ok 
 }
 
 // ExpectationFor is the expectation lock is judged by in s: its own entry;
-// else, for a user's lock, the expectation of the correct built-in it
+// else, for a lock that stands by its kind (StandsByKind), the expectation of the correct built-in it
 // stands with (StandIn in a scenario with a locks: list, the built-in of
 // its kind, KindReference, in one without) with every "invalid" relaxed to
 // "any": the built-in's expected failures show a limit of the design, and
@@ -82,7 +95,16 @@ func ExpectationFor(s *scenarios.Scenario, lock string) map[string]string {
 		return s.Expectation(lock)
 	}
 	info, _, err := lockimpl.Lookup(lock)
-	if err != nil || info.Kind != lockimpl.User {
+	if err != nil {
+		return s.Expectation(lock)
+	}
+	return expectationFor(s, info)
+}
+
+// expectationFor is ExpectationFor for a lock without an entry of its own.
+func expectationFor(s *scenarios.Scenario, info lockimpl.Info) map[string]string {
+	lock := info.Name
+	if !StandsByKind(info) {
 		return s.Expectation(lock)
 	}
 	name, judge := KindReference(info), true
@@ -115,17 +137,18 @@ func RelaxInvalid(exp map[string]string) map[string]string {
 }
 
 // listed says why a lock not named by a scenario's locks: list may still run
-// in it (a user's lock standing with a listed built-in), or why not.
+// in it (a lock that stands by its kind, standing with a listed built-in),
+// or why not.
 func listed(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
 	if len(s.Locks) == 0 || slices.Contains(s.Locks, info.Name) {
 		return true, ""
 	}
 	meant := "scenario is meant for " + strings.Join(s.Locks, ", ")
-	if info.Kind != lockimpl.User {
+	if !StandsByKind(info) {
 		return false, meant
 	}
 	if _, _, ok := StandIn(info, s); !ok {
-		return false, meant + " (none of them has the capabilities of this user lock: " + info.Capabilities() + ")"
+		return false, meant + " (none of them has the capabilities of this lock: " + info.Capabilities() + ")"
 	}
 	if s.Workload.Reentry > 0 && !info.Reentrant {
 		return false, "re-enters the lock, which does not declare Reentrant"

@@ -10,6 +10,71 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
+// A new correct built-in with the capabilities of each correct built-in
+// is placed as a user's lock of its kind is (campaign's
+// TestUserLockRunsWhereItsKindRuns), without a catalog edit; a broken lock
+// stays where it is named.
+func TestNewCorrectLockRunsWhereItsKindRuns(t *testing.T) {
+	all, err := scenarios.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep, err := scenarios.Sweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, sweep...)
+	for _, builtin := range []string{"simple", "fenced", "reentrant", "watchdog", "redlock", "simple-wait"} {
+		bi, _, err := lockimpl.Lookup(builtin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newCorrectLockRunsWhereItsKindRuns(t, all, bi)
+	}
+	// A broken lock stays where it is named.
+	if br, _, _ := lockimpl.Lookup("get-del"); runner.StandsByKind(br) {
+		t.Errorf("a broken lock stands by its kind")
+	}
+}
+
+// newCorrectLockRunsWhereItsKindRuns: a new correct built-in with the
+// capabilities of the correct built-in bi runs wherever bi runs and is
+// judged by bi's expectation (invalid relaxed to any) where the scenario
+// names none of its own, without a catalog edit (runner.StandsByKind); bi,
+// the reference of its kind, runs only where it is named. The new lock is
+// not registered: Applicable and the expectation take its Info.
+func newCorrectLockRunsWhereItsKindRuns(t *testing.T, all []*scenarios.Scenario, bi lockimpl.Info) {
+	t.Helper()
+	if runner.StandsByKind(bi) {
+		t.Errorf("%s stands by its kind: it is the reference of its kind", bi.Name)
+	}
+	nl := bi
+	nl.Name = "test-correct-like-" + bi.Name
+	if !runner.StandsByKind(nl) {
+		t.Fatalf("%s does not stand by its kind", nl.Name)
+	}
+	for _, s := range all {
+		b, _ := runner.Applicable(bi, s)
+		n, why := runner.Applicable(nl, s)
+		if b && !n {
+			t.Errorf("%s: %s runs, %s does not (%s)", s.Name, bi.Name, nl.Name, why)
+		}
+		if n && !b {
+			// Where bi cannot run, a listed lock with the same
+			// capabilities stands for it (redsync on a cluster).
+			if name, _, ok := runner.StandIn(nl, s); !ok || name == bi.Name {
+				t.Errorf("%s: %s runs, %s does not, and no other listed lock stands for it (%q)", s.Name, nl.Name, bi.Name, name)
+			}
+			continue
+		}
+		if b {
+			if got, want := runner.ExpectationForInfo(s, nl), runner.RelaxInvalid(s.Expectation(bi.Name)); !equalExp(got, want) {
+				t.Errorf("%s: %s judged by %v, want %s's %v", s.Name, nl.Name, got, bi.Name, want)
+			}
+		}
+	}
+}
+
 // A user's lock with capabilities no listed lock has does not run in a
 // scenario with a locks: list, and says why; one that renews but is not
 // reentrant stands with the watchdog but not where the workload re-enters.
@@ -39,4 +104,16 @@ func TestUserLockStandIn(t *testing.T) {
 	if ok, _ := runner.Applicable(bi, s); ok || slices.Contains(s.Locks, bi.Name) {
 		t.Errorf("renew-false-success applicable in renewal-starved, which does not list it")
 	}
+}
+
+func equalExp(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // MergeOptions name the workers' run directories and where the merged run
@@ -37,7 +37,7 @@ type MergeOptions struct {
 // stay in program order. Server events and phases are the coordinator's
 // (worker 0, the only one that observes). Histograms and throughput come
 // from the merged events, so they cover every client exactly.
-func Merge(o MergeOptions) (*report.Results, Class, error) {
+func Merge(o MergeOptions) (*metrics.Results, Class, error) {
 	infos, byIndex, err := readWorkers(o)
 	if err != nil {
 		return nil, ClassOf(err), err

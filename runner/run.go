@@ -14,7 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
-	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/workloads"
 )
@@ -30,7 +30,7 @@ type run struct {
 	wk       *Worker
 	runID    string
 	prefix   keyspace.Prefix
-	pt       *report.PhaseTimer
+	pt       *metrics.PhaseTimer
 	guard    *limitGuard
 	notes    []string
 	undo     []func() // run in reverse when Run returns
@@ -83,7 +83,7 @@ func resolve(o Options) (*run, error) {
 		return nil, badField("backend", "%w", err)
 	}
 	r := &run{o: o, s: s, info: info, lockOpts: s.Lock.WithDefaults(), wk: o.Worker, runID: keyspace.NewRunID(),
-		pt: report.NewPhaseTimer(), stopCluster: func() {}, stopObs: func() error { return nil }, stopRecord: func() {}}
+		pt: metrics.NewPhaseTimer(), stopCluster: func() {}, stopObs: func() error { return nil }, stopRecord: func() {}}
 	if r.wk != nil {
 		if err := r.wk.Check(s.Workload.Clients, o); err != nil {
 			return nil, err
@@ -299,7 +299,7 @@ func (r *run) startWorkload(ctx context.Context) error {
 	}
 	r.w = w
 	r.atExit(func() { w.Close() })
-	_ = report.WriteJSON(filepath.Join(r.o.Out, "schedule.json"), map[string]any{"seed": s.Seed, "faults": r.sched})
+	_ = metrics.WriteJSON(filepath.Join(r.o.Out, "schedule.json"), map[string]any{"seed": s.Seed, "faults": r.sched})
 	r.fr = faults.NewRunner(&faults.Env{Cluster: r.cl, Clients: w, Rand: newRand(s.Seed), TTL: r.lockOpts.TTL, Now: r.rec.Now,
 		Record: r.rec.Record, KeyPattern: r.prefix.Pattern()})
 	wk := r.wk

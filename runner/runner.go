@@ -18,7 +18,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/workloads"
 )
@@ -127,7 +127,7 @@ type Progress struct {
 // Outcome of a run.
 type Outcome struct {
 	Dir     string
-	Results *report.Results
+	Results *metrics.Results
 	// Class is how the run came out (the exit code's class).
 	Class Class
 	// Workload is the finished workload (its counters and histograms).

@@ -15,6 +15,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -345,7 +346,7 @@ func TestLiveCheckIsTheFileCheck(t *testing.T) {
 // are the run's wall time less the test's own bookkeeping.
 func checkPhases(t *testing.T, dir string, s *scenarios.Scenario, wall time.Duration) {
 	t.Helper()
-	r, err := report.ReadResults(filepath.Join(dir, report.ResultsFile))
+	r, err := metrics.ReadResults(filepath.Join(dir, metrics.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,18 +355,18 @@ func checkPhases(t *testing.T, dir string, s *scenarios.Scenario, wall time.Dura
 		t.Fatal("results.json has no phases_ms")
 	}
 	near := func(name string, got float64, want time.Duration) {
-		if d := got - report.MSOf(want); d < -1 || d > 300 {
+		if d := got - metrics.MSOf(want); d < -1 || d > 300 {
 			t.Errorf("phase %s took %.1f ms, want %v", name, got, want)
 		}
 	}
 	near("workload", p.Workload, s.Duration)
 	near("recovery", p.Recovery, s.Recovery)
 	for i, v := range p.Values() {
-		if name := report.PhaseNames[i]; v <= 0 && name != "heal" {
+		if name := metrics.PhaseNames[i]; v <= 0 && name != "heal" {
 			t.Errorf("phase %s took %.3f ms, want > 0", name, v)
 		}
 	}
-	if tot, w := p.Total(), report.MSOf(wall); tot > w || tot < w-200 {
+	if tot, w := p.Total(), metrics.MSOf(wall); tot > w || tot < w-200 {
 		t.Errorf("phases add up to %.1f ms, the run took %.1f ms", tot, w)
 	}
 }

@@ -57,7 +57,11 @@ type Scenario struct {
 	Seed uint64 `yaml:"seed"`
 	// Lock options (ttl, acquire_timeout, ...), see lockimpl.Options.
 	Lock lockimpl.Options `yaml:"lock"`
-	// Locks the scenario is meant for (matrix default); empty = all.
+	// Locks the scenario is meant for (matrix default); empty = all. The
+	// list names built-ins, each standing for its capabilities too: a
+	// user's lock, or a new correct built-in, runs wherever the built-in
+	// of its kind is listed (runner.StandsByKind, runner.StandIn). Broken
+	// locks, controls and adapters run only where they are named.
 	Locks []string `yaml:"locks"`
 	// Workload drives the clients.
 	Workload workloads.Config `yaml:"workload"`

@@ -99,65 +99,19 @@ func New(o Options) (*Workload, error) {
 		w.keyNames = append(w.keyNames, KeyName(i))
 		w.srvKeys = append(w.srvKeys, o.KeyPrefix.Key(KeyName(i)))
 	}
-	ids := o.ClientIDs
-	if ids == nil {
-		for id := 0; id < o.Config.Clients; id++ {
-			ids = append(ids, id)
-		}
-	} else {
-		for i, id := range ids {
-			if id < 0 || id >= o.Config.Clients || (i > 0 && id <= ids[i-1]) {
-				return nil, fmt.Errorf("client ids %v: not increasing ids in 0..%d", ids, o.Config.Clients-1)
-			}
-		}
-		if w.cfg.Mode == "open" {
-			w.cfg.Rate *= float64(len(ids)) / float64(o.Config.Clients)
-		}
+	ids, err := clientIDs(o)
+	if err != nil {
+		return nil, err
+	}
+	if o.ClientIDs != nil && w.cfg.Mode == "open" {
+		w.cfg.Rate *= float64(len(ids)) / float64(o.Config.Clients)
 	}
 	w.byID = map[int]*Client{}
 	for _, id := range ids {
-		// Each client's own endpoints: through its link proxies when the
-		// cluster has them (link faults), else the shared ones.
-		eps := o.Cluster.ClientEndpoints(id)
-		leps := make([]lockimpl.Endpoint, len(eps))
-		for i, ep := range eps {
-			leps[i] = lockimpl.Endpoint{Addr: ep.Addr, ClusterAddrs: ep.ClusterAddrs, MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password}
-		}
-		c := &Client{ID: id, clock: lockimpl.NewSkewClock(), rec: o.Rec, w: w,
-			rng: rand.New(rand.NewPCG(o.Seed, uint64(id)+1))}
-		c.gate.c = c
-		c.key.Store(-1)
-		if o.Histograms {
-			c.hAcquire, c.hRelease, c.hCycle = newHist(), newHist(), newHist()
-		}
-		conns := make([]redis.UniversalClient, len(eps))
-		for i, ep := range eps {
-			co := o.Conn
-			co.Hooks = []redis.Hook{c.gate.hook(i)}
-			if o.RunID != "" {
-				co.Name = cluster.ConnName(o.RunID, id)
-			}
-			conns[i] = o.Cluster.NewClient(ep, co)
-		}
-		w.conns = append(w.conns, conns...)
-		env := lockimpl.Env{ClientID: id, Conns: conns, Endpoints: leps, Clock: c.clock, Options: o.LockOptions, Note: c.note, Gate: &c.gate,
-			KeyPrefix: string(o.KeyPrefix)}
-		if o.RunID != "" {
-			env.ConnName = cluster.ConnName(o.RunID, id)
-		}
-		lk, err := lockimpl.New(o.Lock, env)
-		if err != nil {
+		if err := w.addClient(o, id); err != nil {
 			w.Close()
-			return nil, fmt.Errorf("lock %s for client %d: %w", o.Lock, id, err)
+			return nil, err
 		}
-		if len(w.clients) == 0 {
-			if cf, ok := lk.(interface{ Config() map[string]any }); ok {
-				w.config = cf.Config()
-			}
-		}
-		c.lk = lk
-		w.clients = append(w.clients, c)
-		w.byID[id] = c
 	}
 	if o.Config.KeyDist == "zipf" {
 		for _, c := range w.clients {
@@ -165,6 +119,75 @@ func New(o Options) (*Workload, error) {
 		}
 	}
 	return w, nil
+}
+
+// clientIDs are the clients this process runs: o.ClientIDs (a worker's
+// share, increasing ids in range) or all of them.
+func clientIDs(o Options) ([]int, error) {
+	if o.ClientIDs == nil {
+		ids := make([]int, o.Config.Clients)
+		for id := range ids {
+			ids[id] = id
+		}
+		return ids, nil
+	}
+	for i, id := range o.ClientIDs {
+		if id < 0 || id >= o.Config.Clients || (i > 0 && id <= o.ClientIDs[i-1]) {
+			return nil, fmt.Errorf("client ids %v: not increasing ids in 0..%d", o.ClientIDs, o.Config.Clients-1)
+		}
+	}
+	return o.ClientIDs, nil
+}
+
+// addClient builds client id: its connections (through its link proxies
+// when the cluster has them, with its fault hooks) and its Locker.
+func (w *Workload) addClient(o Options, id int) error {
+	eps := o.Cluster.ClientEndpoints(id)
+	c := &Client{ID: id, clock: lockimpl.NewSkewClock(), rec: o.Rec, w: w,
+		rng: rand.New(rand.NewPCG(o.Seed, uint64(id)+1))}
+	c.gate.c = c
+	c.key.Store(-1)
+	if o.Histograms {
+		c.hAcquire, c.hRelease, c.hCycle = newHist(), newHist(), newHist()
+	}
+	conns := make([]redis.UniversalClient, len(eps))
+	for i, ep := range eps {
+		co := o.Conn
+		co.Hooks = []redis.Hook{c.gate.hook(i)}
+		if o.RunID != "" {
+			co.Name = cluster.ConnName(o.RunID, id)
+		}
+		conns[i] = o.Cluster.NewClient(ep, co)
+	}
+	w.conns = append(w.conns, conns...)
+	env := lockimpl.Env{ClientID: id, Conns: conns, Endpoints: LockEndpoints(eps), Clock: c.clock, Options: o.LockOptions, Note: c.note, Gate: &c.gate,
+		KeyPrefix: string(o.KeyPrefix)}
+	if o.RunID != "" {
+		env.ConnName = cluster.ConnName(o.RunID, id)
+	}
+	lk, err := lockimpl.New(o.Lock, env)
+	if err != nil {
+		return fmt.Errorf("lock %s for client %d: %w", o.Lock, id, err)
+	}
+	if len(w.clients) == 0 {
+		if cf, ok := lk.(interface{ Config() map[string]any }); ok {
+			w.config = cf.Config()
+		}
+	}
+	c.lk = lk
+	w.clients = append(w.clients, c)
+	w.byID[id] = c
+	return nil
+}
+
+// LockEndpoints are the cluster's endpoints as a Locker sees them
+// (lockimpl.Env.Endpoints).
+func LockEndpoints(eps []cluster.Endpoint) []lockimpl.Endpoint {
+	leps := make([]lockimpl.Endpoint, len(eps))
+	for i, ep := range eps {
+		leps[i] = lockimpl.Endpoint{Addr: ep.Addr, ClusterAddrs: ep.ClusterAddrs, MasterName: ep.MasterName, SentinelAddrs: ep.SentinelAddrs, Password: ep.Password}
+	}
+	return leps
 }
 
 // sawHold records a hold of d ns.

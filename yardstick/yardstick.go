@@ -26,7 +26,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
-	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // CmdStat is one command's INFO commandstats counters.
@@ -81,8 +81,8 @@ func (after Cost) Since(before Cost) Cost {
 }
 
 // PerCycle is the cost divided over cycles lock cycles.
-func (cost Cost) PerCycle(cycles int64) *report.ServerCost {
-	sc := &report.ServerCost{ByCommand: map[string]float64{}}
+func (cost Cost) PerCycle(cycles int64) *metrics.ServerCost {
+	sc := &metrics.ServerCost{ByCommand: map[string]float64{}}
 	n := float64(cycles)
 	for name, s := range cost {
 		sc.CommandsPerCycle += s.Calls / n

@@ -1,4 +1,4 @@
-package report
+package metrics
 
 import (
 	"fmt"
@@ -510,7 +510,7 @@ func (z *analyzer) finish() {
 	a.WorkloadNS = [2]int64{start, end}
 
 	n := z.maxClient + 1
-	if m, ok := metaInt(a.Meta, history.MetaClients); ok && m > n {
+	if m, ok := MetaInt(a.Meta, history.MetaClients); ok && m > n {
 		n = m
 	}
 	a.Clients = make([]ClientStats, n)
@@ -582,9 +582,9 @@ func Jain(xs []int64) float64 {
 	return sum * sum / (float64(len(xs)) * sq)
 }
 
-// metaInt reads an integer from a run event's meta (JSON numbers decode as
+// MetaInt reads an integer from a run event's meta (JSON numbers decode as
 // float64).
-func metaInt(m map[string]any, k string) (int, bool) {
+func MetaInt(m map[string]any, k string) (int, bool) {
 	switch v := m[k].(type) {
 	case float64:
 		return int(v), true
@@ -598,8 +598,8 @@ func metaInt(m map[string]any, k string) (int, bool) {
 	return 0, false
 }
 
-// metaString reads a meta value as text.
-func metaString(m map[string]any, k string) string {
+// MetaString reads a meta value as text.
+func MetaString(m map[string]any, k string) string {
 	v, ok := m[k]
 	if !ok || v == nil {
 		return ""

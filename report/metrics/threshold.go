@@ -1,4 +1,4 @@
-package report
+package metrics
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/checker"
 )
 
 // Threshold is one parsed k6-style threshold: `<metric> <op> <value>`.
@@ -279,66 +281,41 @@ func verdictMetric(m string, r *Results) (string, error) {
 	return string(c.Verdict), nil
 }
 
+// plainMetrics are the numeric metrics named in full.
+var plainMetrics = map[string]func(r *Results) (float64, error){
+	"throughput":      func(r *Results) (float64, error) { return r.Stats.Throughput, nil },
+	"cycles":          func(r *Results) (float64, error) { return float64(r.Stats.Cycles), nil },
+	"workload_cycles": func(r *Results) (float64, error) { return float64(r.Stats.WorkloadCycles), nil },
+	"fairness":        func(r *Results) (float64, error) { return r.Stats.Fairness, nil },
+	"violations":      func(r *Results) (float64, error) { return float64(len(r.Violations)), nil },
+	"events":          func(r *Results) (float64, error) { return float64(r.Events), nil },
+	"server.commands_per_cycle": func(r *Results) (float64, error) {
+		return serverCost(r, func(s *ServerCost) float64 { return s.CommandsPerCycle })
+	},
+	"server.usec_per_cycle": func(r *Results) (float64, error) {
+		return serverCost(r, func(s *ServerCost) float64 { return s.UsecPerCycle })
+	},
+}
+
+func serverCost(r *Results, f func(*ServerCost) float64) (float64, error) {
+	if r.Stats.Server == nil {
+		return 0, errors.New("the run did not measure the server's cost")
+	}
+	return f(r.Stats.Server), nil
+}
+
 func numberMetric(m string, r *Results) (float64, error) {
-	st := r.Stats
-	switch m {
-	case "throughput":
-		return st.Throughput, nil
-	case "cycles":
-		return float64(st.Cycles), nil
-	case "workload_cycles":
-		return float64(st.WorkloadCycles), nil
-	case "fairness":
-		return st.Fairness, nil
-	case "violations":
-		return float64(len(r.Violations)), nil
-	case "events":
-		return float64(r.Events), nil
-	case "server.commands_per_cycle", "server.usec_per_cycle":
-		if st.Server == nil {
-			return 0, errors.New("the run did not measure the server's cost")
-		}
-		if m == "server.commands_per_cycle" {
-			return st.Server.CommandsPerCycle, nil
-		}
-		return st.Server.UsecPerCycle, nil
+	if f, ok := plainMetrics[m]; ok {
+		return f(r)
 	}
 	head, tail, _ := strings.Cut(m, ".")
 	switch head {
 	case "loss_detect":
-		ld := r.LossDetection
-		if ld == nil {
-			return 0, errors.New("the run did not measure loss detection (single and sentinel topologies with keyspace notifications only)")
-		}
-		switch tail {
-		case "losses":
-			return float64(ld.Losses), nil
-		case "learned":
-			return float64(ld.Learned), nil
-		case "released":
-			return float64(ld.Released), nil
-		case "unbounded":
-			return float64(ld.Unbounded), nil
-		case "never_learned":
-			return float64(ld.Released + ld.Unbounded), nil
-		}
-		if ld.Unbounded > 0 {
-			return math.Inf(1), nil // a holder that never learned: unbounded
-		}
-		if ld.Learned+ld.Released == 0 {
-			return 0, nil // nothing was lost while believed
-		}
-		switch tail {
-		case "p50":
-			return ld.P50MS * 1000, nil
-		case "p99":
-			return ld.P99MS * 1000, nil
-		}
-		return ld.MaxMS * 1000, nil
+		return lossDetectMetric(tail, r.LossDetection)
 	case "acquires", "releases":
-		c := st.Acquires
+		c := r.Stats.Acquires
 		if head == "releases" {
-			c = st.Releases
+			c = r.Stats.Releases
 		}
 		switch tail {
 		case "ok":
@@ -349,13 +326,50 @@ func numberMetric(m string, r *Results) (float64, error) {
 			return float64(c.Unknown), nil
 		}
 	}
-	l := st.LatencyUS[head]
-	stat := latencyStats[tail]
+	return latencyMetric(head, tail, r.Stats.LatencyUS[head])
+}
+
+// lossDetectMetric is loss_detect.<tail>: a count, or how long holders
+// believed after the server lost their key (µs).
+func lossDetectMetric(tail string, ld *checker.LossDetection) (float64, error) {
+	if ld == nil {
+		return 0, errors.New("the run did not measure loss detection (single and sentinel topologies with keyspace notifications only)")
+	}
+	switch tail {
+	case "losses":
+		return float64(ld.Losses), nil
+	case "learned":
+		return float64(ld.Learned), nil
+	case "released":
+		return float64(ld.Released), nil
+	case "unbounded":
+		return float64(ld.Unbounded), nil
+	case "never_learned":
+		return float64(ld.Released + ld.Unbounded), nil
+	}
+	if ld.Unbounded > 0 {
+		return math.Inf(1), nil // a holder that never learned: unbounded
+	}
+	if ld.Learned+ld.Released == 0 {
+		return 0, nil // nothing was lost while believed
+	}
+	switch tail {
+	case "p50":
+		return ld.P50MS * 1000, nil
+	case "p99":
+		return ld.P99MS * 1000, nil
+	}
+	return ld.MaxMS * 1000, nil
+}
+
+// latencyMetric is <op>.<stat> of op's latencies l (µs), or their count.
+func latencyMetric(op, stat string, l Latency) (float64, error) {
+	stat = latencyStats[stat]
 	if stat == "count" {
 		return float64(l.Count), nil
 	}
 	if l.Count == 0 {
-		return 0, fmt.Errorf("no %s latencies were recorded", head)
+		return 0, fmt.Errorf("no %s latencies were recorded", op)
 	}
 	switch stat {
 	case "p50":

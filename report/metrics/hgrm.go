@@ -1,4 +1,4 @@
-package report
+package metrics
 
 import (
 	"bufio"
@@ -70,8 +70,8 @@ func bucketCount(s *hdrhistogram.Snapshot) int64 {
 	return n
 }
 
-// writeHgrmFile writes <path> atomically.
-func writeHgrmFile(path, op string, h *hdrhistogram.Histogram) error {
+// WriteHgrmFile writes <path> atomically.
+func WriteHgrmFile(path, op string, h *hdrhistogram.Histogram) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {

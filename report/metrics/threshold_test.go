@@ -1,27 +1,20 @@
-package report
+package metrics
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-func thresholdResults() *Results {
-	return &Results{
-		Verdict: "valid", Outcome: "as-expected",
-		Checks:     map[string]CheckSummary{"mutex": {Verdict: "valid"}, "fencing": {Verdict: "invalid", Violations: 2}},
-		Violations: []ViolationSummary{{Check: "fencing"}, {Check: "fencing"}},
-		Events:     1000,
-		Stats: Stats{
-			Throughput: 6000, Cycles: 600, WorkloadCycles: 590, Fairness: 0.95,
-			Acquires: Counts{OK: 600, Fail: 7, Unknown: 1},
-			Releases: Counts{OK: 600},
-			LatencyUS: map[string]Latency{
-				OpAcquire: {Count: 600, Mean: 900, P50: 700, P90: 2000, P99: 4000, P999: 9000, Max: 12000},
-				OpCycle:   {Count: 600, P50: 800, P99: 5000, Max: 20000},
-				OpHandoff: {Count: 0},
-			},
-		},
+// thresholdResults is testdata/results.json: a run's results with checks,
+// violations, counts and latencies (report's tests read it too).
+func thresholdResults(t testing.TB) *Results {
+	t.Helper()
+	r, err := ReadResults(filepath.Join("testdata", "results.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	return r
 }
 
 func TestParseThreshold(t *testing.T) {
@@ -103,7 +96,7 @@ func TestParseThresholdErrors(t *testing.T) {
 }
 
 func TestEvalThresholds(t *testing.T) {
-	r := thresholdResults()
+	r := thresholdResults(t)
 	tests := []struct {
 		expr   string
 		passed bool

@@ -1,10 +1,17 @@
-package report
+package metrics
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/lockchaos/lockchaos/history"
+)
+
+// ms and us in the history's nanoseconds.
+const (
+	ms = int64(1_000_000)
+	us = int64(1_000)
 )
 
 func acq(c int, key string, t, end int64, res history.Result, depth int) history.Event {
@@ -263,30 +270,20 @@ func TestJain(t *testing.T) {
 	}
 }
 
-// BenchmarkAnalyze streams a synthetic 1M-event history; "scan" is the
-// history reader alone (JSON decoding), for what Analyze adds on top.
-func BenchmarkAnalyze(b *testing.B) {
-	path, _ := synthRun(b, b.TempDir(), 1_000_000)
-	b.Run("scan", func(b *testing.B) {
-		var events int
-		for b.Loop() {
-			info, err := history.ScanFile(path, func(*history.Event) error { return nil })
-			if err != nil {
-				b.Fatal(err)
-			}
-			events = info.Events
+// writeHistory writes events into dir's history.jsonl with the history
+// writer and returns its path.
+func writeHistory(t testing.TB, dir string, evs []history.Event) string {
+	t.Helper()
+	path := filepath.Join(dir, history.JSONLFile)
+	w, err := history.Create(path)
+	if err == nil {
+		for i := range evs {
+			w.Append(&evs[i])
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(events), "ns/event")
-	})
-	b.Run("analyze", func(b *testing.B) {
-		var events int
-		for b.Loop() {
-			a, err := Analyze(path, AnalyzeOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			events = a.Events
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(events), "ns/event")
-	})
+		err = w.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

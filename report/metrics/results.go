@@ -1,8 +1,12 @@
-// Package report turns a run's history and checker result into what people
-// and CI read: results.json, summary.md, report.html, HdrHistogram latency
-// distributions (.hgrm), plots (PNG and SVG), thresholds and baseline
-// comparison. It reads files and never talks to Redis.
-package report
+// Package metrics computes a run's numbers from its history and checker
+// result and holds the documents that carry them: results.json (Results),
+// bench.json, matrix.json and seeds.json, the latency analysis with its
+// HdrHistogram distributions (.hgrm), thresholds and the comparison with a
+// baseline. It reads and writes files and never draws: rendering (plots,
+// Markdown, HTML, text) is package report's, which imports this one, so
+// that code that only needs the numbers does not pull in the plotting
+// library.
+package metrics
 
 import (
 	"encoding/json"
@@ -52,12 +56,16 @@ type Results struct {
 	// ExitCode is what the command exited with (0..4, see README).
 	ExitCode int `json:"exit_code"`
 
-	Checks     map[string]CheckSummary `json:"checks"`
-	Violations []ViolationSummary      `json:"violations"`
-	Incidents  []IncidentSummary       `json:"incidents"`
-	Stats      Stats                   `json:"stats"`
-	Faults     []FaultSummary          `json:"faults,omitempty"`
-	Thresholds []ThresholdResult       `json:"thresholds,omitempty"`
+	// Checks, Violations and Incidents are the checker's own results
+	// (checker.Result), as results.json holds them. Incidents group the
+	// violations that share a cause, in order of their start; Violations
+	// stay as their evidence.
+	Checks     map[string]checker.CheckResult `json:"checks"`
+	Violations []checker.Violation            `json:"violations"`
+	Incidents  []checker.Incident             `json:"incidents"`
+	Stats      Stats                          `json:"stats"`
+	Faults     []FaultSummary                 `json:"faults,omitempty"`
+	Thresholds []ThresholdResult              `json:"thresholds,omitempty"`
 	// LossDetection: how long holders went on believing after the server
 	// lost their key (single-master topologies with an observer).
 	LossDetection *checker.LossDetection `json:"loss_detection,omitempty"`
@@ -72,57 +80,6 @@ type Results struct {
 	Events int     `json:"events"`
 	// Notes are run-level remarks (auto backend choice, torn history, ...).
 	Notes []string `json:"notes,omitempty"`
-}
-
-// CheckSummary is one check's verdict as results.json holds it: the
-// checker's own result type.
-type CheckSummary = checker.CheckResult
-
-// ViolationSummary is one violation with its evidence and likely cause.
-type ViolationSummary struct {
-	Check       string   `json:"check"`
-	Key         string   `json:"key"`
-	Clients     []int    `json:"clients"`
-	AtMS        float64  `json:"at_ms"`
-	Detail      string   `json:"detail"`
-	Cause       string   `json:"cause"`
-	Explanation string   `json:"explanation"`
-	WindowNS    [2]int64 `json:"window_ns"`
-
-	// Lease is the hold whose belief the violation overlapped, if any.
-	Lease *LeaseSummary `json:"lease,omitempty"`
-	// FaultID is the fault the cause names (0: none).
-	FaultID int `json:"fault_id,omitempty"`
-}
-
-// LeaseSummary identifies a hold (checker.Lease).
-type LeaseSummary struct {
-	Client       int    `json:"client"`
-	Key          string `json:"key"`
-	AcquiredNS   int64  `json:"acquired_ns"`
-	DeadlineNS   int64  `json:"deadline_ns,omitempty"`
-	BelievedToNS int64  `json:"believed_to_ns"`
-}
-
-// IncidentSummary is one incident (checker.Incident): the violations that
-// share a cause and the fault it names or the lease the others overlapped.
-// Results.Incidents lists them in order of their start; Results.Violations
-// stays as their evidence.
-type IncidentSummary struct {
-	ID int `json:"id"`
-	// Sentence tells the incident to a person.
-	Sentence string        `json:"sentence"`
-	Cause    string        `json:"cause"`
-	FaultID  int           `json:"fault_id,omitempty"`
-	Lease    *LeaseSummary `json:"lease,omitempty"`
-	SpanNS   [2]int64      `json:"span_ns"`
-	Clients  []int         `json:"clients"`
-	Keys     []string      `json:"keys"`
-	// Counts are its violations per check (mutex: overlapping pairs of
-	// holds; resource: lost writes).
-	Counts map[string]int `json:"counts"`
-	// Violations are indices into Results.Violations.
-	Violations []int `json:"violations"`
 }
 
 // FaultSummary is one fault firing as recorded in the history.
@@ -198,6 +155,34 @@ type ThresholdResult struct {
 	Actual string `json:"actual,omitempty"`
 	Passed bool   `json:"passed"`
 	Error  string `json:"error,omitempty"`
+}
+
+// ResultsFile is results.json's name in a run directory.
+const ResultsFile = "results.json"
+
+// FillStats copies the analysis's numbers and fault windows into r. It
+// leaves r alone when a is nil.
+func FillStats(r *Results, a *Analysis) {
+	if r == nil || a == nil {
+		return
+	}
+	r.Stats = a.Stats
+	r.Faults = a.Faults
+	if r.Events == 0 {
+		r.Events = a.Events
+	}
+	if r.Scenario == "" {
+		r.Scenario = MetaString(a.Meta, "scenario")
+	}
+	if r.Lock == "" {
+		r.Lock = MetaString(a.Meta, "lock")
+	}
+	if r.Backend == "" {
+		r.Backend = MetaString(a.Meta, "backend")
+	}
+	if r.Topology == "" {
+		r.Topology = MetaString(a.Meta, "topology")
+	}
 }
 
 // WriteJSON writes v as indented JSON to path (atomically: temp + rename, so

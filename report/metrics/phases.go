@@ -1,8 +1,6 @@
-package report
+package metrics
 
 import (
-	"fmt"
-	"strings"
 	"time"
 )
 
@@ -92,60 +90,3 @@ func (t *PhaseTimer) Mark(name string) {
 
 // Skip restarts the clock without recording (time that is no phase's).
 func (t *PhaseTimer) Skip() { t.last = time.Now() }
-
-// phasesTable renders, per scenario, the cells' summed phase times (seconds)
-// and their share of the cells' total time.
-func phasesTable(b *strings.Builder, m *Matrix) {
-	type row struct {
-		name  string
-		cells int
-		p     Phases
-	}
-	var rows []*row
-	byName := map[string]*row{}
-	var all Phases
-	for _, c := range m.Cells {
-		if c.Phases == nil {
-			continue
-		}
-		r := byName[c.Scenario]
-		if r == nil {
-			r = &row{name: c.Scenario}
-			byName[c.Scenario] = r
-			rows = append(rows, r)
-		}
-		r.cells += max(1, len(c.Seeds))
-		r.p.Add(*c.Phases)
-		all.Add(*c.Phases)
-	}
-	if len(rows) == 0 {
-		return
-	}
-	b.WriteString("\n## Where the time went\n\n")
-	if m.WallMS > 0 {
-		fmt.Fprintf(b, "Wall time %.0f s with up to %d cells at once; the cells' own times add up to %.0f s (%.1f× the wall time).\n\n",
-			m.WallMS/1000, max(m.Parallel, 1), all.Total()/1000, all.Total()/m.WallMS)
-	}
-	b.WriteString("Seconds summed over each scenario's cells (and seeds), by phase of the run.\n\n| scenario | runs | total |")
-	for _, n := range PhaseNames {
-		b.WriteString(" " + n + " |")
-	}
-	b.WriteString("\n|---|---:|---:|")
-	for range PhaseNames {
-		b.WriteString("---:|")
-	}
-	b.WriteString("\n")
-	line := func(name string, runs int, p Phases) {
-		fmt.Fprintf(b, "| %s | %d | %.1f |", name, runs, p.Total()/1000)
-		for _, v := range p.Values() {
-			fmt.Fprintf(b, " %.1f |", v/1000)
-		}
-		b.WriteString("\n")
-	}
-	runs := 0
-	for _, r := range rows {
-		line(r.name, r.cells, r.p)
-		runs += r.cells
-	}
-	line("**all**", runs, all)
-}

@@ -1,0 +1,138 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// fencingAcc accumulates the fencing check over judged windows.
+type fencingAcc struct {
+	fenced         bool
+	count, checked int
+}
+
+// judgeFencing: the resource accepted a write whose fencing token was lower
+// than one it had accepted before, or a new owner got a token not greater
+// than the previous owner's. Applies only when the lock issues fences. A
+// write is judged in the window of its invoke, a hold in that of its
+// acquire's invoke.
+func judgeFencing(m *model, c *ctx) {
+	a := &c.fencing
+	if !a.fenced {
+		for i := range m.holds {
+			if m.holds[i].fence > 0 {
+				a.fenced = true
+				break
+			}
+		}
+	}
+	if !a.fenced {
+		return
+	}
+	for k, kd := range m.kd {
+		// An accepted write whose token is lower than that of a write the
+		// resource had accepted before it was sent got through stale.
+		// Writes whose windows overlap may have been applied in either
+		// order.
+		ws := make([]int, 0, len(kd.writes))
+		for i := range kd.writes {
+			if kd.writes[i].ok && kd.writes[i].fence > 0 {
+				ws = append(ws, i)
+			}
+		}
+		byAck := slices.Clone(ws)
+		sort.SliceStable(byAck, func(i, j int) bool { return kd.writes[byAck[i]].at < kd.writes[byAck[j]].at })
+		sort.SliceStable(ws, func(i, j int) bool { return kd.writes[ws[i]].t < kd.writes[ws[j]].t })
+		maxW, next := -1, 0
+		for _, i := range ws {
+			w := &kd.writes[i]
+			for next < len(byAck) && kd.writes[byAck[next]].at < w.t {
+				if q := byAck[next]; maxW < 0 || kd.writes[q].fence > kd.writes[maxW].fence {
+					maxW = q
+				}
+				next++
+			}
+			if !m.in(w.t) {
+				continue
+			}
+			a.checked++
+			if maxW >= 0 && w.fence < kd.writes[maxW].fence {
+				maxF, maxC := kd.writes[maxW].fence, kd.writes[maxW].client
+				c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(maxC), int(w.client)}, AtMS: history.MS(w.at),
+					Window: [2]int64{w.t, w.at}, Cause: CauseUnknown,
+					Detail:      fmt.Sprintf("the resource accepted client %d's write with token %d at %s after accepting token %d from client %d", w.client, w.fence, sec(w.at), maxF, maxC),
+					Explanation: fmt.Sprintf("a stale token (%d < %d) got through: the resource does not enforce fencing.", w.fence, maxF)}, &a.count)
+			}
+		}
+		// Tokens must follow the order of the grants. A grant happens
+		// somewhere between the acquire's invoke and its ack, so a hold
+		// whose acquire was invoked after another's ack was certainly
+		// granted after it and must carry a greater token. Holds whose
+		// windows overlap may have been granted in either order: a
+		// client frozen between the server's reply and its ack (a GC
+		// pause in acquire) returns with a token older than tokens
+		// granted meanwhile, and that is the counter working.
+		fencingOrder(m, c, k, kd, &a.count)
+	}
+}
+
+func resultFencing(m *model, c *ctx) (CheckResult, bool) {
+	a := &c.fencing
+	if !a.fenced {
+		return CheckResult{}, false
+	}
+	res := CheckResult{Stats: map[string]any{}}
+	res.Violations = a.count
+	res.Verdict = verdictOf(a.count, true)
+	res.Stats["fenced_writes"] = a.checked
+	return res, true
+}
+
+// fencingOrder flags, on one key, each hold whose token is not greater than
+// the greatest token of the holds acked before its acquire was invoked.
+func fencingOrder(m *model, c *ctx, k int, kd *keyData, count *int) {
+	var hs []int32
+	for _, hi := range kd.holds {
+		if m.holds[hi].fence > 0 {
+			hs = append(hs, hi)
+		}
+	}
+	byAck := slices.Clone(hs)
+	sort.SliceStable(byAck, func(i, j int) bool { return m.holds[byAck[i]].start < m.holds[byAck[j]].start })
+	sort.SliceStable(hs, func(i, j int) bool { return m.holds[hs[i]].acqT < m.holds[hs[j]].acqT })
+	var prev int32 = -1 // the hold with the greatest token among those acked so far
+	next := 0
+	for _, hi := range hs {
+		h := &m.holds[hi]
+		for next < len(byAck) && m.holds[byAck[next]].start < h.acqT {
+			if q := byAck[next]; prev < 0 || m.holds[q].fence > m.holds[prev].fence {
+				prev = q
+			}
+			next++
+		}
+		if !m.in(h.acqT) || prev < 0 || h.fence > m.holds[prev].fence {
+			continue
+		}
+		p := &m.holds[prev]
+		cause, expl := CauseUnknown, fmt.Sprintf("the fencing counter went backwards (%d after %d).", h.fence, p.fence)
+		for _, f := range m.faults {
+			if f.kind == history.FaultIsolateNode && f.applied && f.t <= p.start && max(f.healT, f.end) >= p.start {
+				cause, expl = CauseMinorityMaster, fmt.Sprintf("the fencing counter went backwards (%d after %d): token %d came from %s, cut off from the rest of the cluster at %s, and the replica the majority promoted never got that increment.", h.fence, p.fence, p.fence, targetName(f), sec(f.t))
+				break
+			}
+			if (f.kind == history.FaultFailover || f.kind == history.FaultRestartNode || f.kind == history.FaultKillNode) && f.t >= p.start && f.t <= h.start {
+				cause, expl = CauseFailover, fmt.Sprintf("the fencing counter went backwards (%d after %d) across the %s at %s: the counter key was lost with the node's data.", h.fence, p.fence, f.kind, sec(f.t))
+				if f.kind != history.FaultFailover {
+					cause = CauseEmptyRestart
+				}
+				break
+			}
+		}
+		c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(p.client), int(h.client)}, AtMS: history.MS(h.start),
+			Window: [2]int64{p.start, h.start}, Cause: cause, Explanation: expl,
+			Detail: fmt.Sprintf("client %d's acquire invoked at %s got token %d, not greater than token %d that client %d had been granted by %s", h.client, sec(h.acqT), h.fence, p.fence, p.client, sec(p.start))}, count)
+	}
+}

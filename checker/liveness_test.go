@@ -1,0 +1,42 @@
+package checker
+
+import (
+	"testing"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+func TestLivenessKeyNeverFreed(t *testing.T) {
+	b := newHB(nil)
+	b.cycle(0, 0, 1)
+	// Client 0 takes the key with an unknown outcome (crash) and it is never
+	// freed; clients 1 and 2 try for 2 s.
+	b.acq(0, 20, 21, 0, history.Unknown, 1)
+	for t := int64(30); t < 2000; t += 200 {
+		b.acq(1, t, t+200, 0, history.Fail, 1)
+	}
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckLiveness: Invalid})
+	// With the key freed after the TTL the wait is short: valid.
+	b2 := newHB(nil)
+	b2.cycle(0, 0, 1).acq(0, 20, 21, 0, history.Unknown, 1)
+	b2.acq(1, 30, 120, 0, history.Fail, 1).cycle(1, 125, 2)
+	wantVerdicts(t, Check(b2.ev, Options{}), map[string]Verdict{CheckLiveness: Valid})
+}
+
+func TestLivenessDiscountsNodeFaults(t *testing.T) {
+	b := newHB(nil)
+	b.cycle(0, 0, 1)
+	b.add(history.Event{T: 20 * ms, End: 21 * ms, Client: -1, Op: history.OpFault, Node: "n1",
+		Fault: &history.Fault{ID: 1, Kind: "pause-node", Target: "node n1", Applied: true}})
+	for t := int64(30); t < 1000; t += 100 {
+		b.acq(1, t, t+100, 0, history.Fail, 1)
+	}
+	b.add(history.Event{T: 1000 * ms, End: 1001 * ms, Client: -1, Op: history.OpHeal, Fault: &history.Fault{ID: 1, Kind: "pause-node", Applied: true}})
+	b.cycle(1, 1010, 2)
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckLiveness: Valid, CheckFaults: Valid})
+	if got := r.Checks[CheckLiveness].Stats["max_unavailable_in_faults_ms"].(float64); got < 900 {
+		t.Errorf("unavailability during the fault %.0f ms, want ≥ 900", got)
+	}
+}

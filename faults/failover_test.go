@@ -1,0 +1,150 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/clustertest"
+)
+
+// TestFailoverLosesLaggingWrite is the failover scenario's mechanism: with
+// replication lagging, a lock key written just before the master dies is
+// not on the replica Sentinel promotes.
+func TestFailoverLosesLaggingWrite(t *testing.T) {
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Sentinel})
+	env := testEnv(c.Cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	cl := c.NewClient(c.Endpoints()[0], cluster.ClientOptions{Timeout: 300 * time.Millisecond})
+	lag := inject("replication-lag", "", map[string]string{"latency": "3s"}, 0)
+	out, err := lag.Start(ctx, env)
+	mustApply(t, out, err)
+	if ok, err := cl.SetNX(ctx, "lock", "client-0", 10*time.Second).Result(); err != nil || !ok {
+		t.Fatalf("SET NX on the master: %v %v", ok, err)
+	}
+	fo := inject("failover", "", nil, 0)
+	t0 := time.Now()
+	out, err = fo.Start(ctx, env)
+	mustApply(t, out, err)
+	c.Seen()
+	t.Logf("failover took %v", time.Since(t0).Round(time.Millisecond))
+	if out.Effect["old_master"] != "n1" || out.Effect["new_master"] == "" || out.Effect["new_master"] == "n1" {
+		t.Fatalf("effect %v", out.Effect)
+	}
+	// The lock key never reached the new master: another client gets it.
+	var ok bool
+	for ok, err = cl.SetNX(ctx, "lock", "client-1", 10*time.Second).Result(); err != nil && ctx.Err() == nil; {
+		time.Sleep(50 * time.Millisecond)
+		ok, err = cl.SetNX(ctx, "lock", "client-1", 10*time.Second).Result()
+	}
+	if err != nil || !ok {
+		t.Fatalf("SET NX after the failover: %v %v; want the lock granted again (lost in failover)", ok, err)
+	}
+	if _, err := lag.Heal(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	eff, err := fo.Heal(ctx, env)
+	c.Seen()
+	if err != nil {
+		t.Fatalf("heal: %v (%v)", err, eff)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer wcancel()
+	if err := c.WaitHealthy(wctx); err != nil {
+		t.Fatalf("after heal: %v", err)
+	}
+	m, _ := c.CurrentMaster(ctx)
+	if m == c.Nodes[0] {
+		t.Fatal("the old master is master again")
+	}
+}
+
+// TestClusterFailover is the cluster-failover scenarios' mechanism: with the
+// shard's replication lagging, killing the master loses a lock key written
+// just before (the promoted replica never got it), and CLUSTER FAILOVER does
+// not (the replica catches up before it takes over).
+func TestClusterFailover(t *testing.T) {
+	const key = "{lock}"
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.RedisCluster, HotKey: key})
+	env := testEnv(c.Cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := c.NewClient(c.Endpoints()[0], cluster.ClientOptions{Timeout: 300 * time.Millisecond})
+	lag := inject("replication-lag", "", map[string]string{"latency": "3s"}, 0)
+	out, err := lag.Start(ctx, env)
+	mustApply(t, out, err)
+	for i, tc := range []struct {
+		mode string
+		kept bool
+	}{{"kill", false}, {"manual", true}} {
+		holder := fmt.Sprint("client-", i)
+		// Until the slot map has settled after the previous failover.
+		setNX := func(v string) (ok bool, err error) {
+			for range 100 {
+				if ok, err = cl.SetNX(ctx, key, v, 30*time.Second).Result(); err == nil {
+					return ok, nil
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			return ok, err
+		}
+		if ok, err := setNX(holder); err != nil || !ok {
+			t.Fatalf("%s: SET NX by %s: %v %v", tc.mode, holder, ok, err)
+		}
+		old, err := c.CurrentMaster(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fo := inject("failover", "", map[string]string{"mode": tc.mode}, 0)
+		out, err := fo.Start(ctx, env)
+		mustApply(t, out, err)
+		c.Seen()
+		if out.Effect["old_master"] != old.Name || out.Effect["new_master"] == "" || out.Effect["new_master"] == old.Name {
+			t.Fatalf("%s: effect %v (old master %s)", tc.mode, out.Effect, old.Name)
+		}
+		if got := out.Effect["hot_key_on_new_master"]; got != strconv.FormatBool(tc.kept) {
+			t.Errorf("%s: hot_key_on_new_master = %q, want %v", tc.mode, got, tc.kept)
+		}
+		ok, err := setNX("thief")
+		if err != nil || ok == tc.kept {
+			t.Errorf("%s: SET NX by another client after the failover: granted %v, %v (want granted %v)", tc.mode, ok, err, !tc.kept)
+		}
+		if _, err := cl.Del(ctx, key).Result(); err != nil {
+			t.Fatal(err)
+		}
+		if eff, err := fo.Heal(ctx, env); err != nil {
+			t.Fatalf("%s: heal: %v (%v)", tc.mode, err, eff)
+		}
+		c.Seen()
+	}
+	if _, err := lag.Heal(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFailoverManual(t *testing.T) {
+	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Sentinel})
+	env := testEnv(c.Cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fo := inject("failover", "", map[string]string{"mode": "manual", "timeout": "10s"}, 0)
+	out, err := fo.Start(ctx, env)
+	mustApply(t, out, err)
+	if out.Effect["old_master"] != "n1" || out.Effect["new_master"] == "n1" || out.Effect["old_pid"] != "" {
+		t.Fatalf("effect %v", out.Effect)
+	}
+	if _, err := fo.Heal(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	// Sentinel demotes the old master itself; it comes back as a replica.
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.Nodes[0].Ctl.Pid() != c.PidOf("n1") {
+		t.Fatal("a manual failover restarted the old master")
+	}
+}
