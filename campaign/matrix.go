@@ -1,3 +1,9 @@
+// Package campaign runs many runs, each through runner.Run: a matrix of
+// locks × scenarios (packed by the scheduler, optionally one shard of it,
+// shards merged back), a scenario over many seeds judged over them, and the
+// bench (every lock in turn on one set of servers). It returns documents
+// (report/metrics' Matrix, SeedSummary, Bench) and errors with a
+// runner.Class; the CLI turns them into exit codes.
 package campaign
 
 import (
