@@ -13,26 +13,29 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/report/metrics"
-	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/workloads"
 )
 
 func init() { extraCommands = append(extraCommands, newBenchCmd) }
 
+// benchFlags are bench's flags, beyond where Redis runs.
+type benchFlags struct {
+	cf         clusterFlags
+	o          campaign.BenchOptions
+	overhead   bool
+	noCeil     bool
+	cpuProfile string
+	mutexProf  string
+	blockProf  string
+	minRatio   float64
+	format     string
+}
+
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
-	var (
-		cf         clusterFlags
-		o          runner.BenchOptions
-		overhead   bool
-		noCeil     bool
-		cpuProfile string
-		mutexProf  string
-		blockProf  string
-		minRatio   float64
-		format     string
-	)
+	f := &benchFlags{}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmark locks side by side on the same servers (no faults)",
@@ -52,90 +55,15 @@ Each lock's run directory holds the usual results.json and report.`,
   lockchaos bench --lock simple --clients 50 --keys 50 --key-dist per-client --duration 4s --repeat 3 --min-ratio 0.9  # CI: exit 1 below 0.9 of bare go-redis
   lockchaos bench --lock simple --backend external --addrs 127.0.0.1:6379 --clients 50 --keys 50 --duration 8s --out D`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "markdown" && format != "gobench" {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--format: %q is not one of markdown, gobench", format))
-			}
-			if err := cf.apply(&o.Base); err != nil {
-				return err
-			}
-			o.Overhead, o.Ceiling = overhead, !noCeil
-			if o.Out == "" {
-				o.Out = filepath.Join("runs", "bench-"+time.Now().Format("20060102-150405"))
-			}
-			if !slices.Contains(workloads.KeyDists, o.KeyDist) {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--key-dist: %q is not one of %s", o.KeyDist, strings.Join(workloads.KeyDists, ", ")))
-			}
-			if o.Repeat < 1 || o.Repeat > 100 {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--repeat: %d is not in 1..100", o.Repeat))
-			}
-			if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 || o.Rate < 0 {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--clients %d, --keys %d, --duration %v, --rate %v: must be positive", o.Clients, o.Keys, o.Duration, o.Rate))
-			}
-			if minRatio < 0 || minRatio > 10 {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--min-ratio: %v is not in 0..10", minRatio))
-			}
-			if minRatio > 0 && noCeil {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--min-ratio %v compares with bare go-redis, which --no-ceiling skips", minRatio))
-			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--cpuprofile %s: %w", cpuProfile, err))
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return exitWith(runner.ExitInfra, err)
-				}
-				defer pprof.StopCPUProfile()
-			}
-			// Where the harness's goroutines wait for each other (the
-			// history writer's lock, issue 27).
-			if mutexProf != "" {
-				runtime.SetMutexProfileFraction(5)
-				defer writeProfile(stderr, "mutex", mutexProf)
-			}
-			if blockProf != "" {
-				runtime.SetBlockProfileRate(int(10 * time.Microsecond))
-				defer writeProfile(stderr, "block", blockProf)
-			}
-			b, err := runner.RunBench(cmd.Context(), o)
-			if b != nil {
-				md := report.BenchMarkdown(b)
-				var gb strings.Builder
-				_ = report.WriteGoBench(&gb, b)
-				msg := stdout
-				if format == "gobench" {
-					// stdout is the benchmark file (> new.txt); the rest is on stderr.
-					fmt.Fprint(stdout, gb.String())
-					msg = stderr
-				} else {
-					fmt.Fprint(stdout, md)
-				}
-				_ = os.WriteFile(filepath.Join(o.Out, "bench.md"), []byte(md), 0o644)
-				_ = os.WriteFile(filepath.Join(o.Out, "gobench.txt"), []byte(gb.String()), 0o644)
-				_ = metrics.WriteJSON(filepath.Join(o.Out, "bench.json"), b)
-				// One lock: the run directory is the bench directory too.
-				if len(b.Locks) == 1 {
-					_ = copyFile(filepath.Join(b.Locks[0].Dir, "results.json"), filepath.Join(o.Out, "results.json"))
-				}
-				fmt.Fprintf(msg, "\nbench written to %s\n", o.Out)
-			}
-			if err != nil {
-				return exitWith(runner.ExitCodeOf(err), err)
-			}
-			if minRatio > 0 {
-				if err := runner.RatioGate(b, minRatio); err != nil {
-					return exitWith(runner.ExitViolated, err)
-				}
-				for _, l := range b.Locks {
-					fmt.Fprintf(stdout, "--min-ratio %.2f: %s %.0f cycles/s, bare go-redis %.0f: %.3f of it\n", minRatio, l.Lock, l.Throughput, b.GoRedisCS, l.Throughput/b.GoRedisCS)
-				}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, stdout, stderr) },
 	}
-	cf.add(cmd)
+	f.add(cmd)
+	return cmd
+}
+
+func (f *benchFlags) add(cmd *cobra.Command) {
+	f.cf.add(cmd)
+	o := &f.o
 	fl := cmd.Flags()
 	fl.StringSliceVar(&o.Locks, "lock", []string{"simple"}, "locks to compare, comma-separated")
 	fl.IntVar(&o.Clients, "clients", 50, "concurrent clients")
@@ -145,19 +73,134 @@ Each lock's run directory holds the usual results.json and report.`,
 	fl.DurationVar(&o.TTL, "ttl", 0, "lock TTL (default 500ms)")
 	fl.DurationVar(&o.Hold, "hold", 0, "critical-section hold time")
 	fl.StringVar(&o.Wait, "wait", "", "how blocked acquirers wait: pubsub | poll (default: the lock's)")
-	fl.StringVar(&cpuProfile, "cpuprofile", "", "write the harness's CPU profile to this file (go tool pprof)")
-	fl.StringVar(&mutexProf, "mutexprofile", "", "write the harness's mutex contention profile to this file (go tool pprof)")
-	fl.StringVar(&blockProf, "blockprofile", "", "write where the harness's goroutines blocked to this file (go tool pprof)")
-	fl.Float64Var(&minRatio, "min-ratio", 0, "exit 1 when a lock's cycles/s is below this fraction of bare go-redis's in the same run (medians over --repeat; 0 = off)")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write the harness's CPU profile to this file (go tool pprof)")
+	fl.StringVar(&f.mutexProf, "mutexprofile", "", "write the harness's mutex contention profile to this file (go tool pprof)")
+	fl.StringVar(&f.blockProf, "blockprofile", "", "write where the harness's goroutines blocked to this file (go tool pprof)")
+	fl.Float64Var(&f.minRatio, "min-ratio", 0, "exit 1 when a lock's cycles/s is below this fraction of bare go-redis's in the same run (medians over --repeat; 0 = off)")
 	fl.Float64Var(&o.Rate, "rate", 0, "open loop: cycle starts per second in total (0 = closed loop)")
 	fl.IntVar(&o.Nodes, "nodes", 5, "independent masters to start (redlock-family locks use all)")
 	fl.StringVar(&o.Out, "out", "", "bench directory (default runs/bench-<time>)")
-	fl.BoolVar(&overhead, "overhead", false, "also run each lock with history recording off and report the cost of recording")
+	fl.BoolVar(&f.overhead, "overhead", false, "also run each lock with history recording off and report the cost of recording")
 	fl.BoolVar(&o.CommandRecord, "command-record", false, "record every node's commands (MONITOR) as scenario runs do; off by default: it costs the servers throughput (docs/ground-truth.md)")
-	fl.BoolVar(&noCeil, "no-ceiling", false, "skip the redis-benchmark ceiling")
-	fl.StringVar(&format, "format", "markdown", "what stdout gets: markdown (bench.md) | gobench (Go benchmark lines with custom units for benchstat; docs/ci.md); the directory gets both (bench.md, gobench.txt)")
+	fl.BoolVar(&f.noCeil, "no-ceiling", false, "skip the redis-benchmark ceiling")
+	fl.StringVar(&f.format, "format", "markdown", "what stdout gets: markdown (bench.md) | gobench (Go benchmark lines with custom units for benchstat; docs/ci.md); the directory gets both (bench.md, gobench.txt)")
 	fl.IntVar(&o.Repeat, "repeat", 1, "runs per lock (with --overhead, recording on and off alternate); the median run is reported with the spread")
-	return cmd
+}
+
+func (f *benchFlags) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	stop, err := f.startProfiles(stderr)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	b, err := campaign.RunBench(cmd.Context(), f.o)
+	if b != nil {
+		f.write(stdout, stderr, b)
+	}
+	if err != nil {
+		return exitWith(ExitCodeOf(err), err)
+	}
+	if f.minRatio > 0 {
+		if err := campaign.RatioGate(b, f.minRatio); err != nil {
+			return exitWith(ExitViolated, fmt.Errorf("--min-ratio %.2f: %w", f.minRatio, err))
+		}
+		for _, l := range b.Locks {
+			fmt.Fprintf(stdout, "--min-ratio %.2f: %s %.0f cycles/s, bare go-redis %.0f: %.3f of it\n", f.minRatio, l.Lock, l.Throughput, b.GoRedisCS, l.Throughput/b.GoRedisCS)
+		}
+	}
+	return nil
+}
+
+// check refuses bad flags and fills in the options from them.
+func (f *benchFlags) check() error {
+	o := &f.o
+	if f.format != "markdown" && f.format != "gobench" {
+		return exitWith(ExitBadInput, fmt.Errorf("--format: %q is not one of markdown, gobench", f.format))
+	}
+	if err := f.cf.apply(&o.Setup); err != nil {
+		return err
+	}
+	o.Overhead, o.Ceiling = f.overhead, !f.noCeil
+	if o.Out == "" {
+		o.Out = filepath.Join("runs", "bench-"+time.Now().Format("20060102-150405"))
+	}
+	if !slices.Contains(workloads.KeyDists, o.KeyDist) {
+		return exitWith(ExitBadInput, fmt.Errorf("--key-dist: %q is not one of %s", o.KeyDist, strings.Join(workloads.KeyDists, ", ")))
+	}
+	if o.Repeat < 1 || o.Repeat > 100 {
+		return exitWith(ExitBadInput, fmt.Errorf("--repeat: %d is not in 1..100", o.Repeat))
+	}
+	if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 || o.Rate < 0 {
+		return exitWith(ExitBadInput, fmt.Errorf("--clients %d, --keys %d, --duration %v, --rate %v: must be positive", o.Clients, o.Keys, o.Duration, o.Rate))
+	}
+	if f.minRatio < 0 || f.minRatio > 10 {
+		return exitWith(ExitBadInput, fmt.Errorf("--min-ratio: %v is not in 0..10", f.minRatio))
+	}
+	if f.minRatio > 0 && f.noCeil {
+		return exitWith(ExitBadInput, fmt.Errorf("--min-ratio %v compares with bare go-redis, which --no-ceiling skips", f.minRatio))
+	}
+	return nil
+}
+
+// startProfiles starts the profiles asked for; stop writes them.
+func (f *benchFlags) startProfiles(stderr io.Writer) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range slices.Backward(stops) {
+			s()
+		}
+	}
+	if f.cpuProfile != "" {
+		file, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return nil, exitWith(ExitBadInput, fmt.Errorf("--cpuprofile %s: %w", f.cpuProfile, err))
+		}
+		stops = append(stops, func() { file.Close() })
+		if err := pprof.StartCPUProfile(file); err != nil {
+			stop()
+			return nil, exitWith(ExitInfra, err)
+		}
+		stops = append(stops, pprof.StopCPUProfile)
+	}
+	// Where the harness's goroutines wait for each other (the
+	// history writer's lock, issue 27).
+	if f.mutexProf != "" {
+		runtime.SetMutexProfileFraction(5)
+		stops = append(stops, func() { writeProfile(stderr, "mutex", f.mutexProf) })
+	}
+	if f.blockProf != "" {
+		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+		stops = append(stops, func() { writeProfile(stderr, "block", f.blockProf) })
+	}
+	return stop, nil
+}
+
+// write prints the bench (markdown or gobench lines) and writes it into
+// its directory.
+func (f *benchFlags) write(stdout, stderr io.Writer, b *campaign.Bench) {
+	out := f.o.Out
+	md := report.BenchMarkdown(b)
+	var gb strings.Builder
+	_ = report.WriteGoBench(&gb, b)
+	msg := stdout
+	if f.format == "gobench" {
+		// stdout is the benchmark file (> new.txt); the rest is on stderr.
+		fmt.Fprint(stdout, gb.String())
+		msg = stderr
+	} else {
+		fmt.Fprint(stdout, md)
+	}
+	_ = os.WriteFile(filepath.Join(out, "bench.md"), []byte(md), 0o644)
+	_ = os.WriteFile(filepath.Join(out, "gobench.txt"), []byte(gb.String()), 0o644)
+	_ = metrics.WriteJSON(filepath.Join(out, "bench.json"), b)
+	// One lock: the run directory is the bench directory too.
+	if len(b.Locks) == 1 {
+		_ = copyFile(filepath.Join(b.Locks[0].Dir, "results.json"), filepath.Join(out, "results.json"))
+	}
+	fmt.Fprintf(msg, "\nbench written to %s\n", out)
 }
 
 // writeProfile writes the named runtime profile (mutex, block) to path.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/cluster"
-	"github.com/lockchaos/lockchaos/runner"
 )
 
 // The issue's acceptance command, against a redis-server this test starts:
@@ -37,7 +37,7 @@ func TestBenchExternal(t *testing.T) {
 	if r.Stats.Throughput <= 0 || r.Stats.Cycles == 0 || r.Stats.Server == nil || r.Stats.Server.CommandsPerCycle < 2 {
 		t.Fatalf("results.json stats: throughput %v, cycles %d, server %+v", r.Stats.Throughput, r.Stats.Cycles, r.Stats.Server)
 	}
-	var b runner.Bench
+	var b campaign.Bench
 	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestBenchExternal(t *testing.T) {
 	code, stdout, stderr = lockchaos(t, "compare", dir, dir)
 	wantExit(t, code, 0, stdout, stderr)
 	code, stdout, stderr = lockchaos(t, "compare", dir, dir2)
-	if code != 0 && code != runner.ExitViolated {
+	if code != 0 && code != ExitViolated {
 		t.Fatalf("compare bench dirs: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stdout, "bench/simple") || !strings.Contains(stdout, "lock redlock: benched in "+dir2+" only") {
@@ -93,25 +93,25 @@ func TestBenchExternal(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr = lockchaos(t, "compare", dir, bad)
-	wantExit(t, code, runner.ExitBadInput, stdout, stderr)
+	wantExit(t, code, ExitBadInput, stdout, stderr)
 	if !strings.Contains(stderr, filepath.Join(bad, "bench.json")) {
 		t.Errorf("a malformed bench.json is not named: %q", stderr)
 	}
 
 	// Bad input names the flag and its value, and starts nothing.
 	code, stdout, stderr = lockchaos(t, "bench", "--clients", "0", "--out", filepath.Join(t.TempDir(), "b3"))
-	wantExit(t, code, runner.ExitBadInput, stdout, stderr)
+	wantExit(t, code, ExitBadInput, stdout, stderr)
 	if !strings.Contains(stderr, "--clients 0") {
 		t.Errorf("stderr %q does not name --clients 0", stderr)
 	}
 	code, stdout, stderr = lockchaos(t, "bench", "--min-ratio", "0.9", "--no-ceiling", "--out", filepath.Join(t.TempDir(), "b5"))
-	wantExit(t, code, runner.ExitBadInput, stdout, stderr)
+	wantExit(t, code, ExitBadInput, stdout, stderr)
 	if !strings.Contains(stderr, "--min-ratio 0.9") {
 		t.Errorf("stderr %q does not name --min-ratio", stderr)
 	}
 	b4 := filepath.Join(t.TempDir(), "b4")
 	code, stdout, stderr = lockchaos(t, "bench", "--wait", "bogus", "--out", b4)
-	wantExit(t, code, runner.ExitBadInput, stdout, stderr)
+	wantExit(t, code, ExitBadInput, stdout, stderr)
 	if !strings.Contains(stderr, `wait: "bogus"`) {
 		t.Errorf("stderr %q does not name the wait option and its value", stderr)
 	}

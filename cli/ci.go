@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockchaos/lockchaos/report"
-	"github.com/lockchaos/lockchaos/runner"
 )
 
 // CI outputs of run and matrix (docs/ci.md): a JUnit XML file and the
@@ -35,10 +34,10 @@ func (f *ciFlags) check() error {
 		return nil
 	}
 	if fi, err := os.Stat(f.junit); err == nil && fi.IsDir() {
-		return exitWith(runner.ExitBadInput, fmt.Errorf("--junit %s: is a directory", f.junit))
+		return exitWith(ExitBadInput, fmt.Errorf("--junit %s: is a directory", f.junit))
 	}
 	if err := os.MkdirAll(filepath.Dir(f.junit), 0o755); err != nil {
-		return exitWith(runner.ExitBadInput, fmt.Errorf("--junit %s: %w", f.junit, err))
+		return exitWith(ExitBadInput, fmt.Errorf("--junit %s: %w", f.junit, err))
 	}
 	return nil
 }
@@ -61,7 +60,7 @@ func (f *ciFlags) write(stderr io.Writer, suite string, cases []report.TestCase,
 		failed = true
 	}
 	if failed && code == 0 {
-		return runner.ExitInfra
+		return ExitInfra
 	}
 	return code
 }
@@ -97,12 +96,4 @@ func runMarkdown(scenario, lock, dir string, err error) string {
 		why = err.Error()
 	}
 	return fmt.Sprintf("## lockchaos: %s / %s\n\n**[ERROR]** %s\n", scenario, lock, why)
-}
-
-// exitCode is the exit code err carries (0 for nil).
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	return runner.ExitCodeOf(err)
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/report/metrics"
-	"github.com/lockchaos/lockchaos/runner"
 )
 
 func init() { extraCommands = append(extraCommands, newCompareCmd) }
@@ -62,7 +62,7 @@ func comparePairs(base, cur string) ([]resultsPair, []string, error) {
 	if err := errors.Join(berr, cerr); err != nil {
 		return nil, nil, err
 	}
-	inCur := map[string]runner.BenchLock{}
+	inCur := map[string]campaign.BenchLock{}
 	for _, l := range cb.Locks {
 		inCur[l.Lock] = l
 	}
@@ -92,12 +92,12 @@ func comparePairs(base, cur string) ([]resultsPair, []string, error) {
 }
 
 // readBench reads dir/bench.json.
-func readBench(dir string) (*runner.Bench, error) {
+func readBench(dir string) (*campaign.Bench, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 	if err != nil {
 		return nil, err
 	}
-	var b runner.Bench
+	var b campaign.Bench
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "bench.json"), err)
 	}
@@ -126,22 +126,22 @@ and exits 1 when any of them regressed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mr, err := parsePercent(maxReg)
 			if err != nil {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--max-regression: %v", err))
+				return exitWith(ExitBadInput, fmt.Errorf("--max-regression: %v", err))
 			}
 			pairs, notes, err := comparePairs(args[0], args[1])
 			if err != nil {
-				return exitWith(runner.ExitBadInput, err)
+				return exitWith(ExitBadInput, err)
 			}
 			var md strings.Builder
 			regressed := false
 			for i, pr := range pairs {
 				base, err := metrics.ReadResults(pr.base)
 				if err != nil {
-					return exitWith(runner.ExitBadInput, err)
+					return exitWith(ExitBadInput, err)
 				}
 				cur, err := metrics.ReadResults(pr.cur)
 				if err != nil {
-					return exitWith(runner.ExitBadInput, err)
+					return exitWith(ExitBadInput, err)
 				}
 				c := metrics.Compare(base, cur, mr)
 				regressed = regressed || c.Regressed
@@ -149,7 +149,7 @@ and exits 1 when any of them regressed.`,
 					fmt.Fprintln(stdout)
 				}
 				if err := report.WriteCompareText(stdout, c); err != nil {
-					return exitWith(runner.ExitInfra, err)
+					return exitWith(ExitInfra, err)
 				}
 				_ = report.WriteCompareMarkdown(&md, c)
 			}
@@ -159,11 +159,11 @@ and exits 1 when any of them regressed.`,
 			}
 			if markdown != "" {
 				if err := os.WriteFile(markdown, []byte(md.String()), 0o644); err != nil {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--markdown: %v", err))
+					return exitWith(ExitBadInput, fmt.Errorf("--markdown: %v", err))
 				}
 			}
 			if regressed {
-				return exitWith(runner.ExitViolated, nil)
+				return exitWith(ExitViolated, nil)
 			}
 			return nil
 		},

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/runner"
 )
 
 func newExportCmd(stdout io.Writer) *cobra.Command {
@@ -28,7 +27,7 @@ file is never overwritten.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if jsonl && compact {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--jsonl and --compact: give one of them"))
+				return exitWith(ExitBadInput, fmt.Errorf("--jsonl and --compact: give one of them"))
 			}
 			in := history.FileIn(args[0])
 			if out == "" {
@@ -39,7 +38,7 @@ file is never overwritten.`,
 			}
 			n, err := exportHistory(in, out, compact, stdout)
 			if err != nil {
-				return exitWith(runner.ExitBadInput, err)
+				return exitWith(ExitBadInput, err)
 			}
 			if out != "-" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d events: %s → %s\n", n, in, out)

@@ -8,14 +8,13 @@ import (
 
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/lockimpl"
-	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 func listScenarios(w io.Writer) error {
 	all, err := scenarios.All()
 	if err != nil {
-		return exitWith(runner.ExitBadInput, err)
+		return exitWith(ExitBadInput, err)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTOPOLOGY\tFAULTS\tREPRODUCES\tDESCRIPTION")
@@ -44,7 +43,7 @@ func listLocks(w io.Writer) {
 func listControls(w io.Writer) error {
 	all, err := scenarios.All()
 	if err != nil {
-		return exitWith(runner.ExitBadInput, err)
+		return exitWith(ExitBadInput, err)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONTROL\tCAUGHT-BY")

@@ -10,26 +10,29 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
-	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 func init() { extraCommands = append(extraCommands, newMatrixCmd) }
 
+// matrixFlags are matrix's flags.
+type matrixFlags struct {
+	cf       clusterFlags
+	locks    []string
+	scens    []string
+	out      string
+	parallel int
+	retries  int
+	seedList string
+	plots    bool
+	shard    string
+	ci       ciFlags
+}
+
 func newMatrixCmd(stdout, stderr io.Writer) *cobra.Command {
-	var (
-		cf       clusterFlags
-		locks    []string
-		scens    []string
-		out      string
-		parallel int
-		retries  int
-		seedList string
-		plots    bool
-		shard    string
-		ci       ciFlags
-	)
+	f := &matrixFlags{}
 	cmd := &cobra.Command{
 		Use:   "matrix",
 		Short: "Run locks × scenarios and fail when any outcome differs from the scenario's expectation",
@@ -53,84 +56,94 @@ directories into one matrix with the same exit-code rules.`,
   lockchaos matrix --backend process --seeds 1-3      # what CI runs
   lockchaos matrix --backend process --seeds 1-3 --shard 2/3 --out runs/shard-2`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var list []*scenarios.Scenario
-			for _, n := range scens {
-				s, err := scenarios.Load(strings.TrimSpace(n))
-				if err != nil {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--scenarios: %v", err))
-				}
-				list = append(list, s)
-			}
-			if parallel < 0 || parallel > 64 {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--parallel: %d is not in 0..64 (0: automatic)", parallel))
-			}
-			if out == "" {
-				out = filepath.Join("runs", "matrix-"+time.Now().Format("20060102-150405"))
-			}
-			if retries < 0 || retries > 5 {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--retries: %d is not in 0..5", retries))
-			}
-			var seeds []uint64
-			if cmd.Flags().Changed("seeds") {
-				var err error
-				if seeds, err = runner.ParseSeeds(seedList); err != nil {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--seeds: %v", err))
-				}
-			}
-			o := runner.MatrixOptions{Locks: locks, Scenarios: list, Out: out, Parallel: parallel, Retries: retries, Seeds: seeds, Plots: plots}
-			if cmd.Flags().Changed("shard") {
-				sh, err := runner.ParseShard(shard)
-				if err != nil {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--shard: %v", err))
-				}
-				o.Shard = &sh
-			}
-			if err := cf.apply(&o.Base); err != nil {
-				return err
-			}
-			o.OnCell = func(c runner.Cell) {
-				v := c.Verdict
-				if c.Label != "" {
-					v = c.Label
-				}
-				fmt.Fprintf(stderr, "%-20s %-20s %-8s %s\n", c.Scenario, c.Lock, v, c.Outcome)
-			}
-			if err := ci.check(); err != nil {
-				return err
-			}
-			start := time.Now()
-			m, err := runner.RunMatrix(cmd.Context(), o)
-			if err != nil {
-				code := ci.write(stderr, "lockchaos matrix", []report.TestCase{{Scenario: "matrix", Lock: strings.Join(locks, ","), Status: report.CaseError, Message: err.Error()}},
-					"## lockchaos matrix\n\n**[ERROR]** "+err.Error()+"\n", runner.ExitCodeOf(err))
-				return exitWith(code, err)
-			}
-			if err := report.WriteMatrix(out, m); err != nil {
-				return exitWith(runner.ExitInfra, err)
-			}
-			md := report.MatrixMarkdown(m, nil)
-			fmt.Fprint(stdout, md)
-			fmt.Fprintf(stdout, "\nmatrix written to %s (%.0fs)\n", out, time.Since(start).Seconds())
-			if code := ci.write(stderr, "lockchaos matrix", report.MatrixCases(m), md, m.ExitCode); code != 0 {
-				return exitWith(code, nil)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, stdout, stderr) },
 	}
-	cf.add(cmd)
-	ci.add(cmd)
+	f.cf.add(cmd)
+	f.ci.add(cmd)
 	fl := cmd.Flags()
-	fl.StringSliceVar(&locks, "locks", nil, "locks to run, comma-separated (default: all registered)")
-	fl.StringSliceVar(&scens, "scenarios", nil, "scenarios (names or files), comma-separated (default: the catalog)")
-	fl.StringVar(&out, "out", "", "directory for the matrix (default runs/matrix-<time>)")
-	fl.IntVar(&parallel, "parallel", 0, "cells run at once at most: 0 automatic (4 a core, packed by CPU appetite: busy cells alone), 1 one at a time")
-	fl.StringVar(&seedList, "seeds", "", "run every cell once per seed and judge it over them: 1-3, 1,5,9")
-	fl.BoolVar(&plots, "plots", false, "render every cell's plots (default: none; lockchaos report DIR renders a cell's)")
-	fl.IntVar(&retries, "retries", 0, "re-run a cell that did not come out as expected up to N times (marked in matrix.md, every attempt kept)")
-	fl.StringVar(&shard, "shard", "", "run only shard I of N of the applicable cells (e.g. 2/3); combine with lockchaos matrix merge")
+	fl.StringSliceVar(&f.locks, "locks", nil, "locks to run, comma-separated (default: all registered)")
+	fl.StringSliceVar(&f.scens, "scenarios", nil, "scenarios (names or files), comma-separated (default: the catalog)")
+	fl.StringVar(&f.out, "out", "", "directory for the matrix (default runs/matrix-<time>)")
+	fl.IntVar(&f.parallel, "parallel", 0, "cells run at once at most: 0 automatic (4 a core, packed by CPU appetite: busy cells alone), 1 one at a time")
+	fl.StringVar(&f.seedList, "seeds", "", "run every cell once per seed and judge it over them: 1-3, 1,5,9")
+	fl.BoolVar(&f.plots, "plots", false, "render every cell's plots (default: none; lockchaos report DIR renders a cell's)")
+	fl.IntVar(&f.retries, "retries", 0, "re-run a cell that did not come out as expected up to N times (marked in matrix.md, every attempt kept)")
+	fl.StringVar(&f.shard, "shard", "", "run only shard I of N of the applicable cells (e.g. 2/3); combine with lockchaos matrix merge")
 	cmd.AddCommand(newMatrixMergeCmd(stdout, stderr))
 	return cmd
+}
+
+func (f *matrixFlags) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
+	o, err := f.options(cmd)
+	if err != nil {
+		return err
+	}
+	o.OnCell = func(c campaign.Cell) {
+		v := c.Verdict
+		if c.Label != "" {
+			v = c.Label
+		}
+		fmt.Fprintf(stderr, "%-20s %-20s %-8s %s\n", c.Scenario, c.Lock, v, c.Outcome)
+	}
+	if err := f.ci.check(); err != nil {
+		return err
+	}
+	start := time.Now()
+	m, err := campaign.RunMatrix(cmd.Context(), o)
+	if err != nil {
+		code := f.ci.write(stderr, "lockchaos matrix", []report.TestCase{{Scenario: "matrix", Lock: strings.Join(f.locks, ","), Status: report.CaseError, Message: err.Error()}},
+			"## lockchaos matrix\n\n**[ERROR]** "+err.Error()+"\n", ExitCodeOf(err))
+		return exitWith(code, err)
+	}
+	if err := report.WriteMatrix(f.out, m); err != nil {
+		return exitWith(ExitInfra, err)
+	}
+	md := report.MatrixMarkdown(m, nil)
+	fmt.Fprint(stdout, md)
+	fmt.Fprintf(stdout, "\nmatrix written to %s (%.0fs)\n", f.out, time.Since(start).Seconds())
+	if code := f.ci.write(stderr, "lockchaos matrix", report.MatrixCases(m), md, m.ExitCode); code != 0 {
+		return exitWith(code, nil)
+	}
+	return nil
+}
+
+// options checks the flags and makes the matrix's options of them.
+func (f *matrixFlags) options(cmd *cobra.Command) (campaign.MatrixOptions, error) {
+	var o campaign.MatrixOptions
+	var list []*scenarios.Scenario
+	for _, n := range f.scens {
+		s, err := scenarios.Load(strings.TrimSpace(n))
+		if err != nil {
+			return o, exitWith(ExitBadInput, fmt.Errorf("--scenarios: %v", err))
+		}
+		list = append(list, s)
+	}
+	if f.parallel < 0 || f.parallel > 64 {
+		return o, exitWith(ExitBadInput, fmt.Errorf("--parallel: %d is not in 0..64 (0: automatic)", f.parallel))
+	}
+	if f.out == "" {
+		f.out = filepath.Join("runs", "matrix-"+time.Now().Format("20060102-150405"))
+	}
+	if f.retries < 0 || f.retries > 5 {
+		return o, exitWith(ExitBadInput, fmt.Errorf("--retries: %d is not in 0..5", f.retries))
+	}
+	var seeds []uint64
+	if cmd.Flags().Changed("seeds") {
+		var err error
+		if seeds, err = campaign.ParseSeeds(f.seedList); err != nil {
+			return o, exitWith(ExitBadInput, fmt.Errorf("--seeds: %v", err))
+		}
+	}
+	o = campaign.MatrixOptions{Locks: f.locks, Scenarios: list, Out: f.out, Parallel: f.parallel, Retries: f.retries, Seeds: seeds, Plots: f.plots}
+	if cmd.Flags().Changed("shard") {
+		sh, err := campaign.ParseShard(f.shard)
+		if err != nil {
+			return o, exitWith(ExitBadInput, fmt.Errorf("--shard: %v", err))
+		}
+		o.Shard = &sh
+	}
+	err := f.cf.apply(&o.Setup)
+	return o, err
 }
 
 func newMatrixMergeCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -152,18 +165,18 @@ unknown, 0 otherwise; 3 when the shards do not belong together.`,
 			if err := ci.check(); err != nil {
 				return err
 			}
-			m, err := runner.MergeShards(args)
+			m, err := campaign.MergeShards(args)
 			if err != nil {
-				return exitWith(runner.ExitCodeOf(err), err)
+				return exitWith(ExitCodeOf(err), err)
 			}
 			if out == "" {
 				out = filepath.Join("runs", "matrix-merged-"+time.Now().Format("20060102-150405"))
 			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
-				return exitWith(runner.ExitInfra, err)
+				return exitWith(ExitInfra, err)
 			}
 			if err := report.WriteMatrix(out, m); err != nil {
-				return exitWith(runner.ExitInfra, err)
+				return exitWith(ExitInfra, err)
 			}
 			md := report.MatrixMarkdown(m, nil)
 			fmt.Fprint(stdout, md)

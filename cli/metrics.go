@@ -68,19 +68,19 @@ func (f *metricsFlags) start(cmd *cobra.Command, stderr io.Writer, o *runner.Opt
 		return func() {}, nil
 	}
 	if err := checkMetricsAddr(f.addr, f.allowRemote); err != nil {
-		return nil, exitWith(runner.ExitBadInput, err)
+		return nil, exitWith(ExitBadInput, err)
 	}
 	m := newRunMetrics(o)
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(m); err != nil {
-		return nil, exitWith(runner.ExitInfra, fmt.Errorf("metrics: %w", err))
+		return nil, exitWith(ExitInfra, fmt.Errorf("metrics: %w", err))
 	}
 	if err := reg.Register(m.acquire); err != nil {
-		return nil, exitWith(runner.ExitInfra, fmt.Errorf("metrics: %w", err))
+		return nil, exitWith(ExitInfra, fmt.Errorf("metrics: %w", err))
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		return nil, exitWith(runner.ExitBadInput, fmt.Errorf("--metrics-addr %s: %w", f.addr, err))
+		return nil, exitWith(ExitBadInput, fmt.Errorf("--metrics-addr %s: %w", f.addr, err))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))

@@ -17,10 +17,6 @@ import (
 	"github.com/lockchaos/lockchaos/runner"
 )
 
-// exitWith ends a command with exit code code and, unless err is nil, a
-// message: runner.Error is the one error type that carries an outcome.
-func exitWith(code int, err error) error { return &runner.Error{Code: code, Err: err} }
-
 // message renders err for the terminal: an option the runner names
 // (runner.Error.Field) is shown as its flag, --field.
 func message(err error) string {
@@ -69,19 +65,26 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	var ee *runner.Error
-	if errors.As(err, &ee) {
-		if ee.Err != nil {
-			fmt.Fprintln(stderr, "lockchaos:", message(ee))
+	var ee *exitError
+	var re *runner.Error
+	switch {
+	case errors.As(err, &ee):
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "lockchaos:", message(ee.err))
 		}
-		return ee.Code
+		return ee.code
+	case errors.As(err, &re):
+		if re.Err != nil {
+			fmt.Fprintln(stderr, "lockchaos:", message(re))
+		}
+		return ExitCode(re.Class)
 	}
 	// cobra's own errors (unknown flag, bad value, wrong arg count): bad input.
 	fmt.Fprintln(stderr, "lockchaos:", err)
 	if errors.Is(err, context.Canceled) {
-		return runner.ExitUnknown
+		return ExitUnknown
 	}
-	return runner.ExitBadInput
+	return ExitBadInput
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
@@ -42,13 +43,13 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.keyPrefix, "key-prefix", "", "prefix of every key the run creates at the server (default lc:<random run id>:; matrix adds the cell's number)")
 }
 
-func (f *clusterFlags) apply(o *runner.Options) error {
+func (f *clusterFlags) apply(o *runner.Setup) error {
 	var err error
 	if o.Limits.MaxHistory, err = runner.ParseSize(f.maxHistory); err != nil {
-		return exitWith(runner.ExitBadInput, fmt.Errorf("--max-history: %v", err))
+		return exitWith(ExitBadInput, fmt.Errorf("--max-history: %v", err))
 	}
 	if o.Limits.MinFreeDisk, err = runner.ParseSize(f.minFree); err != nil {
-		return exitWith(runner.ExitBadInput, fmt.Errorf("--min-free-disk: %v", err))
+		return exitWith(ExitBadInput, fmt.Errorf("--min-free-disk: %v", err))
 	}
 	o.Backend, o.RedisServer, o.RedisSentinel, o.Image = f.backend, f.redisServer, f.redisSentinel, f.image
 	o.Addrs, o.AllowRemote, o.KeyPrefix = f.addrs, f.allowRemote, f.keyPrefix
@@ -80,10 +81,10 @@ func (f *overrideFlags) add(cmd *cobra.Command) {
 func (f *overrideFlags) load(cmd *cobra.Command, name string) (*scenarios.Scenario, error) {
 	s, err := scenarios.Load(name)
 	if err != nil {
-		return nil, exitWith(runner.ExitBadInput, err)
+		return nil, exitWith(ExitBadInput, err)
 	}
 	if err := f.apply(cmd, s); err != nil {
-		return nil, exitWith(runner.ExitBadInput, err)
+		return nil, exitWith(ExitBadInput, err)
 	}
 	return s, nil
 }
@@ -171,17 +172,15 @@ instead (0 = the harness found exactly what the scenario expects).`,
 			if err != nil {
 				return err
 			}
-			for _, t := range thresholds {
-				if _, err := metrics.ParseThreshold(t); err != nil {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--threshold %q: %v", t, err))
-				}
+			if err := checkThresholds(thresholds); err != nil {
+				return err
 			}
 			seeds, err := seedsFlag(cmd, seedList, repeat, s.Seed)
 			if err != nil {
-				return exitWith(runner.ExitBadInput, err)
+				return exitWith(ExitBadInput, err)
 			}
 			o := runner.Options{Scenario: s, Lock: lock, Out: out, Expect: expect, Thresholds: thresholds}
-			if err := cf.apply(&o); err != nil {
+			if err := cf.apply(&o.Setup); err != nil {
 				return err
 			}
 			if err := ci.check(); err != nil {
@@ -189,34 +188,11 @@ instead (0 = the harness found exactly what the scenario expects).`,
 			}
 			if seeds != nil {
 				if mf.addr != "" {
-					return exitWith(runner.ExitBadInput, fmt.Errorf("--metrics-addr with --seeds or --repeat: the endpoint serves one run"))
+					return exitWith(ExitBadInput, fmt.Errorf("--metrics-addr with --seeds or --repeat: the endpoint serves one run"))
 				}
 				return runSeeds(cmd, stdout, stderr, o, seeds, ci)
 			}
-			if !quiet {
-				o.Progress = newProgress(stderr, s.Name, lock)
-			}
-			stopMetrics, err := mf.start(cmd, stderr, &o)
-			if err != nil {
-				return err
-			}
-			defer stopMetrics()
-			fmt.Fprintf(stderr, "lockchaos: running %s with lock %s (backend %s, seed %d)\n", s.Name, lock, cf.backend, s.Seed)
-			res, err := runner.Run(cmd.Context(), o)
-			code := exitCode(err)
-			cases := []report.TestCase{{Scenario: s.Name, Lock: lock, Status: report.CaseError, Message: fmt.Sprint(err)}}
-			dir := ""
-			if res != nil && res.Results != nil {
-				report.WriteText(stdout, res.Results)
-				fmt.Fprintf(stdout, "run directory: %s\n", res.Dir)
-				code = max(code, res.ExitCode)
-				cases[0], dir = report.RunCase(res.Results, res.Dir, false), res.Dir
-			}
-			code = ci.write(stderr, "lockchaos run", cases, runMarkdown(s.Name, lock, dir, err), code)
-			if err != nil || code != 0 {
-				return exitWith(code, err)
-			}
-			return nil
+			return runOne(cmd, stdout, stderr, o, &mf, ci, quiet)
 		},
 	}
 	cf.add(cmd)
@@ -234,6 +210,45 @@ instead (0 = the harness found exactly what the scenario expects).`,
 	return cmd
 }
 
+// checkThresholds refuses a --threshold that does not parse.
+func checkThresholds(thresholds []string) error {
+	for _, t := range thresholds {
+		if _, err := metrics.ParseThreshold(t); err != nil {
+			return exitWith(ExitBadInput, fmt.Errorf("--threshold %q: %v", t, err))
+		}
+	}
+	return nil
+}
+
+// runOne runs the scenario once (run without --seeds or --repeat), with
+// the metrics endpoint when asked for, and prints its results.
+func runOne(cmd *cobra.Command, stdout, stderr io.Writer, o runner.Options, mf *metricsFlags, ci ciFlags, quiet bool) error {
+	if !quiet {
+		o.Progress = newProgress(stderr, o.Scenario.Name, o.Lock)
+	}
+	stopMetrics, err := mf.start(cmd, stderr, &o)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	fmt.Fprintf(stderr, "lockchaos: running %s with lock %s (backend %s, seed %d)\n", o.Scenario.Name, o.Lock, o.Backend, o.Scenario.Seed)
+	res, err := runner.Run(cmd.Context(), o)
+	code := ExitCodeOf(err)
+	cases := []report.TestCase{{Scenario: o.Scenario.Name, Lock: o.Lock, Status: report.CaseError, Message: fmt.Sprint(err)}}
+	dir := ""
+	if res != nil && res.Results != nil {
+		report.WriteText(stdout, res.Results)
+		fmt.Fprintf(stdout, "run directory: %s\n", res.Dir)
+		code = max(code, ExitCode(res.Class))
+		cases[0], dir = report.RunCase(res.Results, res.Dir, false), res.Dir
+	}
+	code = ci.write(stderr, "lockchaos run", cases, runMarkdown(o.Scenario.Name, o.Lock, dir, err), code)
+	if err != nil || code != 0 {
+		return exitWith(code, err)
+	}
+	return nil
+}
+
 // seedsFlag reads --seeds / --repeat (nil: neither, one run as before).
 func seedsFlag(cmd *cobra.Command, list string, repeat int, first uint64) ([]uint64, error) {
 	fl := cmd.Flags()
@@ -244,15 +259,15 @@ func seedsFlag(cmd *cobra.Command, list string, repeat int, first uint64) ([]uin
 		return nil, fmt.Errorf("--seeds and --seed: --seeds lists every seed; --seed with --repeat N runs N seeds from it")
 	}
 	if fl.Changed("repeat") {
-		if repeat < 1 || repeat > runner.MaxSeeds {
-			return nil, fmt.Errorf("--repeat: %d is not in 1..%d", repeat, runner.MaxSeeds)
+		if repeat < 1 || repeat > campaign.MaxSeeds {
+			return nil, fmt.Errorf("--repeat: %d is not in 1..%d", repeat, campaign.MaxSeeds)
 		}
-		return runner.RepeatSeeds(first, repeat), nil
+		return campaign.RepeatSeeds(first, repeat), nil
 	}
 	if !fl.Changed("seeds") {
 		return nil, nil
 	}
-	seeds, err := runner.ParseSeeds(list)
+	seeds, err := campaign.ParseSeeds(list)
 	if err != nil {
 		return nil, fmt.Errorf("--seeds: %v", err)
 	}
@@ -263,7 +278,7 @@ func seedsFlag(cmd *cobra.Command, list string, repeat int, first uint64) ([]uin
 func runSeeds(cmd *cobra.Command, stdout, stderr io.Writer, o runner.Options, seeds []uint64, ci ciFlags) error {
 	s := o.Scenario
 	fmt.Fprintf(stderr, "lockchaos: running %s with lock %s over %d seeds (backend %s)\n", s.Name, o.Lock, len(seeds), o.Backend)
-	sum, err := runner.RunSeeds(cmd.Context(), o, seeds, func(r runner.SeedRun, _ *runner.Outcome) {
+	sum, err := campaign.RunSeeds(cmd.Context(), o, seeds, func(r campaign.SeedRun, _ *runner.Outcome) {
 		v := r.Verdict
 		if v == "" {
 			v = "error: " + r.Error
@@ -282,7 +297,7 @@ func runSeeds(cmd *cobra.Command, stdout, stderr io.Writer, o runner.Options, se
 		}
 		fmt.Fprintf(stdout, "run directory: %s (seeds.md, report.html)\n", runDir(o, sum))
 	}
-	code := exitCode(err)
+	code := ExitCodeOf(err)
 	cases := []report.TestCase{{Scenario: s.Name, Lock: o.Lock, Status: report.CaseError, Message: fmt.Sprint(err)}}
 	md := runMarkdown(s.Name, o.Lock, "", err)
 	if sum != nil {
@@ -299,7 +314,7 @@ func runSeeds(cmd *cobra.Command, stdout, stderr io.Writer, o runner.Options, se
 	return nil
 }
 
-func runDir(o runner.Options, sum *runner.SeedSummary) string {
+func runDir(o runner.Options, sum *campaign.SeedSummary) string {
 	if len(sum.Runs) > 0 {
 		return filepath.Dir(sum.Runs[0].Dir)
 	}
@@ -322,10 +337,10 @@ report, and exits like run.`,
 				report.WriteText(stdout, r)
 			}
 			if err != nil {
-				return exitWith(code, err)
+				return exitWith(ExitCode(code), err)
 			}
-			if code != 0 {
-				return exitWith(code, nil)
+			if code != runner.Passed {
+				return exitWith(ExitCode(code), nil)
 			}
 			return nil
 		},
@@ -343,7 +358,7 @@ func newReportCmd(stdout io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := runner.RenderDir(args[0])
 			if err != nil {
-				return exitWith(runner.ExitCodeOf(err), err)
+				return exitWith(ExitCodeOf(err), err)
 			}
 			report.WriteText(stdout, r)
 			return nil
@@ -371,7 +386,7 @@ func newListCmd(stdout io.Writer) *cobra.Command {
 			case "controls":
 				return listControls(stdout)
 			default:
-				return exitWith(runner.ExitBadInput, fmt.Errorf("list: %q is not one of scenarios, locks, faults, controls", args[0]))
+				return exitWith(ExitBadInput, fmt.Errorf("list: %q is not one of scenarios, locks, faults, controls", args[0]))
 			}
 			return nil
 		},

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/campaign"
 )
 
 // run --seeds runs once per seed, each in its own directory, and reports
@@ -30,7 +30,7 @@ func TestRunSeeds(t *testing.T) {
 			t.Errorf("seed-%s/results.json has seed %d", seed, r.Seed)
 		}
 	}
-	var sum runner.SeedSummary
+	var sum campaign.SeedSummary
 	b, err := os.ReadFile(filepath.Join(dir, "seeds.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &sum)

@@ -55,7 +55,7 @@ and --workers.`,
 				cf.backend = "external"
 			}
 			o := runner.Options{Scenario: s, Lock: lock, Out: out, Worker: &wk}
-			if err := cf.apply(&o); err != nil {
+			if err := cf.apply(&o.Setup); err != nil {
 				return err
 			}
 			if o.Out == "" {
@@ -71,7 +71,7 @@ and --workers.`,
 				fmt.Fprintf(stdout, "run directory: %s\n", res.Dir)
 			}
 			if err != nil {
-				return exitWith(runner.ExitCodeOf(err), err)
+				return exitWith(ExitCodeOf(err), err)
 			}
 			// A worker's own verdict covers its clients only: the merged
 			// run's is the one that counts, so a finished worker exits 0.
@@ -117,10 +117,10 @@ which.`,
 				fmt.Fprintf(stdout, "run directory: %s\n", out)
 			}
 			if err != nil {
-				return exitWith(code, err)
+				return exitWith(ExitCode(code), err)
 			}
-			if code != 0 {
-				return exitWith(code, nil)
+			if code != runner.Passed {
+				return exitWith(ExitCode(code), nil)
 			}
 			return nil
 		},
@@ -135,7 +135,7 @@ which.`,
 func newK8sCmd(stdout io.Writer) *cobra.Command {
 	var (
 		of  overrideFlags
-		ko  runner.K8sOptions
+		ko  k8sOptions
 		out string
 	)
 	cmd := &cobra.Command{
@@ -163,9 +163,9 @@ the manifests. Nothing is applied: the file is yours to read and apply.`,
 			if ko.RunID == "" {
 				ko.RunID = keyspace.NewRunID()
 			}
-			b, err := runner.K8sManifests(ko)
+			b, err := k8sManifests(ko)
 			if err != nil {
-				return exitWith(runner.ExitCodeOf(err), err)
+				return exitWith(ExitCodeOf(err), err)
 			}
 			if out == "" || out == "-" {
 				_, err = stdout.Write(b)

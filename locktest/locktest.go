@@ -413,7 +413,7 @@ func judge(c config, name string, info lockimpl.Info, ref string, s *scenarios.S
 		if c.keep != "" {
 			out = filepath.Join(c.keep, fmt.Sprintf("%s-%s-%d", s.Name, name, time.Now().UnixNano()))
 		}
-		res, err := runner.Run(context.Background(), runner.Options{Scenario: &sc, Lock: name, Backend: c.backend, Out: out, Expect: true})
+		res, err := runner.Run(context.Background(), runner.Options{Scenario: &sc, Lock: name, Setup: runner.Setup{Backend: c.backend}, Out: out, Expect: true})
 		if res == nil || res.Results == nil {
 			v.fail = fmt.Sprintf("%s with %s: the run did not happen: %v", s.Name, name, err)
 			return v

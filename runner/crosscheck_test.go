@@ -37,7 +37,7 @@ func TestCommandRecordAgreesWithObserver(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := filepath.Join(t.TempDir(), c.scenario+"-"+c.lock)
-		if _, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: c.lock, Backend: "process", Out: out}); err != nil {
+		if _, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: c.lock, Setup: runner.Setup{Backend: "process"}, Out: out}); err != nil {
 			t.Fatalf("%s/%s: %v", c.scenario, c.lock, err)
 		}
 		hist := history.FileIn(out)

@@ -43,7 +43,7 @@ type EvalOptions struct {
 // scenario's expectation for lock, evaluates thresholds, renders the report
 // into dir and returns the results with the exit code. It is what `run` does
 // after the workload and what `check DIR` does on a saved run.
-func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*metrics.Results, int, error) {
+func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*metrics.Results, Class, error) {
 	hist := history.FileIn(dir)
 	pt := eo.Phases
 	if pt == nil {
@@ -53,25 +53,25 @@ func Evaluate(dir string, s *scenarios.Scenario, lock string, eo EvalOptions) (*
 	if cres == nil {
 		var err error
 		if cres, err = checker.CheckFile(hist, checker.Options{}); err != nil {
-			return nil, ExitBadInput, fail(ExitBadInput, "check %s: %w", hist, err)
+			return nil, BadInput, fail(BadInput, "check %s: %w", hist, err)
 		}
 	}
 	pt.Mark("check")
 	an, err := metrics.Analyze(hist, metrics.AnalyzeOptions{})
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "analyze %s: %w", hist, err)
+		return nil, BadInput, fail(BadInput, "analyze %s: %w", hist, err)
 	}
 	meta, _ := history.RunMeta(hist)
 	r := newResults(s, lock, eo, cres, meta, an)
 	code := judge(r, s, lock, eo, cres.Verdict)
 	r.Phases = &pt.P
 	if err := report.RenderWith(dir, r, an, report.RenderOptions{NoPlots: eo.NoPlots}); err != nil {
-		return r, ExitInfra, fail(ExitInfra, "render report into %s: %w", dir, err)
+		return r, Infra, fail(Infra, "render report into %s: %w", dir, err)
 	}
 	// The report's own time is known only now: results.json again with it.
 	pt.Mark("report")
 	if err := metrics.WriteJSON(filepath.Join(dir, metrics.ResultsFile), r); err != nil {
-		return r, ExitInfra, fail(ExitInfra, "render report into %s: %w", dir, err)
+		return r, Infra, fail(Infra, "render report into %s: %w", dir, err)
 	}
 	return r, code, nil
 }
@@ -115,7 +115,7 @@ func newResults(s *scenarios.Scenario, lock string, eo EvalOptions, cres *checke
 // judge compares r's verdicts with the scenario's expectation for lock
 // (Expected, Outcome), evaluates the thresholds and sets the exit code,
 // which it returns. verdict is the checker's overall verdict.
-func judge(r *metrics.Results, s *scenarios.Scenario, lock string, eo EvalOptions, verdict checker.Verdict) int {
+func judge(r *metrics.Results, s *scenarios.Scenario, lock string, eo EvalOptions, verdict checker.Verdict) Class {
 	verdicts := map[string]string{}
 	for name, c := range r.Checks {
 		verdicts[name] = string(c.Verdict)
@@ -137,39 +137,39 @@ func judge(r *metrics.Results, s *scenarios.Scenario, lock string, eo EvalOption
 	exprs := append(append([]string{}, s.Thresholds...), eo.Thresholds...)
 	r.Thresholds = metrics.EvalThresholds(exprs, r)
 	for _, t := range r.Thresholds {
-		if !t.Passed && code == ExitOK {
-			code = ExitViolated
+		if !t.Passed && code == Passed {
+			code = Violated
 		}
 	}
-	if eo.Interrupted && code == ExitOK {
-		code = ExitUnknown
+	if eo.Interrupted && code == Passed {
+		code = Unknown
 	}
 	if eo.StoppedBy != "" && r.Verdict == string(checker.Valid) {
 		r.Verdict = string(checker.Unknown)
 	}
-	r.ExitCode = code
+	r.ExitCode = int(code)
 	return code
 }
 
-// verdictCode is the exit code of an outcome (with --expect) or of the
+// verdictCode is the class of an outcome (with --expect) or of the
 // checker's verdict (without).
-func verdictCode(outcome string, verdict checker.Verdict, expect bool) int {
+func verdictCode(outcome string, verdict checker.Verdict, expect bool) Class {
 	if expect {
 		switch outcome {
 		case "unknown":
-			return ExitUnknown
+			return Unknown
 		case "unexpected":
-			return ExitViolated
+			return Violated
 		}
-		return ExitOK
+		return Passed
 	}
 	switch verdict {
 	case checker.Invalid:
-		return ExitViolated
+		return Violated
 	case checker.Unknown:
-		return ExitUnknown
+		return Unknown
 	}
-	return ExitOK
+	return Passed
 }
 
 // orEmpty is xs, or an empty slice for nil (results.json lists "[]", not
@@ -183,27 +183,27 @@ func orEmpty[T any](xs []T) []T {
 
 // CheckDir re-runs the checker on a saved run directory, with the scenario
 // saved in it, and re-renders its report.
-func CheckDir(dir string, eo EvalOptions) (*metrics.Results, int, error) {
+func CheckDir(dir string, eo EvalOptions) (*metrics.Results, Class, error) {
 	hist := history.FileIn(dir)
 	if _, err := os.Stat(hist); err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%s is not a run directory: %w", dir, err)
+		return nil, BadInput, fail(BadInput, "%s is not a run directory: %w", dir, err)
 	}
 	meta, err := history.RunMeta(hist)
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%w", err)
+		return nil, BadInput, fail(BadInput, "%w", err)
 	}
 	sp := filepath.Join(dir, "scenario.yaml")
 	b, err := os.ReadFile(sp)
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%s is not a run directory: %w", dir, err)
+		return nil, BadInput, fail(BadInput, "%s is not a run directory: %w", dir, err)
 	}
 	s, err := scenarios.ParseSaved(b, sp)
 	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%w", err)
+		return nil, BadInput, fail(BadInput, "%w", err)
 	}
 	lock, _ := meta[history.MetaLock].(string)
 	if lock == "" {
-		return nil, ExitBadInput, fail(ExitBadInput, "%s: run event has no %q", hist, history.MetaLock)
+		return nil, BadInput, fail(BadInput, "%s: run event has no %q", hist, history.MetaLock)
 	}
 	if old, err := metrics.ReadResults(filepath.Join(dir, "results.json")); err == nil {
 		eo.LockConfig = old.LockConfig
@@ -226,15 +226,15 @@ func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xfa017
 func RenderDir(dir string) (*metrics.Results, error) {
 	r, err := metrics.ReadResults(filepath.Join(dir, "results.json"))
 	if err != nil {
-		return nil, fail(ExitBadInput, "%w", err)
+		return nil, fail(BadInput, "%w", err)
 	}
 	an, err := metrics.Analyze(history.FileIn(dir), metrics.AnalyzeOptions{})
 	if err != nil {
-		return nil, fail(ExitBadInput, "%w", err)
+		return nil, fail(BadInput, "%w", err)
 	}
 	metrics.FillStats(r, an)
 	if err := report.Render(dir, r, an); err != nil {
-		return r, fail(ExitInfra, "%w", err)
+		return r, fail(Infra, "%w", err)
 	}
 	return r, nil
 }

@@ -58,8 +58,8 @@ func TestExternalInterruptRestoresConfig(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, err := runner.Run(ctx, runner.Options{Scenario: s, Lock: "fenced", Backend: cluster.External, Addrs: []string{addr},
-			Out: filepath.Join(t.TempDir(), "run"), KeyPrefix: "test:run:"})
+		out, err := runner.Run(ctx, runner.Options{Scenario: s, Lock: "fenced", Setup: runner.Setup{Backend: cluster.External, Addrs: []string{addr}, KeyPrefix: "test:run:"},
+			Out: filepath.Join(t.TempDir(), "run")})
 		done <- result{out, err}
 	}()
 	// Interrupt once the run has turned notifications on and made keys.
@@ -99,8 +99,8 @@ func TestExternalConfigRefused(t *testing.T) {
 	s.Duration = time.Second
 	run := func() *metrics.Results {
 		t.Helper()
-		out, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: cluster.External,
-			Addrs: []string{addr}, Out: filepath.Join(t.TempDir(), "run")})
+		out, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: cluster.External,
+			Addrs: []string{addr}}, Out: filepath.Join(t.TempDir(), "run")})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -151,6 +152,25 @@ func listed(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
 	}
 	if s.Workload.Reentry > 0 && !info.Reentrant {
 		return false, "re-enters the lock, which does not declare Reentrant"
+	}
+	return true, ""
+}
+
+// Applicable says whether a lock can run in a scenario's topology. A
+// scenario's locks: list names built-ins; a user's lock runs where the
+// built-in of its kind (or one with its capabilities) is listed (StandIn).
+func Applicable(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
+	if ok, why := listed(info, s); !ok {
+		return false, why
+	}
+	if info.NoCluster != "" && s.Topology == "cluster" {
+		return false, "cannot run on Redis Cluster: " + info.NoCluster
+	}
+	if info.NeedsReplicas && s.Topology != "sentinel" && s.Topology != "cluster" {
+		return false, "needs a replica (sentinel or cluster topology)"
+	}
+	if info.MinNodes > 1 && s.Topology != "independent" {
+		return false, fmt.Sprintf("needs %d independent masters", info.MinNodes)
 	}
 	return true, ""
 }

@@ -37,12 +37,44 @@ type MergeOptions struct {
 // stay in program order. Server events and phases are the coordinator's
 // (worker 0, the only one that observes). Histograms and throughput come
 // from the merged events, so they cover every client exactly.
-func Merge(o MergeOptions) (*metrics.Results, int, error) {
+func Merge(o MergeOptions) (*metrics.Results, Class, error) {
+	infos, byIndex, err := readWorkers(o)
+	if err != nil {
+		return nil, ClassOf(err), err
+	}
+	if err := PrepareDir(o.Out); err != nil {
+		return nil, BadInput, badField("out", "%s: %w", o.Out, err)
+	}
+	streams, t0, notes, err := readStreams(o.Dirs, infos, byIndex)
+	if err != nil {
+		return nil, BadInput, err
+	}
+	meta, metaNotes := mergedMeta(streams, t0)
+	notes = append(notes, metaNotes...)
+	if err := writeMerged(filepath.Join(o.Out, history.CompactFile), meta, streams, t0); err != nil {
+		return nil, Infra, err
+	}
+	b, err := os.ReadFile(filepath.Join(o.Dirs[byIndex[0]], "scenario.yaml"))
+	if err != nil {
+		return nil, BadInput, fail(BadInput, "%w", err)
+	}
+	if err := os.WriteFile(filepath.Join(o.Out, "scenario.yaml"), b, 0o644); err != nil {
+		return nil, Infra, fail(Infra, "%w", err)
+	}
+	eo := o.Eval
+	eo.Notes = append(append([]string{fmt.Sprintf("merged from %d workers of run %s", len(streams), infos[0].RunID)}, notes...), eo.Notes...)
+	return CheckDir(o.Out, eo)
+}
+
+// readWorkers reads the workers' worker.json (waiting for them up to
+// o.Wait) and refuses directories that are not the workers of one run. It
+// returns the infos in o.Dirs's order and, by worker index, their position.
+func readWorkers(o MergeOptions) ([]WorkerInfo, []int, error) {
 	if len(o.Dirs) == 0 {
-		return nil, ExitBadInput, fail(ExitBadInput, "no worker directory to merge")
+		return nil, nil, fail(BadInput, "no worker directory to merge")
 	}
 	if o.Out == "" {
-		return nil, ExitBadInput, badField("out", "merge needs --out, the merged run's directory")
+		return nil, nil, badField("out", "merge needs the merged run's directory")
 	}
 	if o.Wait > 0 {
 		deadline := time.Now().Add(o.Wait)
@@ -59,37 +91,41 @@ func Merge(o MergeOptions) (*metrics.Results, int, error) {
 	for i, d := range o.Dirs {
 		wi, err := ReadWorkerInfo(d)
 		if err != nil {
-			return nil, ExitBadInput, fail(ExitBadInput, "%w", err)
+			return nil, nil, fail(BadInput, "%w", err)
 		}
 		infos[i] = wi
 	}
 	if err := sameRun(o.Dirs, infos); err != nil {
-		return nil, ExitBadInput, err
+		return nil, nil, err
 	}
 	byIndex := make([]int, infos[0].Count) // index → position in Dirs
 	for i, wi := range infos {
 		byIndex[wi.Index] = i
 	}
-	if err := prepareDir(o.Out); err != nil {
-		return nil, ExitBadInput, badField("out", "%s: %w", o.Out, err)
-	}
+	return infos, byIndex, nil
+}
 
-	type stream struct {
-		wi     WorkerInfo
-		events []history.Event
-		next   int
-	}
+// stream is one worker's events, merged from next on.
+type stream struct {
+	wi     WorkerInfo
+	events []history.Event
+	next   int
+}
+
+// readStreams reads every worker's history, in worker order, and finds the
+// earliest worker's start on the server's clock (t0).
+func readStreams(dirs []string, infos []WorkerInfo, byIndex []int) ([]*stream, int64, []string, error) {
 	streams := make([]*stream, len(infos))
 	var notes []string
 	t0 := int64(0)
 	for pos, idx := range byIndex {
-		dir := o.Dirs[idx]
+		dir := dirs[idx]
 		ev, info, err := history.ReadFile(history.FileIn(dir))
 		if err != nil {
-			return nil, ExitBadInput, fail(ExitBadInput, "%s: %w", dir, err)
+			return nil, 0, nil, fail(BadInput, "%s: %w", dir, err)
 		}
 		if len(ev) == 0 || ev[0].Op != history.OpRun {
-			return nil, ExitBadInput, fail(ExitBadInput, "%s: the history does not start with its run event", dir)
+			return nil, 0, nil, fail(BadInput, "%s: the history does not start with its run event", dir)
 		}
 		if info.Torn {
 			notes = append(notes, fmt.Sprintf("worker %d's history ended in a torn line (skipped)", pos))
@@ -100,14 +136,19 @@ func Merge(o MergeOptions) (*metrics.Results, int, error) {
 			t0 = s0
 		}
 	}
+	return streams, t0, notes, nil
+}
 
-	// The merged run event: the coordinator's, with every worker's clock.
+// mergedMeta is the merged run event's: the coordinator's, with every
+// worker's clock.
+func mergedMeta(streams []*stream, t0 int64) (map[string]any, []string) {
 	meta := maps.Clone(streams[0].events[0].Meta)
 	delete(meta, history.MetaWorker)
 	meta[history.MetaStartNS] = t0
 	unc, clientWorker := map[string]any{}, map[string]any{}
 	var workers []map[string]any
 	var scheduled []any
+	var notes []string
 	for _, st := range streams {
 		wi := st.wi
 		u := wi.Uncertainty()
@@ -131,30 +172,19 @@ func Merge(o MergeOptions) (*metrics.Results, int, error) {
 	if r, _ := meta[history.MetaResource].(string); r == "register" {
 		notes = append(notes, "each worker's fenced register is its own: a stale fence is refused only by the register of the worker that holds it")
 	}
+	return meta, notes
+}
 
-	hw, err := history.Create(filepath.Join(o.Out, history.CompactFile))
+// writeMerged writes the merged history: the run event, then every
+// worker's events on the merged clock, interleaved.
+func writeMerged(path string, meta map[string]any, streams []*stream, t0 int64) error {
+	hw, err := history.Create(path)
 	if err != nil {
-		return nil, ExitInfra, fail(ExitInfra, "%w", err)
+		return fail(Infra, "%w", err)
 	}
 	hw.Append(&history.Event{T: 0, Client: -1, Op: history.OpRun, Meta: meta})
-	// Map each event onto the merged clock, leaving out what only one
-	// worker should say (the run event, the others' phases).
 	for _, st := range streams {
-		kept := st.events[:0]
-		for _, e := range st.events {
-			if e.Op == history.OpRun || (e.Op == history.OpPhase && st.wi.Index != 0) {
-				continue
-			}
-			e.T = st.wi.ServerNS(e.T) - t0
-			if e.End > 0 {
-				e.End = st.wi.ServerNS(e.End) - t0
-			}
-			if e.Deadline > 0 {
-				e.Deadline = st.wi.ServerNS(e.Deadline) - t0
-			}
-			kept = append(kept, e)
-		}
-		st.events = kept
+		st.toServerClock(t0)
 	}
 	// Interleave by when each event was written (its end, else its start),
 	// keeping each worker's own order.
@@ -178,18 +208,29 @@ func Merge(o MergeOptions) (*metrics.Results, int, error) {
 		best.next++
 	}
 	if err := hw.Close(); err != nil {
-		return nil, ExitInfra, fail(ExitInfra, "history: %w", err)
+		return fail(Infra, "history: %w", err)
 	}
-	b, err := os.ReadFile(filepath.Join(o.Dirs[byIndex[0]], "scenario.yaml"))
-	if err != nil {
-		return nil, ExitBadInput, fail(ExitBadInput, "%w", err)
+	return nil
+}
+
+// toServerClock maps each event onto the merged clock, leaving out what
+// only one worker should say (the run event, the others' phases).
+func (st *stream) toServerClock(t0 int64) {
+	kept := st.events[:0]
+	for _, e := range st.events {
+		if e.Op == history.OpRun || (e.Op == history.OpPhase && st.wi.Index != 0) {
+			continue
+		}
+		e.T = st.wi.ServerNS(e.T) - t0
+		if e.End > 0 {
+			e.End = st.wi.ServerNS(e.End) - t0
+		}
+		if e.Deadline > 0 {
+			e.Deadline = st.wi.ServerNS(e.Deadline) - t0
+		}
+		kept = append(kept, e)
 	}
-	if err := os.WriteFile(filepath.Join(o.Out, "scenario.yaml"), b, 0o644); err != nil {
-		return nil, ExitInfra, fail(ExitInfra, "%w", err)
-	}
-	eo := o.Eval
-	eo.Notes = append(append([]string{fmt.Sprintf("merged from %d workers of run %s", len(streams), infos[0].RunID)}, notes...), eo.Notes...)
-	return CheckDir(o.Out, eo)
+	st.events = kept
 }
 
 // sameRun refuses directories of different runs, scenarios, locks or seeds,
@@ -203,17 +244,17 @@ func sameRun(dirs []string, infos []WorkerInfo) error {
 			{"workers", strconv.Itoa(first.Count), strconv.Itoa(wi.Count)},
 		} {
 			if f.a != f.b {
-				return fail(ExitBadInput, "%s has %s %s, %s has %s %s: not workers of one run", dirs[0], f.name, f.a, dirs[i+1], f.name, f.b)
+				return fail(BadInput, "%s has %s %s, %s has %s %s: not workers of one run", dirs[0], f.name, f.a, dirs[i+1], f.name, f.b)
 			}
 		}
 	}
 	seen := map[int]string{}
 	for i, wi := range infos {
 		if wi.Index < 0 || wi.Index >= first.Count {
-			return fail(ExitBadInput, "%s: worker index %d is not in 0..%d", dirs[i], wi.Index, first.Count-1)
+			return fail(BadInput, "%s: worker index %d is not in 0..%d", dirs[i], wi.Index, first.Count-1)
 		}
 		if d, ok := seen[wi.Index]; ok {
-			return fail(ExitBadInput, "%s and %s are both worker %d", d, dirs[i], wi.Index)
+			return fail(BadInput, "%s and %s are both worker %d", d, dirs[i], wi.Index)
 		}
 		seen[wi.Index] = dirs[i]
 	}
@@ -224,7 +265,7 @@ func sameRun(dirs []string, infos []WorkerInfo) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fail(ExitBadInput, "run %s had %d workers; missing worker %s", first.RunID, first.Count, strings.Join(missing, ", "))
+		return fail(BadInput, "run %s had %d workers; missing worker %s", first.RunID, first.Count, strings.Join(missing, ", "))
 	}
 	return nil
 }

@@ -46,14 +46,14 @@ func recordCommands(ctx context.Context, cl *cluster.Cluster, rec *history.Recor
 // preflightShow is how many keys per node the refusal names.
 const preflightShow = 5
 
-// preflight refuses a run whose keys already exist on a server (a user's
+// Preflight refuses a run whose keys already exist on a server (a user's
 // key of the same name, a run that was killed, two runs with one
-// --key-prefix): the run would report that key's life as the lock's, and
+// key prefix): the run would report that key's life as the lock's, and
 // its clean-up would delete it.
-func preflight(ctx context.Context, cl *cluster.Cluster, p keyspace.Prefix) error {
+func Preflight(ctx context.Context, cl *cluster.Cluster, p keyspace.Prefix) error {
 	found, err := cl.FindKeys(ctx, p.Pattern(), preflightShow+1)
 	if err != nil {
-		return fail(ExitInfra, "preflight: %w", err)
+		return fail(Infra, "preflight: %w", err)
 	}
 	if len(found) == 0 {
 		return nil
@@ -68,13 +68,13 @@ func preflight(ctx context.Context, cl *cluster.Cluster, p keyspace.Prefix) erro
 		parts = append(parts, fmt.Sprintf("%s: %s%s", node, strings.Join(keys, ", "), more))
 	}
 	sort.Strings(parts)
-	return fail(ExitBadInput, "preflight: keys under the run's prefix %q already exist (%s); the run would mistake them for its own: choose another --key-prefix or remove them", string(p), strings.Join(parts, "; "))
+	return badField("key-prefix", "preflight: keys under the run's prefix %q already exist (%s); the run would mistake them for its own: choose another prefix or remove them", string(p), strings.Join(parts, "; "))
 }
 
-// cleanUp removes the run's keys (its prefix only) from servers that outlive
+// CleanUp removes the run's keys (its prefix only) from servers that outlive
 // the run: the user's (external) and a shared cluster (bench). Servers the
 // run started are discarded with their data. It returns notes.
-func cleanUp(ctx context.Context, cl *cluster.Cluster, p keyspace.Prefix, shared bool) []string {
+func CleanUp(ctx context.Context, cl *cluster.Cluster, p keyspace.Prefix, shared bool) []string {
 	if cl.Backend != cluster.External && !shared {
 		return nil
 	}

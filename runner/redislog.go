@@ -19,7 +19,7 @@ const RedisLogFile = "go-redis.log"
 // default writes to stderr: in a lock author's `go test` (locktest) the
 // lines of a sentinel failover buried the test output. The router sends each
 // line to the run directory of every run in progress; when several runs are
-// in progress at once (a matrix with --parallel, parallel tests) a line
+// in progress at once (a matrix running cells in parallel, parallel tests) a line
 // cannot be told apart, so each of their logs gets it, marked. With no run
 // in progress the line is dropped (a library prints nothing), unless
 // LOCKCHAOS_DEBUG is set, which writes every line to stderr as well.

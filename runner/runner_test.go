@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -31,12 +30,12 @@ func TestRunEmbeddedSmoke(t *testing.T) {
 	}
 	s.Duration = time.Second
 	out := filepath.Join(t.TempDir(), "run")
-	res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "embedded", Out: out})
+	res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: "embedded"}, Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ExitCode != runner.ExitOK {
-		t.Fatalf("exit code %d, want 0; verdict %s, notes %q", res.ExitCode, res.Results.Verdict, res.Results.Notes)
+	if res.Class != runner.Passed {
+		t.Fatalf("class %d, want passed (0); verdict %s, notes %q", res.Class, res.Results.Verdict, res.Results.Notes)
 	}
 	if res.Dir != out {
 		t.Errorf("Dir = %q, want %q", res.Dir, out)
@@ -53,61 +52,6 @@ func TestRunEmbeddedSmoke(t *testing.T) {
 	}
 }
 
-func TestRunMatrixExpireThenUnlock(t *testing.T) {
-	s, err := scenarios.Load("expire-then-unlock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := t.TempDir()
-	locks := []string{"simple", "del-no-owner"}
-	m, err := runner.RunMatrix(context.Background(), runner.MatrixOptions{Locks: locks, Scenarios: []*scenarios.Scenario{s},
-		Out: out, Parallel: 1, Base: runner.Options{Backend: "process"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Cells) != len(locks) {
-		t.Fatalf("%d cells, want %d", len(m.Cells), len(locks))
-	}
-	// The unlock check reads del-no-owner's DEL from the command record
-	// (who ran it, on which connection), however late the keyspace
-	// notifications come under the -race suite.
-	for _, c := range m.Cells {
-		if !c.Applicable || c.Outcome != "as-expected" {
-			t.Errorf("cell %s/%s: applicable %v, outcome %q (%s), checks %v, expected %v, notes %q",
-				c.Scenario, c.Lock, c.Applicable, c.Outcome, c.Reason, c.Checks, c.Expected, c.Notes)
-		}
-		if c.Dir == "" || !strings.HasPrefix(c.Dir, out) {
-			t.Errorf("cell %s/%s: dir %q not under %q", c.Scenario, c.Lock, c.Dir, out)
-		}
-		if c.Lock == "del-no-owner" && (c.Checks["unlock"] != "invalid" || c.Checks["mutex"] != "invalid") {
-			t.Errorf("del-no-owner: checks %v, want unlock and mutex invalid", c.Checks)
-		}
-		if c.Dir != "" {
-			var r metrics.Results
-			if b, err := os.ReadFile(filepath.Join(c.Dir, "results.json")); err != nil || json.Unmarshal(b, &r) != nil {
-				t.Errorf("cell %s/%s: results.json: %v", c.Scenario, c.Lock, err)
-			} else if r.CommandRecord != "monitor" || r.OwnershipSource != "command-record" {
-				t.Errorf("cell %s/%s: command record %q, ownership source %q: want the record", c.Scenario, c.Lock, r.CommandRecord, r.OwnershipSource)
-			}
-		}
-	}
-	if m.ExitCode != 0 {
-		t.Errorf("matrix exit code %d, want 0", m.ExitCode)
-	}
-	if err := report.WriteMatrix(out, m); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"matrix.md", "matrix.json"} {
-		b, err := os.ReadFile(filepath.Join(out, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(b), "expire-then-unlock") || !strings.Contains(string(b), "del-no-owner") {
-			t.Errorf("%s does not name the scenario and the locks:\n%s", f, b)
-		}
-	}
-}
-
 // gc-pause against simple is one incident: one holder's pause, however
 // many acquires overlapped it; the text summary leads with it.
 func TestRunGCPauseIsOneIncident(t *testing.T) {
@@ -117,7 +61,7 @@ func TestRunGCPauseIsOneIncident(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "run")
 	began := time.Now()
-	res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "process", Out: out})
+	res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: "process"}, Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,9 +103,9 @@ func TestRunRevalidates(t *testing.T) {
 	}
 	s.Workload.Clients = 1
 	out := filepath.Join(t.TempDir(), "run")
-	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "process", Out: out})
-	if runner.ExitCodeOf(err) != runner.ExitBadInput || err == nil || !strings.Contains(err.Error(), `faults[1].target: "client:1"`) {
-		t.Fatalf("err %v (exit %d), want exit 3 naming faults[1].target", err, runner.ExitCodeOf(err))
+	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: "process"}, Out: out})
+	if runner.ClassOf(err) != runner.BadInput || err == nil || !strings.Contains(err.Error(), `faults[1].target: "client:1"`) {
+		t.Fatalf("err %v (exit %d), want exit 3 naming faults[1].target", err, runner.ClassOf(err))
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("run directory %s was made (%v): the run started", out, err)
@@ -178,7 +122,7 @@ func TestCheckDirAcceptsSavedScenarioRefusedBeforeRun(t *testing.T) {
 	}
 	s.Duration = 500 * time.Millisecond
 	out := filepath.Join(t.TempDir(), "run")
-	if _, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "embedded", Out: out}); err != nil {
+	if _, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: "embedded"}, Out: out}); err != nil {
 		t.Fatal(err)
 	}
 	saved := filepath.Join(out, "scenario.yaml")
@@ -213,7 +157,7 @@ func TestLossDetectionTellsRenewingLocksApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, lock := range []string{"watchdog", "watchdog-fixed-timer"} {
-		res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: lock, Backend: "process", Out: filepath.Join(t.TempDir(), lock)})
+		res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: lock, Setup: runner.Setup{Backend: "process"}, Out: filepath.Join(t.TempDir(), lock)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,12 +187,12 @@ func TestRunnerErrorsWrap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "no-such-lock", Backend: "embedded", Out: filepath.Join(t.TempDir(), "x")})
+	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "no-such-lock", Setup: runner.Setup{Backend: "embedded"}, Out: filepath.Join(t.TempDir(), "x")})
 	var re *runner.Error
-	if !errors.As(err, &re) || re.Code != runner.ExitBadInput || re.Field != "lock" || errors.Unwrap(err) == nil {
+	if !errors.As(err, &re) || re.Class != runner.BadInput || re.Field != "lock" || errors.Unwrap(err) == nil {
 		t.Fatalf("error %#v: want a runner.Error for field lock, exit 3, wrapping its cause", err)
 	}
-	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "bogus", Out: filepath.Join(t.TempDir(), "y")})
+	_, err = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: "bogus"}, Out: filepath.Join(t.TempDir(), "y")})
 	if !errors.Is(err, cluster.ErrBadSpec) {
 		t.Errorf("bad backend: %v does not wrap cluster.ErrBadSpec", err)
 	}
@@ -269,7 +213,7 @@ func TestRunOnRedisCluster(t *testing.T) {
 	}
 	for _, lock := range []string{"simple", "fenced", "redislock", "rueidislock", "redsync"} {
 		out := filepath.Join(t.TempDir(), lock)
-		res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: lock, Backend: "process", Out: out})
+		res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: lock, Setup: runner.Setup{Backend: "process"}, Out: out})
 		if err != nil {
 			t.Fatalf("%s: %v", lock, err)
 		}
@@ -344,9 +288,9 @@ func TestNoClusterDeclared(t *testing.T) {
 		t.Error("simple-wait applicable on a single node")
 	}
 	out := filepath.Join(t.TempDir(), "run")
-	_, err = runner.Run(context.Background(), runner.Options{Scenario: clusterS, Lock: "test-no-cluster", Backend: "process", Out: out})
+	_, err = runner.Run(context.Background(), runner.Options{Scenario: clusterS, Lock: "test-no-cluster", Setup: runner.Setup{Backend: "process"}, Out: out})
 	var re *runner.Error
-	if !errors.As(err, &re) || re.Code != runner.ExitBadInput || re.Field != "lock" || !strings.Contains(err.Error(), "two slots") {
+	if !errors.As(err, &re) || re.Class != runner.BadInput || re.Field != "lock" || !strings.Contains(err.Error(), "two slots") {
 		t.Fatalf("run: %v, want exit 3 for field lock with the reason", err)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
@@ -363,7 +307,7 @@ func TestLiveCheckIsTheFileCheck(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "run")
 	var last *checker.Live
-	res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: "process", Out: out, Live: true,
+	res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: "process", Live: true}, Out: out,
 		Progress: func(p runner.Progress) {
 			if p.Live != nil {
 				last = p.Live

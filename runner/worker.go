@@ -95,18 +95,21 @@ func (wi WorkerInfo) ServerNS(t int64) int64 {
 	return wi.StartUnixNS + t + off
 }
 
-func (w *Worker) check(clients int, o Options) error {
+// Check refuses a worker that cannot run: its index out of 0..Count-1,
+// more workers than the scenario's clients, a backend other than external,
+// a key prefix of its own (the run id names the keys), a bad run id.
+func (w *Worker) Check(clients int, o Options) error {
 	switch {
 	case w.Count < 1:
 		return badField("workers", "%d: at least 1", w.Count)
 	case w.Index < 0 || w.Index >= w.Count:
-		return badField("index", "%d is not in 0..%d (--workers %d)", w.Index, w.Count-1, w.Count)
+		return badField("index", "%d is not in 0..%d (%d workers)", w.Index, w.Count-1, w.Count)
 	case w.Count > clients:
 		return badField("workers", "%d workers for %d clients: every worker needs a client", w.Count, clients)
 	case o.Backend != cluster.External:
-		return badField("backend", "%q: workers run against an external deployment (--addrs)", o.Backend)
+		return badField("backend", "%q: workers run against an external deployment (its addresses)", o.Backend)
 	case o.KeyPrefix != "":
-		return badField("key-prefix", "workers name their keys by --run-id (lc:<run id>:)")
+		return badField("key-prefix", "workers name their keys by their run id (lc:<run id>:)")
 	}
 	if w.RunID == "" || strings.ContainsAny(w.RunID, "#:*?[]\\") {
 		return badField("run-id", "%q: every worker needs the same run id, without # : * ? [ ] \\", w.RunID)
@@ -185,7 +188,7 @@ func (w *Worker) join(ctx context.Context, c *redis.Client, runNow func() int64)
 	if added, err := c.SAdd(ctx, w.key("joined"), w.Index).Result(); err != nil {
 		return 0, none, fmt.Errorf("worker barrier: %w", err)
 	} else if added == 0 {
-		return 0, none, &Error{Code: ExitBadInput, Field: "index", Err: fmt.Errorf("worker %d of run %s has already joined (two workers with one --index?)", w.Index, w.RunID)}
+		return 0, none, &Error{Class: BadInput, Field: "index", Err: fmt.Errorf("worker %d of run %s has already joined (two workers with one index?)", w.Index, w.RunID)}
 	}
 	c.PExpire(ctx, w.key("joined"), ttl)
 	n, err := c.SCard(ctx, w.key("joined")).Result()
@@ -221,7 +224,7 @@ func (w *Worker) join(ctx context.Context, c *redis.Client, runNow func() int64)
 		}
 		if time.Now().After(deadline) {
 			joined, _ := c.SMembers(ctx, w.key("joined")).Result()
-			return 0, none, &Error{Code: ExitInfra, Err: fmt.Errorf("worker barrier: %d of %d workers joined run %s within %v (joined: %s)",
+			return 0, none, &Error{Class: Infra, Err: fmt.Errorf("worker barrier: %d of %d workers joined run %s within %v (joined: %s)",
 				len(joined), w.Count, w.RunID, w.wait(), strings.Join(joined, ", "))}
 		}
 		if !wait(ctx, 20*time.Millisecond) {

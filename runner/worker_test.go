@@ -37,8 +37,8 @@ func runWorkers(t *testing.T, addr, name, runID string) []string {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: cluster.External,
-				Addrs: []string{addr}, Out: dirs[i], NoPlots: true,
+			_, errs[i] = runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: cluster.External,
+				Addrs: []string{addr}}, Out: dirs[i], NoPlots: true,
 				Worker: &runner.Worker{Index: i, Count: len(offsets), RunID: runID, Wait: 30 * time.Second, ClockOffset: off}})
 		}()
 	}
@@ -149,7 +149,7 @@ func TestMergeRefusesMismatchedWorkers(t *testing.T) {
 	} {
 		out := filepath.Join(d, "out")
 		_, code, err := runner.Merge(runner.MergeOptions{Dirs: tc.dirs, Out: out})
-		if err == nil || code != runner.ExitBadInput || !strings.Contains(err.Error(), tc.want) {
+		if err == nil || code != runner.BadInput || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("merge %v: exit %d, %v; want exit 3 naming %q", tc.dirs, code, err, tc.want)
 		}
 		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
@@ -167,7 +167,7 @@ func TestMergeWaitsForWorkers(t *testing.T) {
 	if waited := time.Since(start); waited < 1500*time.Millisecond || waited > 10*time.Second {
 		t.Errorf("merge --wait 1.5s returned after %v", waited)
 	}
-	if code != runner.ExitBadInput || err == nil || !strings.Contains(err.Error(), "w0") {
+	if code != runner.BadInput || err == nil || !strings.Contains(err.Error(), "w0") {
 		t.Errorf("exit %d, %v: want exit 3 naming w0", code, err)
 	}
 }
@@ -190,10 +190,10 @@ func TestWorkerOptionsRefused(t *testing.T) {
 		{runner.Worker{Index: 0, Count: 2, RunID: "r"}, cluster.Process, "backend"},
 	} {
 		w := tc.w
-		_, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Backend: tc.backend,
-			Addrs: []string{"127.0.0.1:1"}, Out: filepath.Join(t.TempDir(), "w"), Worker: &w})
+		_, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: tc.backend,
+			Addrs: []string{"127.0.0.1:1"}}, Out: filepath.Join(t.TempDir(), "w"), Worker: &w})
 		var re *runner.Error
-		if !errors.As(err, &re) || re.Code != runner.ExitBadInput || re.Field != tc.field {
+		if !errors.As(err, &re) || re.Class != runner.BadInput || re.Field != tc.field {
 			t.Errorf("worker %+v on %s: %v, want exit 3 for field %s", tc.w, tc.backend, err, tc.field)
 		}
 	}

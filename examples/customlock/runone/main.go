@@ -1,5 +1,4 @@
-// Command runone runs one catalog scenario on seq-lock from Go, through
-// runner.Run, and prints the verdict of each check.
+// Command runone runs gc-pause on seq-lock from Go through runner.Run and prints each check's verdict.
 package main
 
 import (
@@ -7,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/lockchaos/lockchaos/cli"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 
@@ -17,16 +17,16 @@ func main() {
 	s, err := scenarios.Builtin("gc-pause")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(runner.ExitBadInput)
+		os.Exit(cli.ExitBadInput)
 	}
 	out, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "seq-lock", Expect: true})
 	if out == nil || out.Results == nil {
 		fmt.Fprintln(os.Stderr, "run failed:", err)
-		os.Exit(runner.ExitCodeOf(err))
+		os.Exit(cli.ExitCodeOf(err))
 	}
 	for name, c := range out.Results.Checks {
 		fmt.Printf("%-12s %s\n", name, c.Verdict)
 	}
 	fmt.Printf("verdict %s, %s; report in %s\n", out.Results.Verdict, out.Results.Outcome, out.Dir)
-	os.Exit(out.ExitCode)
+	os.Exit(cli.ExitCode(out.Class))
 }

@@ -1,8 +1,15 @@
-package runner
+// Package campaign runs many runs, each through runner.Run: a matrix of
+// locks × scenarios (packed by the scheduler, optionally one shard of it,
+// shards merged back), a scenario over many seeds judged over them, and the
+// bench (every lock in turn on one set of servers). It returns documents
+// (report/metrics' Matrix, SeedSummary, Bench) and errors with a
+// runner.Class; the CLI turns them into exit codes.
+package campaign
 
 import (
 	"context"
 	"fmt"
+	"github.com/lockchaos/lockchaos/runner"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -38,8 +45,9 @@ type MatrixOptions struct {
 	// <cell>/seed-N) and judges the cell over them; nil runs each scenario
 	// once with its own seed, in <cell> itself.
 	Seeds []uint64
-	// Base carries the cluster settings (backend, binaries, ...).
-	Base Options
+	// Setup is where Redis runs and how each cell's run records (a
+	// KeyPrefix gets each cell's number added).
+	Setup runner.Setup
 	// Plots renders every cell's plots (off by default: they were an eighth
 	// of the matrix's wall time; `lockchaos report DIR` renders a cell's).
 	Plots bool
@@ -52,28 +60,43 @@ type MatrixOptions struct {
 	Shard *Shard
 }
 
-// Applicable says whether a lock can run in a scenario's topology. A
-// scenario's locks: list names built-ins; a user's lock runs where the
-// built-in of its kind (or one with its capabilities) is listed (StandIn).
-func Applicable(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
-	if ok, why := listed(info, s); !ok {
-		return false, why
-	}
-	if info.NoCluster != "" && s.Topology == "cluster" {
-		return false, "cannot run on Redis Cluster: " + info.NoCluster
-	}
-	if info.NeedsReplicas && s.Topology != "sentinel" && s.Topology != "cluster" {
-		return false, "needs a replica (sentinel or cluster topology)"
-	}
-	if info.MinNodes > 1 && s.Topology != "independent" {
-		return false, fmt.Sprintf("needs %d independent masters", info.MinNodes)
-	}
-	return true, ""
-}
-
 // RunMatrix runs every applicable cell and returns the table with its exit
 // code: 1 if any cell was unexpected, else 2 if any was unknown, else 0.
 func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
+	infos, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	mr := &matrixRun{o: o, m: &Matrix{Locks: o.Locks, Seeds: o.Seeds, Parallel: o.Parallel}}
+	jobs := mr.plan(infos)
+	if o.Shard != nil {
+		jobs = mr.shard(jobs)
+	}
+	mr.seedRuns = make([][]SeedRun, len(mr.m.Cells))
+	mr.left = make([]int, len(mr.m.Cells))
+	for _, j := range jobs {
+		if j.seed != 0 {
+			mr.seedRuns[j.i] = make([]SeedRun, len(o.Seeds))
+			mr.left[j.i] = len(o.Seeds)
+		}
+	}
+	for jn := range jobs {
+		jobs[jn].n = jn // the key prefix's number, whatever the order
+	}
+	if o.Parallel > 1 {
+		orderJobs(jobs, func(j job) *scenarios.Scenario { return j.s })
+	}
+	mr.runJobs(ctx, jobs)
+	mr.judgeCut()
+	mr.m.ExitCode = int(matrixClass(mr.m.Cells, ctx.Err() != nil))
+	mr.m.WallMS = metrics.MSOf(time.Since(began))
+	return mr.m, nil
+}
+
+// resolve fills in the defaults (every lock but users', the whole catalog,
+// the parallelism) and looks up every lock.
+func (o *MatrixOptions) resolve() (map[string]lockimpl.Info, error) {
 	if len(o.Locks) == 0 {
 		for _, l := range lockimpl.List() {
 			if l.Kind != lockimpl.User {
@@ -81,10 +104,10 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 			}
 		}
 	}
-	if o.Base.KeyPrefix != "" {
+	if o.Setup.KeyPrefix != "" {
 		// Each cell's keys go under the prefix plus the cell's number, so
 		// cells run in parallel do not meet each other's keys.
-		if err := keyspace.Check(o.Base.KeyPrefix + "0000:"); err != nil {
+		if err := keyspace.Check(o.Setup.KeyPrefix + "0000:"); err != nil {
 			return nil, badField("key-prefix", "%w", err)
 		}
 	}
@@ -99,29 +122,45 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 	if len(o.Scenarios) == 0 {
 		all, err := scenarios.All()
 		if err != nil {
-			return nil, fail(ExitBadInput, "%w", err)
+			return nil, fail(runner.BadInput, "%w", err)
 		}
 		o.Scenarios = all
 	}
 	if o.Parallel < 1 {
-		o.Parallel = autoParallel(o.Base)
+		o.Parallel = autoParallel(o.Setup)
 	}
-	began := time.Now()
-	m := &Matrix{Locks: o.Locks, Seeds: o.Seeds, Parallel: o.Parallel}
-	type job struct {
-		i    int
-		s    *scenarios.Scenario
-		lock string
-		seed uint64 // 0: the scenario's own seed, no seed directory
-		k    int    // index of the seed in o.Seeds
-		n    int    // the job's number in catalog order
-	}
+	return infos, nil
+}
+
+// job is one run of a matrix: a cell, or one seed of it.
+type job struct {
+	i    int
+	s    *scenarios.Scenario
+	lock string
+	seed uint64 // 0: the scenario's own seed, no seed directory
+	k    int    // index of the seed in o.Seeds
+	n    int    // the job's number in catalog order
+}
+
+// matrixRun is a matrix being run: the table, and each seeded cell's runs
+// so far and how many are left.
+type matrixRun struct {
+	o        MatrixOptions
+	m        *Matrix
+	mu       sync.Mutex
+	seedRuns [][]SeedRun
+	left     []int
+}
+
+// plan lays out the table's cells and the jobs of the applicable ones.
+func (mr *matrixRun) plan(infos map[string]lockimpl.Info) []job {
+	o, m := mr.o, mr.m
 	var jobs []job
 	for _, s := range o.Scenarios {
 		m.Scenarios = append(m.Scenarios, s.Name)
 		for _, l := range o.Locks {
 			c := Cell{Scenario: s.Name, Lock: l, Outcome: "n/a"}
-			ok, why := Applicable(infos[l], s)
+			ok, why := runner.Applicable(infos[l], s)
 			c.Applicable, c.Reason = ok, why
 			m.Cells = append(m.Cells, c)
 			if !ok {
@@ -135,51 +174,45 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 			}
 		}
 	}
-	if o.Shard != nil {
-		sh := *o.Shard
-		sh.Build, sh.Catalog = BuildID(), catalogHash(o.Scenarios)
-		m.Shard = &sh
-		var cells []int
-		for i, c := range m.Cells {
-			if c.Applicable {
-				cells = append(cells, i)
-			}
+	return jobs
+}
+
+// shard keeps the jobs of this shard's cells and marks the others' cells
+// as run elsewhere.
+func (mr *matrixRun) shard(jobs []job) []job {
+	o, m := mr.o, mr.m
+	sh := *o.Shard
+	sh.Build, sh.Catalog = BuildID(), catalogHash(o.Scenarios)
+	m.Shard = &sh
+	var cells []int
+	for i, c := range m.Cells {
+		if c.Applicable {
+			cells = append(cells, i)
 		}
-		byName := map[string]*scenarios.Scenario{}
-		for _, s := range o.Scenarios {
-			byName[s.Name] = s
-		}
-		of := shardOf(cells, func(i int) time.Duration { return cellCost(byName[m.Cells[i].Scenario]) }, sh.Count)
-		for i, k := range of {
-			if k != sh.Index {
-				m.Cells[i].Outcome, m.Cells[i].Reason = OutcomeElsewhere, fmt.Sprintf("shard %d/%d", k, sh.Count)
-			}
-		}
-		kept := jobs[:0]
-		for _, j := range jobs {
-			if of[j.i] == sh.Index {
-				kept = append(kept, j)
-			}
-		}
-		jobs = kept
 	}
-	seedRuns := make([][]SeedRun, len(m.Cells))
-	left := make([]int, len(m.Cells))
+	byName := map[string]*scenarios.Scenario{}
+	for _, s := range o.Scenarios {
+		byName[s.Name] = s
+	}
+	of := shardOf(cells, func(i int) time.Duration { return cellCost(byName[m.Cells[i].Scenario]) }, sh.Count)
+	for i, k := range of {
+		if k != sh.Index {
+			m.Cells[i].Outcome, m.Cells[i].Reason = OutcomeElsewhere, fmt.Sprintf("shard %d/%d", k, sh.Count)
+		}
+	}
+	kept := jobs[:0]
 	for _, j := range jobs {
-		if j.seed != 0 {
-			seedRuns[j.i] = make([]SeedRun, len(o.Seeds))
-			left[j.i] = len(o.Seeds)
+		if of[j.i] == sh.Index {
+			kept = append(kept, j)
 		}
 	}
-	for jn := range jobs {
-		jobs[jn].n = jn // the key prefix's number, whatever the order
-	}
-	if o.Parallel > 1 {
-		orderJobs(jobs, func(j job) *scenarios.Scenario { return j.s })
-	}
-	sched := newScheduler(o.Parallel)
+	return kept
+}
+
+// runJobs runs the jobs as the scheduler admits them, until ctx ends.
+func (mr *matrixRun) runJobs(ctx context.Context, jobs []job) {
+	sched := newScheduler(mr.o.Parallel)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	for _, j := range jobs {
 		appetite := cellAppetite(j.s)
 		if !sched.acquire(ctx, appetite) {
@@ -189,60 +222,68 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*Matrix, error) {
 		go func() {
 			defer wg.Done()
 			defer sched.release(appetite)
-			c := runCellRetried(ctx, o, j.s, j.lock, j.seed, j.n)
-			if j.seed == 0 {
-				mu.Lock()
-				m.Cells[j.i] = c
-				mu.Unlock()
-				if o.OnCell != nil {
-					o.OnCell(c)
-				}
-				return
-			}
-			sr := SeedRun{Seed: j.seed, Dir: c.Dir, Verdict: c.Verdict, Checks: c.Checks, Outcome: c.Outcome,
-				ExitCode: c.RunExit, Error: c.Reason, Attempts: c.Attempts, Phases: c.Phases}
-			for _, n := range c.Notes {
-				if strings.HasPrefix(n, "attempt ") {
-					sr.Notes = append(sr.Notes, n)
-				}
-			}
-			mu.Lock()
-			seedRuns[j.i][j.k] = sr
-			left[j.i]--
-			done := left[j.i] == 0
-			if done {
-				m.Cells[j.i] = seedCell(o, j.s, j.lock, seedRuns[j.i])
-				c = m.Cells[j.i]
-			}
-			mu.Unlock()
-			if o.OnSeed != nil {
-				o.OnSeed(c, sr)
-			}
-			if done && o.OnCell != nil {
-				o.OnCell(c)
-			}
+			mr.runJob(ctx, j)
 		}()
 	}
 	wg.Wait()
-	for i, runs := range seedRuns {
-		// A cell cut short (ctx ended) is judged over the seeds that ran.
-		if runs != nil && left[i] > 0 {
-			var ran []SeedRun
-			for _, r := range runs {
-				if r.Seed != 0 {
-					ran = append(ran, r)
-				}
-			}
-			if len(ran) > 0 {
-				c := m.Cells[i]
-				sc, _ := scenarioByName(o.Scenarios, c.Scenario)
-				m.Cells[i] = seedCell(o, sc, c.Lock, ran)
-			}
+}
+
+// runJob runs one job and files its cell, or its seed's run (the cell is
+// judged once its last seed ran).
+func (mr *matrixRun) runJob(ctx context.Context, j job) {
+	o, m := mr.o, mr.m
+	c := runCellRetried(ctx, o, j.s, j.lock, j.seed, j.n)
+	if j.seed == 0 {
+		mr.mu.Lock()
+		m.Cells[j.i] = c
+		mr.mu.Unlock()
+		if o.OnCell != nil {
+			o.OnCell(c)
+		}
+		return
+	}
+	sr := SeedRun{Seed: j.seed, Dir: c.Dir, Verdict: c.Verdict, Checks: c.Checks, Outcome: c.Outcome,
+		ExitCode: c.RunExit, Error: c.Reason, Attempts: c.Attempts, Phases: c.Phases}
+	for _, n := range c.Notes {
+		if strings.HasPrefix(n, "attempt ") {
+			sr.Notes = append(sr.Notes, n)
 		}
 	}
-	m.ExitCode = matrixExit(m.Cells, ctx.Err() != nil)
-	m.WallMS = metrics.MSOf(time.Since(began))
-	return m, nil
+	mr.mu.Lock()
+	mr.seedRuns[j.i][j.k] = sr
+	mr.left[j.i]--
+	done := mr.left[j.i] == 0
+	if done {
+		m.Cells[j.i] = seedCell(o, j.s, j.lock, mr.seedRuns[j.i])
+		c = m.Cells[j.i]
+	}
+	mr.mu.Unlock()
+	if o.OnSeed != nil {
+		o.OnSeed(c, sr)
+	}
+	if done && o.OnCell != nil {
+		o.OnCell(c)
+	}
+}
+
+// judgeCut judges a cell cut short (ctx ended) over the seeds that ran.
+func (mr *matrixRun) judgeCut() {
+	for i, runs := range mr.seedRuns {
+		if runs == nil || mr.left[i] == 0 {
+			continue
+		}
+		var ran []SeedRun
+		for _, r := range runs {
+			if r.Seed != 0 {
+				ran = append(ran, r)
+			}
+		}
+		if len(ran) > 0 {
+			c := mr.m.Cells[i]
+			sc, _ := scenarioByName(mr.o.Scenarios, c.Scenario)
+			mr.m.Cells[i] = seedCell(mr.o, sc, c.Lock, ran)
+		}
+	}
 }
 
 // runCellRetried runs one cell (with seed when not 0, in its seed
@@ -270,7 +311,7 @@ func runCellRetried(ctx context.Context, o MatrixOptions, s *scenarios.Scenario,
 // seeds.md and index report.html into the cell directory.
 func seedCell(o MatrixOptions, s *scenarios.Scenario, lock string, runs []SeedRun) Cell {
 	dir := filepath.Join(o.Out, s.Name, lock)
-	sum := Summarize(s.Name, lock, ExpectationFor(s.ForBackend(o.Base.Backend), lock), runs, true)
+	sum := Summarize(s.Name, lock, runner.ExpectationFor(s.ForBackend(o.Setup.Backend), lock), runs, true)
 	c := Cell{Scenario: s.Name, Lock: lock, Applicable: true, Dir: dir, Expected: sum.Expected, Outcome: sum.Outcome,
 		Verdict: sum.Majority(), Label: sum.Label(), Seeds: runs, Rates: sum.Rates, Checks: map[string]string{}}
 	if c.Verdict == "error" {
@@ -315,19 +356,19 @@ func scenarioByName(list []*scenarios.Scenario, name string) (*scenarios.Scenari
 
 func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, dir string, job int) Cell {
 	c := Cell{Scenario: s.Name, Lock: lock, Applicable: true}
-	ro := o.Base
+	ro := runner.Options{Setup: o.Setup}
 	if ro.KeyPrefix != "" {
 		ro.KeyPrefix += strconv.Itoa(job) + ":"
 	}
 	ro.Scenario, ro.Lock, ro.Expect, ro.Progress, ro.NoPlots = s, lock, true, nil, !o.Plots
 	ro.Out = dir
 	c.Dir = ro.Out
-	out, err := Run(ctx, ro)
+	out, err := runner.Run(ctx, ro)
 	if out == nil || out.Results == nil {
-		c.Outcome, c.Reason, c.RunExit = "error", fmt.Sprint(err), ExitCodeOf(err)
+		c.Outcome, c.Reason, c.RunExit = "error", fmt.Sprint(err), int(runner.ClassOf(err))
 		return c
 	}
-	c.RunExit = out.ExitCode
+	c.RunExit = int(out.Class)
 	r := out.Results
 	c.Verdict, c.Expected, c.Outcome, c.Throughput, c.Notes = r.Verdict, r.Expected, r.Outcome, r.Stats.Throughput, r.Notes
 	c.Checks = map[string]string{}

@@ -1,4 +1,4 @@
-package runner_test
+package campaign_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
@@ -58,7 +59,7 @@ func TestParseSeeds(t *testing.T) {
 		{"1-5000", nil, "more than 1000 seeds"},
 	}
 	for _, c := range cases {
-		got, err := runner.ParseSeeds(c.in)
+		got, err := campaign.ParseSeeds(c.in)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("ParseSeeds(%q) error %v, want %q", c.in, err, c.err)
@@ -69,7 +70,7 @@ func TestParseSeeds(t *testing.T) {
 			t.Errorf("ParseSeeds(%q) = %v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
-	if got := runner.RepeatSeeds(5, 3); !reflect.DeepEqual(got, []uint64{5, 6, 7}) {
+	if got := campaign.RepeatSeeds(5, 3); !reflect.DeepEqual(got, []uint64{5, 6, 7}) {
 		t.Errorf("RepeatSeeds(5, 3) = %v", got)
 	}
 }
@@ -77,15 +78,15 @@ func TestParseSeeds(t *testing.T) {
 // Summarize judges seeds: rates per check, a plain expectation on every
 // seed, the outcome and exit code.
 func TestSummarize(t *testing.T) {
-	run := func(seed uint64, verdict, outcome string, code int, checks map[string]string) runner.SeedRun {
-		return runner.SeedRun{Seed: seed, Verdict: verdict, Outcome: outcome, ExitCode: code, Checks: checks}
+	run := func(seed uint64, verdict, outcome string, code int, checks map[string]string) campaign.SeedRun {
+		return campaign.SeedRun{Seed: seed, Verdict: verdict, Outcome: outcome, ExitCode: code, Checks: checks}
 	}
 	inv := map[string]string{"mutex": "invalid", "resource": "valid"}
 	val := map[string]string{"mutex": "valid", "resource": "valid"}
-	runs := []runner.SeedRun{run(1, "invalid", "as-expected", 0, inv), run(2, "valid", "unexpected", 1, val), run(3, "invalid", "as-expected", 0, inv)}
+	runs := []campaign.SeedRun{run(1, "invalid", "as-expected", 0, inv), run(2, "valid", "unexpected", 1, val), run(3, "invalid", "as-expected", 0, inv)}
 
-	s := runner.Summarize("x", "simple", map[string]string{"mutex": "invalid"}, runs, true)
-	if s.Outcome != "unexpected" || s.ExitCode != runner.ExitViolated {
+	s := campaign.Summarize("x", "simple", map[string]string{"mutex": "invalid"}, runs, true)
+	if s.Outcome != "unexpected" || s.ExitCode != int(runner.Violated) {
 		t.Errorf("plain invalid, 2/3 seeds: outcome %s exit %d, want unexpected 1", s.Outcome, s.ExitCode)
 	}
 	if r := s.Rates["mutex"][0]; r.Verdict != "invalid" || r.Hits != 2 || r.N != 3 {
@@ -98,27 +99,27 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("Label = %q, want invalid 2/3", s.Label())
 	}
 
-	s = runner.Summarize("x", "simple", map[string]string{"mutex": "invalid >=0.6"}, runs, true)
+	s = campaign.Summarize("x", "simple", map[string]string{"mutex": "invalid >=0.6"}, runs, true)
 	if s.Outcome != "as-expected" || s.ExitCode != 0 {
 		t.Errorf("rate >=0.6, 2/3 seeds: outcome %s exit %d (%q), want as-expected 0", s.Outcome, s.ExitCode, s.Mismatches)
 	}
-	s = runner.Summarize("x", "simple", map[string]string{"mutex": "invalid >=0.7"}, runs, true)
+	s = campaign.Summarize("x", "simple", map[string]string{"mutex": "invalid >=0.7"}, runs, true)
 	if s.Outcome != "unexpected" {
 		t.Errorf("rate >=0.7, 2/3 seeds: outcome %s, want unexpected", s.Outcome)
 	}
 	// Without --expect the verdicts decide, the worst seed's.
-	s = runner.Summarize("x", "simple", map[string]string{"mutex": "invalid >=0.6"}, runs, false)
-	if s.ExitCode != runner.ExitViolated {
+	s = campaign.Summarize("x", "simple", map[string]string{"mutex": "invalid >=0.6"}, runs, false)
+	if s.ExitCode != int(runner.Violated) {
 		t.Errorf("without expect: exit %d, want 1 (a seed was invalid)", s.ExitCode)
 	}
-	unk := []runner.SeedRun{run(1, "valid", "as-expected", 0, val), run(2, "unknown", "unknown", 2, map[string]string{"mutex": "unknown"})}
-	s = runner.Summarize("x", "simple", nil, unk, true)
-	if s.Outcome != "unknown" || s.ExitCode != runner.ExitUnknown {
+	unk := []campaign.SeedRun{run(1, "valid", "as-expected", 0, val), run(2, "unknown", "unknown", 2, map[string]string{"mutex": "unknown"})}
+	s = campaign.Summarize("x", "simple", nil, unk, true)
+	if s.Outcome != "unknown" || s.ExitCode != int(runner.Unknown) {
 		t.Errorf("one unknown seed: outcome %s exit %d, want unknown 2", s.Outcome, s.ExitCode)
 	}
 	// A seed that did not run is an error, never a pass.
-	s = runner.Summarize("x", "simple", nil, []runner.SeedRun{run(1, "valid", "as-expected", 0, val), {Seed: 2, Outcome: "error", Error: "boom"}}, true)
-	if s.Outcome != "error" || s.ExitCode != runner.ExitViolated {
+	s = campaign.Summarize("x", "simple", nil, []campaign.SeedRun{run(1, "valid", "as-expected", 0, val), {Seed: 2, Outcome: "error", Error: "boom"}}, true)
+	if s.Outcome != "error" || s.ExitCode != int(runner.Violated) {
 		t.Errorf("a failed seed: outcome %s exit %d, want error 1", s.Outcome, s.ExitCode)
 	}
 }
@@ -135,9 +136,9 @@ func TestRunMatrixSeeds(t *testing.T) {
 	out := t.TempDir()
 	locks := []string{"simple", "del-no-owner"}
 	var seen []string
-	m, err := runner.RunMatrix(context.Background(), runner.MatrixOptions{Locks: locks, Scenarios: []*scenarios.Scenario{s},
-		Out: out, Parallel: 1, Seeds: []uint64{1, 2}, Base: runner.Options{Backend: "process"},
-		OnSeed: func(c runner.Cell, r runner.SeedRun) { seen = append(seen, c.Lock+"/"+r.Dir) }})
+	m, err := campaign.RunMatrix(context.Background(), campaign.MatrixOptions{Locks: locks, Scenarios: []*scenarios.Scenario{s},
+		Out: out, Parallel: 1, Seeds: []uint64{1, 2}, Setup: runner.Setup{Backend: "process"},
+		OnSeed: func(c campaign.Cell, r campaign.SeedRun) { seen = append(seen, c.Lock+"/"+r.Dir) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestRunMatrixSeeds(t *testing.T) {
 		if rs := c.Rates["mutex"]; len(rs) == 0 || rs[0].N != 2 {
 			t.Errorf("cell %s/%s: mutex rates %+v, want over 2 seeds", c.Scenario, c.Lock, rs)
 		}
-		var sum runner.SeedSummary
+		var sum campaign.SeedSummary
 		b, err := os.ReadFile(filepath.Join(c.Dir, "seeds.json"))
 		if err == nil {
 			err = json.Unmarshal(b, &sum)
@@ -192,12 +193,12 @@ func TestRunMatrixSeeds(t *testing.T) {
 
 // Text of a matrix whose seeds disagree: the label and the rates.
 func TestMatrixMarkdownRates(t *testing.T) {
-	sum := runner.Summarize("gc-pause", "simple", map[string]string{"mutex": "invalid"}, []runner.SeedRun{
+	sum := campaign.Summarize("gc-pause", "simple", map[string]string{"mutex": "invalid"}, []campaign.SeedRun{
 		{Seed: 1, Verdict: "invalid", Outcome: "as-expected", Checks: map[string]string{"mutex": "invalid"}, Dir: "/m/gc-pause/simple/seed-1"},
 		{Seed: 2, Verdict: "valid", Outcome: "unexpected", ExitCode: 1, Checks: map[string]string{"mutex": "valid"}, Dir: "/m/gc-pause/simple/seed-2"},
 	}, true)
-	m := &runner.Matrix{Locks: []string{"simple"}, Scenarios: []string{"gc-pause"}, Seeds: []uint64{1, 2}, ExitCode: 1,
-		Cells: []runner.Cell{{Scenario: "gc-pause", Lock: "simple", Applicable: true, Verdict: sum.Majority(), Label: sum.Label(),
+	m := &campaign.Matrix{Locks: []string{"simple"}, Scenarios: []string{"gc-pause"}, Seeds: []uint64{1, 2}, ExitCode: 1,
+		Cells: []campaign.Cell{{Scenario: "gc-pause", Lock: "simple", Applicable: true, Verdict: sum.Majority(), Label: sum.Label(),
 			Outcome: sum.Outcome, Expected: sum.Expected, Seeds: sum.Runs, Rates: sum.Rates}}}
 	md := report.MatrixMarkdown(m, nil)
 	for _, want := range []string{"invalid 1/2 UNEXPECTED", "gc-pause / simple: mutex invalid in 1/2 (95% CI 0.09–0.91), valid in 1/2", "seed 2: unexpected", "/m/gc-pause/simple/seed-2"} {

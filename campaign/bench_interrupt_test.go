@@ -1,7 +1,8 @@
-package runner
+package campaign
 
 import (
 	"context"
+	"github.com/lockchaos/lockchaos/runner"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,7 +38,7 @@ func TestBenchInterrupted(t *testing.T) {
 		}
 	}()
 	b, err := RunBench(ctx, BenchOptions{Locks: []string{"simple", "watchdog"}, Clients: 4, Keys: 4, Duration: 30 * time.Second,
-		Nodes: 1, Out: out, Base: Options{Backend: cluster.Process}})
+		Nodes: 1, Out: out, Setup: runner.Setup{Backend: cluster.Process}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,9 @@
-package runner
+package campaign
 
 import (
 	"context"
 	"fmt"
+	"github.com/lockchaos/lockchaos/runner"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -35,7 +36,8 @@ type BenchOptions struct {
 	// locks use all of them; the others use the first). Default 5.
 	Nodes int
 	Out   string
-	Base  Options // cluster settings
+	// Setup is where the servers run and how each lock's run records.
+	Setup runner.Setup
 	// NoHistory also runs each lock with recording off and reports the
 	// overhead of recording.
 	Overhead bool
@@ -52,54 +54,20 @@ type BenchOptions struct {
 
 // RunBench runs the locks one after another on one set of servers.
 func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
-	if o.Nodes == 0 {
-		o.Nodes = 5
+	spec, prefix, err := o.resolve()
+	if err != nil {
+		return nil, err
 	}
-	if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 {
-		return nil, fail(ExitBadInput, "bench: --clients, --keys and --duration must be positive")
-	}
-	for _, l := range o.Locks {
-		if _, _, err := lockimpl.Lookup(l); err != nil {
-			return nil, badField("lock", "%w", err)
-		}
-	}
-	topo := cluster.Independent
-	if o.Base.Backend == cluster.External && len(o.Base.Addrs) == 1 {
-		topo = cluster.Single
-	}
-	// Bad flags are found before any server starts or directory is made.
-	vo := o
-	if o.Base.Backend == cluster.External {
-		vo.Nodes = max(len(o.Base.Addrs), 1)
-	}
-	if err := benchScenario(vo, "bench", benchTopology(vo.Nodes)).Validate(); err != nil {
-		return nil, fail(ExitBadInput, "bench: the flags make an invalid workload: %w", err)
-	}
-	spec := cluster.Spec{Topology: topo, Backend: o.Base.Backend, Nodes: o.Nodes, RedisServer: o.Base.RedisServer,
-		Image: o.Base.Image, Addrs: o.Base.Addrs, AllowRemote: o.Base.AllowRemote, Dir: o.Out}
-	if err := prepareDir(o.Out); err != nil {
-		return nil, badField("out", "%s: %w", o.Out, err)
-	}
-	prefix := keyspace.Default(keyspace.NewRunID())
-	if o.Base.KeyPrefix != "" {
-		if err := keyspace.Check(o.Base.KeyPrefix); err != nil {
-			return nil, badField("key-prefix", "%w", err)
-		}
-		prefix = keyspace.Prefix(o.Base.KeyPrefix)
-	}
-	// Every lock's run uses the bench's prefix: each one removes its keys
-	// when it ends, so the next one's preflight finds none.
-	o.Base.KeyPrefix = string(prefix)
 	cl, err := cluster.Start(ctx, spec)
 	if err != nil {
-		return nil, &Error{Code: ExitCodeOf(err), Err: fmt.Errorf("bench: start servers: %w", err)}
+		return nil, &runner.Error{Class: runner.ClassOf(err), Err: fmt.Errorf("bench: start servers: %w", err)}
 	}
 	defer cl.Stop()
-	if err := preflight(ctx, cl, prefix); err != nil {
+	if err := runner.Preflight(ctx, cl, prefix); err != nil {
 		return nil, err
 	}
 	// The yardsticks' keys too, also when the bench is interrupted.
-	defer cleanUp(ctx, cl, prefix, true)
+	defer runner.CleanUp(ctx, cl, prefix, true)
 	if o.KeyDist == "" {
 		o.KeyDist = "uniform"
 	}
@@ -112,7 +80,74 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	for i, n := range cl.Nodes {
 		admin[i] = cl.AdminClient(n)
 	}
-	// Yardsticks from clients connected as the bench's are.
+	yardsticks(ctx, o, cl, admin, prefix, b)
+	for _, lock := range o.Locks {
+		if ctx.Err() != nil {
+			break
+		}
+		bl, err := benchRepeated(ctx, o, cl, admin, lock)
+		if err != nil {
+			return b, err
+		}
+		if bl == nil {
+			break
+		}
+		b.Locks = append(b.Locks, *bl)
+	}
+	for _, lock := range o.Locks[len(b.Locks):] {
+		b.NotRun = append(b.NotRun, lock)
+	}
+	return b, nil
+}
+
+// resolve checks the options (bad ones are found before any server starts
+// or directory is made), makes the bench's directory and returns the
+// servers' spec and the key prefix every lock's run uses.
+func (o *BenchOptions) resolve() (cluster.Spec, keyspace.Prefix, error) {
+	if o.Nodes == 0 {
+		o.Nodes = 5
+	}
+	if o.Clients < 1 || o.Keys < 1 || o.Duration <= 0 {
+		return cluster.Spec{}, "", fail(runner.BadInput, "bench: clients, keys and duration must be positive")
+	}
+	for _, l := range o.Locks {
+		if _, _, err := lockimpl.Lookup(l); err != nil {
+			return cluster.Spec{}, "", badField("lock", "%w", err)
+		}
+	}
+	topo := cluster.Independent
+	if o.Setup.Backend == cluster.External && len(o.Setup.Addrs) == 1 {
+		topo = cluster.Single
+	}
+	vo := *o
+	if o.Setup.Backend == cluster.External {
+		vo.Nodes = max(len(o.Setup.Addrs), 1)
+	}
+	if err := benchScenario(vo, "bench", benchTopology(vo.Nodes)).Validate(); err != nil {
+		return cluster.Spec{}, "", fail(runner.BadInput, "bench: the flags make an invalid workload: %w", err)
+	}
+	spec := cluster.Spec{Topology: topo, Backend: o.Setup.Backend, Nodes: o.Nodes, RedisServer: o.Setup.RedisServer,
+		Image: o.Setup.Image, Addrs: o.Setup.Addrs, AllowRemote: o.Setup.AllowRemote, Dir: o.Out}
+	if err := runner.PrepareDir(o.Out); err != nil {
+		return cluster.Spec{}, "", badField("out", "%s: %w", o.Out, err)
+	}
+	prefix := keyspace.Default(keyspace.NewRunID())
+	if o.Setup.KeyPrefix != "" {
+		if err := keyspace.Check(o.Setup.KeyPrefix); err != nil {
+			return cluster.Spec{}, "", badField("key-prefix", "%w", err)
+		}
+		prefix = keyspace.Prefix(o.Setup.KeyPrefix)
+	}
+	// Every lock's run uses the bench's prefix: each one removes its keys
+	// when it ends, so the next one's preflight finds none.
+	o.Setup.KeyPrefix = string(prefix)
+	return spec, prefix, nil
+}
+
+// yardsticks measures what the locks are compared with, from clients
+// connected as the bench's are: SET round trips and, with Ceiling,
+// redis-benchmark's and bare go-redis's cycles.
+func yardsticks(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, prefix keyspace.Prefix, b *Bench) {
 	var bare []redis.UniversalClient
 	for _, ep := range cl.Endpoints() {
 		bare = append(bare, cl.NewClient(ep, benchConn))
@@ -121,59 +156,58 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	if len(bare) > 1 {
 		b.FanOutRTTP50US = yardstick.SetRTT(ctx, bare, prefix)
 	}
-	if o.Ceiling {
-		// With --repeat the yardsticks are measured as often as the locks
-		// and their medians used: the machine drifts by several percent.
-		type ceil struct{ setnx, evalsha, cycles float64 }
-		var cs []ceil
-		for r := 0; r < o.Repeat && ctx.Err() == nil; r++ {
-			var c ceil
-			c.setnx, c.evalsha = yardstick.RedisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients, prefix)
-			if c.setnx > 0 && c.evalsha > 0 {
-				c.cycles = 1 / (1/c.setnx + 1/c.evalsha)
+	if !o.Ceiling {
+		return
+	}
+	// With Repeat the yardsticks are measured as often as the locks
+	// and their medians used: the machine drifts by several percent.
+	type ceil struct{ setnx, evalsha, cycles float64 }
+	var cs []ceil
+	for r := 0; r < o.Repeat && ctx.Err() == nil; r++ {
+		var c ceil
+		c.setnx, c.evalsha = yardstick.RedisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients, prefix)
+		if c.setnx > 0 && c.evalsha > 0 {
+			c.cycles = 1 / (1/c.setnx + 1/c.evalsha)
+		}
+		cs = append(cs, c)
+		b.CeilingRuns = append(b.CeilingRuns, c.cycles)
+		b.GoRedisRuns = append(b.GoRedisRuns, yardstick.GoRedisCycles(ctx, cl, admin[0], benchConn, o.Clients, min(o.Duration, 5*time.Second), prefix))
+	}
+	if len(cs) > 0 {
+		sort.Slice(cs, func(i, j int) bool { return cs[i].cycles < cs[j].cycles })
+		m := cs[(len(cs)-1)/2]
+		b.SetNXPX, b.EvalSHA, b.CeilingCS = m.setnx, m.evalsha, m.cycles
+		b.GoRedisCS = median(b.GoRedisRuns)
+	}
+	if len(cs) < 2 {
+		b.CeilingRuns, b.GoRedisRuns = nil, nil
+	}
+}
+
+// benchRepeated runs one lock Repeat times (each followed, with Overhead,
+// by a run with recording off) and returns its median run; nil when ctx
+// ended before its first.
+func benchRepeated(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, lock string) (*BenchLock, error) {
+	info, _, _ := lockimpl.Lookup(lock)
+	var runs []*BenchLock
+	var nh []float64
+	for r := 0; r < o.Repeat && ctx.Err() == nil; r++ {
+		bl, err := benchLock(ctx, o, cl, admin, info, false, r)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, bl)
+		if o.Overhead {
+			if n, err := benchLock(ctx, o, cl, admin, info, true, r); err == nil {
+				nh = append(nh, n.Throughput)
 			}
-			cs = append(cs, c)
-			b.CeilingRuns = append(b.CeilingRuns, c.cycles)
-			b.GoRedisRuns = append(b.GoRedisRuns, yardstick.GoRedisCycles(ctx, cl, admin[0], benchConn, o.Clients, min(o.Duration, 5*time.Second), prefix))
-		}
-		if len(cs) > 0 {
-			sort.Slice(cs, func(i, j int) bool { return cs[i].cycles < cs[j].cycles })
-			m := cs[(len(cs)-1)/2]
-			b.SetNXPX, b.EvalSHA, b.CeilingCS = m.setnx, m.evalsha, m.cycles
-			b.GoRedisCS = median(b.GoRedisRuns)
-		}
-		if len(cs) < 2 {
-			b.CeilingRuns, b.GoRedisRuns = nil, nil
 		}
 	}
-	for _, lock := range o.Locks {
-		if ctx.Err() != nil {
-			break
-		}
-		info, _, _ := lockimpl.Lookup(lock)
-		var runs []*BenchLock
-		var nh []float64
-		for r := 0; r < o.Repeat && ctx.Err() == nil; r++ {
-			bl, err := benchLock(ctx, o, cl, admin, info, false, r)
-			if err != nil {
-				return b, err
-			}
-			runs = append(runs, bl)
-			if o.Overhead {
-				if n, err := benchLock(ctx, o, cl, admin, info, true, r); err == nil {
-					nh = append(nh, n.Throughput)
-				}
-			}
-		}
-		if len(runs) == 0 {
-			break
-		}
-		b.Locks = append(b.Locks, medianRun(runs, nh))
+	if len(runs) == 0 {
+		return nil, nil
 	}
-	for _, lock := range o.Locks[len(b.Locks):] {
-		b.NotRun = append(b.NotRun, lock)
-	}
-	return b, nil
+	bl := medianRun(runs, nh)
+	return &bl, nil
 }
 
 func benchScenario(o BenchOptions, name, topo string) *scenarios.Scenario {
@@ -242,13 +276,13 @@ var benchConn = cluster.ClientOptions{PoolSize: 2, NoConnCheck: true}
 func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, info lockimpl.Info, noHistory bool, rep int) (*BenchLock, error) {
 	s := benchScenario(o, "bench", benchTopology(len(cl.Nodes)))
 	if err := s.Validate(); err != nil {
-		return nil, fail(ExitBadInput, "bench: %w", err)
+		return nil, fail(runner.BadInput, "bench: %w", err)
 	}
 	// On external servers only the bench's own keys are removed (never
 	// FLUSHALL there: they may be the user's), and the server's command
 	// counters are read before and after rather than reset.
-	if _, err := cl.DeleteKeys(ctx, keyspace.Prefix(o.Base.KeyPrefix).Pattern()); err != nil && ctx.Err() == nil {
-		return nil, fail(ExitInfra, "bench: remove the previous run's keys: %w", err)
+	if _, err := cl.DeleteKeys(ctx, keyspace.Prefix(o.Setup.KeyPrefix).Pattern()); err != nil && ctx.Err() == nil {
+		return nil, fail(runner.Infra, "bench: remove the previous run's keys: %w", err)
 	}
 	// Servers the bench started itself are emptied outright, as the bench
 	// did before keys had a prefix: with only the prefix's keys removed,
@@ -259,7 +293,7 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	if cl.Backend != cluster.External {
 		for _, a := range admin {
 			if err := a.FlushAll(ctx).Err(); err != nil && ctx.Err() == nil {
-				return nil, fail(ExitInfra, "bench: empty the bench's own servers: %w", err)
+				return nil, fail(runner.Infra, "bench: empty the bench's own servers: %w", err)
 			}
 		}
 	}
@@ -271,10 +305,10 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	if rep > 0 {
 		dir += fmt.Sprintf("-run%d", rep+1)
 	}
-	ro := o.Base
+	ro := runner.Options{Setup: o.Setup}
 	ro.Scenario, ro.Lock, ro.Out, ro.Cluster, ro.NoHistory, ro.Progress = s, info.Name, dir, cl, noHistory, nil
 	ro.Conn, ro.NoObserver, ro.NoCommandRecord = benchConn, true, !o.CommandRecord
-	out, err := Run(ctx, ro)
+	out, err := runner.Run(ctx, ro)
 	if out == nil {
 		return nil, err
 	}
@@ -308,15 +342,15 @@ type (
 	BenchLock = metrics.BenchLock
 )
 
-// RatioGate is `bench --min-ratio`: every benched lock's cycles/s divided by
-// bare go-redis's in the same run (each the median over --repeat) must be
+// RatioGate is the bench's ratio gate: every benched lock's cycles/s divided by
+// bare go-redis's in the same run (each the median over the repeats) must be
 // at least min. The error names both numbers of each lock below it.
 func RatioGate(b *Bench, min float64) error {
 	if b.GoRedisCS <= 0 {
-		return fmt.Errorf("--min-ratio %.2f: no bare go-redis measurement in this run (it failed, or --no-ceiling skipped it)", min)
+		return fmt.Errorf("no bare go-redis measurement in this run (it failed, or the bench ran without its ceiling)")
 	}
 	if len(b.Locks) == 0 {
-		return fmt.Errorf("--min-ratio %.2f: no lock was benched", min)
+		return fmt.Errorf("no lock was benched")
 	}
 	var below []string
 	for _, l := range b.Locks {
@@ -326,7 +360,7 @@ func RatioGate(b *Bench, min float64) error {
 		}
 	}
 	if len(below) > 0 {
-		return fmt.Errorf("--min-ratio: %s", strings.Join(below, "; "))
+		return fmt.Errorf("%s", strings.Join(below, "; "))
 	}
 	return nil
 }

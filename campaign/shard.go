@@ -1,10 +1,11 @@
-package runner
+package campaign
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/lockchaos/lockchaos/runner"
 	"io"
 	"os"
 	"path/filepath"
@@ -129,20 +130,20 @@ func shardOf(cells []int, cost func(i int) time.Duration, count int) map[int]int
 // as are a missing or repeated shard.
 func MergeShards(dirs []string) (*Matrix, error) {
 	if len(dirs) == 0 {
-		return nil, fail(ExitBadInput, "matrix merge: no shard directories given")
+		return nil, fail(runner.BadInput, "matrix merge: no shard directories given")
 	}
 	var ms []*Matrix
 	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(d, "matrix.json"))
 		if err != nil {
-			return nil, fail(ExitBadInput, "matrix merge: %w", err)
+			return nil, fail(runner.BadInput, "matrix merge: %w", err)
 		}
 		m := &Matrix{}
 		if err := json.Unmarshal(b, m); err != nil {
-			return nil, fail(ExitBadInput, "matrix merge: %s: %w", filepath.Join(d, "matrix.json"), err)
+			return nil, fail(runner.BadInput, "matrix merge: %s: %w", filepath.Join(d, "matrix.json"), err)
 		}
 		if m.Shard == nil {
-			return nil, fail(ExitBadInput, "matrix merge: %s is not a shard (it ran without --shard)", d)
+			return nil, fail(runner.BadInput, "matrix merge: %s is not a shard (it ran whole, not as a shard)", d)
 		}
 		ms = append(ms, m)
 	}
@@ -152,18 +153,18 @@ func MergeShards(dirs []string) (*Matrix, error) {
 		d := dirs[i]
 		switch {
 		case m.Shard.Count != first.Shard.Count:
-			return nil, fail(ExitBadInput, "matrix merge: %s is shard %d/%d, %s is of %d shards", d, m.Shard.Index, m.Shard.Count, dirs[0], first.Shard.Count)
+			return nil, fail(runner.BadInput, "matrix merge: %s is shard %d/%d, %s is of %d shards", d, m.Shard.Index, m.Shard.Count, dirs[0], first.Shard.Count)
 		case m.Shard.Build != first.Shard.Build:
-			return nil, fail(ExitBadInput, "matrix merge: %s ran build %s, %s build %s", d, m.Shard.Build, dirs[0], first.Shard.Build)
+			return nil, fail(runner.BadInput, "matrix merge: %s ran build %s, %s build %s", d, m.Shard.Build, dirs[0], first.Shard.Build)
 		case m.Shard.Catalog != first.Shard.Catalog:
-			return nil, fail(ExitBadInput, "matrix merge: %s ran catalog %s, %s catalog %s (the scenarios differ)", d, m.Shard.Catalog, dirs[0], first.Shard.Catalog)
+			return nil, fail(runner.BadInput, "matrix merge: %s ran catalog %s, %s catalog %s (the scenarios differ)", d, m.Shard.Catalog, dirs[0], first.Shard.Catalog)
 		case !slices.Equal(m.Seeds, first.Seeds):
-			return nil, fail(ExitBadInput, "matrix merge: %s ran seeds %v, %s seeds %v", d, m.Seeds, dirs[0], first.Seeds)
+			return nil, fail(runner.BadInput, "matrix merge: %s ran seeds %v, %s seeds %v", d, m.Seeds, dirs[0], first.Seeds)
 		case !slices.Equal(m.Locks, first.Locks) || !slices.Equal(m.Scenarios, first.Scenarios) || len(m.Cells) != len(first.Cells):
-			return nil, fail(ExitBadInput, "matrix merge: %s ran locks %v × scenarios %v, %s locks %v × scenarios %v", d, m.Locks, m.Scenarios, dirs[0], first.Locks, first.Scenarios)
+			return nil, fail(runner.BadInput, "matrix merge: %s ran locks %v × scenarios %v, %s locks %v × scenarios %v", d, m.Locks, m.Scenarios, dirs[0], first.Locks, first.Scenarios)
 		}
 		if prev, dup := seen[m.Shard.Index]; dup {
-			return nil, fail(ExitBadInput, "matrix merge: shard %d/%d given twice (%s and %s)", m.Shard.Index, m.Shard.Count, prev, d)
+			return nil, fail(runner.BadInput, "matrix merge: shard %d/%d given twice (%s and %s)", m.Shard.Index, m.Shard.Count, prev, d)
 		}
 		seen[m.Shard.Index] = d
 	}
@@ -174,14 +175,14 @@ func MergeShards(dirs []string) (*Matrix, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fail(ExitBadInput, "matrix merge: shard %s missing", strings.Join(missing, ", "))
+		return nil, fail(runner.BadInput, "matrix merge: shard %s missing", strings.Join(missing, ", "))
 	}
 	out := &Matrix{Locks: first.Locks, Scenarios: first.Scenarios, Seeds: first.Seeds, Cells: slices.Clone(first.Cells)}
 	for i := range out.Cells {
 		for _, m := range ms {
 			c := m.Cells[i]
 			if c.Scenario != out.Cells[i].Scenario || c.Lock != out.Cells[i].Lock {
-				return nil, fail(ExitBadInput, "matrix merge: cell %d is %s/%s in one shard and %s/%s in another", i, c.Scenario, c.Lock, out.Cells[i].Scenario, out.Cells[i].Lock)
+				return nil, fail(runner.BadInput, "matrix merge: cell %d is %s/%s in one shard and %s/%s in another", i, c.Scenario, c.Lock, out.Cells[i].Scenario, out.Cells[i].Lock)
 			}
 			if c.Outcome != OutcomeElsewhere {
 				out.Cells[i] = c
@@ -189,16 +190,16 @@ func MergeShards(dirs []string) (*Matrix, error) {
 			}
 		}
 		if out.Cells[i].Outcome == OutcomeElsewhere {
-			return nil, fail(ExitBadInput, "matrix merge: no shard ran %s/%s", out.Cells[i].Scenario, out.Cells[i].Lock)
+			return nil, fail(runner.BadInput, "matrix merge: no shard ran %s/%s", out.Cells[i].Scenario, out.Cells[i].Lock)
 		}
 	}
-	out.ExitCode = matrixExit(out.Cells, false)
+	out.ExitCode = int(matrixClass(out.Cells, false))
 	return out, nil
 }
 
-// matrixExit is a matrix's exit code: 1 if any cell was unexpected (or
-// failed), else 2 if any was unknown or the run was cut short, else 0.
-func matrixExit(cells []Cell, cut bool) int {
+// matrixClass is how a matrix came out: violated if any cell was unexpected
+// (or failed), else unknown if any was or the run was cut short, else passed.
+func matrixClass(cells []Cell, cut bool) runner.Class {
 	unexpected, unknown := false, cut
 	for _, c := range cells {
 		switch c.Outcome {
@@ -210,9 +211,9 @@ func matrixExit(cells []Cell, cut bool) int {
 	}
 	switch {
 	case unexpected:
-		return ExitViolated
+		return runner.Violated
 	case unknown:
-		return ExitUnknown
+		return runner.Unknown
 	}
-	return ExitOK
+	return runner.Passed
 }

@@ -1,8 +1,9 @@
-package runner
+package campaign
 
 import (
 	"context"
 	"fmt"
+	"github.com/lockchaos/lockchaos/runner"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -69,8 +70,8 @@ func parseSeed(s string) (uint64, error) {
 	return v, nil
 }
 
-// RepeatSeeds is `--repeat n`: n seeds from first (the scenario's seed,
-// or --seed), so that --repeat 10 on a default scenario is seeds 1-10.
+// RepeatSeeds is the seeds of n repeats: n seeds from first (the scenario's seed,
+// or the one given), so that 10 repeats of a default scenario is seeds 1-10.
 func RepeatSeeds(first uint64, n int) []uint64 {
 	out := make([]uint64, n)
 	for i := range out {
@@ -102,7 +103,7 @@ func Summarize(scenario, lock string, exp map[string]string, runs []SeedRun, exp
 		unexpectedSeed = unexpectedSeed || r.Outcome == "unexpected"
 		// A seed whose verdicts matched but whose exit code says violated
 		// failed a threshold.
-		thresholdFail = thresholdFail || (r.Outcome == "as-expected" && r.ExitCode == ExitViolated && expect)
+		thresholdFail = thresholdFail || (r.Outcome == "as-expected" && runner.Class(r.ExitCode) == runner.Violated && expect)
 		for c, v := range r.Checks {
 			if counts[c] == nil {
 				counts[c] = map[string]int{}
@@ -145,34 +146,43 @@ func Summarize(scenario, lock string, exp map[string]string, runs []SeedRun, exp
 	default:
 		s.Outcome = "unexpected"
 	}
-	switch {
-	case expect && (s.Outcome == "unexpected" || s.Outcome == "error" || thresholdFail):
-		s.ExitCode = ExitViolated
-	case expect && s.Outcome == "unknown":
-		s.ExitCode = ExitUnknown
-	case !expect:
-		// As for one run: the verdicts decide; the worst seed wins.
-		for _, r := range runs {
-			switch {
-			case r.Verdict == "" || r.ExitCode == ExitViolated:
-				s.ExitCode = ExitViolated
-			case r.ExitCode != ExitOK && s.ExitCode == ExitOK:
-				s.ExitCode = ExitUnknown
-			}
-		}
-	}
+	s.ExitCode = int(seedsClass(s.Outcome, runs, expect, thresholdFail))
 	return s
 }
 
+// seedsClass is how a seeded run came out: with expect the outcome over
+// the seeds (or a seed's failed threshold) decides, else, as for one run,
+// the verdicts; the worst seed wins.
+func seedsClass(outcome string, runs []SeedRun, expect, thresholdFail bool) runner.Class {
+	class := runner.Passed
+	switch {
+	case expect && (outcome == "unexpected" || outcome == "error" || thresholdFail):
+		class = runner.Violated
+	case expect && outcome == "unknown":
+		class = runner.Unknown
+	case !expect:
+		// As for one run: the verdicts decide; the worst seed wins.
+		for _, r := range runs {
+			switch rc := runner.Class(r.ExitCode); {
+			case r.Verdict == "" || rc == runner.Violated:
+				class = runner.Violated
+			case rc != runner.Passed && class == runner.Passed:
+				class = runner.Unknown
+			}
+		}
+	}
+	return class
+}
+
 // seedRunOf turns one seed's Run outcome into its SeedRun.
-func seedRunOf(seed uint64, dir string, out *Outcome, err error) SeedRun {
+func seedRunOf(seed uint64, dir string, out *runner.Outcome, err error) SeedRun {
 	sr := SeedRun{Seed: seed, Dir: dir, Attempts: 1}
 	if out == nil || out.Results == nil {
-		sr.Outcome, sr.Error, sr.ExitCode = "error", fmt.Sprint(err), ExitCodeOf(err)
+		sr.Outcome, sr.Error, sr.ExitCode = "error", fmt.Sprint(err), int(runner.ClassOf(err))
 		return sr
 	}
 	r := out.Results
-	sr.Verdict, sr.Outcome, sr.ExitCode = r.Verdict, r.Outcome, out.ExitCode
+	sr.Verdict, sr.Outcome, sr.ExitCode = r.Verdict, r.Outcome, int(out.Class)
 	sr.Checks = map[string]string{}
 	for n, c := range r.Checks {
 		sr.Checks[n] = string(c.Verdict)
@@ -189,17 +199,17 @@ func seedRunOf(seed uint64, dir string, out *Outcome, err error) SeedRun {
 // RunSeeds runs o once per seed, each in SeedDir(o.Out, seed), then writes
 // the aggregate (seeds.json, seeds.md and an index report.html) into o.Out.
 // onSeed, when set, is called after each seed.
-func RunSeeds(ctx context.Context, o Options, seeds []uint64, onSeed func(SeedRun, *Outcome)) (*SeedSummary, error) {
+func RunSeeds(ctx context.Context, o runner.Options, seeds []uint64, onSeed func(SeedRun, *runner.Outcome)) (*SeedSummary, error) {
 	if o.Scenario == nil {
-		return nil, fail(ExitBadInput, "no scenario")
+		return nil, fail(runner.BadInput, "no scenario")
 	}
 	if len(seeds) == 0 {
 		return nil, badField("seeds", "no seeds")
 	}
 	if o.Out == "" {
-		o.Out = DefaultOut(o.Scenario.Name, o.Lock)
+		o.Out = runner.DefaultOut(o.Scenario.Name, o.Lock)
 	}
-	if err := prepareDir(o.Out); err != nil {
+	if err := runner.PrepareDir(o.Out); err != nil {
 		return nil, badField("out", "%s: %w", o.Out, err)
 	}
 	var runs []SeedRun
@@ -212,7 +222,7 @@ func RunSeeds(ctx context.Context, o Options, seeds []uint64, onSeed func(SeedRu
 		sc.Seed = seed
 		ro := o
 		ro.Scenario, ro.Out = &sc, SeedDir(o.Out, seed)
-		out, err := Run(ctx, ro)
+		out, err := runner.Run(ctx, ro)
 		sr := seedRunOf(seed, ro.Out, out, err)
 		runs = append(runs, sr)
 		if onSeed != nil {
@@ -221,27 +231,27 @@ func RunSeeds(ctx context.Context, o Options, seeds []uint64, onSeed func(SeedRu
 		if err != nil && (out == nil || out.Results == nil) {
 			// Bad input or a topology that cannot start: every seed would
 			// fail the same way.
-			if code := ExitCodeOf(err); code == ExitBadInput || code == ExitInfra {
+			if code := runner.ClassOf(err); code == runner.BadInput || code == runner.Infra {
 				firstErr = err
 				break
 			}
 		}
 	}
-	sum := Summarize(o.Scenario.Name, o.Lock, ExpectationFor(o.Scenario.ForBackend(o.Backend), o.Lock), runs, o.Expect)
+	sum := Summarize(o.Scenario.Name, o.Lock, runner.ExpectationFor(o.Scenario.ForBackend(o.Backend), o.Lock), runs, o.Expect)
 	if ctx.Err() != nil && len(runs) < len(seeds) {
 		sum.Mismatches = append(sum.Mismatches, fmt.Sprintf("interrupted after %d of %d seeds", len(runs), len(seeds)))
 		if sum.ExitCode == 0 {
-			sum.ExitCode = ExitUnknown
+			sum.ExitCode = int(runner.Unknown)
 		}
 	}
 	if err := report.WriteSeeds(o.Out, sum); err != nil {
-		return sum, fail(ExitInfra, "%w", err)
+		return sum, fail(runner.Infra, "%w", err)
 	}
 	if firstErr != nil {
 		return sum, firstErr
 	}
 	if ctx.Err() != nil {
-		return sum, &Error{Code: sum.ExitCode, Err: context.Canceled}
+		return sum, &runner.Error{Class: runner.Class(sum.ExitCode), Err: context.Canceled}
 	}
 	return sum, nil
 }

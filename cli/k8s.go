@@ -1,4 +1,4 @@
-package runner
+package cli
 
 import (
 	"bytes"
@@ -10,13 +10,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lockchaos/lockchaos/keyspace"
+	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
-// K8sOptions describe a run spread over Kubernetes pods: one Indexed Job
+// k8sOptions describe a run spread over Kubernetes pods: one Indexed Job
 // whose pods are the workers (each its completion index), and one Job that
 // waits for their directories and merges them, on a shared volume.
-type K8sOptions struct {
+type k8sOptions struct {
 	Scenario *scenarios.Scenario
 	Lock     string
 	Workers  int
@@ -124,31 +125,15 @@ type (
 	}
 )
 
-// K8sManifests writes the manifests of a run spread over Kubernetes pods, as
+// k8sManifests writes the manifests of a run spread over Kubernetes pods, as
 // one YAML stream for kubectl apply -f: a ConfigMap holding the scenario, a
 // ReadWriteMany PersistentVolumeClaim for the runs, the workers' Indexed
 // Job and the merge Job.
-func K8sManifests(o K8sOptions) ([]byte, error) {
-	s := o.Scenario
-	switch {
-	case s == nil:
-		return nil, badField("scenario", "none")
-	case o.Workers < 1 || o.Workers > s.Workload.Clients:
-		return nil, badField("workers", "%d is not in 1..%d (the scenario's clients)", o.Workers, s.Workload.Clients)
-	case len(o.Addrs) == 0:
-		return nil, badField("addrs", "the deployment's addresses as the pods reach them (e.g. redis.redis.svc:6379)")
-	case o.Image == "":
-		return nil, badField("image", "the lockchaos image the pods run (scripts/lockchaos-image.sh builds one)")
-	}
-	if err := (&Worker{RunID: o.RunID, Count: o.Workers}).check(s.Workload.Clients, Options{Backend: "external"}); err != nil {
+func k8sManifests(o k8sOptions) ([]byte, error) {
+	if err := checkK8s(o); err != nil {
 		return nil, err
 	}
-	if err := keyspace.Check(o.RunID); err != nil || !dns1123(o.RunID) {
-		return nil, badField("run-id", "%q: lower-case letters, digits and '-' (it names the Kubernetes objects)", o.RunID)
-	}
-	if _, err := strconv.ParseFloat(strings.TrimRight(o.Storage, "KMGTPEi"), 64); o.Storage == "" || err != nil {
-		return nil, badField("storage", "%q is not a quantity such as 1Gi", o.Storage)
-	}
+	s := o.Scenario
 	scen, err := yaml.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
@@ -172,17 +157,9 @@ func K8sManifests(o K8sOptions) ([]byte, error) {
 	if o.PasswordSecret != "" {
 		env = append(env, envVar{Name: "LOCKCHAOS_REDIS_PASSWORD", ValueFrom: &envSource{SecretKeyRef: &secretKeyRef{Name: o.PasswordSecret, Key: "password"}}})
 	}
-	wargs := []string{"worker", "/scenario/scenario.yaml", "--lock", o.Lock, "--backend", "external",
-		"--addrs", strings.Join(o.Addrs, ","), "--allow-remote", "--run-id", o.RunID,
-		"--workers", strconv.Itoa(o.Workers), "--index", "$(LOCKCHAOS_INDEX)",
-		"--barrier-timeout", barrier.String(), "--out", "/runs/" + o.RunID + "/w$(LOCKCHAOS_INDEX)", "-q"}
 	var res *resources
 	if o.CPU != "" {
 		res = &resources{Requests: map[string]string{"cpu": o.CPU}}
-	}
-	margs := []string{"merge", "--wait", (2*barrier + s.Duration + s.Recovery + 5*time.Minute).String(), "--out", "/runs/" + o.RunID + "/merged"}
-	for i := range o.Workers {
-		margs = append(margs, fmt.Sprintf("/runs/%s/w%d", o.RunID, i))
 	}
 	var sc *string
 	if o.StorageClass != "" {
@@ -197,11 +174,11 @@ func K8sManifests(o K8sOptions) ([]byte, error) {
 			// A retried worker would join its run's barrier twice.
 			BackoffLimit: 0, ActiveDeadlineSeconds: deadline,
 			Template: podTemplate{Metadata: k8sMeta{Labels: labels}, Spec: podSpec{RestartPolicy: "Never", Volumes: volumes,
-				Containers: []container{{Name: "worker", Image: o.Image, Args: wargs, Env: env, Resources: res, VolumeMounts: mounts}}}}}},
+				Containers: []container{{Name: "worker", Image: o.Image, Args: workerArgs(o, barrier), Env: env, Resources: res, VolumeMounts: mounts}}}}}},
 		{APIVersion: "batch/v1", Kind: "Job", Metadata: meta(name + "-merge"), Spec: jobSpec{
 			Completions: 1, Parallelism: 1, BackoffLimit: 0, ActiveDeadlineSeconds: deadline,
 			Template: podTemplate{Metadata: k8sMeta{Labels: labels}, Spec: podSpec{RestartPolicy: "Never", Volumes: volumes,
-				Containers: []container{{Name: "merge", Image: o.Image, Args: margs, VolumeMounts: mounts}}}}}},
+				Containers: []container{{Name: "merge", Image: o.Image, Args: mergeArgs(o, barrier), VolumeMounts: mounts}}}}}},
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# lockchaos: %s with lock %s over %d workers (run %s). kubectl apply -f this file; the\n"+
@@ -218,6 +195,50 @@ func K8sManifests(o K8sOptions) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// checkK8s refuses options that cannot make a run, naming the flag.
+func checkK8s(o k8sOptions) error {
+	s := o.Scenario
+	switch {
+	case s == nil:
+		return badFlag("scenario", "none")
+	case o.Workers < 1 || o.Workers > s.Workload.Clients:
+		return badFlag("workers", "%d is not in 1..%d (the scenario's clients)", o.Workers, s.Workload.Clients)
+	case len(o.Addrs) == 0:
+		return badFlag("addrs", "the deployment's addresses as the pods reach them (e.g. redis.redis.svc:6379)")
+	case o.Image == "":
+		return badFlag("image", "the lockchaos image the pods run (scripts/lockchaos-image.sh builds one)")
+	}
+	if err := (&runner.Worker{RunID: o.RunID, Count: o.Workers}).Check(s.Workload.Clients, runner.Options{Setup: runner.Setup{Backend: "external"}}); err != nil {
+		return err
+	}
+	if err := keyspace.Check(o.RunID); err != nil || !dns1123(o.RunID) {
+		return badFlag("run-id", "%q: lower-case letters, digits and '-' (it names the Kubernetes objects)", o.RunID)
+	}
+	if _, err := strconv.ParseFloat(strings.TrimRight(o.Storage, "KMGTPEi"), 64); o.Storage == "" || err != nil {
+		return badFlag("storage", "%q is not a quantity such as 1Gi", o.Storage)
+	}
+	return nil
+}
+
+// workerArgs are a worker pod's lockchaos command line (its index from the
+// Job's completion index).
+func workerArgs(o k8sOptions, barrier time.Duration) []string {
+	return []string{"worker", "/scenario/scenario.yaml", "--lock", o.Lock, "--backend", "external",
+		"--addrs", strings.Join(o.Addrs, ","), "--allow-remote", "--run-id", o.RunID,
+		"--workers", strconv.Itoa(o.Workers), "--index", "$(LOCKCHAOS_INDEX)",
+		"--barrier-timeout", barrier.String(), "--out", "/runs/" + o.RunID + "/w$(LOCKCHAOS_INDEX)", "-q"}
+}
+
+// mergeArgs are the merge pod's: it waits for every worker's directory.
+func mergeArgs(o k8sOptions, barrier time.Duration) []string {
+	s := o.Scenario
+	args := []string{"merge", "--wait", (2*barrier + s.Duration + s.Recovery + 5*time.Minute).String(), "--out", "/runs/" + o.RunID + "/merged"}
+	for i := range o.Workers {
+		args = append(args, fmt.Sprintf("/runs/%s/w%d", o.RunID, i))
+	}
+	return args
 }
 
 // dns1123 reports whether s can name Kubernetes objects (a DNS label).

@@ -1,8 +1,9 @@
-package runner
+package campaign
 
 import (
 	"bufio"
 	"context"
+	"github.com/lockchaos/lockchaos/runner"
 	"os"
 	"runtime"
 	"sort"
@@ -25,7 +26,7 @@ import (
 // neither they nor a timing fault beside them see a different machine.
 
 // autoParallel is MatrixOptions.Parallel's default for the backend.
-func autoParallel(o Options) int {
+func autoParallel(o runner.Setup) int {
 	b, err := cluster.ResolvedBackend(cluster.Spec{Backend: o.Backend, RedisServer: o.RedisServer, Topology: cluster.Single})
 	if err == nil && b == cluster.Process {
 		return 4 * runtime.NumCPU()

@@ -1,4 +1,4 @@
-package runner_test
+package campaign_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -33,10 +34,10 @@ func TestShardsMergeToTheWholeMatrix(t *testing.T) {
 		list = append(list, s)
 	}
 	locks := []string{"simple", "reentrant", "fenced", "redlock"}
-	run := func(dir string, sh *runner.Shard) *runner.Matrix {
+	run := func(dir string, sh *campaign.Shard) *campaign.Matrix {
 		t.Helper()
-		m, err := runner.RunMatrix(context.Background(), runner.MatrixOptions{Locks: locks, Scenarios: list, Out: dir,
-			Seeds: []uint64{1, 2}, Shard: sh, Base: runner.Options{Backend: "embedded"}})
+		m, err := campaign.RunMatrix(context.Background(), campaign.MatrixOptions{Locks: locks, Scenarios: list, Out: dir,
+			Seeds: []uint64{1, 2}, Shard: sh, Setup: runner.Setup{Backend: "embedded"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,19 +52,19 @@ func TestShardsMergeToTheWholeMatrix(t *testing.T) {
 	ran := map[string]int{}
 	for k := 1; k <= 3; k++ {
 		d := filepath.Join(root, fmt.Sprint("shard-", k))
-		m := run(d, &runner.Shard{Index: k, Count: 3})
+		m := run(d, &campaign.Shard{Index: k, Count: 3})
 		for _, c := range m.Cells {
-			if c.Applicable && c.Outcome != runner.OutcomeElsewhere {
+			if c.Applicable && c.Outcome != campaign.OutcomeElsewhere {
 				ran[c.Scenario+"/"+c.Lock]++
 			}
 		}
 		dirs = append(dirs, d)
 	}
-	merged, err := runner.MergeShards(dirs)
+	merged, err := campaign.MergeShards(dirs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, m := range map[string]*runner.Matrix{"whole": whole, "merged": merged} {
+	for name, m := range map[string]*campaign.Matrix{"whole": whole, "merged": merged} {
 		for _, c := range m.Cells {
 			if c.Outcome == "unexpected" || c.Outcome == "error" {
 				t.Logf("%s: %s/%s %s: checks %v, expected %v, reason %q, notes %q, dir %s", name, c.Scenario, c.Lock, c.Outcome, c.Checks, c.Expected, c.Reason, c.Notes, c.Dir)
@@ -110,18 +111,18 @@ func TestShardsMergeToTheWholeMatrix(t *testing.T) {
 		{[]string{dirs[0], dirs[0], dirs[1], dirs[2]}, "shard 1/3 given twice"},
 		{[]string{dirs[0], filepath.Join(root, "whole"), dirs[2]}, "is not a shard"},
 	} {
-		if _, err := runner.MergeShards(c.dirs); err == nil || !strings.Contains(err.Error(), c.want) || runner.ExitCodeOf(err) != runner.ExitBadInput {
+		if _, err := campaign.MergeShards(c.dirs); err == nil || !strings.Contains(err.Error(), c.want) || runner.ClassOf(err) != runner.BadInput {
 			t.Errorf("merge %v: %v, want exit 3 and %q", c.dirs, err, c.want)
 		}
 	}
 }
 
 func TestParseShard(t *testing.T) {
-	if s, err := runner.ParseShard("2/3"); err != nil || s.Index != 2 || s.Count != 3 {
+	if s, err := campaign.ParseShard("2/3"); err != nil || s.Index != 2 || s.Count != 3 {
 		t.Errorf("2/3: %+v %v", s, err)
 	}
 	for _, bad := range []string{"0/3", "4/3", "3", "a/b", "1/0", "1/1001"} {
-		if _, err := runner.ParseShard(bad); err == nil {
+		if _, err := campaign.ParseShard(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
