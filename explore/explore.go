@@ -438,7 +438,10 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 		}
 		return
 	}
-	// The lock failed: the reference on every seed, the lock on the others.
+	// The lock failed: the reference on every seed, the lock on the
+	// others, in two stages: the reference's first seed beside the lock's
+	// second, and the rest only when the reference did not fail every
+	// check the lock failed (then the schedule is a limit already).
 	var jobs []job
 	for seed := uint64(1); seed <= uint64(e.cfg.Seeds); seed++ {
 		jobs = append(jobs, job{e.cfg.Reference, seed, e.dir(fmt.Sprint(id), fmt.Sprintf("ref-%s-seed%d", e.cfg.Reference, seed)), true})
@@ -446,9 +449,18 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 			jobs = append(jobs, job{e.cfg.Lock, seed, e.dir(fmt.Sprint(id), fmt.Sprintf("%s-seed%d", e.cfg.Lock, seed)), false})
 		}
 	}
-	rs := e.runAll(ctx, s, jobs)
+	first := min(2, len(jobs))
+	rs := e.runAll(ctx, s, jobs[:first])
 	if ctx.Err() != nil {
 		return
+	}
+	if !limitAlready(sr, rs[0]) {
+		rs = append(rs, e.runAll(ctx, s, jobs[first:])...)
+		if ctx.Err() != nil {
+			return
+		}
+	} else {
+		jobs = jobs[:first]
 	}
 	lockRuns, refRuns := split(jobs, rs)
 	lockRuns = append([]RunResult{sr}, lockRuns...)
@@ -511,24 +523,39 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 	}
 }
 
-// still is the shrinking predicate for check: on one of seeds the lock
-// fails it while the reference, run side by side on the same seed, passes
-// it with its faults in effect.
+// limitAlready: the reference failed every check the lock failed in its
+// screening run (more seeds cannot make any of them a finding).
+func limitAlready(screen, ref RunResult) bool {
+	if ref.Err != nil {
+		return false
+	}
+	for c, v := range screen.Checks {
+		if v == "invalid" && ref.Checks[c] != "invalid" {
+			return false
+		}
+	}
+	return true
+}
+
+// still is the shrinking predicate for check: the lock fails it on one of
+// seeds (run side by side). The reference is left to the confirmation: a
+// reduction only weakens a schedule, and the confirmation falls back to
+// the original when the reference fails the shrunk one.
 func (e *Explorer) still(n int, check string, seeds []uint64) Pred {
 	step := 0
 	return func(ctx context.Context, s Schedule) (bool, error) {
 		step++
+		var jobs []job
 		for _, seed := range seeds {
-			d := e.dir(fmt.Sprintf("shrink-%d-%d", n, step))
-			rs := e.runAll(ctx, s, []job{{e.cfg.Lock, seed, filepath.Join(d, "lock"), false}, {e.cfg.Reference, seed, filepath.Join(d, "ref"), true}})
-			e.drop(rs...)
-			if ctx.Err() != nil {
-				return false, ctx.Err()
-			}
-			if rs[0].Err != nil || rs[1].Err != nil {
-				continue
-			}
-			if rs[0].Checks[check] == "invalid" && rs[1].Checks[check] == "valid" && rs[1].Tried {
+			jobs = append(jobs, job{e.cfg.Lock, seed, e.dir(fmt.Sprintf("shrink-%d-%d-seed%d", n, step, seed)), false})
+		}
+		rs := e.runAll(ctx, s, jobs)
+		e.drop(rs...)
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		for _, r := range rs {
+			if r.Err == nil && r.Checks[check] == "invalid" {
 				return true, nil
 			}
 		}

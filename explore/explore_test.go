@@ -63,7 +63,7 @@ func TestExploreWithAFakeOracle(t *testing.T) {
 	if f.Check != "unlock" || f.Cause != "deleted-by-non-owner" || !f.Confirmed {
 		t.Fatalf("finding: %+v", f)
 	}
-	if len(f.Minimal.Faults) != 1 || f.Minimal.Faults[0].Spec.Kind != history.FaultPauseClient || f.Minimal.Faults[0].Mag > 1+Precision || f.Minimal.Clients > 2 {
+	if len(f.Minimal.Faults) != 1 || f.Minimal.Faults[0].Spec.Kind != history.FaultPauseClient || f.Minimal.Faults[0].Mag > 1+ShrinkPrecision || f.Minimal.Clients > 2 {
 		t.Errorf("not minimal: %s", f.Minimal.Describe())
 	}
 	if rep.Classes[Limit] == 0 || rep.Classes[Untried] == 0 || rep.Classes[Passed] == 0 {

@@ -354,12 +354,13 @@ func fit(s *Schedule, r *rand.Rand) {
 }
 
 // FitDuration sets the run's length: the workload phase covers every
-// firing and its effect plus a margin (1–3 s), the recovery 3×TTL (at
-// least 500ms), and repeats that do not fit are cut.
+// firing and its effect plus a margin (1–3 s), the recovery 2×TTL (at
+// least 400ms: enough for liveness to see the lock taken again), and
+// repeats that do not fit are cut.
 func FitDuration(s *Schedule, end time.Duration) {
 	d := min(max(end+300*time.Millisecond, time.Second), 3*time.Second).Round(100 * time.Millisecond)
 	s.Duration = d
-	s.Recovery = max(3*s.TTL, 500*time.Millisecond)
+	s.Recovery = max(2*s.TTL, 400*time.Millisecond)
 	for i := range s.Faults {
 		f := &s.Faults[i]
 		l := f.length(s.TTL)

@@ -25,7 +25,11 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 	e.progress(func(p *Progress) { p.Findings++ })
 	f.Dir = filepath.Join(e.cfg.Out, "findings", fmt.Sprint(n))
 	if !e.cfg.NoShrink {
-		seeds := failSeeds[:min(len(failSeeds), 2)]
+		// Two seeds side by side: those it failed on, else one more.
+		seeds := failSeeds[:min(len(failSeeds), e.cfg.Parallel)]
+		for extra := uint64(e.cfg.Seeds) + 1; len(seeds) < e.cfg.Parallel; extra++ {
+			seeds = append(seeds, extra)
+		}
 		f.Minimal = Shrink(ctx, s, e.still(n, v.Check, seeds), func(st Step) {
 			f.ShrinkSteps++
 			if st.Kept {

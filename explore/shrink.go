@@ -21,7 +21,7 @@ type Step struct {
 // Shrink delta-debugs s against pred: it drops faults, repeats, triggers
 // and params, lowers clients, keys and reentry, shortens the hold and the
 // run, and lowers each magnitude to the boundary where pred still holds
-// (bisection, to Precision×TTL). Each reduction is kept when pred still
+// (bisection, to ShrinkPrecision×TTL). Each reduction is kept when pred still
 // holds. It stops when ctx ends, returning the smallest schedule so far.
 // s must satisfy pred.
 func Shrink(ctx context.Context, s Schedule, pred Pred, onStep func(Step)) Schedule {
@@ -122,9 +122,12 @@ func reductions(s Schedule) []reduction {
 	return out
 }
 
-// Precision of a magnitude's boundary (×TTL; for a rate, of its distance
-// from 1).
-const Precision = 0.05
+// Precision of a margin's boundary, ShrinkPrecision of a shrunk
+// magnitude's (×TTL; for a rate, of its distance from 1).
+const (
+	Precision       = 0.05
+	ShrinkPrecision = 0.1
+)
 
 // shrinkMag lowers fault i's magnitude to the smallest that still fails
 // (bisection between the lower bound and its value), keeping the run's
@@ -140,7 +143,7 @@ func shrinkMag(ctx context.Context, s Schedule, i int, try func(string, Schedule
 		if f.Mag < 1 {
 			sign = -1
 		}
-		lo, hi = Precision, math.Abs(f.Mag-1)
+		lo, hi = ShrinkPrecision, math.Abs(f.Mag-1)
 	} else if f.Mag < 0 {
 		sign = -1
 	}
@@ -155,14 +158,14 @@ func shrinkMag(ctx context.Context, s Schedule, i int, try func(string, Schedule
 		c.Faults[i].Mag = val(x)
 		return c
 	}
-	if hi <= lo+Precision/2 {
+	if hi <= lo+ShrinkPrecision/2 {
 		return s
 	}
 	// The lower bound itself first: many faults fail at any magnitude.
 	if try(fmt.Sprintf("fault %d (%s) %s %g → %g", i+1, f.Spec.Kind, f.MagField, f.Mag, val(lo)), with(lo)) {
 		return with(lo)
 	}
-	for hi-lo > Precision && ctx.Err() == nil {
+	for hi-lo > ShrinkPrecision && ctx.Err() == nil {
 		mid := (lo + hi) / 2
 		if try(fmt.Sprintf("fault %d (%s) %s %g → %g", i+1, f.Spec.Kind, f.MagField, val(hi), val(mid)), with(mid)) {
 			hi = mid
