@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -202,6 +203,7 @@ type Explorer struct {
 	deadline time.Time
 	sem      chan struct{}
 	mu       sync.Mutex
+	saveMu   sync.Mutex // one finding saved at a time (findings.md lists them all)
 	rep      *Report
 	cov      *coverage
 	seen     map[string]bool // causes of saved findings
@@ -322,10 +324,9 @@ func (e *Explorer) progress(f func(p *Progress)) {
 	if m := time.Since(e.start).Minutes(); m > 0 {
 		e.prog.PerMinute = float64(e.prog.Tried) / m
 	}
-	p := e.prog
-	e.mu.Unlock()
+	defer e.mu.Unlock()
 	if e.cfg.Progress != nil {
-		e.cfg.Progress(p)
+		e.cfg.Progress(e.prog) // under the lock: workers report one at a time
 	}
 }
 
@@ -362,42 +363,48 @@ func (e *Explorer) Run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	defer cancel()
-	next := 0
-	for ctx.Err() == nil {
-		if e.cfg.MaxFindings > 0 && len(e.rep.Findings) >= e.cfg.MaxFindings {
-			break
-		}
-		// A batch of schedules screened on the lock alone, side by side:
-		// only a schedule the lock fails is run on the reference.
-		batch := make([]Schedule, 0, e.cfg.Parallel)
-		ids := make([]int, 0, e.cfg.Parallel)
-		for len(batch) < e.cfg.Parallel {
-			s, err := e.gen.Generate(next)
-			next++
-			if err != nil {
-				return nil, err
+	// Workers side by side, each screening the next schedule on the lock
+	// alone: only a schedule the lock fails is run on the reference, and
+	// shrunk by the worker that found it, the other going on exploring
+	// (every run takes one of the Parallel slots).
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var genErr error
+	var once sync.Once
+	for range e.cfg.Parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && !e.enough() {
+				i := int(next.Add(1))
+				s, err := e.gen.Generate(i - 1)
+				if err != nil {
+					once.Do(func() { genErr = err })
+					cancel()
+					return
+				}
+				sr := e.run(ctx, s, e.cfg.Lock, 1, e.dir(fmt.Sprint(i), e.cfg.Lock+"-seed1"))
+				if ctx.Err() != nil {
+					e.drop(sr)
+					return
+				}
+				e.screened(ctx, i, s, sr)
 			}
-			batch, ids = append(batch, s), append(ids, next)
-		}
-		screens := make([]RunResult, len(batch))
-		var wg sync.WaitGroup
-		for i, s := range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				screens[i] = e.run(ctx, s, e.cfg.Lock, 1, e.dir(fmt.Sprint(ids[i]), e.cfg.Lock+"-seed1"))
-			}()
-		}
-		wg.Wait()
-		for i, s := range batch {
-			if ctx.Err() != nil {
-				break
-			}
-			e.screened(ctx, ids[i], s, screens[i])
-		}
+		}()
+	}
+	wg.Wait()
+	if genErr != nil {
+		return nil, genErr
 	}
 	e.rep.Stopped = ctx.Err() != nil && time.Now().Before(e.deadline)
 	return e.finish()
+}
+
+// enough: MaxFindings are saved.
+func (e *Explorer) enough() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cfg.MaxFindings > 0 && len(e.rep.Findings) >= e.cfg.MaxFindings
 }
 
 // screened classifies schedule id from its screening run, running the
@@ -427,7 +434,9 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 		})
 	}
 	if sr.Tried {
+		e.mu.Lock()
 		e.cov.add(s)
+		e.mu.Unlock()
 	}
 	if !failed {
 		e.drop(sr)

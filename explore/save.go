@@ -133,6 +133,8 @@ func (e *Explorer) Scenario(f *Found) (*scenarios.Scenario, error) {
 }
 
 func (e *Explorer) save(f *Found) error {
+	e.saveMu.Lock()
+	defer e.saveMu.Unlock()
 	if err := os.MkdirAll(f.Dir, 0o755); err != nil {
 		return err
 	}
