@@ -15,6 +15,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // Config of one exploration.
@@ -249,6 +250,12 @@ func New(cfg Config) (*Explorer, error) {
 	}
 	if cfg.Out == "" {
 		cfg.Out = filepath.Join("explore", fmt.Sprintf("%s-%s", cfg.Lock, time.Now().Format("20060102-150405")))
+	}
+	for _, l := range []string{cfg.Lock, cfg.Reference} {
+		li, _, _ := lockimpl.Lookup(l)
+		if ok, why := runner.Applicable(li, &scenarios.Scenario{Topology: cfg.Topology}); !ok {
+			return nil, fmt.Errorf("topology %s: %s %s", cfg.Topology, l, why)
+		}
 	}
 	if len(Applicable(cfg.Topology)) == 0 {
 		return nil, fmt.Errorf("topology %q: no fault kind applies", cfg.Topology)

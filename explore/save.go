@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,15 +40,17 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 		})
 		e.progress(func(p *Progress) { p.Shrinking, p.Step = 0, "" })
 	}
-	if !e.confirm(ctx, f, f.Minimal) && ctx.Err() == nil && f.Minimal.Size() != s.Size() {
+	ok, done := e.confirm(ctx, f, f.Minimal)
+	if !ok && done && f.Minimal.Size() != s.Size() {
 		// The shrunk schedule did not hold on the confirmation seeds: the
 		// original then.
 		f.Minimal = s
-		e.confirm(ctx, f, s)
+		ok, done = e.confirm(ctx, f, s)
 	}
-	if ctx.Err() == nil && !f.Confirmed {
+	if !ok && done {
+		// Refuted by a confirmation that ran to its end: not a finding.
 		e.mu.Lock()
-		e.rep.Findings = e.rep.Findings[:len(e.rep.Findings)-1]
+		e.rep.Findings = slices.DeleteFunc(e.rep.Findings, func(x *Found) bool { return x == f })
 		e.rep.Unconfirmed++
 		delete(e.seen, v.Cause)
 		e.mu.Unlock()
@@ -55,14 +58,20 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 		_ = os.RemoveAll(f.Dir)
 		return
 	}
+	if !ok {
+		// The budget ended before a confirmation: saved as it stands,
+		// with the rates of the schedule as found.
+		f.Lock, f.Ref = v.Lock, v.Ref
+	}
 	if err := e.save(f); err != nil {
 		f.Sentence += " (not saved: " + err.Error() + ")"
 	}
 }
 
 // confirm runs s on ConfirmSeeds seeds, lock and reference, into the
-// finding's directory, and applies the finding rule to its check.
-func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule) bool {
+// finding's directory, and applies the finding rule to its check: ok when
+// it holds, done when the runs ended before the budget.
+func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule) (ok, done bool) {
 	var jobs []job
 	for seed := uint64(1); seed <= uint64(e.cfg.ConfirmSeeds); seed++ {
 		jobs = append(jobs,
@@ -71,7 +80,7 @@ func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule) bool {
 	}
 	rs := e.runAll(ctx, s, jobs)
 	if ctx.Err() != nil {
-		return false
+		return false, false
 	}
 	lockRuns, refRuns := split(jobs, rs)
 	_, vs := Classify(lockRuns, refRuns)
@@ -81,7 +90,7 @@ func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule) bool {
 		}
 		f.Lock, f.Ref = v.Lock, v.Ref
 		if v.Class != Finding {
-			return false
+			return false, true
 		}
 		f.Confirmed = true
 		if v.Sentence != "" {
@@ -101,9 +110,9 @@ func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule) bool {
 				}
 			}
 		}
-		return true
+		return true, true
 	}
-	return false
+	return false, true
 }
 
 // Scenario is the finding as a scenario: its minimal schedule on the seed
