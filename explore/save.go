@@ -63,6 +63,11 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 		// with the rates of the schedule as found.
 		f.Lock, f.Ref = v.Lock, v.Ref
 	}
+	// The confirmation may name the cause otherwise: a schedule showing
+	// that cause is a duplicate too.
+	e.mu.Lock()
+	e.seen[f.Cause] = true
+	e.mu.Unlock()
 	if err := e.save(f); err != nil {
 		f.Sentence += " (not saved: " + err.Error() + ")"
 	}
