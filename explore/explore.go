@@ -118,6 +118,9 @@ type Found struct {
 	Sentence string   `json:"sentence"`
 	Original Schedule `json:"original"`
 	Minimal  Schedule `json:"minimal"`
+	// Partial is how far shrinking got when the budget ended before its
+	// confirmation (Minimal is then the schedule as found).
+	Partial *Schedule `json:"partial,omitempty"`
 	// Lock and Ref are the confirmation rates of the minimal schedule.
 	Lock Rate `json:"lock_rate"`
 	Ref  Rate `json:"reference_rate"`

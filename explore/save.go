@@ -59,9 +59,15 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 		return
 	}
 	if !ok {
-		// The budget ended before a confirmation: saved as it stands,
-		// with the rates of the schedule as found.
-		f.Lock, f.Ref = v.Lock, v.Ref
+		// The budget ended before a confirmation: the schedule as found
+		// is saved, with the rates and the sentence it was found with
+		// (the shrinking so far is kept as Partial).
+		if f.Minimal.Size() != s.Size() {
+			p := f.Minimal
+			f.Partial = &p
+		}
+		f.Minimal, f.Lock, f.Ref, f.Cause, f.Sentence = s, v.Lock, v.Ref, v.Cause, v.Sentence
+		f.Seed = failSeeds[0]
 	}
 	// The confirmation may name the cause otherwise: a schedule showing
 	// that cause is a duplicate too.
