@@ -121,6 +121,10 @@ type Found struct {
 	// Partial is how far shrinking got when the budget ended before its
 	// confirmation (Minimal is then the schedule as found).
 	Partial *Schedule `json:"partial,omitempty"`
+	// Repeat is the schedule saved as scenario.yaml when it is not the
+	// minimal one: the minimal failed on only some confirmation seeds, and
+	// its faults repeated over a longer run failed on every one.
+	Repeat *Schedule `json:"repeat,omitempty"`
 	// Lock and Ref are the confirmation rates of the minimal schedule.
 	Lock Rate `json:"lock_rate"`
 	Ref  Rate `json:"reference_rate"`

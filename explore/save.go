@@ -74,6 +74,9 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 	e.mu.Lock()
 	e.seen[f.Cause] = true
 	e.mu.Unlock()
+	if ok && f.Lock.Fails < f.Lock.N {
+		e.amplify(ctx, f)
+	}
 	if err := e.save(f); err != nil {
 		f.Sentence += " (not saved: " + err.Error() + ")"
 	}
@@ -130,15 +133,20 @@ func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule) (ok, done 
 // the lock failed, expecting the check invalid for the lock and valid for
 // the reference.
 func (e *Explorer) Scenario(f *Found) (*scenarios.Scenario, error) {
-	sc, err := f.Minimal.Scenario(fmt.Sprintf("explore-%s-%d", e.cfg.Lock, f.N))
+	saved := f.Minimal
+	repeated := ""
+	if f.Repeat != nil {
+		saved, repeated = *f.Repeat, " Repeated for the replay: "+f.Repeat.Describe()+"."
+	}
+	sc, err := saved.Scenario(fmt.Sprintf("explore-%s-%d", e.cfg.Lock, f.N))
 	if err != nil {
 		return nil, err
 	}
 	sc.Seed = f.Seed
 	sc.Description = fmt.Sprintf("Found by lockchaos explore (seed %d, %s vs %s): %s fails %s (%s). %s Minimal schedule: %s. "+
-		"Lock fails %s seeds, reference %s %s.",
+		"Lock fails %s seeds, reference %s %s.%s",
 		e.cfg.Seed, e.cfg.Lock, e.cfg.Reference, e.cfg.Lock, f.Check, f.Cause, strings.TrimSpace(f.Sentence), f.Minimal.Describe(),
-		f.Lock, e.cfg.Reference, f.Ref)
+		f.Lock, e.cfg.Reference, f.Ref, repeated)
 	sc.Expect = map[string]map[string]scenarios.Want{
 		e.cfg.Lock: {f.Check: {Verdict: "invalid"}, "*": {Verdict: "any"}},
 	}
@@ -192,8 +200,12 @@ func (f *Found) Line(lock, ref string) string {
 	if !f.Confirmed {
 		conf = " (not confirmed: the budget ended first)"
 	}
-	return fmt.Sprintf("- **%s** fails **%s** (cause %s)%s: %s Minimal schedule: %s. Lock fails %s seeds, reference %s %s. Replay: `%s`",
-		lock, f.Check, f.Cause, conf, strings.TrimSpace(f.Sentence), f.Minimal.Describe(), f.Lock, ref, f.Ref, f.Replay)
+	saved := ""
+	if f.Repeat != nil {
+		saved = " (saved with its faults repeated over a 3 s run, which fails on more seeds; the rates are the saved schedule's)"
+	}
+	return fmt.Sprintf("- **%s** fails **%s** (cause %s)%s: %s Minimal schedule: %s%s. Lock fails %s seeds, reference %s %s. Replay: `%s`",
+		lock, f.Check, f.Cause, conf, strings.TrimSpace(f.Sentence), f.Minimal.Describe(), saved, f.Lock, ref, f.Ref, f.Replay)
 }
 
 func (e *Explorer) writeFindingsMD() error {
@@ -284,4 +296,41 @@ func zero(n *yaml.Node) bool {
 		return len(n.Content) == 0
 	}
 	return false
+}
+
+// amplify makes a finding that failed on only some confirmation seeds
+// replay more surely: its faults repeat over a 3 s run (a zero-fault
+// finding just runs longer). The repeated schedule is kept for the saved
+// scenario when it fails on more confirmation seeds and the reference
+// still passes on all; the minimal schedule stays the finding's
+// description.
+func (e *Explorer) amplify(ctx context.Context, f *Found) {
+	r := Repeated(f.Minimal)
+	if _, err := r.Scenario("amplify"); err != nil {
+		return
+	}
+	before := *f
+	if ok, _ := e.confirm(ctx, f, r); ok && f.Lock.Fails > before.Lock.Fails {
+		f.Repeat = &r
+		return
+	}
+	*f = before
+}
+
+// Repeated is s with every fault firing again and again over a 3 s run,
+// each firing after the previous one's effect and two TTLs.
+func Repeated(s Schedule) Schedule {
+	r := s.Clone()
+	r.Duration = 3 * time.Second
+	for i := range r.Faults {
+		f := &r.Faults[i]
+		l := f.length(r.TTL)
+		every := max(f.Spec.Every, (l + 2*r.TTL + 100*time.Millisecond).Round(10*time.Millisecond))
+		limit := r.Duration
+		n := int((limit-f.Spec.At-l)/every) + 1
+		if n > 1 {
+			f.Spec.Every, f.Spec.Count = every, n
+		}
+	}
+	return r
 }

@@ -115,3 +115,27 @@ func TestBisect(t *testing.T) {
 		t.Errorf("always failing: %g", x)
 	}
 }
+
+func TestRepeatedKeepsTheScheduleValid(t *testing.T) {
+	s := Schedule{Topology: "single", TTL: 200 * time.Millisecond, Clients: 2, Keys: 1, Resource: "counter", Faults: []Fault{
+		{Spec: faults.Spec{Kind: history.FaultPauseClient, Target: "holder", Point: history.PointBeforeRelease, At: 150 * time.Millisecond}, Mag: 1.3, MagField: MagDuration},
+	}}
+	FitDuration(&s, s.End())
+	r := Repeated(s)
+	if _, err := r.Scenario("r"); err != nil {
+		t.Fatal(err)
+	}
+	if r.Faults[0].Spec.Count < 3 || r.Duration != 3*time.Second {
+		t.Errorf("not repeated: %s", r.Describe())
+	}
+	if s.Faults[0].Spec.Count != 0 {
+		t.Error("Repeated changed its input")
+	}
+	g := Generator{Seed: 5, Topology: "single", TTL: 200 * time.Millisecond}
+	for i := range 100 {
+		s, _ := g.Generate(i)
+		if _, err := Repeated(s).Scenario("r"); err != nil {
+			t.Errorf("schedule %d repeated: %v (%s)", i, err, Repeated(s).Describe())
+		}
+	}
+}
