@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/lockchaos/lockchaos/explore"
+	"github.com/lockchaos/lockchaos/runner"
+)
+
+func init() { extraCommands = append(extraCommands, newExploreCmd) }
+
+func newExploreCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		cfg          explore.Config
+		backend      string
+		kinds        string
+		margin       bool
+		marginSeeds  int
+		marginFamily string
+	)
+	cmd := &cobra.Command{
+		Use:   "explore --lock L [--reference R] [--budget 10m] [--seed S]",
+		Short: "Generate fault schedules from the whole vocabulary and find what the lock fails and its reference passes",
+		Long: `explore draws fault schedules (every kind, cycle point, target, direction and
+when: trigger of the topology; magnitudes 0.1–3×TTL; one to three faults;
+workload shapes), runs each on the lock and, when the lock fails, on its
+reference (default: the built-in correct lock of the same capabilities) over
+a few seeds. A finding is a check the reference passes on every seed, its
+faults in effect, while the lock fails it on at least one. Each finding is
+shrunk to a minimal schedule, confirmed over 5 seeds and saved as
+OUT/findings/N/scenario.yaml (replay: lockchaos run FILE --lock L --expect),
+with one line in OUT/findings.md. Schedules the reference fails too are
+limits of the design; schedules whose faults did not take effect are
+untried. --margin instead bisects, per fault family, the smallest magnitude
+(×TTL) at which the lock and its reference fail.
+
+Exit codes: 0 no finding, 1 findings, 3 bad input, 4 infrastructure.`,
+		Example: `  lockchaos explore --lock del-no-owner --budget 2m
+  lockchaos explore --lock my-lock --reference fenced --budget 10m --seed 7
+  lockchaos explore --lock simple --margin`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Lock == "" {
+				return exitWith(runner.ExitBadInput, fmt.Errorf("--lock: missing"))
+			}
+			if cfg.Parallel > 2 {
+				return exitWith(runner.ExitBadInput, fmt.Errorf("--parallel: %d: at most 2 runs at once", cfg.Parallel))
+			}
+			if kinds != "" {
+				cfg.Kinds = strings.Split(kinds, ",")
+			}
+			cfg.Oracle = explore.RunnerOracle{Backend: backend}
+			line := progressLine(stderr)
+			cfg.Progress = func(p explore.Progress) { line(p.String(), false) }
+			if margin {
+				return runMargins(cmd, stdout, stderr, cfg, marginSeeds, marginFamily, line)
+			}
+			e, err := explore.New(cfg)
+			if err != nil {
+				return exitWith(runner.ExitBadInput, err)
+			}
+			c := e.Config()
+			fmt.Fprintf(stderr, "explore %s against %s on %s, budget %v, seed %d, out %s\n", c.Lock, c.Reference, c.Topology, c.Budget, c.Seed, c.Out)
+			if c.Lock == c.Reference {
+				fmt.Fprintf(stderr, "note: %s is its own reference: a finding can only be a flaky verdict\n", c.Lock)
+			}
+			rep, err := e.Run(cmd.Context())
+			line("", true)
+			if rep == nil {
+				return exitWith(runner.ExitInfra, err)
+			}
+			printExplore(stdout, rep, c.Out)
+			if err != nil {
+				return exitWith(runner.ExitInfra, err)
+			}
+			if len(rep.Findings) > 0 {
+				return exitWith(runner.ExitViolated, nil)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&cfg.Lock, "lock", "", "the lock to explore")
+	fl.StringVar(&cfg.Reference, "reference", "", "the lock to compare with (default: the built-in correct lock of the same capabilities)")
+	fl.DurationVar(&cfg.Budget, "budget", 10*time.Minute, "hard bound on the whole exploration, shrinking included")
+	fl.Uint64Var(&cfg.Seed, "seed", 1, "exploration seed: the same seed draws the same schedules")
+	fl.StringVar(&cfg.Topology, "topology", "", "single | independent | sentinel | cluster (default: the lock's)")
+	fl.IntVar(&cfg.Nodes, "nodes", 0, "nodes of the topology (default: its own)")
+	fl.DurationVar(&cfg.TTL, "ttl", 200*time.Millisecond, "the lock's TTL in every schedule; magnitudes are multiples of it")
+	fl.IntVar(&cfg.Seeds, "seeds", 3, "seeds a schedule the lock fails is run on, lock and reference")
+	fl.IntVar(&cfg.ConfirmSeeds, "confirm-seeds", 5, "seeds a shrunk finding is confirmed on")
+	fl.IntVar(&cfg.Parallel, "parallel", 2, "runs at once (at most 2)")
+	fl.StringVar(&cfg.Out, "out", "", "output directory (default explore/<lock>-<time>)")
+	fl.StringVar(&kinds, "kinds", "", "only these fault kinds, comma-separated")
+	fl.IntVar(&cfg.MaxFaults, "max-faults", 3, "most faults in one schedule (1..3)")
+	fl.BoolVar(&cfg.NoShrink, "no-shrink", false, "save findings as found, unshrunk")
+	fl.IntVar(&cfg.MaxFindings, "max-findings", 0, "stop after this many findings (0: at the end of the budget)")
+	fl.BoolVar(&cfg.KeepRuns, "keep-runs", false, "keep every run directory (default: only the findings')")
+	fl.StringVar(&backend, "backend", "auto", "where Redis runs: auto | process | embedded")
+	fl.BoolVar(&margin, "margin", false, "bisect each fault family's smallest failing magnitude (×TTL) for the lock and its reference")
+	fl.IntVar(&marginSeeds, "margin-seeds", 2, "seeds per bisection step (--margin): a magnitude fails when any seed fails")
+	fl.StringVar(&marginFamily, "family", "", "--margin: only templates whose name contains this (e.g. pause-client@before-write)")
+	return cmd
+}
+
+// progressLine rewrites one status line on a terminal, and prints a line
+// every 10s otherwise; done ends it.
+func progressLine(w io.Writer) func(s string, done bool) {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	var last time.Time
+	shown := false
+	return func(s string, done bool) {
+		switch {
+		case done:
+			if tty && shown {
+				fmt.Fprintln(w)
+			}
+		case tty:
+			fmt.Fprintf(w, "\r\033[K%s", s)
+			shown = true
+		case time.Since(last) >= 10*time.Second:
+			fmt.Fprintln(w, s)
+			last = time.Now()
+		}
+	}
+}
+
+func printExplore(w io.Writer, r *explore.Report, out string) {
+	fmt.Fprintf(w, "explore %s against %s (%s, seed %d): %d schedules in %v (%.1f/min): %d passed, %d untried, %d limits of the design, %d findings",
+		r.Lock, r.Reference, r.Topology, r.Seed, r.Schedules, r.Elapsed.Round(time.Second), r.PerMinute,
+		r.Classes[explore.Passed], r.Classes[explore.Untried], r.Classes[explore.Limit], len(r.Findings))
+	if r.Unconfirmed > 0 {
+		fmt.Fprintf(w, " (%d candidates not confirmed)", r.Unconfirmed)
+	}
+	fmt.Fprintln(w)
+	c := r.Coverage
+	fmt.Fprintf(w, "coverage: %d/%d kinds, %d kind×point, %d kind×direction, %d when-points, %d kind×point×direction tuples (on runs whose faults took effect)\n",
+		len(c.Kinds), len(c.KindsAll), len(c.Points), len(c.Directions), len(c.Whens), c.Tuples)
+	if missing := missingKinds(c); len(missing) > 0 {
+		fmt.Fprintf(w, "  kinds not yet tried: %s\n", strings.Join(missing, ", "))
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "finding %d after %v: %s fails %s (%s), lock %v, reference %v; %d faults, %d clients (shrunk in %d steps, %d kept)\n  %s\n  minimal: %s\n",
+			f.N, f.FoundAfter.Round(time.Second), r.Lock, f.Check, f.Cause, f.Lock, f.Ref, len(f.Minimal.Faults), f.Minimal.Clients,
+			f.ShrinkSteps, f.ShrinkKept, f.Sentence, f.Minimal.Describe())
+		if f.Replay != "" {
+			fmt.Fprintf(w, "  replay: %s\n", f.Replay)
+		}
+	}
+	fmt.Fprintf(w, "report: %s/explore.json, %s/findings.md\n", out, out)
+}
+
+func missingKinds(c explore.Coverage) []string {
+	var out []string
+	for _, k := range c.KindsAll {
+		found := false
+		for _, x := range c.Kinds {
+			found = found || x == k
+		}
+		if !found {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func runMargins(cmd *cobra.Command, stdout, stderr io.Writer, cfg explore.Config, seeds int, family string, line func(string, bool)) error {
+	if !cmd.Flags().Changed("budget") {
+		cfg.Budget = 30 * time.Minute
+	}
+	e, err := explore.New(cfg)
+	if err != nil {
+		return exitWith(runner.ExitBadInput, err)
+	}
+	c := e.Config()
+	fmt.Fprintf(stderr, "margins of %s and %s on %s (TTL %v, %d seeds a step, budget %v)\n", c.Lock, c.Reference, c.Topology, c.TTL, seeds, c.Budget)
+	t0 := time.Now()
+	ms, err := e.Margins(cmd.Context(), seeds, family, func(m explore.Margin) {
+		line("", true)
+		fmt.Fprintln(stdout, m.Text(c.Lock, c.Reference))
+		line(fmt.Sprintf("margins: %v elapsed", time.Since(t0).Round(time.Second)), false)
+	})
+	line("", true)
+	if err != nil {
+		return exitWith(runner.ExitInfra, err)
+	}
+	fmt.Fprintf(stdout, "%d margins in %v; %s/margins.json\n", len(ms), time.Since(t0).Round(time.Second), c.Out)
+	return nil
+}

@@ -1,0 +1,84 @@
+package explore
+
+import (
+	"context"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+func needRedis(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real servers: not with -short")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed")
+	}
+}
+
+// A broken control is found blind (the whole vocabulary, exploration seed
+// 1), and its saved scenario replays with --expect.
+func TestExploreFindsABrokenControl(t *testing.T) {
+	needRedis(t)
+	out := t.TempDir()
+	e, err := New(Config{Lock: "del-no-owner", Budget: 45 * time.Second, Seed: 1, Out: out, ConfirmSeeds: 3,
+		MaxFindings: 1, Oracle: RunnerOracle{Backend: "process"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) == 0 {
+		t.Fatalf("no finding for del-no-owner in 45s: %d schedules, classes %v", rep.Schedules, rep.Classes)
+	}
+	f := rep.Findings[0]
+	t.Logf("finding after %v: %s %s (%s): %s; lock %v, reference %v; minimal: %s",
+		f.FoundAfter, f.Check, f.Cause, f.Sentence, f.Replay, f.Lock, f.Ref, f.Minimal.Describe())
+	if f.Check != "mutex" && f.Check != "unlock" && f.Check != "resource" {
+		t.Errorf("check %s: del-no-owner deletes others' keys (mutex, unlock)", f.Check)
+	}
+	if len(f.Minimal.Faults) > 2 || f.Minimal.Clients > 3 {
+		t.Errorf("not shrunk to ≤2 faults and ≤3 clients: %s", f.Minimal.Describe())
+	}
+	if !f.Confirmed {
+		t.Skipf("the budget ended before the confirmation: %s", f.Minimal.Describe())
+	}
+	sc, err := scenarios.LoadFile(filepath.Join(f.Dir, "scenario.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.Run(context.Background(), runner.Options{Scenario: sc, Lock: "del-no-owner", Out: filepath.Join(out, "replay"),
+		Backend: "process", Expect: true, NoPlots: true})
+	if err != nil && res == nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 {
+		t.Errorf("replay: exit %d (%s), want 0", res.ExitCode, res.Results.Outcome)
+	}
+}
+
+// The known margin: simple fails under a pause before the write from about
+// the TTL (±10%).
+func TestMarginOfSimpleBeforeWrite(t *testing.T) {
+	needRedis(t)
+	e, err := New(Config{Lock: "simple", Budget: 50 * time.Second, Out: t.TempDir(), Oracle: RunnerOracle{Backend: "process"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := e.Margins(context.Background(), 2, "pause-client@before-write", nil)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("%v %v", ms, err)
+	}
+	t.Log(ms[0].Text("simple", "simple"))
+	if math.Abs(ms[0].Lock-1.0) > 0.1 {
+		t.Errorf("simple fails from %.2f×TTL under a pause before the write, want 1.0±0.1", ms[0].Lock)
+	}
+}

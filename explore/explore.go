@@ -1,0 +1,587 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// Config of one exploration.
+type Config struct {
+	Lock string
+	// Reference is the lock the finding rule compares with; default the
+	// built-in correct lock of the lock's capabilities (as locktest picks
+	// it: runner.KindReference).
+	Reference string
+	// Budget bounds the whole exploration, shrinking included (hard).
+	Budget time.Duration
+	// Seed of the generator: the same seed draws the same schedules.
+	Seed uint64
+	// Topology (default: the lock's: single, independent for redlock,
+	// sentinel for a lock that needs replicas) and its node count.
+	Topology string
+	Nodes    int
+	// TTL of the lock in every schedule (default 200ms); magnitudes are
+	// multiples of it.
+	TTL time.Duration
+	// Seeds a failing schedule is run on, lock and reference (default 3);
+	// ConfirmSeeds a shrunk finding is confirmed on (default 5).
+	Seeds, ConfirmSeeds int
+	// Parallel runs at once (default 2).
+	Parallel int
+	// Out is the output directory (findings/, findings.md, explore.json).
+	Out string
+	// Oracle runs schedules (default RunnerOracle).
+	Oracle Oracle
+	// Kinds restricts the fault kinds drawn.
+	Kinds []string
+	// MaxFaults per schedule (default 3).
+	MaxFaults int
+	// NoShrink saves findings as found.
+	NoShrink bool
+	// MaxFindings stops after this many (0: until the budget ends).
+	MaxFindings int
+	// KeepRuns keeps every run directory (default: only findings').
+	KeepRuns bool
+	// Progress is called after each schedule and shrink step.
+	Progress func(Progress)
+}
+
+// Progress is a snapshot for the progress line.
+type Progress struct {
+	Tried, Untried, Limits, Findings int
+	// Shrinking is the finding being shrunk (0: exploring) and Step the
+	// reduction under test.
+	Shrinking int
+	Step      string
+	Left      time.Duration
+	PerMinute float64
+}
+
+func (p Progress) String() string {
+	s := fmt.Sprintf("explore: %d schedules (%d untried, %d limits), %d findings, %.1f schedules/min, %v left",
+		p.Tried, p.Untried, p.Limits, p.Findings, p.PerMinute, p.Left.Round(time.Second))
+	if p.Shrinking > 0 {
+		s += fmt.Sprintf("; shrinking finding %d: %s", p.Shrinking, p.Step)
+	}
+	return s
+}
+
+// Report is what an exploration found, written as explore.json.
+type Report struct {
+	Lock      string        `json:"lock"`
+	Reference string        `json:"reference"`
+	Topology  string        `json:"topology"`
+	Seed      uint64        `json:"seed"`
+	Budget    time.Duration `json:"budget"`
+	Elapsed   time.Duration `json:"elapsed"`
+	// Schedules tried, by class.
+	Schedules int           `json:"schedules"`
+	Classes   map[Class]int `json:"classes"`
+	PerMinute float64       `json:"schedules_per_min"`
+	Findings  []*Found      `json:"findings"`
+	// Limits are schedules the reference failed too (the design's limits).
+	Limits []Limited `json:"limits,omitempty"`
+	// Duplicates: schedules that showed an already saved finding again.
+	Duplicates int      `json:"duplicates"`
+	Coverage   Coverage `json:"coverage"`
+	// Unconfirmed: finding candidates the confirmation seeds did not bear out.
+	Unconfirmed int  `json:"unconfirmed"`
+	Stopped     bool `json:"stopped,omitempty"`
+}
+
+// Limited is a schedule under which the reference failed too.
+type Limited struct {
+	Schedule string   `json:"schedule"`
+	Checks   []string `json:"checks"`
+}
+
+// Found is one finding.
+type Found struct {
+	N     int    `json:"n"`
+	Check string `json:"check"`
+	// Checks are every check that failed with the same cause.
+	Checks   []string `json:"checks"`
+	Cause    string   `json:"cause"`
+	Sentence string   `json:"sentence"`
+	Original Schedule `json:"original"`
+	Minimal  Schedule `json:"minimal"`
+	// Partial is how far shrinking got when the budget ended before its
+	// confirmation (Minimal is then the schedule as found).
+	Partial *Schedule `json:"partial,omitempty"`
+	// Repeat is the schedule saved as scenario.yaml when it is not the
+	// minimal one: the minimal failed on only some confirmation seeds, and
+	// its faults repeated over a longer run failed on every one.
+	Repeat *Schedule `json:"repeat,omitempty"`
+	// Lock and Ref are the confirmation rates of the minimal schedule.
+	Lock Rate `json:"lock_rate"`
+	Ref  Rate `json:"reference_rate"`
+	// Confirmed over ConfirmSeeds seeds (false: the budget ended first).
+	Confirmed bool `json:"confirmed"`
+	// FoundAfter is the time from the start to the schedule that showed it.
+	FoundAfter time.Duration `json:"found_after"`
+	// ShrinkSteps tried and how many were kept.
+	ShrinkSteps int    `json:"shrink_steps"`
+	ShrinkKept  int    `json:"shrink_kept"`
+	Dir         string `json:"dir"`
+	Replay      string `json:"replay"`
+	Seed        uint64 `json:"seed"`
+	// refAny are the checks the reference did not pass on every
+	// confirmation seed (its expectation says any for them).
+	refAny []string
+}
+
+// Coverage is the vocabulary the exploration touched (on runs whose faults
+// took effect): kinds, kind×point (client faults, triggers), kind×direction.
+type Coverage struct {
+	Kinds      []string `json:"kinds"`
+	KindsAll   []string `json:"kinds_applicable"`
+	Points     []string `json:"points"`
+	Directions []string `json:"directions"`
+	Whens      []string `json:"whens"`
+	Tuples     int      `json:"tuples"`
+}
+
+type coverage struct {
+	kinds, points, dirs, whens, tuples map[string]bool
+}
+
+func newCoverage() *coverage {
+	return &coverage{map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}}
+}
+
+func (c *coverage) add(s Schedule) {
+	for _, f := range s.Faults {
+		k := f.Spec.Kind
+		c.kinds[k] = true
+		p, d := "-", "-"
+		if f.Spec.Point != "" {
+			p = f.Spec.Point
+			c.points[k+"@"+p] = true
+		}
+		if v := f.Spec.Params[history.ParamDirection]; v != "" {
+			d = v
+			c.dirs[k+":"+d] = true
+		}
+		if f.Spec.When != "" {
+			c.whens[strings.Fields(f.Spec.When)[1]] = true
+		}
+		c.tuples[k+"|"+p+"|"+d] = true
+	}
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DefaultTopology is the topology a lock explores in.
+func DefaultTopology(info lockimpl.Info) string {
+	switch {
+	case info.NeedsReplicas:
+		return "sentinel"
+	case info.MinNodes > 0:
+		return "independent"
+	}
+	return "single"
+}
+
+// Explorer runs one exploration.
+type Explorer struct {
+	cfg      Config
+	info     lockimpl.Info
+	gen      Generator
+	start    time.Time
+	deadline time.Time
+	sem      chan struct{}
+	mu       sync.Mutex
+	saveMu   sync.Mutex // one finding saved at a time (findings.md lists them all)
+	rep      *Report
+	cov      *coverage
+	seen     map[string]bool // causes of saved findings
+	runN     int
+	prog     Progress
+}
+
+// New checks cfg and prepares an exploration.
+func New(cfg Config) (*Explorer, error) {
+	info, _, err := lockimpl.Lookup(cfg.Lock)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Reference == "" {
+		cfg.Reference = runner.KindReference(info)
+	}
+	if _, _, err := lockimpl.Lookup(cfg.Reference); err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	if cfg.Topology == "" {
+		cfg.Topology = DefaultTopology(info)
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = 200 * time.Millisecond
+	}
+	if cfg.Seeds <= 0 {
+		cfg.Seeds = 3
+	}
+	if cfg.ConfirmSeeds <= 0 {
+		cfg.ConfirmSeeds = 5
+	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 2
+	}
+	if cfg.Budget <= 0 {
+		cfg.Budget = 10 * time.Minute
+	}
+	if cfg.Oracle == nil {
+		cfg.Oracle = RunnerOracle{}
+	}
+	if cfg.Out == "" {
+		cfg.Out = filepath.Join("explore", fmt.Sprintf("%s-%s", cfg.Lock, time.Now().Format("20060102-150405")))
+	}
+	for _, l := range []string{cfg.Lock, cfg.Reference} {
+		li, _, _ := lockimpl.Lookup(l)
+		if ok, why := runner.Applicable(li, &scenarios.Scenario{Topology: cfg.Topology}); !ok {
+			return nil, fmt.Errorf("topology %s: %s %s", cfg.Topology, l, why)
+		}
+	}
+	if len(Applicable(cfg.Topology)) == 0 {
+		return nil, fmt.Errorf("topology %q: no fault kind applies", cfg.Topology)
+	}
+	for _, k := range cfg.Kinds {
+		if !slices.Contains(Applicable(cfg.Topology), k) {
+			return nil, fmt.Errorf("kinds: %q is not a fault kind of topology %s (%s)", k, cfg.Topology, strings.Join(Applicable(cfg.Topology), ", "))
+		}
+	}
+	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), cov: newCoverage(), seen: map[string]bool{}}
+	e.gen = Generator{Seed: cfg.Seed, Topology: cfg.Topology, Nodes: cfg.Nodes, TTL: cfg.TTL, Info: info, MaxFaults: cfg.MaxFaults, Kinds: cfg.Kinds}
+	e.rep = &Report{Lock: cfg.Lock, Reference: cfg.Reference, Topology: cfg.Topology, Seed: cfg.Seed, Budget: cfg.Budget,
+		Classes: map[Class]int{}}
+	return e, nil
+}
+
+// Config is the exploration's configuration with its defaults filled.
+func (e *Explorer) Config() Config { return e.cfg }
+
+// run runs s once, bounded by the parallelism.
+func (e *Explorer) run(ctx context.Context, s Schedule, lock string, seed uint64, dir string) RunResult {
+	select {
+	case e.sem <- struct{}{}:
+	case <-ctx.Done():
+		return RunResult{Lock: lock, Seed: seed, Err: ctx.Err()}
+	}
+	defer func() { <-e.sem }()
+	return e.cfg.Oracle.Run(ctx, s, lock, seed, dir)
+}
+
+// job is one run to make.
+type job struct {
+	lock string
+	seed uint64
+	dir  string
+	ref  bool // a reference run
+}
+
+// runAll runs jobs concurrently (bounded) and returns their results in order.
+func (e *Explorer) runAll(ctx context.Context, s Schedule, jobs []job) []RunResult {
+	out := make([]RunResult, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = e.run(ctx, s, j.lock, j.seed, j.dir)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (e *Explorer) dir(parts ...string) string {
+	return filepath.Join(append([]string{e.cfg.Out, "runs"}, parts...)...)
+}
+
+func (e *Explorer) drop(rs ...RunResult) {
+	if e.cfg.KeepRuns {
+		return
+	}
+	for _, r := range rs {
+		if r.Dir != "" {
+			_ = os.RemoveAll(r.Dir)
+		}
+	}
+}
+
+func (e *Explorer) progress(f func(p *Progress)) {
+	e.mu.Lock()
+	f(&e.prog)
+	e.prog.Left = max(time.Until(e.deadline), 0)
+	if m := time.Since(e.start).Minutes(); m > 0 {
+		e.prog.PerMinute = float64(e.prog.Tried) / m
+	}
+	defer e.mu.Unlock()
+	if e.cfg.Progress != nil {
+		e.cfg.Progress(e.prog) // under the lock: workers report one at a time
+	}
+}
+
+// begin starts the budget's clock: ctx ends with it.
+func (e *Explorer) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	e.start = time.Now()
+	e.deadline = e.start.Add(e.cfg.Budget)
+	ctx, cancel := context.WithDeadline(ctx, e.deadline)
+	if err := os.MkdirAll(e.cfg.Out, 0o755); err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return ctx, cancel, nil
+}
+
+// split sorts the results of jobs into the lock's and the reference's.
+func split(jobs []job, rs []RunResult) (lockRuns, refRuns []RunResult) {
+	for i, j := range jobs {
+		if j.ref {
+			refRuns = append(refRuns, rs[i])
+		} else {
+			lockRuns = append(lockRuns, rs[i])
+		}
+	}
+	return lockRuns, refRuns
+}
+
+// Run explores until the budget ends (or ctx: Ctrl-C), shrinking and
+// saving each new finding, and writes the report. What was found is kept
+// when it stops early.
+func (e *Explorer) Run(ctx context.Context) (*Report, error) {
+	ctx, cancel, err := e.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	// Workers side by side, each screening the next schedule on the lock
+	// alone: only a schedule the lock fails is run on the reference, and
+	// shrunk by the worker that found it, the other going on exploring
+	// (every run takes one of the Parallel slots).
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var genErr error
+	var once sync.Once
+	for range e.cfg.Parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && !e.enough() {
+				i := int(next.Add(1))
+				s, err := e.gen.Generate(i - 1)
+				if err != nil {
+					once.Do(func() { genErr = err })
+					cancel()
+					return
+				}
+				sr := e.run(ctx, s, e.cfg.Lock, 1, e.dir(fmt.Sprint(i), e.cfg.Lock+"-seed1"))
+				if ctx.Err() != nil {
+					e.drop(sr)
+					return
+				}
+				e.screened(ctx, i, s, sr)
+			}
+		}()
+	}
+	wg.Wait()
+	if genErr != nil {
+		return nil, genErr
+	}
+	e.rep.Stopped = ctx.Err() != nil && time.Now().Before(e.deadline)
+	return e.finish()
+}
+
+// enough: MaxFindings are saved.
+func (e *Explorer) enough() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cfg.MaxFindings > 0 && len(e.rep.Findings) >= e.cfg.MaxFindings
+}
+
+// screened classifies schedule id from its screening run, running the
+// reference (and more seeds) when the lock failed.
+func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResult) {
+	if sr.Err != nil {
+		e.drop(sr)
+		return
+	}
+	failed := false
+	for _, v := range sr.Checks {
+		failed = failed || v == "invalid"
+	}
+	count := func(c Class) {
+		e.mu.Lock()
+		e.rep.Schedules++
+		e.rep.Classes[c]++
+		e.mu.Unlock()
+		e.progress(func(p *Progress) {
+			p.Tried++
+			switch c {
+			case Untried:
+				p.Untried++
+			case Limit:
+				p.Limits++
+			}
+		})
+	}
+	if sr.Tried {
+		e.mu.Lock()
+		e.cov.add(s)
+		e.mu.Unlock()
+	}
+	if !failed {
+		e.drop(sr)
+		if sr.Tried {
+			count(Passed)
+		} else {
+			count(Untried)
+		}
+		return
+	}
+	// The lock failed: the reference on every seed, the lock on the
+	// others, in two stages: the reference's first seed beside the lock's
+	// second, and the rest only when the reference did not fail every
+	// check the lock failed (then the schedule is a limit already).
+	var jobs []job
+	for seed := uint64(1); seed <= uint64(e.cfg.Seeds); seed++ {
+		jobs = append(jobs, job{e.cfg.Reference, seed, e.dir(fmt.Sprint(id), fmt.Sprintf("ref-%s-seed%d", e.cfg.Reference, seed)), true})
+		if seed > 1 {
+			jobs = append(jobs, job{e.cfg.Lock, seed, e.dir(fmt.Sprint(id), fmt.Sprintf("%s-seed%d", e.cfg.Lock, seed)), false})
+		}
+	}
+	first := min(2, len(jobs))
+	rs := e.runAll(ctx, s, jobs[:first])
+	if ctx.Err() != nil {
+		return
+	}
+	if !limitAlready(sr, rs[0]) {
+		rs = append(rs, e.runAll(ctx, s, jobs[first:])...)
+		if ctx.Err() != nil {
+			return
+		}
+	} else {
+		jobs = jobs[:first]
+	}
+	lockRuns, refRuns := split(jobs, rs)
+	lockRuns = append([]RunResult{sr}, lockRuns...)
+	class, vs := Classify(lockRuns, refRuns)
+	defer e.drop(append(lockRuns, refRuns...)...)
+	count(class)
+	switch class {
+	case Limit:
+		var checks []string
+		for _, v := range vs {
+			if v.Class == Limit {
+				checks = append(checks, v.Check)
+			}
+		}
+		e.mu.Lock()
+		if len(e.rep.Limits) < 100 {
+			e.rep.Limits = append(e.rep.Limits, Limited{Schedule: s.Describe(), Checks: checks})
+		}
+		e.mu.Unlock()
+		return
+	case Finding:
+	default:
+		return
+	}
+	at := time.Since(e.start)
+	// One finding per cause: the checks that fail for it go together,
+	// the first in the checker's order leads.
+	var causes []string
+	also := map[string][]string{}
+	lead := map[string]Verdict{}
+	for _, v := range FindingsOf(vs) {
+		if _, ok := lead[v.Cause]; !ok {
+			causes = append(causes, v.Cause)
+			lead[v.Cause] = v
+		}
+		also[v.Cause] = append(also[v.Cause], v.Check)
+	}
+	for _, cause := range causes {
+		v := lead[cause]
+		e.mu.Lock()
+		dup := e.seen[cause]
+		e.seen[cause] = true
+		if dup {
+			e.rep.Duplicates++
+		}
+		e.mu.Unlock()
+		if dup {
+			continue
+		}
+		var failSeeds []uint64
+		for _, r := range lockRuns {
+			if r.Checks[v.Check] == "invalid" {
+				failSeeds = append(failSeeds, r.Seed)
+			}
+		}
+		e.finding(ctx, s, v, also[cause], failSeeds, at)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// limitAlready: the reference failed every check the lock failed in its
+// screening run (more seeds cannot make any of them a finding).
+func limitAlready(screen, ref RunResult) bool {
+	if ref.Err != nil {
+		return false
+	}
+	for c, v := range screen.Checks {
+		if v == "invalid" && ref.Checks[c] != "invalid" {
+			return false
+		}
+	}
+	return true
+}
+
+// still is the shrinking predicate for check: the lock fails it on one of
+// seeds (run side by side). The reference is left to the confirmation: a
+// reduction only weakens a schedule, and the confirmation falls back to
+// the original when the reference fails the shrunk one.
+func (e *Explorer) still(n int, check string, seeds []uint64) Pred {
+	step := 0
+	return func(ctx context.Context, s Schedule) (bool, error) {
+		step++
+		var jobs []job
+		for _, seed := range seeds {
+			jobs = append(jobs, job{e.cfg.Lock, seed, e.dir(fmt.Sprintf("shrink-%d-%d-seed%d", n, step, seed)), false})
+		}
+		rs := e.runAll(ctx, s, jobs)
+		e.drop(rs...)
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		for _, r := range rs {
+			if r.Err == nil && r.Checks[check] == "invalid" {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+}

@@ -1,0 +1,96 @@
+package explore
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// fakeOracle: the lock fails unlock under a pause before the release of at
+// least 1×TTL; the reference never fails, except under a clock jump, where
+// both fail mutex (a limit). Faults with a when: trigger never take effect.
+type fakeOracle struct {
+	mu   sync.Mutex
+	runs int
+}
+
+func (o *fakeOracle) Run(_ context.Context, s Schedule, lock string, seed uint64, dir string) RunResult {
+	o.mu.Lock()
+	o.runs++
+	o.mu.Unlock()
+	r := RunResult{Lock: lock, Seed: seed, Dir: dir, Tried: true, Checks: map[string]string{"mutex": "valid", "unlock": "valid", "liveness": "valid"},
+		Causes: map[string]string{}, Sentences: map[string]string{}}
+	for _, f := range s.Faults {
+		if f.Spec.When != "" {
+			r.Tried = false
+		}
+		if f.Spec.Kind == history.FaultClockJump && f.Spec.When == "" {
+			r.Checks["mutex"], r.Causes["mutex"] = "invalid", "expired-early-clock-jump"
+		}
+		if lock == "del-no-owner" && f.Spec.Kind == history.FaultPauseClient && f.Spec.Point == history.PointBeforeRelease && f.Mag >= 1 {
+			r.Checks["unlock"], r.Causes["unlock"], r.Sentences["unlock"] = "invalid", "deleted-by-non-owner", "client 0 deleted client 1's key."
+		}
+	}
+	return r
+}
+
+func TestExploreWithAFakeOracle(t *testing.T) {
+	out := t.TempDir()
+	o := &fakeOracle{}
+	e, err := New(Config{Lock: "del-no-owner", Budget: 3 * time.Second, Seed: 1, Out: out, Oracle: o,
+		Kinds: []string{history.FaultPauseClient, history.FaultClockJump}, MaxFaults: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Config().Reference != "simple" {
+		t.Fatalf("reference %s, want simple", e.Config().Reference)
+	}
+	rep, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 {
+		t.Fatalf("%d findings, want 1 (one per cause): %+v", len(rep.Findings), rep)
+	}
+	f := rep.Findings[0]
+	if f.Check != "unlock" || f.Cause != "deleted-by-non-owner" || !f.Confirmed {
+		t.Fatalf("finding: %+v", f)
+	}
+	if len(f.Minimal.Faults) != 1 || f.Minimal.Faults[0].Spec.Kind != history.FaultPauseClient || f.Minimal.Faults[0].Mag > 1+ShrinkPrecision || f.Minimal.Clients > 2 {
+		t.Errorf("not minimal: %s", f.Minimal.Describe())
+	}
+	if rep.Classes[Limit] == 0 || rep.Classes[Untried] == 0 || rep.Classes[Passed] == 0 {
+		t.Errorf("classes %v: want limits (clock jumps), untried (when:) and passed", rep.Classes)
+	}
+	if f.Lock.Fails != 5 || f.Ref.Fails != 0 || f.Ref.N != 5 {
+		t.Errorf("rates lock %v reference %v", f.Lock, f.Ref)
+	}
+	sc, err := scenarios.LoadFile(filepath.Join(f.Dir, "scenario.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sc.Expectation("del-no-owner")["unlock"]; got != "invalid" {
+		t.Errorf("lock's expectation for unlock: %q", got)
+	}
+	if got := sc.Expectation("simple")["unlock"]; got != "valid" {
+		t.Errorf("reference's expectation for unlock: %q", got)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "findings.md"))
+	if !strings.Contains(string(md), "lockchaos run "+filepath.Join(f.Dir, "scenario.yaml")+" --lock del-no-owner --expect") ||
+		!strings.Contains(string(md), "deleted-by-non-owner") {
+		t.Errorf("findings.md:\n%s", md)
+	}
+	if _, err := os.Stat(filepath.Join(out, "explore.json")); err != nil {
+		t.Error(err)
+	}
+	if len(rep.Coverage.Kinds) != 2 {
+		t.Errorf("coverage %+v", rep.Coverage)
+	}
+}

@@ -1,0 +1,146 @@
+package explore
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/lockimpl"
+)
+
+func TestGenerateIsDeterministicPerSeed(t *testing.T) {
+	g := Generator{Seed: 7, Topology: "single", TTL: 200 * time.Millisecond}
+	for i := range 20 {
+		a, err := g.Generate(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := g.Generate(i)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("schedule %d differs between two draws:\n%s\n%s", i, a.Describe(), b.Describe())
+		}
+	}
+	other := Generator{Seed: 8, Topology: "single", TTL: 200 * time.Millisecond}
+	same := 0
+	for i := range 20 {
+		a, _ := g.Generate(i)
+		b, _ := other.Generate(i)
+		if reflect.DeepEqual(a, b) {
+			same++
+		}
+	}
+	if same > 2 {
+		t.Errorf("seeds 7 and 8 drew %d equal schedules of 20", same)
+	}
+}
+
+func TestGenerateRespectsTopologyAndCapabilities(t *testing.T) {
+	for _, tc := range []struct {
+		topology string
+		info     lockimpl.Info
+	}{
+		{"single", lockimpl.Info{}},
+		{"single", lockimpl.Info{Reentrant: true, Fenced: true}},
+		{"independent", lockimpl.Info{MinNodes: 1}},
+		{"sentinel", lockimpl.Info{NeedsReplicas: true}},
+	} {
+		g := Generator{Seed: 1, Topology: tc.topology, TTL: 200 * time.Millisecond, Info: tc.info}
+		kinds := Applicable(tc.topology)
+		for i := range 300 {
+			s, err := g.Generate(i)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.topology, err)
+			}
+			if _, err := s.Scenario("x"); err != nil {
+				t.Fatalf("%s schedule %d does not validate: %v", tc.topology, i, err)
+			}
+			if s.Reentry > 0 && !tc.info.Reentrant {
+				t.Fatalf("reentry %d for a lock that is not reentrant", s.Reentry)
+			}
+			if s.Resource == "register" && !tc.info.Fenced {
+				t.Fatalf("register resource for an unfenced lock")
+			}
+			if n := len(s.Faults); n < 1 || n > 3 {
+				t.Fatalf("%d faults", n)
+			}
+			if s.Duration < time.Second || s.Duration > 3*time.Second {
+				t.Fatalf("duration %v not in 1–3s", s.Duration)
+			}
+			for _, f := range s.Faults {
+				if !slices.Contains(kinds, f.Spec.Kind) {
+					t.Fatalf("%s: kind %s does not run in this topology", tc.topology, f.Spec.Kind)
+				}
+				if tc.topology == "single" && (f.Spec.Kind == history.FaultFailover || f.Spec.Kind == history.FaultReplicationLag) {
+					t.Fatalf("single: %s", f.Spec.Kind)
+				}
+			}
+		}
+	}
+}
+
+func TestMagnitudesInRange(t *testing.T) {
+	g := Generator{Seed: 3, Topology: "single", TTL: 200 * time.Millisecond}
+	seen := map[string]bool{}
+	for i := range 500 {
+		s, _ := g.Generate(i)
+		for _, f := range s.Faults {
+			seen[f.Spec.Kind] = true
+			if f.Spec.Point != "" {
+				seen[f.Spec.Kind+"@"+f.Spec.Point] = true
+			}
+			if d := f.Spec.Params[history.ParamDirection]; d != "" {
+				seen[f.Spec.Kind+":"+d] = true
+			}
+			if f.Spec.When != "" {
+				seen["when "+strings.Fields(f.Spec.When)[1]] = true
+			}
+			switch f.MagField {
+			case "":
+			case MagRate:
+				if f.Mag <= 0 || f.Mag == 1 || f.Mag > 3 {
+					t.Fatalf("%s: rate %g", f.Spec.Kind, f.Mag)
+				}
+			default:
+				if m := math.Abs(f.Mag); m < MinMag || m > MaxMag {
+					t.Fatalf("%s: magnitude %g×TTL not in [%g, %g]", f.Spec.Kind, f.Mag, MinMag, MaxMag)
+				}
+			}
+		}
+	}
+	// The whole vocabulary of the topology comes up.
+	for _, k := range Applicable("single") {
+		if !seen[k] {
+			t.Errorf("kind %s never drawn in 500 schedules", k)
+		}
+	}
+	for _, p := range history.Points {
+		if !seen["pause-client@"+p] {
+			t.Errorf("pause-client at %s never drawn", p)
+		}
+		if !seen["when "+p] {
+			t.Errorf("when %s never drawn", p)
+		}
+	}
+	for _, d := range []string{"both", "to-node", "from-node"} {
+		if !seen["link:"+d] || !seen["partition:"+d] {
+			t.Errorf("direction %s never drawn for link and partition", d)
+		}
+	}
+}
+
+func TestMarginTemplatesValidate(t *testing.T) {
+	for _, topo := range []string{"single", "independent", "sentinel"} {
+		for _, tp := range Templates(topo) {
+			for _, m := range []float64{MinMag, 1, MaxMag} {
+				s := MarginSchedule(tp, m, 200*time.Millisecond, topo, 0)
+				if _, err := s.Scenario("m"); err != nil {
+					t.Errorf("%s %s at %g: %v", topo, tp.Name, m, err)
+				}
+			}
+		}
+	}
+}

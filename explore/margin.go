@@ -1,0 +1,236 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/lockimpl"
+)
+
+// Template is a one-fault schedule whose magnitude a margin bisects.
+type Template struct {
+	Name   string // "pause-client@before-write"
+	Family string
+	Fault  Fault
+}
+
+// Templates are the margin templates of a topology: per fault family that
+// applies, the fault whose size is a time (×TTL) — a client pause at each
+// cycle point, command stalls, link and node delays, cuts, node freezes and
+// losses, clock jumps and skews.
+func Templates(topology string) []Template {
+	kinds := Applicable(topology)
+	var out []Template
+	add := func(name string, f Fault) {
+		if slices.Contains(kinds, f.Spec.Kind) {
+			out = append(out, Template{Name: name, Family: history.FaultFamily(f.Spec.Kind), Fault: f})
+		}
+	}
+	for _, p := range history.Points {
+		add("pause-client@"+p, Fault{Spec: faults.Spec{Kind: history.FaultPauseClient, Target: "any-client", Point: p}, MagField: MagDuration})
+	}
+	add("stall-commands", Fault{Spec: faults.Spec{Kind: history.FaultStallCommands, Target: "holder"}, MagField: MagDelay, Hold: 3})
+	add("link-delay(to-node)", Fault{Spec: faults.Spec{Kind: history.FaultLink, Target: "holder -> master",
+		Params: map[string]string{history.ParamMode: "delay", history.ParamDirection: "to-node"}}, MagField: MagDelay, Hold: 3})
+	add("latency(from-node)", Fault{Spec: faults.Spec{Kind: history.FaultLatency, Target: "all",
+		Params: map[string]string{history.ParamDirection: "from-node"}}, MagField: MagLatency, Hold: 3})
+	add("cut-client(drop)", Fault{Spec: faults.Spec{Kind: history.FaultCutClient, Target: "holder",
+		Params: map[string]string{history.ParamMode: "drop"}}, MagField: MagDuration})
+	add("partition(drop)", Fault{Spec: faults.Spec{Kind: history.FaultPartition, Target: "all",
+		Params: map[string]string{history.ParamMode: "drop"}}, MagField: MagDuration})
+	add("pause-node", Fault{Spec: faults.Spec{Kind: history.FaultPauseNode, Target: "all"}, MagField: MagDuration})
+	add("kill-node", Fault{Spec: faults.Spec{Kind: history.FaultKillNode, Target: "all", When: "any-client after-acquire"}, MagField: MagDuration})
+	add("clock-jump(forward)", Fault{Spec: faults.Spec{Kind: history.FaultClockJump, Target: "all", When: "any-client after-acquire"}, MagField: MagDelta})
+	add("clock-skew(back)", Fault{Spec: faults.Spec{Kind: history.FaultClockSkew, Target: "holder"}, MagField: MagOffset, Hold: 3})
+	add("replication-lag", Fault{Spec: faults.Spec{Kind: history.FaultReplicationLag, Target: "all"}, MagField: MagLatency, Hold: 3})
+	return out
+}
+
+// MarginSchedule is template t at magnitude m: three clients on one key,
+// a short hold, the fault firing once after the start.
+func MarginSchedule(t Template, m float64, ttl time.Duration, topology string, nodes int) Schedule {
+	f := t.Fault
+	f.Spec.Params = cloneParams(f.Spec.Params)
+	f.Mag = m
+	if t.Name == "clock-skew(back)" {
+		f.Mag = -m
+	}
+	f.Spec.At = 300 * time.Millisecond
+	s := Schedule{Topology: topology, Nodes: nodes, TTL: ttl, Clients: 3, Keys: 1, Hold: 2 * time.Millisecond,
+		Think: 2 * time.Millisecond, Resource: "counter", Faults: []Fault{f}}
+	FitDuration(&s, s.End())
+	return s
+}
+
+func cloneParams(p map[string]string) map[string]string {
+	if p == nil {
+		return nil
+	}
+	c := make(map[string]string, len(p))
+	for k, v := range p {
+		c[k] = v
+	}
+	return c
+}
+
+// safetyChecks are the checks a margin watches: liveness is left out (a
+// node down longer than the TTL blocks every lock), and so is mutex for a
+// fenced lock (its fence makes an overlap of beliefs harmless: the
+// resource check says whether it did).
+var safetyChecks = []string{checker.CheckMutex, checker.CheckResource, checker.CheckFencing, checker.CheckUnlock, checker.CheckReentrancy}
+
+// Margin is one template's smallest failing magnitude for the lock and its
+// reference (×TTL; Never when it passed at MaxMag).
+type Margin struct {
+	Template string  `json:"template"`
+	Family   string  `json:"family"`
+	Lock     float64 `json:"lock"`
+	Ref      float64 `json:"reference"`
+	// LockChecks and RefChecks are the checks that failed at the boundary.
+	LockChecks []string `json:"lock_checks,omitempty"`
+	RefChecks  []string `json:"reference_checks,omitempty"`
+	// Untried counts bisection steps whose fault did not take effect.
+	Untried int `json:"untried,omitempty"`
+}
+
+// Never is a margin that did not fail up to MaxMag.
+const Never = -1
+
+// MarginText is one margin's entry: "pause-client@before-write: simple
+// fails from 1.00×TTL, fenced never (≤3×TTL)".
+func (m Margin) Text(lock, ref string) string {
+	w := func(x float64) string {
+		switch {
+		case x == Never:
+			return fmt.Sprintf("never (≤%g×TTL)", MaxMag)
+		case x <= MinMag:
+			return fmt.Sprintf("from ≤%g×TTL", MinMag)
+		}
+		return fmt.Sprintf("from %.2f×TTL", x)
+	}
+	s := fmt.Sprintf("%s: %s fails %s", m.Template, lock, w(m.Lock))
+	if len(m.LockChecks) > 0 {
+		s += " (" + strings.Join(m.LockChecks, ",") + ")"
+	}
+	if ref != lock {
+		s += fmt.Sprintf(", %s %s", ref, w(m.Ref))
+		if len(m.RefChecks) > 0 {
+			s += " (" + strings.Join(m.RefChecks, ",") + ")"
+		}
+	}
+	return s
+}
+
+// Margins bisects each template (all when filter is "", else those whose
+// name contains it) for the lock and its reference side by side, seeds
+// runs a step (a magnitude fails when any seed fails a safety check).
+func (e *Explorer) Margins(ctx context.Context, seeds int, filter string, onMargin func(Margin)) ([]Margin, error) {
+	ctx, cancel, err := e.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	var out []Margin
+	for _, t := range Templates(e.cfg.Topology) {
+		if filter != "" && !strings.Contains(t.Name, filter) {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		m := Margin{Template: t.Name, Family: t.Family}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		type side struct {
+			lock string
+			at   *float64
+			cs   *[]string
+		}
+		sides := []side{{e.cfg.Lock, &m.Lock, &m.LockChecks}}
+		if e.cfg.Reference != e.cfg.Lock {
+			sides = append(sides, side{e.cfg.Reference, &m.Ref, &m.RefChecks})
+		}
+		for _, side := range sides {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				info, _, _ := lockimpl.Lookup(side.lock)
+				fails := func(x float64) (bool, []string) {
+					s := MarginSchedule(t, x, e.cfg.TTL, e.cfg.Topology, e.cfg.Nodes)
+					if info.Fenced {
+						s.Resource = "register" // the resource that checks the fence
+					}
+					for seed := uint64(1); seed <= uint64(seeds); seed++ {
+						dir := e.dir("margin", fmt.Sprintf("%s-%s-%.3f-%d", t.Name, side.lock, x, seed))
+						r := e.run(ctx, s, side.lock, seed, filepath.Clean(dir))
+						e.drop(r)
+						if r.Err != nil {
+							continue
+						}
+						var bad []string
+						for _, c := range safetyChecks {
+							// A fenced lock's holders may overlap in belief:
+							// the fence keeps the resource safe.
+							if r.Checks[c] == "invalid" && !(info.Fenced && c == checker.CheckMutex) {
+								bad = append(bad, c)
+							}
+						}
+						if len(bad) > 0 {
+							return true, bad
+						}
+						if !r.Tried {
+							mu.Lock()
+							m.Untried++
+							mu.Unlock()
+						}
+					}
+					return false, nil
+				}
+				*side.at, *side.cs = Bisect(ctx, MinMag, MaxMag, fails)
+			}()
+		}
+		wg.Wait()
+		if e.cfg.Reference == e.cfg.Lock {
+			m.Ref, m.RefChecks = m.Lock, m.LockChecks
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		out = append(out, m)
+		if onMargin != nil {
+			onMargin(m)
+		}
+	}
+	_ = writeJSON(filepath.Join(e.cfg.Out, "margins.json"), out)
+	return out, nil
+}
+
+// Bisect finds the smallest x in [lo, hi] at which fails holds, to
+// Precision, assuming it is monotone: Never when fails(hi) does not hold,
+// lo when fails(lo) does. It returns the checks that failed there.
+func Bisect(ctx context.Context, lo, hi float64, fails func(float64) (bool, []string)) (float64, []string) {
+	ok, cs := fails(hi)
+	if !ok {
+		return Never, nil
+	}
+	if ok, c := fails(lo); ok {
+		return lo, c
+	}
+	for hi-lo > Precision && ctx.Err() == nil {
+		mid := (lo + hi) / 2
+		if ok, c := fails(mid); ok {
+			hi, cs = mid, c
+		} else {
+			lo = mid
+		}
+	}
+	return hi, cs
+}

@@ -1,0 +1,122 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/runner"
+)
+
+// RunResult is what one run of a schedule said.
+type RunResult struct {
+	Lock string
+	Seed uint64
+	// Checks is check → verdict (valid | invalid | unknown), without the
+	// faults check (Tried says that).
+	Checks map[string]string
+	// Tried: every fault kind of the schedule took effect at least once.
+	// A run whose faults did not take effect tested nothing.
+	Tried bool
+	// Untried says which fault did not take effect, and why.
+	Untried string
+	// Causes and Sentences are, per invalid check, the cause and the
+	// incident sentence of its first violation.
+	Causes    map[string]string
+	Sentences map[string]string
+	Dir       string
+	Err       error
+}
+
+// Oracle runs a schedule once.
+type Oracle interface {
+	Run(ctx context.Context, s Schedule, lock string, seed uint64, dir string) RunResult
+}
+
+// RunnerOracle runs schedules with runner.Run on local servers.
+type RunnerOracle struct {
+	// Backend: process | embedded | auto (default).
+	Backend string
+}
+
+// Run runs s on lock with seed into dir.
+func (o RunnerOracle) Run(ctx context.Context, s Schedule, lock string, seed uint64, dir string) RunResult {
+	rr := RunResult{Lock: lock, Seed: seed, Dir: dir}
+	sc, err := s.Scenario("explore")
+	if err != nil {
+		rr.Err = err
+		return rr
+	}
+	sc.Seed = seed
+	_ = os.RemoveAll(dir)
+	out, err := runner.Run(ctx, runner.Options{Scenario: sc, Lock: lock, Out: dir, Backend: o.Backend, NoPlots: true})
+	if out == nil || out.Results == nil {
+		if err == nil {
+			err = fmt.Errorf("run gave no results")
+		}
+		rr.Err = err
+		return rr
+	}
+	if ctx.Err() != nil || out.Interrupted {
+		rr.Err = fmt.Errorf("interrupted")
+	}
+	return FromResults(rr, s, out.Results)
+}
+
+// FromResults reads a run's results into rr.
+func FromResults(rr RunResult, s Schedule, r *report.Results) RunResult {
+	rr.Checks = map[string]string{}
+	for c, ch := range r.Checks {
+		if c == checker.CheckFaults {
+			continue
+		}
+		rr.Checks[c] = string(ch.Verdict)
+	}
+	rr.Tried, rr.Untried = tried(s, r.Faults)
+	rr.Causes, rr.Sentences = map[string]string{}, map[string]string{}
+	for _, v := range r.Violations {
+		if _, ok := rr.Causes[v.Check]; !ok {
+			rr.Causes[v.Check] = v.Cause
+			rr.Sentences[v.Check] = v.Explanation
+		}
+	}
+	seen := map[string]bool{}
+	for _, inc := range r.Incidents {
+		for c := range inc.Counts {
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			rr.Sentences[c] = inc.Sentence
+			if inc.Cause != "" {
+				rr.Causes[c] = inc.Cause
+			}
+		}
+	}
+	return rr
+}
+
+// tried: every kind of the schedule's faults has a firing that took
+// effect; else the first that did not, with its reason.
+func tried(s Schedule, fs []report.FaultSummary) (bool, string) {
+	for _, f := range s.Faults {
+		why := "never recorded"
+		if slices.ContainsFunc(fs, func(x report.FaultSummary) bool { return x.Kind == f.Spec.Kind && x.Applied }) {
+			continue
+		}
+		for _, x := range fs {
+			if x.Kind == f.Spec.Kind {
+				why = x.Effect["reason"]
+				if why == "" {
+					why = x.Effect["error"]
+				}
+				break
+			}
+		}
+		return false, f.Spec.Kind + ": " + why
+	}
+	return true, ""
+}

@@ -1,0 +1,144 @@
+package explore
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/lockchaos/lockchaos/report"
+)
+
+// Class is what a schedule showed about one check (or, for the schedule,
+// the most telling of its checks).
+type Class string
+
+const (
+	// Finding: the reference passed the check on every seed, its faults
+	// taking effect on each, while the lock failed it on at least one.
+	Finding Class = "finding"
+	// Limit: the reference failed it too: a limit of the design, not of
+	// the lock.
+	Limit Class = "limit"
+	// Untried: the faults did not take effect (on the lock's runs, or on
+	// a reference run the finding would rest on): nothing was tested.
+	Untried Class = "untried"
+	// Passed: the lock passed on every seed its faults took effect.
+	Passed Class = "passed"
+)
+
+// Rate is k failures in n runs with its 95% Wilson interval.
+type Rate struct {
+	Fails int     `json:"fails"`
+	N     int     `json:"n"`
+	Low   float64 `json:"ci95_low"`
+	High  float64 `json:"ci95_high"`
+}
+
+func rateOf(k, n int) Rate {
+	lo, hi := report.Wilson(k, n)
+	return Rate{Fails: k, N: n, Low: lo, High: hi}
+}
+
+func (r Rate) String() string {
+	return fmt.Sprintf("%d/%d [%.2f, %.2f]", r.Fails, r.N, r.Low, r.High)
+}
+
+// Verdict is one check's class with both failure rates.
+type Verdict struct {
+	Check string `json:"check"`
+	Class Class  `json:"class"`
+	Lock  Rate   `json:"lock"`
+	Ref   Rate   `json:"reference"`
+	// Cause and Sentence are from the lock's first failing run.
+	Cause    string `json:"cause,omitempty"`
+	Sentence string `json:"sentence,omitempty"`
+}
+
+// Classify applies the finding rule to the lock's and the reference's runs
+// of one schedule, check by check (checks sorted by name), and returns the
+// schedule's class: a finding if any check is one, else a limit, else
+// untried when a failure of the lock could not be judged (the reference's
+// faults did not take effect) or nothing was tried, else passed.
+func Classify(lockRuns, refRuns []RunResult) (Class, []Verdict) {
+	checks := map[string]bool{}
+	for _, r := range append(append([]RunResult{}, lockRuns...), refRuns...) {
+		for c := range r.Checks {
+			checks[c] = true
+		}
+	}
+	names := slices.Sorted(maps.Keys(checks))
+	lockTried := false
+	for _, r := range lockRuns {
+		if r.Err == nil && r.Tried {
+			lockTried = true
+		}
+	}
+	var out []Verdict
+	has := map[Class]bool{}
+	failUntried := false
+	for _, c := range names {
+		v := Verdict{Check: c}
+		lf, ln := 0, 0
+		for _, r := range lockRuns {
+			if r.Err != nil || r.Checks == nil {
+				continue
+			}
+			ln++
+			if r.Checks[c] == "invalid" {
+				lf++
+				if v.Cause == "" {
+					v.Cause, v.Sentence = r.Causes[c], r.Sentences[c]
+				}
+			}
+		}
+		rf, rn, rpass := 0, 0, 0
+		for _, r := range refRuns {
+			if r.Err != nil || r.Checks == nil {
+				continue
+			}
+			rn++
+			switch {
+			case r.Checks[c] == "invalid":
+				rf++
+			case r.Checks[c] == "valid" && r.Tried:
+				rpass++
+			}
+		}
+		v.Lock, v.Ref = rateOf(lf, ln), rateOf(rf, rn)
+		switch {
+		case lf == 0 && lockTried:
+			v.Class = Passed
+		case lf == 0:
+			v.Class = Untried
+		case rf > 0:
+			v.Class = Limit
+		case rn > 0 && rpass == rn:
+			v.Class = Finding
+		default:
+			v.Class = Untried
+			failUntried = true // a failure the reference could not judge
+		}
+		has[v.Class] = true
+		out = append(out, v)
+	}
+	switch {
+	case has[Finding]:
+		return Finding, out
+	case has[Limit]:
+		return Limit, out
+	case failUntried || !has[Passed]:
+		return Untried, out
+	}
+	return Passed, out
+}
+
+// FindingsOf are the verdicts of class Finding.
+func FindingsOf(vs []Verdict) []Verdict {
+	var out []Verdict
+	for _, v := range vs {
+		if v.Class == Finding {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,336 @@
+package explore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// finding shrinks, confirms and saves a new finding of check v in s.
+func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []string, failSeeds []uint64, at time.Duration) {
+	e.mu.Lock()
+	n := len(e.rep.Findings) + e.rep.Unconfirmed + 1
+	f := &Found{N: n, Check: v.Check, Checks: checks, Cause: v.Cause, Sentence: v.Sentence, Original: s, Minimal: s, FoundAfter: at,
+		Lock: v.Lock, Ref: v.Ref, Seed: failSeeds[0]}
+	e.rep.Findings = append(e.rep.Findings, f)
+	e.mu.Unlock()
+	e.progress(func(p *Progress) { p.Findings++ })
+	f.Dir = filepath.Join(e.cfg.Out, "findings", fmt.Sprint(n))
+	if !e.cfg.NoShrink {
+		// Two seeds side by side: those it failed on, else one more.
+		seeds := failSeeds[:min(len(failSeeds), e.cfg.Parallel)]
+		for extra := uint64(e.cfg.Seeds) + 1; len(seeds) < e.cfg.Parallel; extra++ {
+			seeds = append(seeds, extra)
+		}
+		f.Minimal = Shrink(ctx, s, e.still(n, v.Check, seeds), func(st Step) {
+			f.ShrinkSteps++
+			if st.Kept {
+				f.ShrinkKept++
+			}
+			e.progress(func(p *Progress) { p.Shrinking, p.Step = n, fmt.Sprintf("step %d %s", st.N, st.What) })
+		})
+		e.progress(func(p *Progress) { p.Shrinking, p.Step = 0, "" })
+	}
+	ok, done := e.confirm(ctx, f, f.Minimal)
+	if !ok && done && f.Minimal.Size() != s.Size() {
+		// The shrunk schedule did not hold on the confirmation seeds: the
+		// original then.
+		f.Minimal = s
+		ok, done = e.confirm(ctx, f, s)
+	}
+	if !ok && done {
+		// Refuted by a confirmation that ran to its end: not a finding.
+		e.mu.Lock()
+		e.rep.Findings = slices.DeleteFunc(e.rep.Findings, func(x *Found) bool { return x == f })
+		e.rep.Unconfirmed++
+		delete(e.seen, v.Cause)
+		e.mu.Unlock()
+		e.progress(func(p *Progress) { p.Findings-- })
+		_ = os.RemoveAll(f.Dir)
+		return
+	}
+	if !ok {
+		// The budget ended before a confirmation: the schedule as found
+		// is saved, with the rates and the sentence it was found with
+		// (the shrinking so far is kept as Partial).
+		if f.Minimal.Size() != s.Size() {
+			p := f.Minimal
+			f.Partial = &p
+		}
+		f.Minimal, f.Lock, f.Ref, f.Cause, f.Sentence = s, v.Lock, v.Ref, v.Cause, v.Sentence
+		f.Seed = failSeeds[0]
+	}
+	// The confirmation may name the cause otherwise: a schedule showing
+	// that cause is a duplicate too.
+	e.mu.Lock()
+	e.seen[f.Cause] = true
+	e.mu.Unlock()
+	if ok && f.Lock.Fails < f.Lock.N {
+		e.amplify(ctx, f)
+	}
+	if err := e.save(f); err != nil {
+		f.Sentence += " (not saved: " + err.Error() + ")"
+	}
+}
+
+// confirm runs s on ConfirmSeeds seeds, lock and reference, into the
+// finding's directory, and applies the finding rule to its check: ok when
+// it holds, done when the runs ended before the budget.
+func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule) (ok, done bool) {
+	var jobs []job
+	for seed := uint64(1); seed <= uint64(e.cfg.ConfirmSeeds); seed++ {
+		jobs = append(jobs,
+			job{e.cfg.Lock, seed, filepath.Join(f.Dir, "runs", fmt.Sprintf("%s-seed%d", e.cfg.Lock, seed)), false},
+			job{e.cfg.Reference, seed, filepath.Join(f.Dir, "runs", fmt.Sprintf("ref-%s-seed%d", e.cfg.Reference, seed)), true})
+	}
+	rs := e.runAll(ctx, s, jobs)
+	if ctx.Err() != nil {
+		return false, false
+	}
+	lockRuns, refRuns := split(jobs, rs)
+	_, vs := Classify(lockRuns, refRuns)
+	for _, v := range vs {
+		if v.Check != f.Check {
+			continue
+		}
+		f.Lock, f.Ref = v.Lock, v.Ref
+		if v.Class != Finding {
+			return false, true
+		}
+		f.Confirmed = true
+		if v.Sentence != "" {
+			f.Sentence, f.Cause = v.Sentence, v.Cause
+		}
+		for _, r := range lockRuns {
+			if r.Checks[f.Check] == "invalid" {
+				f.Seed = r.Seed
+				break
+			}
+		}
+		f.refAny = nil
+		for _, r := range refRuns {
+			for c, verdict := range r.Checks {
+				if c != f.Check && verdict != "valid" {
+					f.refAny = append(f.refAny, c)
+				}
+			}
+		}
+		return true, true
+	}
+	return false, true
+}
+
+// Scenario is the finding as a scenario: its minimal schedule on the seed
+// the lock failed, expecting the check invalid for the lock and valid for
+// the reference.
+func (e *Explorer) Scenario(f *Found) (*scenarios.Scenario, error) {
+	saved := f.Minimal
+	repeated := ""
+	if f.Repeat != nil {
+		saved, repeated = *f.Repeat, " Repeated for the replay: "+f.Repeat.Describe()+"."
+	}
+	sc, err := saved.Scenario(fmt.Sprintf("explore-%s-%d", e.cfg.Lock, f.N))
+	if err != nil {
+		return nil, err
+	}
+	sc.Seed = f.Seed
+	sc.Description = fmt.Sprintf("Found by lockchaos explore (seed %d, %s vs %s): %s fails %s (%s). %s Minimal schedule: %s. "+
+		"Lock fails %s seeds, reference %s %s.%s",
+		e.cfg.Seed, e.cfg.Lock, e.cfg.Reference, e.cfg.Lock, f.Check, f.Cause, strings.TrimSpace(f.Sentence), f.Minimal.Describe(),
+		f.Lock, e.cfg.Reference, f.Ref, repeated)
+	sc.Expect = map[string]map[string]scenarios.Want{
+		e.cfg.Lock: {f.Check: {Verdict: "invalid"}, "*": {Verdict: "any"}},
+	}
+	if e.cfg.Reference != e.cfg.Lock {
+		ref := map[string]scenarios.Want{f.Check: {Verdict: "valid"}}
+		for _, c := range f.refAny {
+			ref[c] = scenarios.Want{Verdict: "any"}
+		}
+		sc.Expect[e.cfg.Reference] = ref
+	}
+	return sc, sc.Validate()
+}
+
+func (e *Explorer) save(f *Found) error {
+	e.saveMu.Lock()
+	defer e.saveMu.Unlock()
+	if err := os.MkdirAll(f.Dir, 0o755); err != nil {
+		return err
+	}
+	sc, err := e.Scenario(f)
+	if err != nil {
+		return err
+	}
+	b, err := CompactYAML(sc)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(f.Dir, "scenario.yaml")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		return err
+	}
+	f.Replay = fmt.Sprintf("lockchaos run %s --lock %s --expect", p, e.cfg.Lock)
+	if err := writeJSON(filepath.Join(f.Dir, "finding.json"), f); err != nil {
+		return err
+	}
+	return e.writeFindingsMD()
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Line is a finding's line in findings.md: the lock, the check, the
+// cause, the minimal schedule in words and the replay command.
+func (f *Found) Line(lock, ref string) string {
+	conf := ""
+	if !f.Confirmed {
+		conf = " (not confirmed: the budget ended first)"
+	}
+	saved := ""
+	if f.Repeat != nil {
+		saved = " (saved with its faults repeated over a 3 s run, which fails on more seeds; the rates are the saved schedule's)"
+	}
+	return fmt.Sprintf("- **%s** fails **%s** (cause %s)%s: %s Minimal schedule: %s%s. Lock fails %s seeds, reference %s %s. Replay: `%s`",
+		lock, f.Check, f.Cause, conf, strings.TrimSpace(f.Sentence), f.Minimal.Describe(), saved, f.Lock, ref, f.Ref, f.Replay)
+}
+
+func (e *Explorer) writeFindingsMD() error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Findings: %s against %s (explore seed %d)\n\n", e.cfg.Lock, e.cfg.Reference, e.cfg.Seed)
+	for _, f := range e.rep.Findings {
+		if f.Replay == "" {
+			continue
+		}
+		b.WriteString(f.Line(e.cfg.Lock, e.cfg.Reference) + "\n")
+	}
+	return os.WriteFile(filepath.Join(e.cfg.Out, "findings.md"), []byte(b.String()), 0o644)
+}
+
+// finish completes the report and writes explore.json and findings.md.
+func (e *Explorer) finish() (*Report, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.rep
+	r.Elapsed = time.Since(e.start).Round(time.Millisecond)
+	if m := r.Elapsed.Minutes(); m > 0 {
+		r.PerMinute = float64(r.Schedules) / m
+	}
+	r.Coverage = Coverage{Kinds: sortedSet(e.cov.kinds), KindsAll: Applicable(e.cfg.Topology), Points: sortedSet(e.cov.points),
+		Directions: sortedSet(e.cov.dirs), Whens: sortedSet(e.cov.whens), Tuples: len(e.cov.tuples)}
+	for _, f := range r.Findings {
+		if f.Replay == "" && f.Minimal.Faults != nil {
+			// Stopped before it was saved: saved as it stands.
+			_ = e.saveLocked(f)
+		}
+	}
+	if !e.cfg.KeepRuns {
+		_ = os.RemoveAll(filepath.Join(e.cfg.Out, "runs"))
+	}
+	if err := e.writeFindingsMD(); err != nil {
+		return r, err
+	}
+	return r, writeJSON(filepath.Join(e.cfg.Out, "explore.json"), r)
+}
+
+func (e *Explorer) saveLocked(f *Found) error {
+	if f.Dir == "" {
+		f.Dir = filepath.Join(e.cfg.Out, "findings", fmt.Sprint(f.N))
+	}
+	return e.save(f)
+}
+
+// CompactYAML marshals v leaving out every field at its zero value (a
+// scenario's zero values are its defaults), so that a saved scenario reads
+// like a hand-written one.
+func CompactYAML(v any) ([]byte, error) {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil, err
+	}
+	prune(&root)
+	return yaml.Marshal(&root)
+}
+
+func prune(n *yaml.Node) {
+	for _, c := range n.Content {
+		prune(c)
+	}
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	var keep []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !zero(n.Content[i+1]) {
+			keep = append(keep, n.Content[i], n.Content[i+1])
+		}
+	}
+	n.Content = keep
+}
+
+func zero(n *yaml.Node) bool {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		switch n.Value {
+		case "", "0", "0s", "false":
+			return n.Tag != "!!str" || n.Value == "" || n.Value == "0s"
+		}
+	case yaml.MappingNode, yaml.SequenceNode:
+		return len(n.Content) == 0
+	}
+	return false
+}
+
+// amplify makes a finding that failed on only some confirmation seeds
+// replay more surely: its faults repeat over a 3 s run (a zero-fault
+// finding just runs longer). The repeated schedule is kept for the saved
+// scenario when it fails on more confirmation seeds and the reference
+// still passes on all; the minimal schedule stays the finding's
+// description.
+func (e *Explorer) amplify(ctx context.Context, f *Found) {
+	r := Repeated(f.Minimal)
+	if _, err := r.Scenario("amplify"); err != nil {
+		return
+	}
+	before := *f
+	if ok, _ := e.confirm(ctx, f, r); ok && f.Lock.Fails > before.Lock.Fails {
+		f.Repeat = &r
+		return
+	}
+	*f = before
+}
+
+// Repeated is s with every fault firing again and again over a 3 s run,
+// each firing after the previous one's effect and two TTLs.
+func Repeated(s Schedule) Schedule {
+	r := s.Clone()
+	r.Duration = 3 * time.Second
+	for i := range r.Faults {
+		f := &r.Faults[i]
+		l := f.length(r.TTL)
+		every := max(f.Spec.Every, (l + 2*r.TTL + 100*time.Millisecond).Round(10*time.Millisecond))
+		limit := r.Duration
+		n := int((limit-f.Spec.At-l)/every) + 1
+		if n > 1 {
+			f.Spec.Every, f.Spec.Count = every, n
+		}
+	}
+	return r
+}
