@@ -11,7 +11,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lockchaos/lockchaos/explore"
-	"github.com/lockchaos/lockchaos/runner"
 )
 
 func init() { extraCommands = append(extraCommands, newExploreCmd) }
@@ -48,10 +47,10 @@ Exit codes: 0 no finding, 1 findings, 3 bad input, 4 infrastructure.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Lock == "" {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--lock: missing"))
+				return exitWith(ExitBadInput, fmt.Errorf("--lock: missing"))
 			}
 			if cfg.Parallel > 2 {
-				return exitWith(runner.ExitBadInput, fmt.Errorf("--parallel: %d: at most 2 runs at once", cfg.Parallel))
+				return exitWith(ExitBadInput, fmt.Errorf("--parallel: %d: at most 2 runs at once", cfg.Parallel))
 			}
 			if kinds != "" {
 				cfg.Kinds = strings.Split(kinds, ",")
@@ -64,7 +63,7 @@ Exit codes: 0 no finding, 1 findings, 3 bad input, 4 infrastructure.`,
 			}
 			e, err := explore.New(cfg)
 			if err != nil {
-				return exitWith(runner.ExitBadInput, err)
+				return exitWith(ExitBadInput, err)
 			}
 			c := e.Config()
 			fmt.Fprintf(stderr, "explore %s against %s on %s, budget %v, seed %d, out %s\n", c.Lock, c.Reference, c.Topology, c.Budget, c.Seed, c.Out)
@@ -74,14 +73,14 @@ Exit codes: 0 no finding, 1 findings, 3 bad input, 4 infrastructure.`,
 			rep, err := e.Run(cmd.Context())
 			line("", true)
 			if rep == nil {
-				return exitWith(runner.ExitInfra, err)
+				return exitWith(ExitInfra, err)
 			}
 			printExplore(stdout, rep, c.Out)
 			if err != nil {
-				return exitWith(runner.ExitInfra, err)
+				return exitWith(ExitInfra, err)
 			}
 			if len(rep.Findings) > 0 {
-				return exitWith(runner.ExitViolated, nil)
+				return exitWith(ExitViolated, nil)
 			}
 			return nil
 		},
@@ -180,7 +179,7 @@ func runMargins(cmd *cobra.Command, stdout, stderr io.Writer, cfg explore.Config
 	}
 	e, err := explore.New(cfg)
 	if err != nil {
-		return exitWith(runner.ExitBadInput, err)
+		return exitWith(ExitBadInput, err)
 	}
 	c := e.Config()
 	fmt.Fprintf(stderr, "margins of %s and %s on %s (TTL %v, %d seeds a step, budget %v)\n", c.Lock, c.Reference, c.Topology, c.TTL, seeds, c.Budget)
@@ -192,7 +191,7 @@ func runMargins(cmd *cobra.Command, stdout, stderr io.Writer, cfg explore.Config
 	})
 	line("", true)
 	if err != nil {
-		return exitWith(runner.ExitInfra, err)
+		return exitWith(ExitInfra, err)
 	}
 	fmt.Fprintf(stdout, "%d margins in %v; %s/margins.json\n", len(ms), time.Since(t0).Round(time.Second), c.Out)
 	return nil

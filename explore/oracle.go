@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
 )
 
@@ -52,7 +52,7 @@ func (o RunnerOracle) Run(ctx context.Context, s Schedule, lock string, seed uin
 	}
 	sc.Seed = seed
 	_ = os.RemoveAll(dir)
-	out, err := runner.Run(ctx, runner.Options{Scenario: sc, Lock: lock, Out: dir, Backend: o.Backend, NoPlots: true})
+	out, err := runner.Run(ctx, runner.Options{Scenario: sc, Lock: lock, Out: dir, Setup: runner.Setup{Backend: o.Backend}, NoPlots: true})
 	if out == nil || out.Results == nil {
 		if err == nil {
 			err = fmt.Errorf("run gave no results")
@@ -67,7 +67,7 @@ func (o RunnerOracle) Run(ctx context.Context, s Schedule, lock string, seed uin
 }
 
 // FromResults reads a run's results into rr.
-func FromResults(rr RunResult, s Schedule, r *report.Results) RunResult {
+func FromResults(rr RunResult, s Schedule, r *metrics.Results) RunResult {
 	rr.Checks = map[string]string{}
 	for c, ch := range r.Checks {
 		if c == checker.CheckFaults {
@@ -101,10 +101,10 @@ func FromResults(rr RunResult, s Schedule, r *report.Results) RunResult {
 
 // tried: every kind of the schedule's faults has a firing that took
 // effect; else the first that did not, with its reason.
-func tried(s Schedule, fs []report.FaultSummary) (bool, string) {
+func tried(s Schedule, fs []metrics.FaultSummary) (bool, string) {
 	for _, f := range s.Faults {
 		why := "never recorded"
-		if slices.ContainsFunc(fs, func(x report.FaultSummary) bool { return x.Kind == f.Spec.Kind && x.Applied }) {
+		if slices.ContainsFunc(fs, func(x metrics.FaultSummary) bool { return x.Kind == f.Spec.Kind && x.Applied }) {
 			continue
 		}
 		for _, x := range fs {

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
 // Class is what a schedule showed about one check (or, for the schedule,
@@ -35,7 +35,7 @@ type Rate struct {
 }
 
 func rateOf(k, n int) Rate {
-	lo, hi := report.Wilson(k, n)
+	lo, hi := metrics.Wilson(k, n)
 	return Rate{Fails: k, N: n, Low: lo, High: hi}
 }
 

@@ -156,7 +156,7 @@ func replayFindings(t T, name string, c exploreConfig) {
 				}
 			}
 			dir := t.TempDir()
-			res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: name, Out: dir, Backend: c.backend, NoPlots: true})
+			res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: name, Out: dir, Setup: runner.Setup{Backend: c.backend}, NoPlots: true})
 			if res == nil || res.Results == nil {
 				t.Fatalf("%s: the run did not happen: %v", f, err)
 			}
