@@ -428,43 +428,68 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 		e.drop(sr)
 		return
 	}
-	failed := false
-	for _, v := range sr.Checks {
-		failed = failed || v == "invalid"
-	}
-	count := func(c Class) {
-		e.mu.Lock()
-		e.rep.Schedules++
-		e.rep.Classes[c]++
-		e.mu.Unlock()
-		e.progress(func(p *Progress) {
-			p.Tried++
-			switch c {
-			case Untried:
-				p.Untried++
-			case Limit:
-				p.Limits++
-			}
-		})
-	}
 	if sr.Tried {
 		e.mu.Lock()
 		e.cov.add(s)
 		e.mu.Unlock()
 	}
-	if !failed {
+	if !anyInvalid(sr) {
 		e.drop(sr)
 		if sr.Tried {
-			count(Passed)
+			e.count(Passed)
 		} else {
-			count(Untried)
+			e.count(Untried)
 		}
 		return
 	}
-	// The lock failed: the reference on every seed, the lock on the
-	// others, in two stages: the reference's first seed beside the lock's
-	// second, and the rest only when the reference did not fail every
-	// check the lock failed (then the schedule is a limit already).
+	lockRuns, refRuns, ok := e.rerun(ctx, id, s, sr)
+	if !ok {
+		return
+	}
+	class, vs := Classify(lockRuns, refRuns)
+	defer e.drop(append(lockRuns, refRuns...)...)
+	e.count(class)
+	switch class {
+	case Limit:
+		e.limit(s, vs)
+	case Finding:
+		e.findings(ctx, s, vs, lockRuns, time.Since(e.start))
+	}
+}
+
+// anyInvalid: the run failed some check.
+func anyInvalid(r RunResult) bool {
+	for _, v := range r.Checks {
+		if v == "invalid" {
+			return true
+		}
+	}
+	return false
+}
+
+// count records one more schedule of class c.
+func (e *Explorer) count(c Class) {
+	e.mu.Lock()
+	e.rep.Schedules++
+	e.rep.Classes[c]++
+	e.mu.Unlock()
+	e.progress(func(p *Progress) {
+		p.Tried++
+		switch c {
+		case Untried:
+			p.Untried++
+		case Limit:
+			p.Limits++
+		}
+	})
+}
+
+// rerun runs a schedule the lock failed (screening run sr) on the
+// reference on every seed and on the lock's other seeds, in two stages:
+// the reference's first seed beside the lock's second, and the rest only
+// when the reference did not fail every check the lock failed (then the
+// schedule is a limit already). ok is false when ctx ended.
+func (e *Explorer) rerun(ctx context.Context, id int, s Schedule, sr RunResult) (lockRuns, refRuns []RunResult, ok bool) {
 	var jobs []job
 	for seed := uint64(1); seed <= uint64(e.cfg.Seeds); seed++ {
 		jobs = append(jobs, job{e.cfg.Reference, seed, e.dir(fmt.Sprint(id), fmt.Sprintf("ref-%s-seed%d", e.cfg.Reference, seed)), true})
@@ -475,42 +500,40 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 	first := min(2, len(jobs))
 	rs := e.runAll(ctx, s, jobs[:first])
 	if ctx.Err() != nil {
-		return
+		return nil, nil, false
 	}
 	if !limitAlready(sr, rs[0]) {
 		rs = append(rs, e.runAll(ctx, s, jobs[first:])...)
 		if ctx.Err() != nil {
-			return
+			return nil, nil, false
 		}
 	} else {
 		jobs = jobs[:first]
 	}
-	lockRuns, refRuns := split(jobs, rs)
-	lockRuns = append([]RunResult{sr}, lockRuns...)
-	class, vs := Classify(lockRuns, refRuns)
-	defer e.drop(append(lockRuns, refRuns...)...)
-	count(class)
-	switch class {
-	case Limit:
-		var checks []string
-		for _, v := range vs {
-			if v.Class == Limit {
-				checks = append(checks, v.Check)
-			}
+	lockRuns, refRuns = split(jobs, rs)
+	return append([]RunResult{sr}, lockRuns...), refRuns, true
+}
+
+// limit records schedule s as a limit of the design (the checks the
+// reference fails too), up to 100 of them.
+func (e *Explorer) limit(s Schedule, vs []Verdict) {
+	var checks []string
+	for _, v := range vs {
+		if v.Class == Limit {
+			checks = append(checks, v.Check)
 		}
-		e.mu.Lock()
-		if len(e.rep.Limits) < 100 {
-			e.rep.Limits = append(e.rep.Limits, Limited{Schedule: s.Describe(), Checks: checks})
-		}
-		e.mu.Unlock()
-		return
-	case Finding:
-	default:
-		return
 	}
-	at := time.Since(e.start)
-	// One finding per cause: the checks that fail for it go together,
-	// the first in the checker's order leads.
+	e.mu.Lock()
+	if len(e.rep.Limits) < 100 {
+		e.rep.Limits = append(e.rep.Limits, Limited{Schedule: s.Describe(), Checks: checks})
+	}
+	e.mu.Unlock()
+}
+
+// findings shrinks and saves one finding per cause not seen before: the
+// checks that fail for it go together, the first in the checker's order
+// leads.
+func (e *Explorer) findings(ctx context.Context, s Schedule, vs []Verdict, lockRuns []RunResult, at time.Duration) {
 	var causes []string
 	also := map[string][]string{}
 	lead := map[string]Verdict{}
@@ -522,17 +545,10 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 		also[v.Cause] = append(also[v.Cause], v.Check)
 	}
 	for _, cause := range causes {
-		v := lead[cause]
-		e.mu.Lock()
-		dup := e.seen[cause]
-		e.seen[cause] = true
-		if dup {
-			e.rep.Duplicates++
-		}
-		e.mu.Unlock()
-		if dup {
+		if !e.firstOf(cause) {
 			continue
 		}
+		v := lead[cause]
 		var failSeeds []uint64
 		for _, r := range lockRuns {
 			if r.Checks[v.Check] == "invalid" {
@@ -544,6 +560,19 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 			return
 		}
 	}
+}
+
+// firstOf marks cause seen and reports whether it was new (a duplicate is
+// counted).
+func (e *Explorer) firstOf(cause string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	dup := e.seen[cause]
+	e.seen[cause] = true
+	if dup {
+		e.rep.Duplicates++
+	}
+	return !dup
 }
 
 // limitAlready: the reference failed every check the lock failed in its
