@@ -2,7 +2,6 @@ package runner
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -219,7 +218,6 @@ func CheckDir(dir string, eo EvalOptions) (*metrics.Results, Class, error) {
 	return Evaluate(dir, s, lock, eo)
 }
 
-func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xfa017)) }
 
 // RenderDir re-renders a saved run's report from its history and results.json
 // without re-checking.

@@ -300,7 +300,7 @@ func (r *run) startWorkload(ctx context.Context) error {
 	r.w = w
 	r.atExit(func() { w.Close() })
 	_ = metrics.WriteJSON(filepath.Join(r.o.Out, "schedule.json"), map[string]any{"seed": s.Seed, "faults": r.sched})
-	r.fr = faults.NewRunner(&faults.Env{Cluster: r.cl, Clients: w, Rand: newRand(s.Seed), TTL: r.lockOpts.TTL, Now: r.rec.Now,
+	r.fr = faults.NewRunner(&faults.Env{Cluster: r.cl, Clients: w, Rand: faults.NewRand(s.Seed), TTL: r.lockOpts.TTL, Now: r.rec.Now,
 		Record: r.rec.Record, KeyPattern: r.prefix.Pattern()})
 	wk := r.wk
 	if wk == nil {
