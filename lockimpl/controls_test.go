@@ -278,3 +278,50 @@ func TestRefusedExtensionReportedAsSuccess(t *testing.T) {
 		t.Fatalf("deadline %v did not move past %v", l.Deadline(), before)
 	}
 }
+
+// deadline-from-reply counts its TTL from the SET's reply: a reply held
+// 300 ms (TTL 200 ms) arrives after the key expired at the server, and
+// simple's lease is over on arrival while deadline-from-reply's still has
+// about a TTL to run.
+func TestDeadlineFromReplyOutlivesItsKey(t *testing.T) {
+	s := startServer(t)
+	o := lockimpl.Options{TTL: 200 * time.Millisecond, CommandTimeout: time.Second}
+	for _, tc := range []struct {
+		name    string
+		outlive bool
+	}{{"simple", false}, {"deadline-from-reply", true}} {
+		lk := s.locker(t, tc.name, o, delayHook(300*time.Millisecond))
+		key := "reply-" + tc.name
+		l := mustAcquire(t, lk, key)
+		if s.exists(t, key) {
+			t.Fatalf("%s: key still at the server 300 ms after its SET (TTL 200 ms)", tc.name)
+		}
+		left := time.Until(l.Deadline())
+		if got := left > 100*time.Millisecond; got != tc.outlive {
+			t.Errorf("%s: lease has %v left after its key expired at the server", tc.name, left)
+		}
+	}
+}
+
+// server-clock-deadline counts its TTL from the server's clock and checks it
+// with the client's: a client clock 1 s behind believes its lease for
+// TTL + 1 s, and still does when the key has expired; simple, on the same
+// skewed clock, does not.
+func TestServerClockDeadlineOutlivesItsKey(t *testing.T) {
+	s := startServer(t)
+	for _, tc := range []struct {
+		name    string
+		outlive bool
+	}{{"simple", false}, {"server-clock-deadline", true}} {
+		clock := lockimpl.NewSkewClock()
+		clock.Set(-time.Second, 1)
+		lk := s.lockerEnv(t, tc.name, lockimpl.Env{Clock: clock, Options: lockimpl.Options{TTL: 200 * time.Millisecond}})
+		key := "clock-" + tc.name
+		l := mustAcquire(t, lk, key)
+		s.awaitGone(t, key)
+		left := l.Deadline().Sub(clock.Now())
+		if got := left > 500*time.Millisecond; got != tc.outlive {
+			t.Errorf("%s: lease has %v left by the client's clock after its key expired", tc.name, left)
+		}
+	}
+}

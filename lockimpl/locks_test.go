@@ -117,7 +117,8 @@ func mustRelease(tb testing.TB, l lockimpl.Lease) {
 // singleNode are the registered locks that run on one plain master (not
 // simple-wait, which needs a replica).
 var singleNode = []string{"simple", "reentrant", "watchdog", "fenced",
-	"setnx-expire", "get-del", "del-no-owner", "local-reentrant", "watch-unlock"}
+	"setnx-expire", "get-del", "del-no-owner", "local-reentrant", "watch-unlock",
+	"deadline-from-reply", "server-clock-deadline"}
 
 // cmdHook runs before every command and pipeline of a connection, with the
 // names of the commands.
@@ -174,6 +175,9 @@ func TestRegistered(t *testing.T) {
 		"del-no-owner":    {Kind: lockimpl.Broken},
 		"local-reentrant": {Kind: lockimpl.Broken, Reentrant: true},
 		"watch-unlock":    {Kind: lockimpl.Control},
+
+		"deadline-from-reply":   {Kind: lockimpl.Broken},
+		"server-clock-deadline": {Kind: lockimpl.Broken},
 	}
 	for name, w := range want {
 		info, _, err := lockimpl.Lookup(name)

@@ -11,6 +11,9 @@ type simple struct {
 	nodeBase
 	// unlock frees key held with token; nil means compare-and-delete.
 	unlock func(ctx context.Context, b *nodeBase, key, token string) error
+	// leaseStart is when the lease's TTL is counted from, given when the
+	// SET was sent (by the client's clock); nil means then.
+	leaseStart func(ctx context.Context, s *simple, sent time.Time) time.Time
 }
 
 func init() {
@@ -37,6 +40,9 @@ func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	}
 	if !ok {
 		return nil, ErrNotAcquired
+	}
+	if s.leaseStart != nil {
+		start = s.leaseStart(ctx, s, start)
 	}
 	return s.lease(key, token, start), nil
 }
