@@ -1,10 +1,5 @@
 package lockimpl
 
-import (
-	"context"
-	"time"
-)
-
 func init() {
 	Register(Info{
 		Name:        "deadline-from-reply",
@@ -14,9 +9,6 @@ func init() {
 			"an acquire whose reply is slow (a pause or a slow link between the SET and its reply) " +
 			"believes its lease lasts that long past the key's expiry, while another client acquires the expired key",
 	}, func(env Env) (Locker, error) {
-		return &simple{nodeBase: newNodeBase(env), leaseStart: fromReply}, nil
+		return &simple{nodeBase: newNodeBase(env), fromReply: true}, nil
 	})
 }
-
-// fromReply counts the lease from now, the reply's arrival.
-func fromReply(_ context.Context, s *simple, _ time.Time) time.Time { return s.env.Clock.Now() }

@@ -11,9 +11,11 @@ type simple struct {
 	nodeBase
 	// unlock frees key held with token; nil means compare-and-delete.
 	unlock func(ctx context.Context, b *nodeBase, key, token string) error
-	// leaseStart is when the lease's TTL is counted from, given when the
-	// SET was sent (by the client's clock); nil means then.
-	leaseStart func(ctx context.Context, s *simple, sent time.Time) time.Time
+	// startClock reads the time the lease's TTL is counted from, before
+	// the SET is sent; nil means the client's clock (Env.Clock).
+	startClock func(ctx context.Context, s *simple) time.Time
+	// fromReply counts the lease from the SET's reply instead.
+	fromReply bool
 }
 
 func init() {
@@ -32,6 +34,9 @@ func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	o := &s.env.Options
 	token := NewToken()
 	start := s.env.Clock.Now()
+	if s.startClock != nil {
+		start = s.startClock(ctx, s)
+	}
 	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
 	ok, err := s.conn.SetNX(cctx, key, token, o.TTL).Result()
 	cancel()
@@ -41,8 +46,8 @@ func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	if !ok {
 		return nil, ErrNotAcquired
 	}
-	if s.leaseStart != nil {
-		start = s.leaseStart(ctx, s, start)
+	if s.fromReply {
+		start = s.env.Clock.Now()
 	}
 	return s.lease(key, token, start), nil
 }
