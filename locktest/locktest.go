@@ -124,7 +124,7 @@ func ReferenceFor(info lockimpl.Info) string { return runner.KindReference(info)
 // A scenario that does not apply to the lock is left out as in the full
 // run.
 var ShortScenarios = map[string][]string{
-	"simple":      shortBase,
+	"simple":      append(slices.Clone(shortBase), "slow-acquire-reply", "server-clock-ahead"),
 	"fenced":      append(slices.Clone(shortBase), "gc-pause"),
 	"reentrant":   append(slices.Clone(shortBase), "reentrant-expiry"),
 	"watchdog":    append(slices.Clone(shortBase), "reentrant-expiry", "renewal-starved", "clock-jump-under-holder"),

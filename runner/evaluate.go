@@ -218,7 +218,6 @@ func CheckDir(dir string, eo EvalOptions) (*metrics.Results, Class, error) {
 	return Evaluate(dir, s, lock, eo)
 }
 
-
 // RenderDir re-renders a saved run's report from its history and results.json
 // without re-checking.
 func RenderDir(dir string) (*metrics.Results, error) {
