@@ -196,6 +196,29 @@ func TestCommandRecordPartialReleaseFreed(t *testing.T) {
 	wantVerdicts(t, run(false), map[string]Verdict{CheckReentrancy: Valid})
 }
 
+// The release whose window holds the recorded DEL ran it: a client's next
+// release that starts within the checker's slack (5 ms) after its final
+// release's DEL, at depth 1, is not blamed for it (reentrant-expiry seed 1
+// in a CI rehearsal: the next cycle's depth-1 release started 4.98 ms after
+// the DEL).
+func TestCommandRecordNextReleaseNotBlamed(t *testing.T) {
+	b := recordHB()
+	acq := func(t0, depth int64) {
+		b.acq(0, t0, t0+1, t0+101, history.OK, int(depth)).cmd(0, t0, []string{"EVALSHA", "acq", "1", recKey, "tokA"},
+			[]string{"HINCRBY", recKey, "tokA", "1"}, []string{"PEXPIRE", recKey, "100"})
+	}
+	acq(0, 1)
+	acq(2, 2)
+	b.rel(0, 10, 11, 1).cmd(0, 10, []string{"EVALSHA", "rel", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "-1"})
+	b.rel(0, 12, 14, 0).cmd(0, 13, []string{"EVALSHA", "rel", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "-1"}, []string{"DEL", recKey})
+	acq(15, 1)
+	acq(16, 2)
+	b.rel(0, 17, 18, 1).cmd(0, 17, []string{"EVALSHA", "rel", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "-1"})
+	b.rel(0, 19, 20, 0).cmd(0, 19, []string{"EVALSHA", "rel", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "-1"}, []string{"DEL", recKey})
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckReentrancy: Valid})
+}
+
 // A run whose record could not start says so: the unlock check does not
 // read it, and the source gives the reason.
 func TestCommandRecordUnavailable(t *testing.T) {
