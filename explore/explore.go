@@ -121,6 +121,9 @@ type Found struct {
 	// Partial is how far shrinking got when the budget ended before its
 	// confirmation (Minimal is then the schedule as found).
 	Partial *Schedule `json:"partial,omitempty"`
+	// Refuted are the shrunk schedules the confirmation did not hold for
+	// (the shrinking judges each step on two seeds), smallest first.
+	Refuted []Refutation `json:"refuted,omitempty"`
 	// Repeat is the schedule saved as scenario.yaml when it is not the
 	// minimal one: the minimal failed on only some confirmation seeds, and
 	// its faults repeated over a longer run failed on every one.
@@ -141,6 +144,13 @@ type Found struct {
 	// refAny are the checks the reference did not pass on every
 	// confirmation seed (its expectation says any for them).
 	refAny []string
+}
+
+// Refutation is a shrunk schedule a confirmation refuted, with its rates.
+type Refutation struct {
+	Schedule string `json:"schedule"`
+	Lock     Rate   `json:"lock_rate"`
+	Ref      Rate   `json:"reference_rate"`
 }
 
 // Coverage is the vocabulary the exploration touched (on runs whose faults
@@ -590,9 +600,12 @@ func limitAlready(screen, ref RunResult) bool {
 }
 
 // still is the shrinking predicate for check: the lock fails it on one of
-// seeds (run side by side). The reference is left to the confirmation: a
-// reduction only weakens a schedule, and the confirmation falls back to
-// the original when the reference fails the shrunk one.
+// seeds (run side by side), and the reference passes it on the seeds the
+// lock failed. The reference runs only when the lock failed, so a rejected
+// reduction costs the lock's runs alone. Without the reference's runs a
+// reduction that turns the finding into a limit of the design (the
+// reference failing too, e.g. fewer clients under the same pause) is
+// kept, and the confirmation refutes the whole shrunk schedule.
 func (e *Explorer) still(n int, check string, seeds []uint64) Pred {
 	step := 0
 	return func(ctx context.Context, s Schedule) (bool, error) {
@@ -606,11 +619,28 @@ func (e *Explorer) still(n int, check string, seeds []uint64) Pred {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
+		var refJobs []job
 		for _, r := range rs {
 			if r.Err == nil && r.Checks[check] == "invalid" {
-				return true, nil
+				refJobs = append(refJobs, job{e.cfg.Reference, r.Seed, e.dir(fmt.Sprintf("shrink-%d-%d-ref-seed%d", n, step, r.Seed)), true})
 			}
 		}
-		return false, nil
+		if len(refJobs) == 0 {
+			return false, nil
+		}
+		if e.cfg.Reference == e.cfg.Lock {
+			return true, nil
+		}
+		refs := e.runAll(ctx, s, refJobs)
+		e.drop(refs...)
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		for _, r := range refs {
+			if r.Err != nil || !r.Tried || r.Checks[check] != "valid" {
+				return false, nil
+			}
+		}
+		return true, nil
 	}
 }

@@ -25,13 +25,14 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 	e.mu.Unlock()
 	e.progress(func(p *Progress) { p.Findings++ })
 	f.Dir = filepath.Join(e.cfg.Out, "findings", fmt.Sprint(n))
+	var trail []Schedule
 	if !e.cfg.NoShrink {
 		// Two seeds side by side: those it failed on, else one more.
 		seeds := failSeeds[:min(len(failSeeds), e.cfg.Parallel)]
 		for extra := uint64(e.cfg.Seeds) + 1; len(seeds) < e.cfg.Parallel; extra++ {
 			seeds = append(seeds, extra)
 		}
-		f.Minimal = Shrink(ctx, s, e.still(n, v.Check, seeds), func(st Step) {
+		f.Minimal, trail = ShrinkTrail(ctx, s, e.still(n, v.Check, seeds), func(st Step) {
 			f.ShrinkSteps++
 			if st.Kept {
 				f.ShrinkKept++
@@ -43,9 +44,9 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 	ok, done := e.confirm(ctx, f, f.Minimal)
 	if !ok && done && f.Minimal.Size() != s.Size() {
 		// The shrunk schedule did not hold on the confirmation seeds: the
-		// original then.
-		f.Minimal = s
-		ok, done = e.confirm(ctx, f, s)
+		// smallest one kept on the way that does, else the original.
+		f.refute(f.Minimal)
+		ok, done = e.confirmTrail(ctx, f, s, trail)
 	}
 	if !ok && done {
 		// Refuted by a confirmation that ran to its end: not a finding.
@@ -80,6 +81,46 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 	if err := e.save(f); err != nil {
 		f.Sentence += " (not saved: " + err.Error() + ")"
 	}
+}
+
+// confirmTrail looks for the smallest schedule of the shrinking trail
+// (trail[len-1], the minimal, was refuted already) that the confirmation
+// holds for, by bisection over the trail (a bigger schedule is likelier to
+// hold), with the original s as the fallback: ok and done as confirm's,
+// f.Minimal and its rates set to the schedule that held.
+func (e *Explorer) confirmTrail(ctx context.Context, f *Found, s Schedule, trail []Schedule) (ok, done bool) {
+	// trail[hi] is refuted; trail[lo] held (lo == -1: the original, which
+	// the rerun showed). A later trail entry is smaller.
+	lo, hi := -1, len(trail)-1
+	var held Found
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		ok, done := e.confirm(ctx, f, trail[mid])
+		if !done {
+			return false, false
+		}
+		if ok {
+			lo, held = mid, *f
+			held.Minimal = trail[mid]
+		} else {
+			f.refute(trail[mid])
+			hi = mid
+		}
+	}
+	if lo >= 0 {
+		refuted := f.Refuted
+		*f = held
+		f.Refuted = refuted
+		return true, true
+	}
+	f.Minimal = s
+	return e.confirm(ctx, f, s)
+}
+
+// refute records that confirmation refuted schedule c, with the rates it
+// got.
+func (f *Found) refute(c Schedule) {
+	f.Refuted = append(f.Refuted, Refutation{Schedule: c.Describe(), Lock: f.Lock, Ref: f.Ref})
 }
 
 // confirm runs s on ConfirmSeeds seeds, lock and reference, into the
@@ -204,8 +245,13 @@ func (f *Found) Line(lock, ref string) string {
 	if f.Repeat != nil {
 		saved = " (saved with its faults repeated over a 3 s run, which fails on more seeds; the rates are the saved schedule's)"
 	}
-	return fmt.Sprintf("- **%s** fails **%s** (cause %s)%s: %s Minimal schedule: %s%s. Lock fails %s seeds, reference %s %s. Replay: `%s`",
-		lock, f.Check, f.Cause, conf, strings.TrimSpace(f.Sentence), f.Minimal.Describe(), saved, f.Lock, ref, f.Ref, f.Replay)
+	refuted := ""
+	if n := len(f.Refuted); n > 0 {
+		refuted = fmt.Sprintf(" (%d smaller schedule(s) refuted on confirmation, smallest: %s, lock %s, reference %s)",
+			n, f.Refuted[0].Schedule, f.Refuted[0].Lock, f.Refuted[0].Ref)
+	}
+	return fmt.Sprintf("- **%s** fails **%s** (cause %s)%s: %s Minimal schedule: %s%s%s. Lock fails %s seeds, reference %s %s. Replay: `%s`",
+		lock, f.Check, f.Cause, conf, strings.TrimSpace(f.Sentence), f.Minimal.Describe(), saved, refuted, f.Lock, ref, f.Ref, f.Replay)
 }
 
 func (e *Explorer) writeFindingsMD() error {

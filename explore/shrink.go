@@ -25,6 +25,17 @@ type Step struct {
 // holds. It stops when ctx ends, returning the smallest schedule so far.
 // s must satisfy pred.
 func Shrink(ctx context.Context, s Schedule, pred Pred, onStep func(Step)) Schedule {
+	m, _ := ShrinkTrail(ctx, s, pred, onStep)
+	return m
+}
+
+// ShrinkTrail is Shrink, also returning every schedule it kept, in the
+// order kept (each smaller than the one before; the last is the minimal).
+// pred is judged on a couple of seeds, so a confirmation over more seeds
+// can refute the minimal: the trail is where to look for the smallest one
+// that holds.
+func ShrinkTrail(ctx context.Context, s Schedule, pred Pred, onStep func(Step)) (Schedule, []Schedule) {
+	var trail []Schedule
 	n := 0
 	try := func(what string, c Schedule) bool {
 		if ctx.Err() != nil {
@@ -38,6 +49,9 @@ func Shrink(ctx context.Context, s Schedule, pred Pred, onStep func(Step)) Sched
 		ok = ok && err == nil
 		if onStep != nil {
 			onStep(Step{N: n, What: what, Kept: ok})
+		}
+		if ok {
+			trail = append(trail, c)
 		}
 		return ok
 	}
@@ -61,7 +75,7 @@ func Shrink(ctx context.Context, s Schedule, pred Pred, onStep func(Step)) Sched
 	if c.Duration < s.Duration && try(fmt.Sprintf("duration %v → %v", s.Duration, c.Duration), c) {
 		s = c
 	}
-	return s
+	return s, trail
 }
 
 type reduction struct {

@@ -1,0 +1,105 @@
+package explore
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// scriptedOracle: the lock fails mutex under a pause before the release of
+// at least 1×TTL with two clients or more; the reference fails it too with
+// fewer than refMinClients clients, and on seed 3 when the pause is
+// below refMinMag×TTL (shrinking judges on seeds 1 and 4, the
+// confirmation on 1-5).
+type scriptedOracle struct {
+	refMinClients int
+	refMinMag     float64
+	mu            sync.Mutex
+	refRuns       int
+}
+
+func (o *scriptedOracle) Run(_ context.Context, s Schedule, lock string, seed uint64, dir string) RunResult {
+	r := RunResult{Lock: lock, Seed: seed, Dir: dir, Tried: true, Checks: map[string]string{"mutex": "valid"},
+		Causes: map[string]string{}, Sentences: map[string]string{}}
+	mag := 0.0
+	for _, f := range s.Faults {
+		if f.Spec.Kind == history.FaultPauseClient && f.Spec.Point == history.PointBeforeRelease {
+			mag = max(mag, f.Mag)
+		}
+	}
+	if lock != "simple" {
+		if mag >= 1 && s.Clients >= 2 {
+			r.Checks["mutex"], r.Causes["mutex"] = "invalid", "expired-during-pause"
+		}
+		return r
+	}
+	o.mu.Lock()
+	o.refRuns++
+	o.mu.Unlock()
+	if mag >= 1 && (s.Clients < o.refMinClients || seed == 3 && mag < o.refMinMag) {
+		r.Checks["mutex"], r.Causes["mutex"] = "invalid", "expired-during-pause"
+	}
+	return r
+}
+
+func findWith(t *testing.T, o *scriptedOracle) *Found {
+	t.Helper()
+	e, err := New(Config{Lock: "del-no-owner", Budget: time.Minute, Seed: 1, Out: t.TempDir(), Oracle: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := bigSchedule()
+	s.Clients = 4
+	e.finding(context.Background(), s, Verdict{Check: "mutex", Class: Finding, Cause: "expired-during-pause"}, []string{"mutex"}, []uint64{1}, time.Second)
+	if len(e.rep.Findings) != 1 {
+		t.Fatalf("%d findings, %d unconfirmed", len(e.rep.Findings), e.rep.Unconfirmed)
+	}
+	return e.rep.Findings[0]
+}
+
+// A reduction under which the reference fails too (fewer clients) is not
+// kept: the shrinking asks the reference where the lock failed, so the
+// minimal schedule stops at the smallest shape that is still a finding,
+// and the confirmation holds for it.
+func TestShrinkKeepsTheReferencePassing(t *testing.T) {
+	o := &scriptedOracle{refMinClients: 3}
+	f := findWith(t, o)
+	if !f.Confirmed || f.Minimal.Clients != 3 || len(f.Minimal.Faults) != 1 || len(f.Refuted) != 0 {
+		t.Fatalf("confirmed %v, minimal %s, refuted %v: want 3 clients, one fault, nothing refuted", f.Confirmed, f.Minimal.Describe(), f.Refuted)
+	}
+	if f.Minimal.Faults[0].Mag > 1+ShrinkPrecision {
+		t.Errorf("pause not at its boundary: %s", f.Minimal.Describe())
+	}
+	if o.refRuns == 0 {
+		t.Error("the reference never ran while shrinking")
+	}
+}
+
+// A minimal schedule the confirmation refutes (the reference fails on
+// seeds the shrinking did not look at) gives way to the smallest schedule
+// kept on the way that the confirmation holds for, not to the original.
+func TestRefutedMinimalFallsBackAlongTheTrail(t *testing.T) {
+	o := &scriptedOracle{refMinClients: 2, refMinMag: 1.6}
+	f := findWith(t, o)
+	if !f.Confirmed || len(f.Refuted) == 0 {
+		t.Fatalf("confirmed %v, refuted %v: want a refuted minimal and a confirmed one", f.Confirmed, f.Refuted)
+	}
+	if f.Minimal.Size() >= f.Original.Size() {
+		t.Errorf("fell back to the original: %s", f.Minimal.Describe())
+	}
+	var mag float64
+	for _, x := range f.Minimal.Faults {
+		if x.Spec.Kind == history.FaultPauseClient {
+			mag = x.Mag
+		}
+	}
+	if mag < 1.6 || f.Ref.Fails != 0 || f.Lock.Fails == 0 {
+		t.Errorf("minimal %s (lock %s, reference %s): want a pause ≥ 1.6×TTL the reference passes", f.Minimal.Describe(), f.Lock, f.Ref)
+	}
+	if f.Refuted[0].Ref.Fails == 0 {
+		t.Errorf("the refutation records no reference failure: %+v", f.Refuted[0])
+	}
+}
