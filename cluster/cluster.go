@@ -406,6 +406,10 @@ type ClientOptions struct {
 	Name string
 }
 
+// DefaultTimeout bounds a client's dial, read and write when its
+// ClientOptions give no Timeout.
+const DefaultTimeout = time.Second
+
 // NewClient returns a client for endpoint i. It never retries a command
 // (MaxRetries -1: a retried SET NX that had succeeded would look like a
 // failure) and honours context deadlines. The cluster closes it on Stop.
@@ -414,7 +418,7 @@ func (c *Cluster) NewClient(ep Endpoint, o ClientOptions) redis.UniversalClient 
 		o.PoolSize = 4
 	}
 	if o.Timeout == 0 {
-		o.Timeout = time.Second
+		o.Timeout = DefaultTimeout
 	}
 	var cl redis.UniversalClient
 	if len(ep.ClusterAddrs) > 0 {

@@ -1,9 +1,11 @@
 package workloads
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
 )
@@ -33,7 +36,10 @@ type gate struct {
 	stallD   time.Duration
 	stallOn  map[string]bool // nil = all commands
 	cuts     map[int]string  // node index → reset | drop
-	phase    string          // "", acquiring, releasing
+	// dropWait is how long a command over a dropping cut waits for an
+	// answer that never comes: the client's timeout (its read deadline).
+	dropWait time.Duration
+	phase    string // "", acquiring, releasing
 	// replied counts the answered commands of the current phase: in-release
 	// fires after the first only, so a fault armed in the middle of a
 	// two-command release (get-del's GET, then DEL) waits for the next
@@ -72,6 +78,10 @@ var ErrCrashed = errors.New("lockchaos: client crashed")
 // errCut is what a command over a cut (reset) link returns: a network error,
 // as a real connection reset would be.
 var errCut = &net.OpError{Op: "write", Net: "tcp", Err: errors.New("connection reset by lockchaos cut")}
+
+// errDropped is what a command over a dropping cut returns when the
+// client's timeout passes first: the i/o timeout of a read deadline.
+var errDropped = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 
 // arm arms the gates of clients cs with one fault; see faults.ClientControl.
 func arm(ctx context.Context, gates []*gate, point string, kind armKind, d time.Duration) <-chan faults.Hit {
@@ -254,8 +264,20 @@ func (h gateHook) before(ctx context.Context, name string) error {
 	case "reset":
 		return errCut
 	case "drop":
-		<-ctx.Done() // a silent drop: no answer until the caller gives up
-		return ctx.Err()
+		// A silent drop: no answer until the caller gives up, by its
+		// context or, as the connection's read deadline would, after the
+		// client's timeout. go-redis runs some commands with a context
+		// that never ends (HELLO on a pub/sub connection it dials while
+		// a waiter subscribes): waiting for that context alone hung the
+		// client, its run and an exploration's whole budget.
+		t := time.NewTimer(cmp.Or(g.dropWait, cluster.DefaultTimeout))
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return errDropped
+		}
 	}
 	if stall > 0 {
 		time.Sleep(stall)

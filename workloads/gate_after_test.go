@@ -90,3 +90,32 @@ func TestInReleaseFiresAfterFirstReplyOnly(t *testing.T) {
 		t.Fatal("in-release did not fire after the next release's first reply")
 	}
 }
+
+// A command over a dropping cut waits for its context or, when the context
+// never ends (go-redis dials a pub/sub connection and sends HELLO with
+// context.Background()), for the client's timeout, as a read deadline
+// would: it used to wait forever and hang the run.
+func TestDropCutEndsAtTheClientsTimeout(t *testing.T) {
+	c := &Client{ID: 0, rec: history.NewRecorder(nil)}
+	g := &c.gate
+	g.c = c
+	g.dropWait = 150 * time.Millisecond
+	g.cuts = map[int]string{0: "drop"}
+	start := time.Now()
+	err := gateHook{g: g, idx: 0}.before(context.Background(), "hello")
+	if took := time.Since(start); !errors.Is(err, errDropped) || took < 150*time.Millisecond || took > 2*time.Second {
+		t.Fatalf("background context: %v after %v, want the drop's timeout after 150ms", err, took)
+	}
+	var ne interface{ Timeout() bool }
+	if !errors.As(err, &ne) || !ne.Timeout() || answered(err) {
+		t.Errorf("%v: want an unanswered timeout", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := (gateHook{g: g, idx: 0}).before(ctx, "set"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("context with a 20ms deadline: %v", err)
+	}
+	if err := (gateHook{g: g, idx: 1}).before(context.Background(), "set"); err != nil {
+		t.Errorf("a node not cut: %v", err)
+	}
+}

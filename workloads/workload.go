@@ -6,6 +6,7 @@
 package workloads
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -146,6 +147,7 @@ func (w *Workload) addClient(o Options, id int) error {
 	c := &Client{ID: id, clock: lockimpl.NewSkewClock(), rec: o.Rec, w: w,
 		rng: rand.New(rand.NewPCG(o.Seed, uint64(id)+1))}
 	c.gate.c = c
+	c.gate.dropWait = cmp.Or(o.Conn.Timeout, cluster.DefaultTimeout)
 	c.key.Store(-1)
 	if o.Histograms {
 		c.hAcquire, c.hRelease, c.hCycle = newHist(), newHist(), newHist()
