@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -59,11 +60,24 @@ func (r *run) phases(ctx context.Context) bool {
 	case <-done:
 	case <-time.After(grace):
 		cancelW()
-		<-done
+		select {
+		case <-done:
+		case <-time.After(abandonAfter):
+			// A client stuck in a call its cancellation does not reach
+			// (a library's own command on a context that never ends):
+			// the run ends without it rather than never. Its last cycle
+			// stays open in the history: its outcome is unknown.
+			r.notes = append(r.notes, fmt.Sprintf("clients %v were still in a call %v after the run's end, %v after their cancellation: the run ended without them (their last cycle's outcome is unknown)",
+				r.w.Running(), grace+abandonAfter, abandonAfter))
+		}
 	}
 	phase("done")
 	return interrupted
 }
+
+// abandonAfter is how long a run waits, after cancelling its clients, for
+// a client that does not return.
+var abandonAfter = 5 * time.Second
 
 // wait sleeps d unless ctx ends first; it reports whether d elapsed.
 func wait(ctx context.Context, d time.Duration) bool {

@@ -28,6 +28,8 @@ type Client struct {
 
 	key     atomic.Int32 // key index in use, -1 none
 	holding atomic.Bool
+	// running while the client's loop has not returned (Workload.Running).
+	running atomic.Bool
 
 	// Counters read by progress displays.
 	Cycles   atomic.Int64

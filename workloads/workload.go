@@ -53,6 +53,7 @@ type Options struct {
 // Workload is the set of clients of one run.
 type Workload struct {
 	cfg       Config
+	closed    bool            // Close ran
 	clients   []*Client       // the clients this process drives, in id order
 	byID      map[int]*Client // the same, by id
 	res       *Resource
@@ -293,8 +294,10 @@ func (w *Workload) Run(ctx context.Context, stop <-chan struct{}) {
 	}
 	for _, c := range w.clients {
 		wg.Add(1)
+		c.running.Store(true)
 		go func() {
 			defer wg.Done()
+			defer c.running.Store(false)
 			// A context per client: the per-command timeouts derived from it
 			// register with it, not all with one shared parent (its lock).
 			cctx, cancel := context.WithCancel(ctx)
@@ -303,6 +306,18 @@ func (w *Workload) Run(ctx context.Context, stop <-chan struct{}) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Running are the clients whose loop has not returned yet: after Run was
+// cancelled, those stuck in a call their context does not reach.
+func (w *Workload) Running() []int {
+	var ids []int
+	for _, c := range w.clients {
+		if c.running.Load() {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
 }
 
 // dispatch issues cycle start times at the configured rate (open loop): a
@@ -340,16 +355,19 @@ func (w *Workload) shortKey(key string) string {
 // Close closes every client's Locker and connections. It may be called more
 // than once.
 func (w *Workload) Close() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	// c.lk stays set: a client abandoned in a call (Running) still reads it.
 	for _, c := range w.clients {
 		if c.lk != nil {
 			_ = c.lk.Close()
-			c.lk = nil
 		}
 	}
 	for _, cn := range w.conns {
 		_ = cn.Close()
 	}
-	w.conns = nil
 }
 
 // Overlaps counts holds that began while another client believed it held
