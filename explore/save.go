@@ -179,6 +179,7 @@ func (e *Explorer) save(f *Found) error {
 		return err
 	}
 	f.Replay = fmt.Sprintf("lockchaos run %s --lock %s --expect", p, e.cfg.Lock)
+	e.showRun(f)
 	if err := writeJSON(filepath.Join(f.Dir, "finding.json"), f); err != nil {
 		return err
 	}
@@ -243,7 +244,10 @@ func (e *Explorer) finish() (*Report, error) {
 	if err := e.writeFindingsMD(); err != nil {
 		return r, err
 	}
-	return r, writeJSON(filepath.Join(e.cfg.Out, "explore.json"), r)
+	if err := writeJSON(filepath.Join(e.cfg.Out, "explore.json"), r); err != nil {
+		return r, err
+	}
+	return r, e.writeHTML(r, nil, false)
 }
 
 func (e *Explorer) saveLocked(f *Found) error {
