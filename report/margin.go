@@ -62,7 +62,7 @@ func PlotMargins(lock, ref string, rows []MarginRow, path string) (err error) {
 		if i == 0 {
 			title = fmt.Sprintf("safety margins: %s against %s", lock, ref)
 		}
-		p, err := marginPanel(title, u, byUnit[u], ref != lock)
+		p, err := marginPanel(title, u, byUnit[u], lock, ref)
 		if err != nil {
 			return err
 		}
@@ -109,7 +109,8 @@ func PlotMargins(lock, ref string, rows []MarginRow, path string) (err error) {
 
 // marginPanel is one unit's rows: y the templates (first on top), x the
 // magnitude.
-func marginPanel(title, unit string, rows []MarginRow, withRef bool) (*plot.Plot, error) {
+func marginPanel(title, unit string, rows []MarginRow, lock, ref string) (*plot.Plot, error) {
+	withRef := ref != lock
 	xlabel := "smallest failing magnitude (×TTL)"
 	if unit != "×TTL" {
 		xlabel = "failing " + unit + " (1 = a true clock)"
@@ -154,9 +155,9 @@ func marginPanel(title, unit string, rows []MarginRow, withRef bool) (*plot.Plot
 		dy := 0.0
 		if withRef {
 			dy = 0.2
-			put(r.Ref, r.RefNever, -dy, &refXY, "ref")
+			put(r.Ref, r.RefNever, -dy, &refXY, ref)
 		}
-		put(r.Lock, r.LockNever, dy, &lockXY, "lock")
+		put(r.Lock, r.LockNever, dy, &lockXY, lock)
 	}
 	p.Y.Tick.Marker = yt
 	p.Y.Tick.Length = 0

@@ -39,7 +39,7 @@ func TestPlotMargins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"pause-client@before-write", "clock-skew-rate(slow) (≤)", "ref never", "lock never", "searched to 3", "true rate"} {
+	for _, want := range []string{"pause-client@before-write", "clock-skew-rate(slow) (≤)", "fenced never", "simple never", "searched to 3", "true rate"} {
 		if !strings.Contains(string(svg), want) {
 			t.Errorf("margin.svg lacks %q", want)
 		}
