@@ -40,12 +40,12 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 		})
 		e.progress(func(p *Progress) { p.Shrinking, p.Step = 0, "" })
 	}
-	ok, done := e.confirm(ctx, f, f.Minimal)
+	ok, done := e.confirm(ctx, f, f.Minimal, "runs")
 	if !ok && done && f.Minimal.Size() != s.Size() {
 		// The shrunk schedule did not hold on the confirmation seeds: the
 		// original then.
 		f.Minimal = s
-		ok, done = e.confirm(ctx, f, s)
+		ok, done = e.confirm(ctx, f, s, "runs")
 	}
 	if !ok && done {
 		// Refuted by a confirmation that ran to its end: not a finding.
@@ -83,14 +83,14 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 }
 
 // confirm runs s on ConfirmSeeds seeds, lock and reference, into the
-// finding's directory, and applies the finding rule to its check: ok when
-// it holds, done when the runs ended before the budget.
-func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule) (ok, done bool) {
+// finding's directory's sub, and applies the finding rule to its check:
+// ok when it holds, done when the runs ended before the budget.
+func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule, sub string) (ok, done bool) {
 	var jobs []job
 	for seed := uint64(1); seed <= uint64(e.cfg.ConfirmSeeds); seed++ {
 		jobs = append(jobs,
-			job{e.cfg.Lock, seed, filepath.Join(f.Dir, "runs", fmt.Sprintf("%s-seed%d", e.cfg.Lock, seed)), false},
-			job{e.cfg.Reference, seed, filepath.Join(f.Dir, "runs", fmt.Sprintf("ref-%s-seed%d", e.cfg.Reference, seed)), true})
+			job{e.cfg.Lock, seed, filepath.Join(f.Dir, sub, fmt.Sprintf("%s-seed%d", e.cfg.Lock, seed)), false},
+			job{e.cfg.Reference, seed, filepath.Join(f.Dir, sub, fmt.Sprintf("ref-%s-seed%d", e.cfg.Reference, seed)), true})
 	}
 	rs := e.runAll(ctx, s, jobs)
 	if ctx.Err() != nil {
@@ -314,8 +314,15 @@ func (e *Explorer) amplify(ctx context.Context, f *Found) {
 		return
 	}
 	before := *f
-	if ok, _ := e.confirm(ctx, f, r); ok && f.Lock.Fails > before.Lock.Fails {
+	// Into runs-repeat: the runs kept in runs/ (which report.html links)
+	// must be those of the schedule saved.
+	runs, repeat := filepath.Join(f.Dir, "runs"), filepath.Join(f.Dir, "runs-repeat")
+	defer os.RemoveAll(repeat)
+	if ok, _ := e.confirm(ctx, f, r, "runs-repeat"); ok && f.Lock.Fails > before.Lock.Fails {
 		f.Repeat = &r
+		if os.RemoveAll(runs) == nil {
+			_ = os.Rename(repeat, runs)
+		}
 		return
 	}
 	*f = before
