@@ -271,3 +271,28 @@ func TestMarginOfSimpleSlowClock(t *testing.T) {
 		t.Errorf("margin table: %s", s)
 	}
 }
+
+// Ctrl-C (the context ending before the budget) still writes report.html,
+// with what was found and the stop said.
+func TestExploreHTMLWhenStopped(t *testing.T) {
+	out := t.TempDir()
+	e, err := New(Config{Lock: "del-no-owner", Budget: time.Minute, Seed: 1, Out: out, Oracle: &fakeOracle{},
+		Kinds: []string{history.FaultPauseClient}, MaxFaults: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	rep, err := e.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Stopped || len(rep.Findings) == 0 {
+		t.Fatalf("stopped %v, %d findings: want stopped with the fake's finding", rep.Stopped, len(rep.Findings))
+	}
+	checkFindingRows(t, out, rep)
+	doc := parseReport(t, filepath.Join(out, HTMLFile))
+	if !strings.Contains(text(doc.root), "stopped early") {
+		t.Error("report.html does not say the exploration was stopped")
+	}
+}
