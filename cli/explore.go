@@ -35,10 +35,14 @@ a few seeds. A finding is a check the reference passes on every seed, its
 faults in effect, while the lock fails it on at least one. Each finding is
 shrunk to a minimal schedule, confirmed over 5 seeds and saved as
 OUT/findings/N/scenario.yaml (replay: lockchaos run FILE --lock L --expect),
-with one line in OUT/findings.md. Schedules the reference fails too are
-limits of the design; schedules whose faults did not take effect are
+with one line in OUT/findings.md; OUT/report.html indexes the findings
+(rates, schedules, replay commands, each finding's run report and
+timeline), the counts, the coverage and the limits, and is written whenever
+the exploration ends (budget, Ctrl-C). Schedules the reference fails too
+are limits of the design; schedules whose faults did not take effect are
 untried. --margin instead bisects, per fault family, the smallest magnitude
-(×TTL) at which the lock and its reference fail.
+(×TTL; a rate for the clock-rate templates) at which the lock and its
+reference fail, and plots it (OUT/margin.png, .svg, in OUT/report.html).
 
 Exit codes: 0 no finding, 1 findings, 3 bad input, 4 infrastructure.`,
 		Example: `  lockchaos explore --lock del-no-owner --budget 2m
@@ -156,7 +160,7 @@ func printExplore(w io.Writer, r *explore.Report, out string) {
 			fmt.Fprintf(w, "  replay: %s\n", f.Replay)
 		}
 	}
-	fmt.Fprintf(w, "report: %s/explore.json, %s/findings.md\n", out, out)
+	fmt.Fprintf(w, "report: %s/report.html, %s/explore.json, %s/findings.md\n", out, out, out)
 }
 
 func missingKinds(c explore.Coverage) []string {
@@ -190,9 +194,9 @@ func runMargins(cmd *cobra.Command, stdout, stderr io.Writer, cfg explore.Config
 		line(fmt.Sprintf("margins: %v elapsed", time.Since(t0).Round(time.Second)), false)
 	})
 	line("", true)
+	fmt.Fprintf(stdout, "%d margins in %v; %s/margins.json, %s/margin.png (.svg), %s/report.html\n", len(ms), time.Since(t0).Round(time.Second), c.Out, c.Out, c.Out)
 	if err != nil {
 		return exitWith(ExitInfra, err)
 	}
-	fmt.Fprintf(stdout, "%d margins in %v; %s/margins.json\n", len(ms), time.Since(t0).Round(time.Second), c.Out)
 	return nil
 }

@@ -2,11 +2,14 @@ package explore
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/runner"
 )
 
 // scriptedOracle: the lock fails mutex under a pause before the release of
@@ -22,6 +25,13 @@ type scriptedOracle struct {
 }
 
 func (o *scriptedOracle) Run(_ context.Context, s Schedule, lock string, seed uint64, dir string) RunResult {
+	// As the runner: a run never overwrites a directory.
+	if err := runner.PrepareDir(dir); err != nil {
+		return RunResult{Lock: lock, Seed: seed, Dir: dir, Err: err}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), []byte("{}"), 0o644); err != nil {
+		return RunResult{Lock: lock, Seed: seed, Dir: dir, Err: err}
+	}
 	r := RunResult{Lock: lock, Seed: seed, Dir: dir, Tried: true, Checks: map[string]string{"mutex": "valid"},
 		Causes: map[string]string{}, Sentences: map[string]string{}}
 	mag := 0.0
@@ -101,5 +111,13 @@ func TestRefutedMinimalFallsBackAlongTheTrail(t *testing.T) {
 	}
 	if f.Refuted[0].Ref.Fails == 0 {
 		t.Errorf("the refutation records no reference failure: %+v", f.Refuted[0])
+	}
+	// runs/ holds the confirmation of the schedule kept, and only it.
+	entries, err := os.ReadDir(filepath.Join(f.Dir, "runs"))
+	if err != nil || len(entries) != 10 {
+		t.Errorf("runs/: %d entries (%v), want the 10 runs of the kept schedule's confirmation", len(entries), err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(f.Dir, "runs-*")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

@@ -140,7 +140,13 @@ type Found struct {
 	ShrinkKept  int    `json:"shrink_kept"`
 	Dir         string `json:"dir"`
 	Replay      string `json:"replay"`
-	Seed        uint64 `json:"seed"`
+	// RunDir is the confirmation run report.html links to (the lock's,
+	// on a seed it failed the check), rendered with its plots, and
+	// Timeline that run's timeline picture (PNG) of the check's first
+	// incident; empty when there is none (unconfirmed).
+	RunDir   string `json:"run_dir,omitempty"`
+	Timeline string `json:"timeline,omitempty"`
+	Seed     uint64 `json:"seed"`
 	// refAny are the checks the reference did not pass on every
 	// confirmation seed (its expectation says any for them).
 	refAny []string

@@ -135,7 +135,8 @@ func TestMagnitudesInRange(t *testing.T) {
 func TestMarginTemplatesValidate(t *testing.T) {
 	for _, topo := range []string{"single", "independent", "sentinel"} {
 		for _, tp := range Templates(topo) {
-			for _, m := range []float64{MinMag, 1, MaxMag} {
+			lo, hi := tp.Range()
+			for _, m := range []float64{lo, (lo + hi) / 2, hi} {
 				s := MarginSchedule(tp, m, 200*time.Millisecond, topo, 0)
 				if _, err := s.Scenario("m"); err != nil {
 					t.Errorf("%s %s at %g: %v", topo, tp.Name, m, err)

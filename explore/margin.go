@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +21,40 @@ type Template struct {
 	Name   string // "pause-client@before-write"
 	Family string
 	Fault  Fault
+	// Unit of the magnitude: UnitTTL (a time, ×TTL; the default) or
+	// UnitRate (a clock's rate, MagRate).
+	Unit string
+	// Lo and Hi bound the magnitudes searched (default MinMag, MaxMag).
+	Lo, Hi float64
+	// Falling: the unsafe direction is downward (a client clock running
+	// slow): the margin is the largest failing value, the lock failing at
+	// it and below.
+	Falling bool
+	// WorkHold is the workload's hold (×TTL) when not the short default:
+	// a clock's rate only matters while a client holds the lock.
+	WorkHold float64
+}
+
+// Margin units.
+const (
+	UnitTTL  = "×TTL"
+	UnitRate = "rate"
+)
+
+// Range is the template's searched range.
+func (t Template) Range() (lo, hi float64) {
+	if t.Hi == 0 {
+		return MinMag, MaxMag
+	}
+	return t.Lo, t.Hi
+}
+
+// unit is the template's unit, UnitTTL by default.
+func (t Template) unit() string {
+	if t.Unit == "" {
+		return UnitTTL
+	}
+	return t.Unit
 }
 
 // Templates are the margin templates of a topology: per fault family that
@@ -51,11 +86,30 @@ func Templates(topology string) []Template {
 	add("clock-jump(forward)", Fault{Spec: faults.Spec{Kind: history.FaultClockJump, Target: "all", When: "any-client after-acquire"}, MagField: MagDelta})
 	add("clock-skew(back)", Fault{Spec: faults.Spec{Kind: history.FaultClockSkew, Target: "holder"}, MagField: MagOffset, Hold: 3})
 	add("replication-lag", Fault{Spec: faults.Spec{Kind: history.FaultReplicationLag, Target: "all"}, MagField: MagLatency, Hold: 3})
+	// Rates. A holder's clock running slow lets it believe in its lease
+	// past the key's expiry (a hold of 1.2×TTL, which a true clock gives
+	// up, is kept when rate×1.2 < 1) and stretches a watchdog's renewal
+	// interval; running fast only makes a client give up early, so the
+	// client's template searches downward. A node's clock running fast
+	// expires the key early: a hold of 0.5×TTL outlives the key from a
+	// rate of 2 (a hold closer to the TTL leaves a margin of milliseconds,
+	// which a loaded machine's scheduling delays cross at any rate).
+	rate := func(name string, f Fault, lo, hi float64, falling bool, hold float64) {
+		if slices.Contains(kinds, f.Spec.Kind) {
+			out = append(out, Template{Name: name, Family: history.FaultFamily(f.Spec.Kind), Fault: f, Unit: UnitRate,
+				Lo: lo, Hi: hi, Falling: falling, WorkHold: hold})
+		}
+	}
+	rate("clock-skew-rate(slow)", Fault{Spec: faults.Spec{Kind: history.FaultClockSkew, Target: "holder"}, MagField: MagRate, Hold: 3},
+		0.1, 0.95, true, 1.2)
+	rate("clock-drift(fast)", Fault{Spec: faults.Spec{Kind: history.FaultClockDrift, Target: "all"}, MagField: MagRate, Hold: 3},
+		1.05, 3, false, 0.5)
 	return out
 }
 
-// MarginSchedule is template t at magnitude m: three clients on one key,
-// a short hold, the fault firing once after the start.
+// MarginSchedule is template t at magnitude m (in its unit): three
+// clients on one key, a short hold (or the template's), the fault firing
+// once after the start.
 func MarginSchedule(t Template, m float64, ttl time.Duration, topology string, nodes int) Schedule {
 	f := t.Fault
 	f.Spec.Params = cloneParams(f.Spec.Params)
@@ -66,6 +120,9 @@ func MarginSchedule(t Template, m float64, ttl time.Duration, topology string, n
 	f.Spec.At = 300 * time.Millisecond
 	s := Schedule{Topology: topology, Nodes: nodes, TTL: ttl, Clients: 3, Keys: 1, Hold: 2 * time.Millisecond,
 		Think: 2 * time.Millisecond, Resource: "counter", Faults: []Fault{f}}
+	if t.WorkHold > 0 {
+		s.Hold = magDuration(t.WorkHold, ttl)
+	}
 	FitDuration(&s, s.End())
 	return s
 }
@@ -88,12 +145,17 @@ func cloneParams(p map[string]string) map[string]string {
 var safetyChecks = []string{checker.CheckMutex, checker.CheckResource, checker.CheckFencing, checker.CheckUnlock, checker.CheckReentrancy}
 
 // Margin is one template's smallest failing magnitude for the lock and its
-// reference (×TTL; Never when it passed at MaxMag).
+// reference (in Unit; Never when it passed over the whole range), or the
+// largest for a Falling template.
 type Margin struct {
 	Template string  `json:"template"`
 	Family   string  `json:"family"`
 	Lock     float64 `json:"lock"`
 	Ref      float64 `json:"reference"`
+	// Unit is UnitTTL or UnitRate; Range the magnitudes searched.
+	Unit    string     `json:"unit"`
+	Range   [2]float64 `json:"range"`
+	Falling bool       `json:"falling,omitempty"`
 	// LockChecks and RefChecks are the checks that failed at the boundary.
 	LockChecks []string `json:"lock_checks,omitempty"`
 	RefChecks  []string `json:"reference_checks,omitempty"`
@@ -104,15 +166,32 @@ type Margin struct {
 // Never is a margin that did not fail up to MaxMag.
 const Never = -1
 
-// MarginText is one margin's entry: "pause-client@before-write: simple
-// fails from 1.00×TTL, fenced never (≤3×TTL)".
+// Text is one margin's entry: "pause-client@before-write: simple
+// fails from 1.00×TTL, fenced never (≤3×TTL)"; a rate's "clock-skew-
+// rate(slow): simple fails at rate ≤0.82, fenced never (rate ≥0.1)".
 func (m Margin) Text(lock, ref string) string {
+	lo, hi := m.Range[0], m.Range[1]
+	if hi == 0 {
+		lo, hi = MinMag, MaxMag
+	}
 	w := func(x float64) string {
 		switch {
+		case m.Unit == UnitRate && m.Falling && x == Never:
+			return fmt.Sprintf("never (rate ≥%g)", lo)
+		case m.Unit == UnitRate && m.Falling && x >= hi:
+			return fmt.Sprintf("from rate %g (the mildest searched)", hi)
+		case m.Unit == UnitRate && m.Falling:
+			return fmt.Sprintf("at rate ≤%.2f", x)
+		case m.Unit == UnitRate && x == Never:
+			return fmt.Sprintf("never (rate ≤%g)", hi)
+		case m.Unit == UnitRate && x <= lo:
+			return fmt.Sprintf("from rate %g (the mildest searched)", lo)
+		case m.Unit == UnitRate:
+			return fmt.Sprintf("at rate ≥%.2f", x)
 		case x == Never:
-			return fmt.Sprintf("never (≤%g×TTL)", MaxMag)
-		case x <= MinMag:
-			return fmt.Sprintf("from ≤%g×TTL", MinMag)
+			return fmt.Sprintf("never (≤%g×TTL)", hi)
+		case x <= lo:
+			return fmt.Sprintf("from ≤%g×TTL", lo)
 		}
 		return fmt.Sprintf("from %.2f×TTL", x)
 	}
@@ -146,7 +225,14 @@ func (e *Explorer) Margins(ctx context.Context, seeds int, filter string, onMarg
 		if ctx.Err() != nil {
 			break
 		}
-		m := Margin{Template: t.Name, Family: t.Family}
+		lo, hi := t.Range()
+		m := Margin{Template: t.Name, Family: t.Family, Unit: t.unit(), Range: [2]float64{lo, hi}, Falling: t.Falling}
+		// The bisection looks for the smallest failing x: a falling
+		// template's x is the distance below 1 (rate = 1-x).
+		blo, bhi, value := lo, hi, func(x float64) float64 { return x }
+		if t.Falling {
+			blo, bhi, value = 1-hi, 1-lo, func(x float64) float64 { return 1 - x }
+		}
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		type side struct {
@@ -164,12 +250,12 @@ func (e *Explorer) Margins(ctx context.Context, seeds int, filter string, onMarg
 				defer wg.Done()
 				info, _, _ := lockimpl.Lookup(side.lock)
 				fails := func(x float64) (bool, []string) {
-					s := MarginSchedule(t, x, e.cfg.TTL, e.cfg.Topology, e.cfg.Nodes)
+					s := MarginSchedule(t, value(x), e.cfg.TTL, e.cfg.Topology, e.cfg.Nodes)
 					if info.Fenced {
 						s.Resource = "register" // the resource that checks the fence
 					}
 					for seed := uint64(1); seed <= uint64(seeds); seed++ {
-						dir := e.dir("margin", fmt.Sprintf("%s-%s-%.3f-%d", t.Name, side.lock, x, seed))
+						dir := e.dir("margin", fmt.Sprintf("%s-%s-%.3f-%d", t.Name, side.lock, value(x), seed))
 						r := e.run(ctx, s, side.lock, seed, filepath.Clean(dir))
 						e.drop(r)
 						if r.Err != nil {
@@ -194,7 +280,11 @@ func (e *Explorer) Margins(ctx context.Context, seeds int, filter string, onMarg
 					}
 					return false, nil
 				}
-				*side.at, *side.cs = Bisect(ctx, MinMag, MaxMag, fails)
+				x, cs := Bisect(ctx, blo, bhi, fails)
+				if x != Never {
+					x = math.Round(value(x)*1000) / 1000
+				}
+				*side.at, *side.cs = x, cs
 			}()
 		}
 		wg.Wait()
@@ -209,8 +299,9 @@ func (e *Explorer) Margins(ctx context.Context, seeds int, filter string, onMarg
 			onMargin(m)
 		}
 	}
+	done := ctx.Err() == nil
 	_ = writeJSON(filepath.Join(e.cfg.Out, "margins.json"), out)
-	return out, nil
+	return out, e.writeMargins(out, done)
 }
 
 // Bisect finds the smallest x in [lo, hi] at which fails holds, to

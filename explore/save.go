@@ -41,7 +41,7 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 		})
 		e.progress(func(p *Progress) { p.Shrinking, p.Step = 0, "" })
 	}
-	ok, done := e.confirm(ctx, f, f.Minimal)
+	ok, done := e.confirm(ctx, f, f.Minimal, "runs")
 	if !ok && done && f.Minimal.Size() != s.Size() {
 		// The shrunk schedule did not hold on the confirmation seeds: the
 		// smallest one kept on the way that does, else the original.
@@ -89,20 +89,36 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 // hold), with the original s as the fallback: ok and done as confirm's,
 // f.Minimal and its rates set to the schedule that held.
 func (e *Explorer) confirmTrail(ctx context.Context, f *Found, s Schedule, trail []Schedule) (ok, done bool) {
+	// Each confirmation runs into its own directory (a run never
+	// overwrites one); the one that held becomes runs/, which
+	// report.html links.
+	runs := filepath.Join(f.Dir, "runs")
+	_ = os.RemoveAll(runs) // the refuted minimal's
 	// trail[hi] is refuted; trail[lo] held (lo == -1: the original, which
 	// the rerun showed). A later trail entry is smaller.
 	lo, hi := -1, len(trail)-1
 	var held Found
+	heldDir := ""
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
-		ok, done := e.confirm(ctx, f, trail[mid])
+		sub := fmt.Sprintf("runs-trail-%d", mid)
+		dir := filepath.Join(f.Dir, sub)
+		ok, done := e.confirm(ctx, f, trail[mid], sub)
 		if !done {
+			_ = os.RemoveAll(dir)
+			if heldDir != "" {
+				_ = os.RemoveAll(heldDir)
+			}
 			return false, false
 		}
 		if ok {
-			lo, held = mid, *f
+			if heldDir != "" {
+				_ = os.RemoveAll(heldDir)
+			}
+			lo, held, heldDir = mid, *f, dir
 			held.Minimal = trail[mid]
 		} else {
+			_ = os.RemoveAll(dir)
 			f.refute(trail[mid])
 			hi = mid
 		}
@@ -111,10 +127,11 @@ func (e *Explorer) confirmTrail(ctx context.Context, f *Found, s Schedule, trail
 		refuted := f.Refuted
 		*f = held
 		f.Refuted = refuted
+		_ = os.Rename(heldDir, runs)
 		return true, true
 	}
 	f.Minimal = s
-	return e.confirm(ctx, f, s)
+	return e.confirm(ctx, f, s, "runs")
 }
 
 // refute records that confirmation refuted schedule c, with the rates it
@@ -124,14 +141,14 @@ func (f *Found) refute(c Schedule) {
 }
 
 // confirm runs s on ConfirmSeeds seeds, lock and reference, into the
-// finding's directory, and applies the finding rule to its check: ok when
-// it holds, done when the runs ended before the budget.
-func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule) (ok, done bool) {
+// finding's directory's sub, and applies the finding rule to its check:
+// ok when it holds, done when the runs ended before the budget.
+func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule, sub string) (ok, done bool) {
 	var jobs []job
 	for seed := uint64(1); seed <= uint64(e.cfg.ConfirmSeeds); seed++ {
 		jobs = append(jobs,
-			job{e.cfg.Lock, seed, filepath.Join(f.Dir, "runs", fmt.Sprintf("%s-seed%d", e.cfg.Lock, seed)), false},
-			job{e.cfg.Reference, seed, filepath.Join(f.Dir, "runs", fmt.Sprintf("ref-%s-seed%d", e.cfg.Reference, seed)), true})
+			job{e.cfg.Lock, seed, filepath.Join(f.Dir, sub, fmt.Sprintf("%s-seed%d", e.cfg.Lock, seed)), false},
+			job{e.cfg.Reference, seed, filepath.Join(f.Dir, sub, fmt.Sprintf("ref-%s-seed%d", e.cfg.Reference, seed)), true})
 	}
 	rs := e.runAll(ctx, s, jobs)
 	if ctx.Err() != nil {
@@ -220,6 +237,7 @@ func (e *Explorer) save(f *Found) error {
 		return err
 	}
 	f.Replay = fmt.Sprintf("lockchaos run %s --lock %s --expect", p, e.cfg.Lock)
+	e.showRun(f)
 	if err := writeJSON(filepath.Join(f.Dir, "finding.json"), f); err != nil {
 		return err
 	}
@@ -289,7 +307,10 @@ func (e *Explorer) finish() (*Report, error) {
 	if err := e.writeFindingsMD(); err != nil {
 		return r, err
 	}
-	return r, writeJSON(filepath.Join(e.cfg.Out, "explore.json"), r)
+	if err := writeJSON(filepath.Join(e.cfg.Out, "explore.json"), r); err != nil {
+		return r, err
+	}
+	return r, e.writeHTML(r, nil, false)
 }
 
 func (e *Explorer) saveLocked(f *Found) error {
@@ -356,8 +377,15 @@ func (e *Explorer) amplify(ctx context.Context, f *Found) {
 		return
 	}
 	before := *f
-	if ok, _ := e.confirm(ctx, f, r); ok && f.Lock.Fails > before.Lock.Fails {
+	// Into runs-repeat: the runs kept in runs/ (which report.html links)
+	// must be those of the schedule saved.
+	runs, repeat := filepath.Join(f.Dir, "runs"), filepath.Join(f.Dir, "runs-repeat")
+	defer os.RemoveAll(repeat)
+	if ok, _ := e.confirm(ctx, f, r, "runs-repeat"); ok && f.Lock.Fails > before.Lock.Fails {
 		f.Repeat = &r
+		if os.RemoveAll(runs) == nil {
+			_ = os.Rename(repeat, runs)
+		}
 		return
 	}
 	*f = before

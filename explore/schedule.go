@@ -8,8 +8,10 @@
 // with `lockchaos run --expect`. Margins bisect, per fault family, the
 // smallest magnitude at which a lock fails.
 //
-// It depends only on runner.Run for one run, the scenario schema, the
-// history vocabulary and the faults registry.
+// It depends only on runner.Run for one run (and runner.RenderDir to draw
+// a finding's run), the scenario schema, the history vocabulary, the
+// faults registry and, for report.html and the margin plot, the report
+// package.
 package explore
 
 import (
