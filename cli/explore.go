@@ -33,7 +33,8 @@ workload shapes), runs each on the lock and, when the lock fails, on its
 reference (default: the built-in correct lock of the same capabilities) over
 a few seeds. A finding is a check the reference passes on every seed, its
 faults in effect, while the lock fails it on at least one. Each finding is
-shrunk to a minimal schedule, confirmed over 5 seeds and saved as
+shrunk to a minimal schedule, confirmed over 5 seeds (up to 20 until the
+lock's and the reference's 95% intervals are apart) and saved as
 OUT/findings/N/scenario.yaml (replay: lockchaos run FILE --lock L --expect),
 with one line in OUT/findings.md; OUT/report.html indexes the findings
 (rates, schedules, replay commands, each finding's run report and

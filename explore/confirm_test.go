@@ -121,3 +121,62 @@ func TestRefutedMinimalFallsBackAlongTheTrail(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// seedOracle: the lock fails mutex on the seeds fails picks, under any
+// schedule; the reference never does.
+type seedOracle struct {
+	fails   func(seed uint64) bool
+	mu      sync.Mutex
+	maxSeed uint64
+}
+
+func (o *seedOracle) Run(_ context.Context, s Schedule, lock string, seed uint64, dir string) RunResult {
+	o.mu.Lock()
+	o.maxSeed = max(o.maxSeed, seed)
+	o.mu.Unlock()
+	r := RunResult{Lock: lock, Seed: seed, Dir: dir, Tried: true, Checks: map[string]string{"mutex": "valid"},
+		Causes: map[string]string{}, Sentences: map[string]string{}}
+	if lock != "simple" && o.fails(seed) {
+		r.Checks["mutex"], r.Causes["mutex"] = "invalid", "expired-during-pause"
+	}
+	return r
+}
+
+func confirmWith(t *testing.T, o *seedOracle) (*Found, *Explorer) {
+	t.Helper()
+	e, err := New(Config{Lock: "del-no-owner", Budget: time.Minute, Seed: 1, Out: t.TempDir(), Oracle: o, NoShrink: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.finding(context.Background(), bigSchedule(), Verdict{Check: "mutex", Class: Finding, Cause: "expired-during-pause"}, []string{"mutex"}, []uint64{2}, time.Second)
+	if len(e.rep.Findings) == 1 {
+		return e.rep.Findings[0], e
+	}
+	return nil, e
+}
+
+// A lock that fails on 2 seeds of 10, whatever the schedule, against a
+// reference that passes: 2/5 against 0/5 is chance, so the confirmation
+// adds seeds, and at 20 seeds (4/20 against 0/20) the intervals still
+// overlap: no finding. This is what a correct lock explored as its own
+// reference had reported as two findings.
+func TestChanceIsNotAFinding(t *testing.T) {
+	o := &seedOracle{fails: func(seed uint64) bool { return seed%10 == 2 || seed%10 == 4 }}
+	f, e := confirmWith(t, o)
+	if f != nil {
+		t.Fatalf("finding confirmed at lock %s, reference %s", f.Lock, f.Ref)
+	}
+	if e.rep.Unconfirmed != 1 || o.maxSeed != 20 {
+		t.Errorf("unconfirmed %d, seeds run up to %d: want 1 and 20", e.rep.Unconfirmed, o.maxSeed)
+	}
+}
+
+// A lock failing on 3 seeds of 5 is confirmed once more seeds set its rate
+// apart from the reference's (6/10 against 0/10).
+func TestAFindingNeedsRatesApart(t *testing.T) {
+	o := &seedOracle{fails: func(seed uint64) bool { return seed%5 == 1 || seed%5 == 2 || seed%5 == 4 }}
+	f, _ := confirmWith(t, o)
+	if f == nil || !f.Confirmed || f.Lock.N != 10 || f.Lock.Fails != 6 || !Apart(f.Lock, f.Ref) {
+		t.Fatalf("finding %+v: want confirmed at 6/10 against 0/10", f)
+	}
+}

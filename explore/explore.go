@@ -37,8 +37,10 @@ type Config struct {
 	// multiples of it.
 	TTL time.Duration
 	// Seeds a failing schedule is run on, lock and reference (default 3);
-	// ConfirmSeeds a shrunk finding is confirmed on (default 5).
-	Seeds, ConfirmSeeds int
+	// ConfirmSeeds a shrunk finding is confirmed on (default 5), in
+	// batches up to MaxConfirm seeds (default 4×ConfirmSeeds) while the
+	// two rates' intervals overlap (Apart).
+	Seeds, ConfirmSeeds, MaxConfirm int
 	// Parallel runs at once (default 2).
 	Parallel int
 	// Out is the output directory (findings/, findings.md, explore.json).
@@ -261,6 +263,9 @@ func New(cfg Config) (*Explorer, error) {
 	}
 	if cfg.ConfirmSeeds <= 0 {
 		cfg.ConfirmSeeds = 5
+	}
+	if cfg.MaxConfirm < cfg.ConfirmSeeds {
+		cfg.MaxConfirm = 4 * cfg.ConfirmSeeds
 	}
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 2

@@ -43,6 +43,12 @@ func (r Rate) String() string {
 	return fmt.Sprintf("%d/%d [%.2f, %.2f]", r.Fails, r.N, r.Low, r.High)
 }
 
+// Apart reports whether the lock's failure rate is above the reference's
+// beyond chance: the lower end of its 95% Wilson interval above the upper
+// end of the reference's (5/5 against 0/5 is; 3/5 or 2/5 against 0/5 is
+// not, and needs more seeds).
+func Apart(lock, ref Rate) bool { return lock.N > 0 && ref.N > 0 && lock.Low > ref.High }
+
 // Verdict is one check's class with both failure rates.
 type Verdict struct {
 	Check string `json:"check"`

@@ -144,47 +144,62 @@ func (f *Found) refute(c Schedule) {
 // finding's directory's sub, and applies the finding rule to its check:
 // ok when it holds, done when the runs ended before the budget.
 func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule, sub string) (ok, done bool) {
-	var jobs []job
-	for seed := uint64(1); seed <= uint64(e.cfg.ConfirmSeeds); seed++ {
-		jobs = append(jobs,
-			job{e.cfg.Lock, seed, filepath.Join(f.Dir, sub, fmt.Sprintf("%s-seed%d", e.cfg.Lock, seed)), false},
-			job{e.cfg.Reference, seed, filepath.Join(f.Dir, sub, fmt.Sprintf("ref-%s-seed%d", e.cfg.Reference, seed)), true})
-	}
-	rs := e.runAll(ctx, s, jobs)
-	if ctx.Err() != nil {
-		return false, false
-	}
-	lockRuns, refRuns := split(jobs, rs)
-	_, vs := Classify(lockRuns, refRuns)
-	for _, v := range vs {
-		if v.Check != f.Check {
-			continue
+	var lockRuns, refRuns []RunResult
+	var v Verdict
+	// Batches of ConfirmSeeds seeds until the rates' 95% intervals are
+	// apart or MaxConfirm seeds ran: 2/5 against 0/5 is chance (the
+	// intervals overlap; a correct lock explored as its own reference
+	// showed it), 5/5 against 0/5 is not.
+	for from := 1; ; from += e.cfg.ConfirmSeeds {
+		var jobs []job
+		to := from + e.cfg.ConfirmSeeds - 1
+		for seed := uint64(from); seed <= uint64(to); seed++ {
+			jobs = append(jobs,
+				job{e.cfg.Lock, seed, filepath.Join(f.Dir, sub, fmt.Sprintf("%s-seed%d", e.cfg.Lock, seed)), false},
+				job{e.cfg.Reference, seed, filepath.Join(f.Dir, sub, fmt.Sprintf("ref-%s-seed%d", e.cfg.Reference, seed)), true})
 		}
+		rs := e.runAll(ctx, s, jobs)
+		if ctx.Err() != nil {
+			return false, false
+		}
+		l, r := split(jobs, rs)
+		lockRuns, refRuns = append(lockRuns, l...), append(refRuns, r...)
+		_, vs := Classify(lockRuns, refRuns)
+		i := slices.IndexFunc(vs, func(v Verdict) bool { return v.Check == f.Check })
+		if i < 0 {
+			return false, true
+		}
+		v = vs[i]
 		f.Lock, f.Ref = v.Lock, v.Ref
 		if v.Class != Finding {
 			return false, true
 		}
-		f.Confirmed = true
-		if v.Sentence != "" {
-			f.Sentence, f.Cause = v.Sentence, v.Cause
+		if Apart(v.Lock, v.Ref) {
+			break
 		}
-		for _, r := range lockRuns {
-			if r.Checks[f.Check] == "invalid" {
-				f.Seed = r.Seed
-				break
-			}
+		if to >= e.cfg.MaxConfirm {
+			return false, true
 		}
-		f.refAny = nil
-		for _, r := range refRuns {
-			for c, verdict := range r.Checks {
-				if c != f.Check && verdict != "valid" {
-					f.refAny = append(f.refAny, c)
-				}
-			}
-		}
-		return true, true
 	}
-	return false, true
+	f.Confirmed = true
+	if v.Sentence != "" {
+		f.Sentence, f.Cause = v.Sentence, v.Cause
+	}
+	for _, r := range lockRuns {
+		if r.Checks[f.Check] == "invalid" {
+			f.Seed = r.Seed
+			break
+		}
+	}
+	f.refAny = nil
+	for _, r := range refRuns {
+		for c, verdict := range r.Checks {
+			if c != f.Check && verdict != "valid" {
+				f.refAny = append(f.refAny, c)
+			}
+		}
+	}
+	return true, true
 }
 
 // Scenario is the finding as a scenario: its minimal schedule on the seed
