@@ -91,10 +91,10 @@ func newCompactEnc() *compactEnc {
 
 // append encodes e as one record (length prefix included) onto b.
 func (c *compactEnc) append(b []byte, e *Event) []byte {
-	flags, tokHex := c.flags(e)
+	flags := c.flags(e)
 	r := c.rec[:0]
 	r = binary.AppendUvarint(r, flags)
-	r = c.appendHead(r, e, flags, tokHex)
+	r = c.appendHead(r, e, flags)
 	r = c.appendFields(r, e, flags)
 	if flags&fCmd != 0 {
 		r = c.str(r, e.Cmd.Conn)
@@ -119,9 +119,9 @@ func flag(cond bool, f uint64) uint64 {
 }
 
 // flags says which fields e has, and how its token is written (the
-// client's previous one, 16 bytes of hex: tokHex, or raw); it remembers
-// the token as the client's.
-func (c *compactEnc) flags(e *Event) (flags uint64, tokHex []byte) {
+// client's previous one, 16 bytes of hex or raw); it remembers the token
+// as the client's.
+func (c *compactEnc) flags(e *Event) (flags uint64) {
 	flags = flag(e.End != 0, fEnd) | flag(e.Key != "", fKey) | flag(e.Result != "", fResult)
 	if e.Token != "" {
 		switch {
@@ -129,7 +129,6 @@ func (c *compactEnc) flags(e *Event) (flags uint64, tokHex []byte) {
 			flags |= fTokenSame
 		case len(e.Token) == 32 && isLowerHex(e.Token):
 			flags |= fTokenHex
-			tokHex, _ = hex.DecodeString(e.Token)
 		default:
 			flags |= fToken
 		}
@@ -138,12 +137,12 @@ func (c *compactEnc) flags(e *Event) (flags uint64, tokHex []byte) {
 	flags |= flag(e.Fence != 0, fFence) | flag(e.Depth != 0, fDepth) | flag(e.Deadline != 0, fDeadline) |
 		flag(e.Value != 0, fValue) | flag(e.Node != "", fNode) | flag(e.Err != "", fErr) | flag(e.Detail != "", fDetail) |
 		flag(e.Fault != nil, fFault) | flag(len(e.Meta) != 0, fMeta) | flag(e.Cmd != nil, fCmd)
-	return flags, tokHex
+	return flags
 }
 
 // appendHead writes the fields every record starts with: op, time,
 // client, end, key, result and token.
-func (c *compactEnc) appendHead(r []byte, e *Event, flags uint64, tokHex []byte) []byte {
+func (c *compactEnc) appendHead(r []byte, e *Event, flags uint64) []byte {
 	r = c.str(r, string(e.Op))
 	// Events are written as they complete: the later of t and end grows
 	// by small steps from one record to the next, while t alone jumps
@@ -166,7 +165,8 @@ func (c *compactEnc) appendHead(r []byte, e *Event, flags uint64, tokHex []byte)
 	}
 	switch {
 	case flags&fTokenHex != 0:
-		r = append(r, tokHex...)
+		// Decoded in place (flags checked it is hex): no allocation.
+		r, _ = hex.AppendDecode(r, []byte(e.Token))
 	case flags&fToken != 0:
 		r = appendBytes(r, e.Token)
 	}
