@@ -3,6 +3,7 @@ package lockimpl
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,20 @@ import (
 // it may then serve another command. When the parent has a deadline
 // before d (or is done already) this is context.WithTimeout itself.
 func commandTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return (*cmdSlot)(nil).commandTimeout(parent, d)
+}
+
+// cmdSlot keeps one idle cmdContext for a Locker's commands with the
+// parent still registered (context.AfterFunc) from its last command: an
+// acquire's parent, the client's context, is the same every cycle, and
+// registering and unregistering with it cost as much as the rest. At most
+// one context waits in it; the others go to the pool, unregistered, so no
+// registration outlives its use but this one.
+type cmdSlot struct{ idle atomic.Pointer[cmdContext] }
+
+// commandTimeout is the package's commandTimeout, reusing s's idle
+// context first (s may be nil).
+func (s *cmdSlot) commandTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if d <= 0 || parent.Err() != nil {
 		return context.WithTimeout(parent, d)
 	}
@@ -30,7 +45,15 @@ func commandTimeout(parent context.Context, d time.Duration) (context.Context, c
 	if pd, ok := parent.Deadline(); ok && !pd.After(deadline) {
 		return context.WithTimeout(parent, d)
 	}
-	c, _ := cmdContexts.Get().(*cmdContext)
+	var c *cmdContext
+	if s != nil {
+		if c = s.idle.Swap(nil); c != nil && !c.takeFor(parent) {
+			c = nil
+		}
+	}
+	if c == nil {
+		c, _ = cmdContexts.Get().(*cmdContext)
+	}
 	if c == nil {
 		c = &cmdContext{done: make(chan struct{})}
 		c.cancelFn = c.cancel
@@ -39,24 +62,29 @@ func commandTimeout(parent context.Context, d time.Duration) (context.Context, c
 	} else {
 		c.timer.Reset(d)
 	}
-	c.parent, c.deadline = parent, deadline
-	if parent.Done() != nil {
+	c.slot, c.parent, c.deadline = s, parent, deadline
+	if c.stop == nil && parent.Done() != nil {
+		c.regParent = parent
 		c.stop = context.AfterFunc(parent, c.parentDoneFn)
 	}
 	return c, c.cancelFn
 }
 
 // cmdContexts are idle cmdContexts: their timer stopped before it fired,
-// their parent's callback unregistered before it ran.
+// registered with no parent.
 var cmdContexts sync.Pool
 
 // cmdContext is commandTimeout's context.
 type cmdContext struct {
 	parent   context.Context
 	deadline time.Time
+	slot     *cmdSlot
 	timer    *time.Timer   // runs expire at the deadline; stopped while idle
-	stop     func() bool   // unregisters parentDone from the parent; nil: the parent is never done
 	done     chan struct{} // closed by expire or parentDone, never while idle
+	// regParent is the parent parentDone is registered with (stop
+	// unregisters it); nil: none (a parent that is never done).
+	regParent context.Context
+	stop      func() bool
 
 	cancelFn     context.CancelFunc // cancel and parentDone as func values, made once
 	parentDoneFn func()
@@ -85,23 +113,55 @@ func (c *cmdContext) end(err error) {
 	c.mu.Unlock()
 }
 
+func (c *cmdContext) ended() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil
+}
+
 func (c *cmdContext) expire()     { c.end(context.DeadlineExceeded) }
-func (c *cmdContext) parentDone() { c.end(c.parent.Err()) }
+func (c *cmdContext) parentDone() { c.end(c.regParent.Err()) }
+
+// unregister removes parentDone from its parent; false when it already
+// ran or runs.
+func (c *cmdContext) unregister() bool {
+	if c.stop == nil {
+		return true
+	}
+	if !c.stop() {
+		return false // parentDone reads regParent: c is dropped as it is
+	}
+	c.stop, c.regParent = nil, nil
+	return true
+}
+
+// takeFor readies an idle c of a slot for a command under parent: false
+// when it cannot serve (its parent ended it while it waited).
+func (c *cmdContext) takeFor(parent context.Context) bool {
+	if c.regParent != parent && !c.unregister() {
+		return false
+	}
+	return !c.ended()
+}
 
 // cancel ends the command's use of c. c is reused only when neither the
 // timer nor the parent's callback has fired or started: a callback still
 // running could otherwise end the next command's context. A used-up c is
 // left to the garbage collector, done closed as a cancelled context's.
 func (c *cmdContext) cancel() {
-	idle := c.timer.Stop()
-	if c.stop != nil {
-		idle = c.stop() && idle
-		c.stop = nil
-	}
-	if !idle {
+	if !c.timer.Stop() || c.ended() {
+		c.unregister()
 		c.end(context.Canceled)
 		return
 	}
 	c.parent = nil
+	if c.slot != nil && c.slot.idle.CompareAndSwap(nil, c) {
+		return // registered with its parent still: see cmdSlot
+	}
+	if !c.unregister() {
+		c.end(context.Canceled)
+		return
+	}
+	c.slot = nil
 	cmdContexts.Put(c)
 }

@@ -105,7 +105,7 @@ func BenchmarkCommandTimeout(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		f    func(context.Context, time.Duration) (context.Context, context.CancelFunc)
-	}{{"pooled", commandTimeout}, {"context.WithTimeout", context.WithTimeout}} {
+	}{{"pooled", commandTimeout}, {"slot", new(cmdSlot).commandTimeout}, {"context.WithTimeout", context.WithTimeout}} {
 		b.Run(c.name+"/background", func(b *testing.B) {
 			for b.Loop() {
 				ctx, cancel := c.f(context.Background(), time.Second)
@@ -122,5 +122,45 @@ func BenchmarkCommandTimeout(b *testing.B) {
 				cancel()
 			}
 		})
+	}
+}
+
+// A Locker's slot keeps its context registered with the parent between
+// commands: the next command under the same parent allocates nothing, the
+// parent's cancel still ends a command in flight, and a context the parent
+// ended while it waited in the slot is not handed to a command under
+// another parent.
+func TestCommandTimeoutSlot(t *testing.T) {
+	var s cmdSlot
+	parent, cancelParent := context.WithCancel(context.Background())
+	if !raceEnabled {
+		n := testing.AllocsPerRun(1000, func() {
+			_, cancel := s.commandTimeout(parent, time.Second)
+			cancel()
+		})
+		if n > 0.1 {
+			t.Errorf("%.2f allocations per command under the slot's parent, want 0", n)
+		}
+	}
+	ctx, cancel := s.commandTimeout(parent, time.Minute)
+	cancel() // back to the slot, registered with parent
+	ctx, cancel = s.commandTimeout(parent, time.Minute)
+	cancelParent()
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a command from the slot: Done not closed 5 s after the parent's cancel")
+	}
+	cancel()
+
+	p2, cancelP2 := context.WithCancel(context.Background())
+	ctx, cancel = s.commandTimeout(p2, time.Minute)
+	cancel() // in the slot, registered with p2
+	cancelP2()
+	time.Sleep(10 * time.Millisecond) // p2's callback ends the idle context
+	ctx, cancel = s.commandTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ctx.Err(); err != nil {
+		t.Errorf("a command under a new parent got a context already ended: %v", err)
 	}
 }
