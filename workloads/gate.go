@@ -40,6 +40,18 @@ type gate struct {
 	// release instead of freezing this one after its DEL, where it changes
 	// nothing.
 	replied int
+	// busy says the gate has something to do at a checkpoint or before a
+	// command: an armed fault, a freeze, death, a stall or a cut. It is
+	// set under mu (unlock) and read without it: a client without faults
+	// passes its checkpoints and commands (8 a cycle) without the lock.
+	busy atomic.Bool
+}
+
+// unlock sets busy from the state mu guards, then unlocks mu. Every change
+// of that state is followed by it.
+func (g *gate) unlock() {
+	g.busy.Store(len(g.armed) > 0 || g.frozen != nil || g.dead || g.stallD > 0 || len(g.cuts) > 0)
+	g.mu.Unlock()
 }
 
 type armKind int
@@ -84,7 +96,7 @@ func arm(ctx context.Context, gates []*gate, point string, kind armKind, d time.
 			g.armed = append(g.armed, a)
 			live++
 		}
-		g.mu.Unlock()
+		g.unlock()
 	}
 	if live == 0 {
 		sh.taken.Store(true)
@@ -106,7 +118,7 @@ func arm(ctx context.Context, gates []*gate, point string, kind armKind, d time.
 func (g *gate) disarm(a *armedFault) {
 	g.mu.Lock()
 	g.armed = slices.DeleteFunc(g.armed, func(x *armedFault) bool { return x == a })
-	g.mu.Unlock()
+	g.unlock()
 }
 
 // checkpoint is called at named points of the cycle. It fires the armed
@@ -114,9 +126,12 @@ func (g *gate) disarm(a *armedFault) {
 // freeze — and waits out a freeze in progress. It returns ErrCrashed once
 // the client is dead.
 func (g *gate) checkpoint(point string) error {
+	if !g.busy.Load() {
+		return nil
+	}
 	g.mu.Lock()
 	if g.dead {
-		g.mu.Unlock()
+		g.unlock()
 		return ErrCrashed
 	}
 	var stop *armedFault
@@ -149,7 +164,7 @@ func (g *gate) checkpoint(point string) error {
 	if stop != nil && stop.kind == armCrash {
 		g.dead = true
 		t := g.c.rec.Now()
-		g.mu.Unlock()
+		g.unlock()
 		stop.shot.reply <- faults.Hit{Client: g.c.ID, From: t, To: t}
 		close(stop.shot.reply)
 		return ErrCrashed
@@ -157,12 +172,12 @@ func (g *gate) checkpoint(point string) error {
 	if stop != nil {
 		ch := make(chan struct{})
 		g.frozen = ch
-		g.mu.Unlock()
+		g.unlock()
 		g.freeze(stop, point, ch)
 		return nil
 	}
 	fr := g.frozen
-	g.mu.Unlock()
+	g.unlock()
 	if fr != nil {
 		<-fr
 	}
@@ -176,7 +191,7 @@ func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
 	g.frozenNS.Add(t1 - t0)
 	g.mu.Lock()
 	g.frozen = nil
-	g.mu.Unlock()
+	g.unlock()
 	close(ch)
 	g.c.rec.Record(&history.Event{T: t0, End: t1, Client: g.c.ID, Key: g.c.curKey(), Op: history.OpPause, Detail: point})
 	a.shot.reply <- faults.Hit{Client: g.c.ID, From: t0, To: t1}
@@ -186,7 +201,7 @@ func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
 func (g *gate) setPhase(p string) {
 	g.mu.Lock()
 	g.phase, g.replied = p, 0
-	g.mu.Unlock()
+	g.unlock()
 }
 
 // hook returns the go-redis hook for this client's connection to node idx.
@@ -240,6 +255,9 @@ func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // before: wait out a freeze, fail when crashed or cut, delay stalled commands.
 func (h gateHook) before(ctx context.Context, name string) error {
 	g := h.g
+	if !g.busy.Load() {
+		return nil // no checkpoint, cut or stall to pass
+	}
 	if err := g.checkpoint("command"); err != nil {
 		return err
 	}
@@ -249,7 +267,7 @@ func (h gateHook) before(ctx context.Context, name string) error {
 	if stall > 0 && g.stallOn != nil && !g.stallOn[strings.ToLower(name)] {
 		stall = 0
 	}
-	g.mu.Unlock()
+	g.unlock()
 	switch cut {
 	case "reset":
 		return errCut
@@ -290,13 +308,16 @@ func (h gateHook) after(answered, ok bool) {
 	if point != "" && !slices.ContainsFunc(g.armed, func(a *armedFault) bool { return a.point == point && !a.shot.taken.Load() }) {
 		point = ""
 	}
-	g.mu.Unlock()
+	g.unlock()
 	if point != "" {
 		_ = g.checkpoint(point)
 	}
 }
 
 func (g *gate) isDead() bool {
+	if !g.busy.Load() {
+		return false
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.dead
