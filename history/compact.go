@@ -81,12 +81,31 @@ const (
 type compactEnc struct {
 	prevT  int64
 	table  map[string]uint64
-	tokens map[int]string
+	tokens []string // by client+1 (client ≥ -1): a slice, not a map, as two events a lock cycle look it up
+	other  map[int]*string
 	rec    []byte
 }
 
 func newCompactEnc() *compactEnc {
-	return &compactEnc{table: map[string]uint64{}, tokens: map[int]string{}}
+	return &compactEnc{table: map[string]uint64{}}
+}
+
+// lastToken is a pointer to client's last token ("" none yet).
+func (c *compactEnc) lastToken(client int) *string {
+	i := client + 1
+	if i < 0 || i > 1<<12 { // not a client the harness numbers, or a huge id
+		if c.other == nil {
+			c.other = map[int]*string{}
+		}
+		if c.other[client] == nil {
+			c.other[client] = new(string)
+		}
+		return c.other[client]
+	}
+	if i >= len(c.tokens) {
+		c.tokens = append(c.tokens, make([]string, i+1-len(c.tokens))...)
+	}
+	return &c.tokens[i]
 }
 
 // append encodes e as one record (length prefix included) onto b.
@@ -124,15 +143,16 @@ func flag(cond bool, f uint64) uint64 {
 func (c *compactEnc) flags(e *Event) (flags uint64) {
 	flags = flag(e.End != 0, fEnd) | flag(e.Key != "", fKey) | flag(e.Result != "", fResult)
 	if e.Token != "" {
+		last := c.lastToken(e.Client)
 		switch {
-		case c.tokens[e.Client] == e.Token:
+		case *last == e.Token:
 			flags |= fTokenSame
 		case len(e.Token) == 32 && isLowerHex(e.Token):
 			flags |= fTokenHex
 		default:
 			flags |= fToken
 		}
-		c.tokens[e.Client] = e.Token
+		*last = e.Token
 	}
 	flags |= flag(e.Fence != 0, fFence) | flag(e.Depth != 0, fDepth) | flag(e.Deadline != 0, fDeadline) |
 		flag(e.Value != 0, fValue) | flag(e.Node != "", fNode) | flag(e.Err != "", fErr) | flag(e.Detail != "", fDetail) |
