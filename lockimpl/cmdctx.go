@@ -58,11 +58,9 @@ func (s *cmdSlot) commandTimeout(parent context.Context, d time.Duration) (conte
 		c = &cmdContext{done: make(chan struct{})}
 		c.cancelFn = c.cancel
 		c.parentDoneFn = c.parentDone
-		c.timer = time.AfterFunc(d, c.expire)
-	} else {
-		c.timer.Reset(d)
 	}
-	c.slot, c.parent, c.deadline = s, parent, deadline
+	c.slot, c.parent = s, parent
+	c.start(deadline)
 	if c.stop == nil && parent.Done() != nil {
 		c.regParent = parent
 		c.stop = context.AfterFunc(parent, c.parentDoneFn)
@@ -70,8 +68,8 @@ func (s *cmdSlot) commandTimeout(parent context.Context, d time.Duration) (conte
 	return c, c.cancelFn
 }
 
-// cmdContexts are idle cmdContexts: their timer stopped before it fired,
-// registered with no parent.
+// cmdContexts are idle cmdContexts, registered with no parent (their timer
+// may still be set: it then finds them idle).
 var cmdContexts sync.Pool
 
 // cmdContext is commandTimeout's context.
@@ -79,8 +77,11 @@ type cmdContext struct {
 	parent   context.Context
 	deadline time.Time
 	slot     *cmdSlot
-	timer    *time.Timer   // runs expire at the deadline; stopped while idle
 	done     chan struct{} // closed by expire or parentDone, never while idle
+	// timer runs expire at armedAt (zero: not set). It is not reset for
+	// every command: see start.
+	timer   *time.Timer
+	armedAt time.Time
 	// regParent is the parent parentDone is registered with (stop
 	// unregisters it); nil: none (a parent that is never done).
 	regParent context.Context
@@ -119,7 +120,44 @@ func (c *cmdContext) ended() bool {
 	return c.err != nil
 }
 
-func (c *cmdContext) expire()     { c.end(context.DeadlineExceeded) }
+// start begins a command that must end by deadline. The timer is set only
+// when it is not set, or set for later: commands take microseconds and
+// their timeouts up to a second, so the timer set for one command is
+// nearly always still to fire when the next begins, and expire then sets
+// it again for the command in progress, if any. A command ends at its own
+// deadline all the same; a Reset and a Stop a command (a context's timer
+// taken from and put back into the runtime's timer heap) are saved.
+func (c *cmdContext) start(deadline time.Time) {
+	c.mu.Lock()
+	c.deadline = deadline
+	switch {
+	case c.timer == nil:
+		c.timer, c.armedAt = time.AfterFunc(time.Until(deadline), c.expire), deadline
+	case c.armedAt.IsZero() || c.armedAt.After(deadline):
+		c.timer.Reset(time.Until(deadline))
+		c.armedAt = deadline
+	}
+	c.mu.Unlock()
+}
+
+// expire runs when the timer fires: it ends the command in progress if
+// its deadline passed, or sets the timer for it.
+func (c *cmdContext) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.armedAt = time.Time{}
+	if c.deadline.IsZero() || c.err != nil {
+		return // idle, or ended
+	}
+	if left := time.Until(c.deadline); left > 0 {
+		c.timer.Reset(left)
+		c.armedAt = c.deadline
+		return
+	}
+	c.err = context.DeadlineExceeded
+	close(c.done)
+}
+
 func (c *cmdContext) parentDone() { c.end(c.regParent.Err()) }
 
 // unregister removes parentDone from its parent; false when it already
@@ -144,14 +182,17 @@ func (c *cmdContext) takeFor(parent context.Context) bool {
 	return !c.ended()
 }
 
-// cancel ends the command's use of c. c is reused only when neither the
-// timer nor the parent's callback has fired or started: a callback still
-// running could otherwise end the next command's context. A used-up c is
-// left to the garbage collector, done closed as a cancelled context's.
+// cancel ends the command's use of c. c is reused unless it ended (its
+// deadline or its parent's end: done is closed for good) or its parent's
+// callback may still run (it could end the next command's context): a
+// used-up c is left to the garbage collector.
 func (c *cmdContext) cancel() {
-	if !c.timer.Stop() || c.ended() {
+	c.mu.Lock()
+	c.deadline = time.Time{} // idle: expire leaves it be
+	ended := c.err != nil
+	c.mu.Unlock()
+	if ended {
 		c.unregister()
-		c.end(context.Canceled)
 		return
 	}
 	c.parent = nil

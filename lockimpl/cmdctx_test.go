@@ -164,3 +164,37 @@ func TestCommandTimeoutSlot(t *testing.T) {
 		t.Errorf("a command under a new parent got a context already ended: %v", err)
 	}
 }
+
+// A reused context's timer, still set for its last command, ends the next
+// one at the next one's deadline: not at the last one's earlier deadline,
+// and not after the next one's when that is the earlier.
+func TestCommandTimeoutReusedTimer(t *testing.T) {
+	var s cmdSlot
+	waitDone := func(ctx context.Context, start time.Time, want time.Duration) {
+		t.Helper()
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Done not closed 5 s after a %v deadline", want)
+		}
+		if el := time.Since(start); el < want || el > want+2*time.Second {
+			t.Errorf("ended after %v, want its own deadline %v", el, want)
+		}
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Errorf("Err = %v, want DeadlineExceeded", ctx.Err())
+		}
+	}
+	_, cancel := s.commandTimeout(context.Background(), 50*time.Millisecond)
+	cancel() // the timer stays set for +50 ms
+	start := time.Now()
+	ctx, cancel := s.commandTimeout(context.Background(), 200*time.Millisecond)
+	waitDone(ctx, start, 200*time.Millisecond)
+	cancel()
+
+	_, cancel = s.commandTimeout(context.Background(), time.Minute)
+	cancel() // the timer stays set for +1 min
+	start = time.Now()
+	ctx, cancel = s.commandTimeout(context.Background(), 30*time.Millisecond)
+	waitDone(ctx, start, 30*time.Millisecond)
+	cancel()
+}
