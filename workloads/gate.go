@@ -33,13 +33,14 @@ type gate struct {
 	stallD   time.Duration
 	stallOn  map[string]bool // nil = all commands
 	cuts     map[int]string  // node index → reset | drop
-	phase    string          // "", acquiring, releasing
-	// replied counts the answered commands of the current phase: in-release
-	// fires after the first only, so a fault armed in the middle of a
-	// two-command release (get-del's GET, then DEL) waits for the next
-	// release instead of freezing this one after its DEL, where it changes
-	// nothing.
-	replied int
+	// phase is the phase (phaseAcquiring, phaseReleasing, 0 for neither)
+	// times 1<<32 plus the answered commands of the phase so far, in one
+	// word so that both change together without the lock (4 phase
+	// changes and 2 replies a cycle). in-release fires after the first
+	// reply only, so a fault armed in the middle of a two-command release
+	// (get-del's GET, then DEL) waits for the next release instead of
+	// freezing this one after its DEL, where it changes nothing.
+	phase atomic.Uint64
 	// busy says the gate has something to do at a checkpoint or before a
 	// command: an armed fault, a freeze, death, a stall or a cut. It is
 	// set under mu (unlock) and read without it: a client without faults
@@ -198,10 +199,22 @@ func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
 	close(a.shot.reply)
 }
 
+// Phases of gate.phase.
+const (
+	phaseAcquiring = 1 + iota
+	phaseReleasing
+)
+
+// setPhase starts phase p: "acquiring", "releasing" or "" (neither).
 func (g *gate) setPhase(p string) {
-	g.mu.Lock()
-	g.phase, g.replied = p, 0
-	g.unlock()
+	var ph uint64
+	switch p {
+	case "acquiring":
+		ph = phaseAcquiring
+	case "releasing":
+		ph = phaseReleasing
+	}
+	g.phase.Store(ph << 32)
 }
 
 // hook returns the go-redis hook for this client's connection to node idx.
@@ -295,14 +308,18 @@ func (h gateHook) after(answered, ok bool) {
 		return
 	}
 	g := h.g
+	st := g.phase.Add(1)
+	if !g.busy.Load() {
+		return // nothing armed
+	}
+	phase, replied := st>>32, st&(1<<32-1)
 	point := ""
 	g.mu.Lock()
-	g.replied++
 	switch {
 	case len(g.armed) == 0:
-	case g.phase == "acquiring" && ok:
+	case phase == phaseAcquiring && ok:
 		point = history.PointInAcquire
-	case g.phase == "releasing" && g.replied == 1:
+	case phase == phaseReleasing && replied == 1:
 		point = history.PointInRelease
 	}
 	if point != "" && !slices.ContainsFunc(g.armed, func(a *armedFault) bool { return a.point == point && !a.shot.taken.Load() }) {
