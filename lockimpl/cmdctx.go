@@ -195,7 +195,7 @@ func (c *cmdContext) cancel() {
 		c.unregister()
 		return
 	}
-	c.parent = nil
+	c.parent = context.Background() // not nil: a stale Value call must not panic
 	if c.slot != nil && c.slot.idle.CompareAndSwap(nil, c) {
 		return // registered with its parent still: see cmdSlot
 	}
