@@ -305,10 +305,7 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 	if rep > 0 {
 		dir += fmt.Sprintf("-run%d", rep+1)
 	}
-	ro := runner.Options{Setup: o.Setup}
-	ro.Scenario, ro.Lock, ro.Out, ro.Cluster, ro.NoHistory, ro.Progress = s, info.Name, dir, cl, noHistory, nil
-	ro.Conn, ro.NoObserver, ro.NoCommandRecord = benchConn, true, !o.CommandRecord
-	out, err := runner.Run(ctx, ro)
+	out, err := runner.Run(ctx, benchRunOptions(o, s, info, dir, cl, noHistory))
 	if out == nil {
 		return nil, err
 	}
@@ -332,6 +329,15 @@ func benchLock(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin [
 		bl.Throughput = float64(cycles) / o.Duration.Seconds()
 	}
 	return bl, nil
+}
+
+// benchRunOptions are the options of one lock's run in a bench (and in
+// BenchmarkCycleCPU, which measures that run's client CPU).
+func benchRunOptions(o BenchOptions, s *scenarios.Scenario, info lockimpl.Info, dir string, cl *cluster.Cluster, noHistory bool) runner.Options {
+	ro := runner.Options{Setup: o.Setup}
+	ro.Scenario, ro.Lock, ro.Out, ro.Cluster, ro.NoHistory, ro.Progress = s, info.Name, dir, cl, noHistory, nil
+	ro.Conn, ro.NoObserver, ro.NoCommandRecord = benchConn, true, !o.CommandRecord
+	return ro
 }
 
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }

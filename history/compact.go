@@ -81,20 +81,39 @@ const (
 type compactEnc struct {
 	prevT  int64
 	table  map[string]uint64
-	tokens map[int]string
+	tokens []string // by client+1 (client ≥ -1): a slice, not a map, as two events a lock cycle look it up
+	other  map[int]*string
 	rec    []byte
 }
 
 func newCompactEnc() *compactEnc {
-	return &compactEnc{table: map[string]uint64{}, tokens: map[int]string{}}
+	return &compactEnc{table: map[string]uint64{}}
+}
+
+// lastToken is a pointer to client's last token ("" none yet).
+func (c *compactEnc) lastToken(client int) *string {
+	i := client + 1
+	if i < 0 || i > 1<<12 { // not a client the harness numbers, or a huge id
+		if c.other == nil {
+			c.other = map[int]*string{}
+		}
+		if c.other[client] == nil {
+			c.other[client] = new(string)
+		}
+		return c.other[client]
+	}
+	if i >= len(c.tokens) {
+		c.tokens = append(c.tokens, make([]string, i+1-len(c.tokens))...)
+	}
+	return &c.tokens[i]
 }
 
 // append encodes e as one record (length prefix included) onto b.
 func (c *compactEnc) append(b []byte, e *Event) []byte {
-	flags, tokHex := c.flags(e)
+	flags := c.flags(e)
 	r := c.rec[:0]
 	r = binary.AppendUvarint(r, flags)
-	r = c.appendHead(r, e, flags, tokHex)
+	r = c.appendHead(r, e, flags)
 	r = c.appendFields(r, e, flags)
 	if flags&fCmd != 0 {
 		r = c.str(r, e.Cmd.Conn)
@@ -119,31 +138,31 @@ func flag(cond bool, f uint64) uint64 {
 }
 
 // flags says which fields e has, and how its token is written (the
-// client's previous one, 16 bytes of hex: tokHex, or raw); it remembers
-// the token as the client's.
-func (c *compactEnc) flags(e *Event) (flags uint64, tokHex []byte) {
+// client's previous one, 16 bytes of hex or raw); it remembers the token
+// as the client's.
+func (c *compactEnc) flags(e *Event) (flags uint64) {
 	flags = flag(e.End != 0, fEnd) | flag(e.Key != "", fKey) | flag(e.Result != "", fResult)
 	if e.Token != "" {
+		last := c.lastToken(e.Client)
 		switch {
-		case c.tokens[e.Client] == e.Token:
+		case *last == e.Token:
 			flags |= fTokenSame
 		case len(e.Token) == 32 && isLowerHex(e.Token):
 			flags |= fTokenHex
-			tokHex, _ = hex.DecodeString(e.Token)
 		default:
 			flags |= fToken
 		}
-		c.tokens[e.Client] = e.Token
+		*last = e.Token
 	}
 	flags |= flag(e.Fence != 0, fFence) | flag(e.Depth != 0, fDepth) | flag(e.Deadline != 0, fDeadline) |
 		flag(e.Value != 0, fValue) | flag(e.Node != "", fNode) | flag(e.Err != "", fErr) | flag(e.Detail != "", fDetail) |
 		flag(e.Fault != nil, fFault) | flag(len(e.Meta) != 0, fMeta) | flag(e.Cmd != nil, fCmd)
-	return flags, tokHex
+	return flags
 }
 
 // appendHead writes the fields every record starts with: op, time,
 // client, end, key, result and token.
-func (c *compactEnc) appendHead(r []byte, e *Event, flags uint64, tokHex []byte) []byte {
+func (c *compactEnc) appendHead(r []byte, e *Event, flags uint64) []byte {
 	r = c.str(r, string(e.Op))
 	// Events are written as they complete: the later of t and end grows
 	// by small steps from one record to the next, while t alone jumps
@@ -166,7 +185,8 @@ func (c *compactEnc) appendHead(r []byte, e *Event, flags uint64, tokHex []byte)
 	}
 	switch {
 	case flags&fTokenHex != 0:
-		r = append(r, tokHex...)
+		// Decoded in place (flags checked it is hex): no allocation.
+		r, _ = hex.AppendDecode(r, []byte(e.Token))
 	case flags&fToken != 0:
 		r = appendBytes(r, e.Token)
 	}

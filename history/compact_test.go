@@ -42,6 +42,14 @@ func compactSample() []Event {
 		{T: 1<<40 + 7, Client: 3, Node: "n1", Key: "k1", Op: OpCommand, Cmd: &Command{Conn: "127.0.0.1:55210", Name: "lc-r-c3",
 			Args: []string{"EVAL", long + "script", "1", "lc:r:k1", "tok"}, Inner: [][]string{{"GET", "lc:r:k1"}}}},
 		{T: 1<<40 + 8, Client: -1, Node: "n2", Op: OpCommand, Detail: CmdGap, Err: "EOF"},
+		// Each client's previous token is its own (the encoder keeps them
+		// in a slice by id, and in a map for other ids).
+		{T: 1<<40 + 9, Client: -2, Key: "k1", Op: OpRelease, Result: OK, Token: "0123456789abcdef0123456789abcdef"},
+		{T: 1<<40 + 10, Client: -1, Key: "k1", Op: OpRelease, Result: OK, Token: "fedcba9876543210fedcba9876543210"},
+		{T: 1<<40 + 11, Client: -2, Key: "k1", Op: OpRelease, Result: OK, Token: "fedcba9876543210fedcba9876543210"},
+		{T: 1<<40 + 12, Client: 1 << 20, Key: "k1", Op: OpRelease, Result: OK, Token: "0123456789abcdef0123456789abcdef"},
+		{T: 1<<40 + 13, Client: 3, Key: "k1", Op: OpRelease, Result: OK, Token: "0123456789abcdef0123456789abcdef"},
+		{T: 1<<40 + 14, Client: 4096, Key: "k1", Op: OpRelease, Result: OK, Token: "fedcba9876543210fedcba9876543210"},
 	}
 	return evs
 }

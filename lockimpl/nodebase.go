@@ -11,6 +11,8 @@ import (
 type nodeBase struct {
 	env  Env
 	conn redis.UniversalClient
+	// cmds keeps a command context for the next command (commandTimeout).
+	cmds cmdSlot
 }
 
 func newNodeBase(env Env) nodeBase { return nodeBase{env: env, conn: env.Conns[0]} }

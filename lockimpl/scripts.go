@@ -46,9 +46,9 @@ func ReleaseChannel(key string) string { return "lockchaos:released:" + key }
 // is gone or held by another token, and an error wrapping ErrIndeterminate
 // when the reply did not come within o.CommandTimeout.
 func CompareAndDelete(ctx context.Context, conn redis.Scripter, o *Options, key, token string) error {
-	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
-	defer cancel()
+	cctx, cancel := commandTimeout(ctx, o.CommandTimeout)
 	n, err := releaseScript.Run(cctx, conn, []string{key, ReleaseChannel(key)}, token).Int()
+	cancel()
 	if err != nil {
 		return Classify("release", key, err)
 	}

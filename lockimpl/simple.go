@@ -37,7 +37,7 @@ func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	if s.startClock != nil {
 		start = s.startClock(ctx, s)
 	}
-	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
+	cctx, cancel := s.cmds.commandTimeout(ctx, o.CommandTimeout)
 	ok, err := s.conn.SetNX(cctx, key, token, o.TTL).Result()
 	cancel()
 	if err != nil {

@@ -37,6 +37,14 @@ type Client struct {
 	Unknowns atomic.Int64
 
 	hAcquire, hRelease, hCycle *hdrhistogram.Histogram
+
+	// The events of the client's own loop are written into these rather
+	// than each into a new heap object (four or more a cycle): the history
+	// copies what it records before Record returns (history.Writer.Tap's
+	// contract), and only this client's loop uses them. evAcq is the
+	// cycle's first acquire, read again after other events; ev is the
+	// others'.
+	evAcq, ev history.Event
 }
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) } // µs
@@ -92,8 +100,8 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	if err := g.checkpoint(history.PointBeforeAcquire); err != nil {
 		return err
 	}
-	lease, ev, err := c.acquire(ctx, k, 1)
-	if sched != 0 && ev != nil {
+	lease, ev, err := c.acquire(ctx, k, 1, &c.evAcq)
+	if sched != 0 {
 		ev.Value = ev.T - sched // open loop: how long the cycle waited to start
 	}
 	rec.Record(ev)
@@ -116,11 +124,12 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	fence, _ := lease.Fence()
 	// Critical section: read, hold, write value+1 — not atomic on purpose.
 	v, applied := w.res.Read(k, rec.Now)
-	rec.Record(&history.Event{T: applied, End: applied, Client: c.ID, Key: key, Op: history.OpRead, Value: v, Fence: fence})
+	c.ev = history.Event{T: applied, End: applied, Client: c.ID, Key: key, Op: history.OpRead, Value: v, Fence: fence}
+	rec.Record(&c.ev)
 	sleep(w.sample(c.rng, w.cfg.Hold), stop)
 	var nested []lockimpl.Lease
 	for i := 0; i < w.cfg.Reentry && w.reentrant; i++ {
-		l2, ev2, err := c.acquire(ctx, k, i+2)
+		l2, ev2, err := c.acquire(ctx, k, i+2, &c.ev)
 		rec.Record(ev2)
 		if err != nil || l2 == nil {
 			break
@@ -160,7 +169,8 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 func (c *Client) writeIfHeld(k int, key string, lease lockimpl.Lease, v int64, fence uint64) error {
 	w, rec := c.w, c.rec
 	if w.honour && c.leaseGone(lease) {
-		rec.Record(&history.Event{T: rec.Now(), Client: c.ID, Key: key, Op: history.OpLost, Token: lease.Token()})
+		c.ev = history.Event{T: rec.Now(), Client: c.ID, Key: key, Op: history.OpLost, Token: lease.Token()}
+		rec.Record(&c.ev)
 		return nil
 	}
 	if err := c.gate.checkpoint(history.PointBeforeWrite); err != nil {
@@ -182,7 +192,8 @@ func (c *Client) writeIfHeld(k int, key string, lease lockimpl.Lease, v int64, f
 	if !ok {
 		res = history.Fail
 	}
-	rec.Record(&history.Event{T: t, End: applied, Client: c.ID, Key: key, Op: history.OpWrite, Value: nv, Fence: fence, Result: res})
+	c.ev = history.Event{T: t, End: applied, Client: c.ID, Key: key, Op: history.OpWrite, Value: nv, Fence: fence, Result: res}
+	rec.Record(&c.ev)
 	return nil
 }
 
@@ -216,8 +227,8 @@ func (c *Client) leaseGone(l lockimpl.Lease) bool {
 }
 
 // acquire runs one Acquire (or TryAcquire) of key k and returns the event
-// for it.
-func (c *Client) acquire(ctx context.Context, k int, depth int) (lockimpl.Lease, *history.Event, error) {
+// for it, written into ev.
+func (c *Client) acquire(ctx context.Context, k int, depth int, ev *history.Event) (lockimpl.Lease, *history.Event, error) {
 	rec, key, srvKey := c.rec, c.w.keyNames[k], c.w.srvKeys[k]
 	c.gate.setPhase("acquiring")
 	t0 := rec.Now()
@@ -230,7 +241,7 @@ func (c *Client) acquire(ctx context.Context, k int, depth int) (lockimpl.Lease,
 	}
 	t1 := rec.Now()
 	c.gate.setPhase("")
-	ev := &history.Event{T: t0, End: t1, Client: c.ID, Key: key, Op: history.OpAcquire}
+	*ev = history.Event{T: t0, End: t1, Client: c.ID, Key: key, Op: history.OpAcquire}
 	if c.hAcquire != nil {
 		_ = c.hAcquire.RecordValue(us(t1 - t0))
 	}
@@ -268,7 +279,8 @@ func (c *Client) release(l lockimpl.Lease, remaining int) int64 {
 	err := l.Release(context.Background())
 	t1 := rec.Now()
 	c.gate.setPhase("")
-	ev := &history.Event{T: t0, End: t1, Client: c.ID, Key: c.w.shortKey(l.Key()), Op: history.OpRelease, Token: l.Token(), Depth: remaining, Result: history.OK}
+	ev := &c.ev
+	*ev = history.Event{T: t0, End: t1, Client: c.ID, Key: c.w.shortKey(l.Key()), Op: history.OpRelease, Token: l.Token(), Depth: remaining, Result: history.OK}
 	switch {
 	case err == nil:
 	case lockimpl.IsIndeterminate(err) || errors.Is(err, ErrCrashed):

@@ -39,13 +39,26 @@ type gate struct {
 	// dropWait is how long a command over a dropping cut waits for an
 	// answer that never comes: the client's timeout (its read deadline).
 	dropWait time.Duration
-	phase    string // "", acquiring, releasing
-	// replied counts the answered commands of the current phase: in-release
-	// fires after the first only, so a fault armed in the middle of a
-	// two-command release (get-del's GET, then DEL) waits for the next
-	// release instead of freezing this one after its DEL, where it changes
-	// nothing.
-	replied int
+	// phase is the phase (phaseAcquiring, phaseReleasing, 0 for neither)
+	// times 1<<32 plus the answered commands of the phase so far, in one
+	// word so that both change together without the lock (4 phase
+	// changes and 2 replies a cycle). in-release fires after the first
+	// reply only, so a fault armed in the middle of a two-command release
+	// (get-del's GET, then DEL) waits for the next release instead of
+	// freezing this one after its DEL, where it changes nothing.
+	phase atomic.Uint64
+	// busy says the gate has something to do at a checkpoint or before a
+	// command: an armed fault, a freeze, death, a stall or a cut. It is
+	// set under mu (unlock) and read without it: a client without faults
+	// passes its checkpoints and commands (8 a cycle) without the lock.
+	busy atomic.Bool
+}
+
+// unlock sets busy from the state mu guards, then unlocks mu. Every change
+// of that state is followed by it.
+func (g *gate) unlock() {
+	g.busy.Store(len(g.armed) > 0 || g.frozen != nil || g.dead || g.stallD > 0 || len(g.cuts) > 0)
+	g.mu.Unlock()
 }
 
 type armKind int
@@ -94,7 +107,7 @@ func arm(ctx context.Context, gates []*gate, point string, kind armKind, d time.
 			g.armed = append(g.armed, a)
 			live++
 		}
-		g.mu.Unlock()
+		g.unlock()
 	}
 	if live == 0 {
 		sh.taken.Store(true)
@@ -116,7 +129,7 @@ func arm(ctx context.Context, gates []*gate, point string, kind armKind, d time.
 func (g *gate) disarm(a *armedFault) {
 	g.mu.Lock()
 	g.armed = slices.DeleteFunc(g.armed, func(x *armedFault) bool { return x == a })
-	g.mu.Unlock()
+	g.unlock()
 }
 
 // checkpoint is called at named points of the cycle. It fires the armed
@@ -124,9 +137,12 @@ func (g *gate) disarm(a *armedFault) {
 // freeze — and waits out a freeze in progress. It returns ErrCrashed once
 // the client is dead.
 func (g *gate) checkpoint(point string) error {
+	if !g.busy.Load() {
+		return nil
+	}
 	g.mu.Lock()
 	if g.dead {
-		g.mu.Unlock()
+		g.unlock()
 		return ErrCrashed
 	}
 	var stop *armedFault
@@ -159,7 +175,7 @@ func (g *gate) checkpoint(point string) error {
 	if stop != nil && stop.kind == armCrash {
 		g.dead = true
 		t := g.c.rec.Now()
-		g.mu.Unlock()
+		g.unlock()
 		stop.shot.reply <- faults.Hit{Client: g.c.ID, From: t, To: t}
 		close(stop.shot.reply)
 		return ErrCrashed
@@ -167,12 +183,12 @@ func (g *gate) checkpoint(point string) error {
 	if stop != nil {
 		ch := make(chan struct{})
 		g.frozen = ch
-		g.mu.Unlock()
+		g.unlock()
 		g.freeze(stop, point, ch)
 		return nil
 	}
 	fr := g.frozen
-	g.mu.Unlock()
+	g.unlock()
 	if fr != nil {
 		<-fr
 	}
@@ -186,17 +202,29 @@ func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
 	g.frozenNS.Add(t1 - t0)
 	g.mu.Lock()
 	g.frozen = nil
-	g.mu.Unlock()
+	g.unlock()
 	close(ch)
 	g.c.rec.Record(&history.Event{T: t0, End: t1, Client: g.c.ID, Key: g.c.curKey(), Op: history.OpPause, Detail: point})
 	a.shot.reply <- faults.Hit{Client: g.c.ID, From: t0, To: t1}
 	close(a.shot.reply)
 }
 
+// Phases of gate.phase.
+const (
+	phaseAcquiring = 1 + iota
+	phaseReleasing
+)
+
+// setPhase starts phase p: "acquiring", "releasing" or "" (neither).
 func (g *gate) setPhase(p string) {
-	g.mu.Lock()
-	g.phase, g.replied = p, 0
-	g.mu.Unlock()
+	var ph uint64
+	switch p {
+	case "acquiring":
+		ph = phaseAcquiring
+	case "releasing":
+		ph = phaseReleasing
+	}
+	g.phase.Store(ph << 32)
 }
 
 // hook returns the go-redis hook for this client's connection to node idx.
@@ -250,6 +278,9 @@ func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // before: wait out a freeze, fail when crashed or cut, delay stalled commands.
 func (h gateHook) before(ctx context.Context, name string) error {
 	g := h.g
+	if !g.busy.Load() {
+		return nil // no checkpoint, cut or stall to pass
+	}
 	if err := g.checkpoint("command"); err != nil {
 		return err
 	}
@@ -259,7 +290,7 @@ func (h gateHook) before(ctx context.Context, name string) error {
 	if stall > 0 && g.stallOn != nil && !g.stallOn[strings.ToLower(name)] {
 		stall = 0
 	}
-	g.mu.Unlock()
+	g.unlock()
 	switch cut {
 	case "reset":
 		return errCut
@@ -299,26 +330,33 @@ func (h gateHook) after(answered, ok bool) {
 		return
 	}
 	g := h.g
+	st := g.phase.Add(1)
+	if !g.busy.Load() {
+		return // nothing armed
+	}
+	phase, replied := st>>32, st&(1<<32-1)
 	point := ""
 	g.mu.Lock()
-	g.replied++
 	switch {
 	case len(g.armed) == 0:
-	case g.phase == "acquiring" && ok:
+	case phase == phaseAcquiring && ok:
 		point = history.PointInAcquire
-	case g.phase == "releasing" && g.replied == 1:
+	case phase == phaseReleasing && replied == 1:
 		point = history.PointInRelease
 	}
 	if point != "" && !slices.ContainsFunc(g.armed, func(a *armedFault) bool { return a.point == point && !a.shot.taken.Load() }) {
 		point = ""
 	}
-	g.mu.Unlock()
+	g.unlock()
 	if point != "" {
 		_ = g.checkpoint(point)
 	}
 }
 
 func (g *gate) isDead() bool {
+	if !g.busy.Load() {
+		return false
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.dead
@@ -327,8 +365,11 @@ func (g *gate) isDead() bool {
 // answered reports whether a command's error still means the server
 // replied: no error, a nil reply, or an error reply (a script's refusal).
 func answered(err error) bool {
+	if err == nil {
+		return true // without a heap allocation for re (2 per lock cycle)
+	}
 	var re redis.Error
-	return err == nil || errors.Is(err, redis.Nil) || errors.As(err, &re) && !errors.Is(err, ErrCrashed)
+	return errors.Is(err, redis.Nil) || errors.As(err, &re) && !errors.Is(err, ErrCrashed)
 }
 
 // succeeded reports whether a reply means the command did something: not

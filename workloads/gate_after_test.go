@@ -100,7 +100,9 @@ func TestDropCutEndsAtTheClientsTimeout(t *testing.T) {
 	g := &c.gate
 	g.c = c
 	g.dropWait = 150 * time.Millisecond
+	g.mu.Lock()
 	g.cuts = map[int]string{0: "drop"}
+	g.unlock()
 	start := time.Now()
 	err := gateHook{g: g, idx: 0}.before(context.Background(), "hello")
 	if took := time.Since(start); !errors.Is(err, errDropped) || took < 150*time.Millisecond || took > 2*time.Second {

@@ -462,11 +462,11 @@ func (w *Workload) Stall(c int, commands []string, d time.Duration) func() {
 			g.stallOn[cmd] = true
 		}
 	}
-	g.mu.Unlock()
+	g.unlock()
 	return func() {
 		g.mu.Lock()
 		g.stallD, g.stallOn = 0, nil
-		g.mu.Unlock()
+		g.unlock()
 	}
 }
 
@@ -484,12 +484,12 @@ func (w *Workload) Cut(c int, nodes []int, mode string) (func(), error) {
 	for _, n := range nodes {
 		g.cuts[n] = mode
 	}
-	g.mu.Unlock()
+	g.unlock()
 	return func() {
 		g.mu.Lock()
 		for _, n := range nodes {
 			delete(g.cuts, n)
 		}
-		g.mu.Unlock()
+		g.unlock()
 	}, nil
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package lockimpl
+
+const raceEnabled = false
