@@ -121,7 +121,7 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 	}
 	for _, hi := range kd.holds {
 		h := &m.holds[hi]
-		want = append(want, span{h.acqT, h.start})
+		want = append(want, span{h.acqT, m.granted(h)})
 		if m.in(h.start) {
 			a.attempts++
 		}
@@ -140,10 +140,10 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 	for _, hi := range kd.holds {
 		h := &m.holds[hi]
 		if m.in(h.start) {
-			if prevEnd >= 0 {
-				m.livenessGap(c, w, prevEnd, h.start, prev, hi)
+			if g := m.granted(h); prevEnd >= 0 {
+				m.livenessGap(c, w, prevEnd, g, prev, hi)
 			} else if len(kd.failed) > 0 && kd.failed[0].t < h.acqT {
-				m.livenessGap(c, w, kd.failed[0].t, h.start, prev, hi)
+				m.livenessGap(c, w, kd.failed[0].t, g, prev, hi)
 			}
 		}
 		if h.heldTo > prevEnd {
@@ -159,6 +159,23 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 	} else if last > prevEnd {
 		m.livenessGap(c, w, prevEnd, last, prev, -1)
 	}
+}
+
+// granted is when hold h's acquire took the key, as near as the history
+// tells: its ack, or the start of a freeze of its client inside the acquire
+// after the reply that took it (in-acquire). From that reply the key was
+// the frozen client's: nobody waited for a free key meanwhile.
+func (m *model) granted(h *hold) int64 {
+	cs := m.clients[h.client]
+	if cs == nil {
+		return h.start
+	}
+	for _, p := range cs.pauses {
+		if p.point == history.PointInAcquire && p.t >= h.acqT && p.t <= h.start {
+			return p.t
+		}
+	}
+	return h.start
 }
 
 // livenessGap judges the key unavailable in [x, y) while clients waited,

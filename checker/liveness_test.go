@@ -40,3 +40,25 @@ func TestLivenessDiscountsNodeFaults(t *testing.T) {
 		t.Errorf("unavailability during the fault %.0f ms, want ≥ 900", got)
 	}
 }
+
+// A client frozen inside its acquire, after the reply that took the key
+// (in-acquire), held the key from that reply: nobody waited for a free key
+// while it was frozen. The gap ends at the freeze's start, not at the
+// acquire's return. explore found the false positive on watch-unlock: a
+// pause of 0.6×TTL in-acquire after a release delayed by a pause in it,
+// "301 ms of waiting" for a key taken at 180 ms.
+func TestLivenessGapEndsWhereAFrozenAcquireTookTheKey(t *testing.T) {
+	build := func(pause bool) *hb {
+		b := newHB(nil)
+		b.cycle(0, 0, 1)
+		b.acq(1, 2, 8, 0, history.Fail, 1)
+		if pause {
+			b.add(history.Event{T: 11 * ms, End: 400 * ms, Client: 1, Key: "k", Op: history.OpPause, Detail: history.PointInAcquire})
+		}
+		b.acq(1, 10, 400, 500, history.OK, 1).rel(1, 402, 403, 0)
+		return b
+	}
+	wantVerdicts(t, Check(build(true).ev, Options{}), map[string]Verdict{CheckLiveness: Valid})
+	// Without the freeze the same late ack is a key nobody could take.
+	wantVerdicts(t, Check(build(false).ev, Options{}), map[string]Verdict{CheckLiveness: Invalid})
+}
