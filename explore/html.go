@@ -262,17 +262,7 @@ const htmlSource = `<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-body{font:14px/1.45 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#222;max-width:1180px;margin:0 auto;padding:16px 24px 48px}
-h1{font-size:22px;margin:8px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-h3{font-size:15px;margin:18px 0 6px}
-table{border-collapse:collapse;margin:6px 0 12px}th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f4f4f4}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-.ok{color:#2f7a29;font-weight:bold}.bad{color:#b3262a;font-weight:bold}.unk{color:#666;font-weight:bold}
-.viol{border-left:4px solid #c23b3d;padding:4px 12px;margin:12px 0;background:#fdf6f6}
-img{max-width:100%;height:auto;border:1px solid #eee}.muted{color:#777}
-figure{margin:12px 0}figcaption{color:#555;font-size:13px}
-code{background:#f3f3f3;padding:0 3px}
-</style>
+` + report.PageCSS + `</style>
 </head>
 <body>
 <h1>{{.Title}}</h1>

@@ -283,14 +283,9 @@ func writeHTML(w io.Writer, d *htmlData) error {
 	return htmlTmpl.Execute(w, d)
 }
 
-const htmlSource = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>lockchaos {{.R.Scenario}} / {{.R.Lock}}: {{.Marker}}</title>
-<style>
-body{font:14px/1.45 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#222;max-width:1180px;margin:0 auto;padding:16px 24px 48px}
+// PageCSS is the style of lockchaos's HTML pages (a run's report, an
+// exploration's): one look for both.
+const PageCSS = `body{font:14px/1.45 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#222;max-width:1180px;margin:0 auto;padding:16px 24px 48px}
 h1{font-size:22px;margin:8px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}
 table{border-collapse:collapse;margin:6px 0 12px}th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
@@ -303,7 +298,16 @@ th{background:#f4f4f4}td.num,th.num{text-align:right;font-variant-numeric:tabula
 pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}.muted{color:#777}
 figure{margin:12px 0}figcaption{color:#555;font-size:13px}
 code{background:#f3f3f3;padding:0 3px}
-</style>
+`
+
+const htmlSource = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>lockchaos {{.R.Scenario}} / {{.R.Lock}}: {{.Marker}}</title>
+<style>
+` + PageCSS + `</style>
 </head>
 <body>
 <h1>lockchaos: {{.R.Scenario}} / {{.R.Lock}}</h1>
