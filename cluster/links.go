@@ -113,7 +113,7 @@ func (c *Cluster) LinkFault(client int, n *Node, mode, direction string, d time.
 		if d <= 0 {
 			return nil, fmt.Errorf("%w: link delay %v: need > 0", ErrBadSpec, d)
 		}
-		return np.addToxics("latency", dirs, map[string]int64{"latency": d.Milliseconds()})
+		return np.addToxics(latencyToxic, dirs, map[string]int64{"latency": d.Milliseconds()})
 	case "drop":
 		return np.addToxics("timeout", dirs, map[string]int64{"timeout": 0})
 	case "reset":

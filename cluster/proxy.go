@@ -164,7 +164,7 @@ func (c *Cluster) LatencyDir(n *Node, latency, jitter time.Duration, direction s
 	if err != nil {
 		return nil, err
 	}
-	return np.addToxics("latency", dirs, map[string]int64{"latency": latency.Milliseconds(), "jitter": jitter.Milliseconds()})
+	return np.addToxics(latencyToxic, dirs, map[string]int64{"latency": latency.Milliseconds(), "jitter": jitter.Milliseconds()})
 }
 
 // Toxics lists the toxics active on node n's proxy (type/stream), sorted.
@@ -180,7 +180,11 @@ func toxicNames(np *nodeProxy) []string {
 	var out []string
 	for _, t := range np.p.Toxics.GetToxicArray() {
 		if w, ok := t.(*toxics.ToxicWrapper); ok {
-			out = append(out, w.Type+"/"+w.Stream)
+			typ := w.Type
+			if typ == latencyToxic {
+				typ = "latency" // toxiproxy's, with bounded hand-offs
+			}
+			out = append(out, typ+"/"+w.Stream)
 		}
 	}
 	sort.Strings(out)
