@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lockchaos/lockchaos/explore"
+	"github.com/lockchaos/lockchaos/report"
 )
 
 func init() { extraCommands = append(extraCommands, newExploreCmd) }
@@ -23,6 +25,7 @@ func newExploreCmd(stdout, stderr io.Writer) *cobra.Command {
 		margin       bool
 		marginSeeds  int
 		marginFamily string
+		ci           ciFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "explore --lock L [--reference R] [--budget 10m] [--seed S]",
@@ -45,7 +48,8 @@ untried. --margin instead bisects, per fault family, the smallest magnitude
 (×TTL; a rate for the clock-rate templates) at which the lock and its
 reference fail, and plots it (OUT/margin.png, .svg, in OUT/report.html).
 
-Exit codes: 0 no finding, 1 findings, 3 bad input, 4 infrastructure.`,
+Exit codes: 0 no finding, 1 findings, 2 only candidates whose confirmation
+the budget cut short (saved, inconclusive), 3 bad input, 4 infrastructure.`,
 		Example: `  lockchaos explore --lock del-no-owner --budget 2m
   lockchaos explore --lock my-lock --reference fenced --budget 10m --seed 7
   lockchaos explore --lock simple --margin`,
@@ -63,6 +67,9 @@ Exit codes: 0 no finding, 1 findings, 3 bad input, 4 infrastructure.`,
 			cfg.Oracle = explore.RunnerOracle{Backend: backend}
 			line := progressLine(stderr)
 			cfg.Progress = func(p explore.Progress) { line(p.String(), false) }
+			if err := ci.check(); err != nil {
+				return err
+			}
 			if margin {
 				return runMargins(cmd, stdout, stderr, cfg, marginSeeds, marginFamily, line)
 			}
@@ -84,12 +91,13 @@ Exit codes: 0 no finding, 1 findings, 3 bad input, 4 infrastructure.`,
 			if err != nil {
 				return exitWith(ExitInfra, err)
 			}
-			if len(rep.Findings) > 0 {
-				return exitWith(ExitViolated, nil)
+			if code := ci.write(stderr, "lockchaos explore", ExploreCases(rep), exploreMarkdown(rep, c.Out), exploreExit(rep)); code != ExitOK {
+				return exitWith(code, nil)
 			}
 			return nil
 		},
 	}
+	ci.add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Lock, "lock", "", "the lock to explore")
 	fl.StringVar(&cfg.Reference, "reference", "", "the lock to compare with (default: the built-in correct lock of the same capabilities)")
@@ -142,9 +150,12 @@ func progressLine(w io.Writer) func(s string, done bool) {
 func printExplore(w io.Writer, r *explore.Report, out string) {
 	fmt.Fprintf(w, "explore %s against %s (%s, seed %d): %d schedules in %v (%.1f/min): %d passed, %d untried, %d limits of the design, %d findings",
 		r.Lock, r.Reference, r.Topology, r.Seed, r.Schedules, r.Elapsed.Round(time.Second), r.PerMinute,
-		r.Classes[explore.Passed], r.Classes[explore.Untried], r.Classes[explore.Limit], len(r.Findings))
+		r.Classes[explore.Passed], r.Classes[explore.Untried], r.Classes[explore.Limit], r.Confirmed())
+	if _, cut := r.FindingsByConfirmation(); cut > 0 {
+		fmt.Fprintf(w, ", %d candidates whose confirmation the budget cut short (saved, inconclusive)", cut)
+	}
 	if r.Unconfirmed > 0 {
-		fmt.Fprintf(w, " (%d candidates not confirmed)", r.Unconfirmed)
+		fmt.Fprintf(w, " (%d candidates refuted)", r.Unconfirmed)
 	}
 	fmt.Fprintln(w)
 	c := r.Coverage
@@ -154,8 +165,12 @@ func printExplore(w io.Writer, r *explore.Report, out string) {
 		fmt.Fprintf(w, "  kinds not yet tried: %s\n", strings.Join(missing, ", "))
 	}
 	for _, f := range r.Findings {
-		fmt.Fprintf(w, "finding %d after %v: %s fails %s (%s), lock %v, reference %v; %d faults, %d clients (shrunk in %d steps, %d kept)\n  %s\n  minimal: %s\n",
-			f.N, f.FoundAfter.Round(time.Second), r.Lock, f.Check, f.Cause, f.Lock, f.Ref, len(f.Minimal.Faults), f.Minimal.Clients,
+		what := "finding"
+		if !f.Confirmed {
+			what = "candidate (confirmation cut short by the budget)"
+		}
+		fmt.Fprintf(w, "%s %d after %v: %s fails %s (%s), lock %v, reference %v; %d faults, %d clients (shrunk in %d steps, %d kept)\n  %s\n  minimal: %s\n",
+			what, f.N, f.FoundAfter.Round(time.Second), r.Lock, f.Check, f.Cause, f.Lock, f.Ref, len(f.Minimal.Faults), f.Minimal.Clients,
 			f.ShrinkSteps, f.ShrinkKept, f.Sentence, f.Minimal.Describe())
 		if f.Replay != "" {
 			fmt.Fprintf(w, "  replay: %s\n", f.Replay)
@@ -200,4 +215,51 @@ func runMargins(cmd *cobra.Command, stdout, stderr io.Writer, cfg explore.Config
 		return exitWith(ExitInfra, err)
 	}
 	return nil
+}
+
+// exploreExit is an exploration's exit code: 1 with confirmed findings, 2
+// when the only ones saved are candidates whose confirmation the budget
+// cut short (inconclusive), else 0.
+func exploreExit(rep *explore.Report) int {
+	confirmed, cut := rep.FindingsByConfirmation()
+	switch {
+	case confirmed > 0:
+		return ExitViolated
+	case cut > 0:
+		return ExitUnknown
+	}
+	return ExitOK
+}
+
+// ExploreCases are an exploration's JUnit test cases: one per finding
+// (failed; a candidate whose confirmation was cut short: unknown), or one
+// passed case when it found none.
+func ExploreCases(rep *explore.Report) []report.TestCase {
+	suite := "explore " + rep.Lock
+	if len(rep.Findings) == 0 {
+		return []report.TestCase{{Scenario: suite, Lock: "against " + rep.Reference, Status: report.CasePassed, TimeS: rep.Elapsed.Seconds()}}
+	}
+	var cs []report.TestCase
+	for _, f := range rep.Findings {
+		c := report.TestCase{Scenario: suite, Lock: fmt.Sprintf("finding-%d", f.N), Status: report.CaseFailed,
+			Message: fmt.Sprintf("%s: %s (cause %s); lock %v, reference %v", f.Check, strings.TrimSpace(f.Sentence), f.Cause, f.Lock, f.Ref),
+			Detail:  f.Line(rep.Lock, rep.Reference), Dir: f.Dir}
+		if !f.Confirmed {
+			c.Status = report.CaseUnknown
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// exploreMarkdown is the step summary of an exploration: its counts and
+// findings.md.
+func exploreMarkdown(rep *explore.Report, out string) string {
+	var b strings.Builder
+	printExplore(&b, rep, out)
+	md := "### lockchaos explore " + rep.Lock + "\n\n```\n" + b.String() + "```\n"
+	if f, err := os.ReadFile(filepath.Join(out, "findings.md")); err == nil {
+		md += "\n" + string(f)
+	}
+	return md
 }

@@ -154,6 +154,26 @@ type Found struct {
 	refAny []string
 }
 
+// FindingsByConfirmation counts the findings whose confirmation held and
+// those saved as found because the budget ended during their confirmation
+// (candidates, inconclusive: not findings).
+func (r *Report) FindingsByConfirmation() (confirmed, cut int) {
+	for _, f := range r.Findings {
+		if f.Confirmed {
+			confirmed++
+		} else {
+			cut++
+		}
+	}
+	return confirmed, cut
+}
+
+// Confirmed is the number of confirmed findings.
+func (r *Report) Confirmed() int {
+	n, _ := r.FindingsByConfirmation()
+	return n
+}
+
 // Refutation is a shrunk schedule a confirmation refuted, with its rates.
 type Refutation struct {
 	Schedule string `json:"schedule"`

@@ -125,11 +125,16 @@ func Explore(t T, name string, opts ...ExploreOption) {
 	}
 	t.Logf("%d schedules (%.1f/min): %d passed, %d untried, %d limits of the design (the reference fails too), %d findings; %d/%d fault kinds tried",
 		rep.Schedules, rep.PerMinute, rep.Classes[explore.Passed], rep.Classes[explore.Untried], rep.Classes[explore.Limit],
-		len(rep.Findings), len(rep.Coverage.Kinds), len(rep.Coverage.KindsAll))
+		rep.Confirmed(), len(rep.Coverage.Kinds), len(rep.Coverage.KindsAll))
 	for _, l := range rep.Limits[:min(len(rep.Limits), 5)] {
 		t.Logf("limit of the design (%v): %s", l.Checks, l.Schedule)
 	}
 	for _, f := range rep.Findings {
+		if !f.Confirmed {
+			// Inconclusive: the budget ended during its confirmation.
+			t.Logf("candidate %d, confirmation cut short by the budget: %s", f.N, f.Line(name, ref))
+			continue
+		}
 		t.Errorf("finding %d: %s", f.N, f.Line(name, ref))
 	}
 	if err != nil {
