@@ -185,7 +185,7 @@ func decodeDataPNG(t *testing.T, img *html.Node) {
 func TestExploreReportOfABrokenControl(t *testing.T) {
 	needRedis(t)
 	out := t.TempDir()
-	e, err := New(Config{Lock: "del-no-owner", Budget: 40 * time.Second, Seed: 1, Out: out, ConfirmSeeds: 2, NoShrink: true,
+	e, err := New(Config{Lock: "del-no-owner", Budget: 60 * time.Second, Seed: 1, Out: out, ConfirmSeeds: 5, NoShrink: true,
 		MaxFindings: 1, Oracle: RunnerOracle{Backend: "process"}})
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func TestExploreReportOfABrokenControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(rep.Findings) == 0 {
-		t.Fatalf("no finding for del-no-owner in 40s: %d schedules, classes %v", rep.Schedules, rep.Classes)
+		t.Fatalf("no finding for del-no-owner in 60s: %d schedules, classes %v", rep.Schedules, rep.Classes)
 	}
 	blocks := checkFindingRows(t, out, rep)
 	f := rep.Findings[0]

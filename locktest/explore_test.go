@@ -33,7 +33,7 @@ func TestExploreFailsABrokenControl(t *testing.T) {
 	}
 	r := &recorder{T: t}
 	dir := t.TempDir()
-	Explore(r, "setnx-expire", Budget(50*time.Second), MaxFindings(1), SaveFindings(dir),
+	Explore(r, "setnx-expire", Budget(180*time.Second), MaxFindings(1), SaveFindings(dir),
 		Kinds(history.FaultCrashClient, history.FaultPauseClient), With(Backend("process")))
 	for _, l := range r.logs {
 		t.Log(l)
