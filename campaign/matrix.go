@@ -214,25 +214,29 @@ func (mr *matrixRun) runJobs(ctx context.Context, jobs []job) {
 	sched := newScheduler(mr.o.Parallel)
 	var wg sync.WaitGroup
 	for _, j := range jobs {
-		appetite := cellAppetite(j.s)
-		if !sched.acquire(ctx, appetite) {
+		sl := sched.acquire(ctx, cellAppetite(j.s))
+		if sl == nil {
 			break
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer sched.release(appetite)
-			mr.runJob(ctx, j)
+			defer sl.release()
+			mr.runJob(ctx, j, sl.clientsDone)
 		}()
 	}
 	wg.Wait()
 }
 
 // runJob runs one job and files its cell, or its seed's run (the cell is
-// judged once its last seed ran).
-func (mr *matrixRun) runJob(ctx context.Context, j job) {
+// judged once its last seed ran). clientsDone is called when the cell's
+// clients ended (without retries: a retry's clients run again).
+func (mr *matrixRun) runJob(ctx context.Context, j job, clientsDone func()) {
 	o, m := mr.o, mr.m
-	c := runCellRetried(ctx, o, j.s, j.lock, j.seed, j.n)
+	if o.Retries > 0 {
+		clientsDone = nil
+	}
+	c := runCellRetried(ctx, o, j.s, j.lock, j.seed, j.n, clientsDone)
 	if j.seed == 0 {
 		mr.mu.Lock()
 		m.Cells[j.i] = c
@@ -289,18 +293,19 @@ func (mr *matrixRun) judgeCut() {
 // runCellRetried runs one cell (with seed when not 0, in its seed
 // directory) and re-runs it up to o.Retries times while not as expected.
 // job numbers the run among the matrix's: its keys get their own prefix.
-func runCellRetried(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock string, seed uint64, job int) Cell {
+// clientsDone, when set, is called when the first attempt's clients ended.
+func runCellRetried(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock string, seed uint64, job int, clientsDone func()) Cell {
 	dir := filepath.Join(o.Out, s.Name, lock)
 	if seed != 0 {
 		sc := *s
 		sc.Seed = seed
 		s, dir = &sc, SeedDir(dir, seed)
 	}
-	c := runCell(ctx, o, s, lock, dir, job)
+	c := runCell(ctx, o, s, lock, dir, job, clientsDone)
 	c.Attempts = 1
 	for a := 2; a <= o.Retries+1 && c.Outcome != "as-expected" && ctx.Err() == nil; a++ {
 		prev := c
-		c = runCell(ctx, o, s, lock, fmt.Sprintf("%s-attempt%d", dir, a), job)
+		c = runCell(ctx, o, s, lock, fmt.Sprintf("%s-attempt%d", dir, a), job, nil)
 		c.Attempts = a
 		c.Notes = append(c.Notes, fmt.Sprintf("attempt %d was %s (verdict %s, checks %v) in %s", a-1, prev.Outcome, prev.Verdict, prev.Checks, prev.Dir))
 	}
@@ -354,13 +359,14 @@ func scenarioByName(list []*scenarios.Scenario, name string) (*scenarios.Scenari
 	return nil, false
 }
 
-func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, dir string, job int) Cell {
+func runCell(ctx context.Context, o MatrixOptions, s *scenarios.Scenario, lock, dir string, job int, clientsDone func()) Cell {
 	c := Cell{Scenario: s.Name, Lock: lock, Applicable: true}
 	ro := runner.Options{Setup: o.Setup}
 	if ro.KeyPrefix != "" {
 		ro.KeyPrefix += strconv.Itoa(job) + ":"
 	}
 	ro.Scenario, ro.Lock, ro.Expect, ro.Progress, ro.NoPlots = s, lock, true, nil, !o.Plots
+	ro.ClientsDone = clientsDone
 	ro.Out = dir
 	c.Dir = ro.Out
 	out, err := runner.Run(ctx, ro)

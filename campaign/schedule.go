@@ -39,8 +39,9 @@ const appetiteAlone = 0.5
 
 // cellAppetite estimates the cores a scenario's cell keeps busy: a base for
 // starting the servers, the check and the report, a share for each server
-// process, and each client's cycles (about 0.15 ms of CPU each, client and
-// server side) over the cycle's hold and think.
+// process (0.01 core: failover's six, with their start, used 2 CPU-seconds
+// in a 21.6 s cell), and each client's cycles (about 0.15 ms of CPU each,
+// client and server side) over the cycle's hold and think.
 func cellAppetite(s *scenarios.Scenario) float64 {
 	nodes := s.Nodes
 	switch s.Topology {
@@ -52,7 +53,7 @@ func cellAppetite(s *scenarios.Scenario) float64 {
 		nodes = max(nodes, 6)
 	}
 	w := s.Workload
-	a := 0.1 + 0.02*float64(nodes)
+	a := 0.1 + 0.01*float64(nodes)
 	perCycle := 0.15e-3 // seconds of CPU a cycle costs
 	if w.Mode == "open" && w.Rate > 0 {
 		return a + w.Rate*perCycle
@@ -63,9 +64,14 @@ func cellAppetite(s *scenarios.Scenario) float64 {
 
 // scheduler admits cells while the machine has room: at most max at once,
 // their appetites within budget cores, a cell of appetite ≥ appetiteAlone
-// only on an otherwise idle machine, and (where /proc/stat can be read) not
+// only beside cells in their tails, and (where /proc/stat can be read) not
 // while the machine's CPU was busier than busyLimit over the last interval,
 // whoever was busy.
+//
+// A cell's tail is what follows its clients' end (stopping the servers,
+// the check, the report): a busy cell keeps the machine to itself only
+// while its clients run, and its tail counts as tailAppetite (the check is
+// one goroutine), so the next busy cell's workload overlaps it.
 type scheduler struct {
 	max       int
 	budget    float64
@@ -73,11 +79,15 @@ type scheduler struct {
 
 	mu      sync.Mutex
 	cond    *sync.Cond
-	running int
-	used    float64
-	alone   bool
+	running int     // cells admitted and not released
+	tails   int     // of those, in their tails
+	used    float64 // their appetites
+	alone   int     // busy cells whose clients run (0 or 1)
 	load    *cpuLoad
 }
+
+// tailAppetite is a busy cell's appetite once its clients ended.
+const tailAppetite = 1.0
 
 func newScheduler(parallel int) *scheduler {
 	cpus := float64(runtime.NumCPU())
@@ -86,8 +96,18 @@ func newScheduler(parallel int) *scheduler {
 	return s
 }
 
-// acquire waits for room for a cell of appetite a (or ctx's end: false).
-func (s *scheduler) acquire(ctx context.Context, a float64) bool {
+// slot is one admitted cell.
+type slot struct {
+	s        *scheduler
+	appetite float64
+	alone    bool
+	tail     bool
+	released bool
+}
+
+// acquire waits for room for a cell of appetite a; it returns the cell's
+// slot, or nil when ctx ended first.
+func (s *scheduler) acquire(ctx context.Context, a float64) *slot {
 	alone := a >= appetiteAlone || s.max == 1
 	stop := context.AfterFunc(ctx, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
 	defer stop()
@@ -95,15 +115,23 @@ func (s *scheduler) acquire(ctx context.Context, a float64) bool {
 	defer s.mu.Unlock()
 	for {
 		if ctx.Err() != nil {
-			return false
+			return nil
 		}
-		room := !alone && !s.alone && s.running < s.max && s.used+a <= s.budget
+		var room bool
+		if alone {
+			// Only tails beside it (at --parallel 1, nothing).
+			room = s.alone == 0 && s.running == s.tails && (s.max > 1 || s.running == 0)
+		} else {
+			room = s.alone == 0 && s.running < s.max && s.used+a <= s.budget
+		}
 		switch {
 		case s.running == 0 || room && !s.busy():
 			s.running++
 			s.used += a
-			s.alone = alone
-			return true
+			if alone {
+				s.alone++
+			}
+			return &slot{s: s, appetite: a, alone: alone}
 		case room:
 			// Room but a busy machine: look again shortly.
 			s.mu.Unlock()
@@ -115,15 +143,45 @@ func (s *scheduler) acquire(ctx context.Context, a float64) bool {
 	}
 }
 
-func (s *scheduler) release(a float64) {
+// clientsDone marks the cell's tail: a busy cell no longer keeps the
+// machine to itself. At --parallel 1 nothing changes.
+func (sl *slot) clientsDone() {
+	s := sl.s
 	s.mu.Lock()
-	s.running--
-	s.used -= a
-	if s.running == 0 {
-		s.used, s.alone = 0, false
+	defer s.mu.Unlock()
+	if sl.tail || sl.released || s.max == 1 {
+		return
+	}
+	sl.tail = true
+	s.tails++
+	if sl.alone {
+		s.alone--
+		s.used += tailAppetite - sl.appetite
+		sl.appetite = tailAppetite
 	}
 	s.cond.Broadcast()
-	s.mu.Unlock()
+}
+
+// release ends the cell.
+func (sl *slot) release() {
+	s := sl.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sl.released {
+		return
+	}
+	sl.released = true
+	s.running--
+	s.used -= sl.appetite
+	if sl.tail {
+		s.tails--
+	} else if sl.alone {
+		s.alone--
+	}
+	if s.running == 0 {
+		s.used = 0
+	}
+	s.cond.Broadcast()
 }
 
 // busy reports whether the CPU was busier than busyLimit since the last

@@ -33,7 +33,8 @@ func TestSchedulerPacks(t *testing.T) {
 	running, used, aloneNow := 0, 0.0, false
 	var wg sync.WaitGroup
 	for _, a := range cells {
-		if !s.acquire(context.Background(), a) {
+		sl := s.acquire(context.Background(), a)
+		if sl == nil {
 			t.Fatal("acquire refused without a cancelled context")
 		}
 		mu.Lock()
@@ -56,29 +57,76 @@ func TestSchedulerPacks(t *testing.T) {
 				aloneNow = false
 			}
 			mu.Unlock()
-			s.release(a)
+			sl.release()
 		}()
 	}
 	wg.Wait()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.acquire(ctx, 0.9)
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
-	if s.acquire(ctx, 0.1) {
+	if s.acquire(ctx, 0.1) != nil {
 		t.Error("a cell was admitted beside one that runs alone")
+	}
+}
+
+// A busy cell keeps the machine to itself while its clients run; in its
+// tail (stopping, check, report) the next busy cell may start, and timing
+// cells within the budget, but no busy cell beside another's clients.
+func TestBusyCellTail(t *testing.T) {
+	s := newScheduler(8)
+	s.budget, s.load = 1.5, nil
+	soon := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 30*time.Millisecond)
+	}
+	a := s.acquire(context.Background(), 5)
+	ctx, cancel := soon()
+	if s.acquire(ctx, 0.1) != nil || s.acquire(ctx, 5) != nil {
+		t.Fatal("a cell started beside a busy cell's clients")
+	}
+	cancel()
+	a.clientsDone()
+	b := s.acquire(context.Background(), 5)
+	if b == nil {
+		t.Fatal("no busy cell started in the previous one's tail")
+	}
+	ctx, cancel = soon()
+	if s.acquire(ctx, 0.1) != nil {
+		t.Error("a timing cell started beside a busy cell's clients")
+	}
+	cancel()
+	b.clientsDone()
+	// Two tails (a core each) leave no room in 1.5 cores; one does.
+	ctx, cancel = soon()
+	if s.acquire(ctx, 0.4) != nil {
+		t.Error("a timing cell started beyond the budget beside two tails")
+	}
+	cancel()
+	a.release()
+	c := s.acquire(context.Background(), 0.4)
+	b.release()
+	c.release()
+	if s.running != 0 || s.tails != 0 || s.alone != 0 || s.used != 0 {
+		t.Errorf("after releases: running %d tails %d alone %d used %.2f", s.running, s.tails, s.alone, s.used)
 	}
 }
 
 // One at a time means one at a time, whatever the appetite.
 func TestSchedulerOneAtATime(t *testing.T) {
 	s := newScheduler(1)
-	s.acquire(context.Background(), 0.01)
+	first := s.acquire(context.Background(), 0.01)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	if s.acquire(ctx, 0.01) {
+	if s.acquire(ctx, 0.01) != nil {
 		t.Error("a second cell started at --parallel 1")
 	}
-	s.release(0.01)
-	if !s.acquire(context.Background(), 0.01) {
+	first.clientsDone()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel2()
+	if s.acquire(ctx2, 0.01) != nil {
+		t.Error("a second cell started in the first one's tail at --parallel 1")
+	}
+	first.release()
+	if s.acquire(context.Background(), 0.01) == nil {
 		t.Error("no cell started after the first ended")
 	}
 }

@@ -64,7 +64,7 @@ directories into one matrix with the same exit-code rules.`,
 	fl.StringSliceVar(&f.locks, "locks", nil, "locks to run, comma-separated (default: all registered)")
 	fl.StringSliceVar(&f.scens, "scenarios", nil, "scenarios (names or files), comma-separated (default: the catalog)")
 	fl.StringVar(&f.out, "out", "", "directory for the matrix (default runs/matrix-<time>)")
-	fl.IntVar(&f.parallel, "parallel", 0, "cells run at once at most: 0 automatic (4 a core, packed by CPU appetite: busy cells alone), 1 one at a time")
+	fl.IntVar(&f.parallel, "parallel", 0, "cells run at once at most: 0 automatic (4 a core, packed by CPU appetite: busy cells alone while their clients run), 1 one at a time")
 	fl.StringVar(&f.seedList, "seeds", "", "run every cell once per seed and judge it over them: 1-3, 1,5,9")
 	fl.BoolVar(&f.plots, "plots", false, "render every cell's plots (default: none; lockchaos report DIR renders a cell's)")
 	fl.IntVar(&f.retries, "retries", 0, "re-run a cell that did not come out as expected up to N times (marked in matrix.md, every attempt kept)")

@@ -72,6 +72,9 @@ func (r *run) phases(ctx context.Context) bool {
 		}
 	}
 	phase("done")
+	if r.o.ClientsDone != nil {
+		r.o.ClientsDone()
+	}
 	return interrupted
 }
 

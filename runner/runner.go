@@ -98,6 +98,10 @@ type Options struct {
 	// Worker, when set, makes this run one worker of a run spread over
 	// processes (see Worker; Merge joins their directories).
 	Worker *Worker
+	// ClientsDone, when set, is called once the clients stopped (the
+	// workload, heal and recovery are over; stopping the servers, the check
+	// and the report follow): matrix lets the next busy cell start then.
+	ClientsDone func()
 	// Tap, when set, sees every event as the history records it (after
 	// the live checker), under the history writer's lock: it must be quick
 	// and copy what it keeps (the CLI's metrics endpoint: its acquire histogram).

@@ -30,9 +30,20 @@ func TestRunEmbeddedSmoke(t *testing.T) {
 	}
 	s.Duration = time.Second
 	out := filepath.Join(t.TempDir(), "run")
-	res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: "embedded"}, Out: out})
+	// ClientsDone (matrix's cue for the next busy cell) comes once, after
+	// the workload and before the check writes results.json.
+	calls, resultsThen := 0, false
+	clientsDone := func() {
+		calls++
+		_, err := os.Stat(filepath.Join(out, "results.json"))
+		resultsThen = err == nil
+	}
+	res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "simple", Setup: runner.Setup{Backend: "embedded"}, Out: out, ClientsDone: clientsDone})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if calls != 1 || resultsThen {
+		t.Errorf("ClientsDone called %d times (results.json already written: %v), want once before the check", calls, resultsThen)
 	}
 	if res.Class != runner.Passed {
 		t.Fatalf("class %d, want passed (0); verdict %s, notes %q", res.Class, res.Results.Verdict, res.Results.Notes)
