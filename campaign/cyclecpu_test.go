@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/cluster/clustertest"
+	"github.com/lockchaos/lockchaos/internal/cputime"
 	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/runner"
@@ -44,7 +45,7 @@ func readSample() sample {
 	s := make([]metrics.Sample, 1)
 	copy(s, allocsMetric)
 	metrics.Read(s)
-	return sample{cpu: processCPU(), allocs: s[0].Value.Uint64(), at: time.Now()}
+	return sample{cpu: cputime.Process(), allocs: s[0].Value.Uint64(), at: time.Now()}
 }
 
 func (b sample) to(a sample, cycles float64) cycleCost {
@@ -147,7 +148,7 @@ func BenchmarkCycleCPU(b *testing.B) {
 // The measurement BenchmarkCycleCPU makes works: both sides run cycles,
 // cost CPU and allocate, and the lock's window lies inside its workload.
 func TestBenchCycleCPUMeasures(t *testing.T) {
-	if processCPU() == 0 {
+	if cputime.Process() == 0 {
 		t.Skip("no process CPU time on this platform")
 	}
 	c, admin, o := cycleCPUSetup(t, 4, 3*time.Second)

@@ -3,7 +3,6 @@ package campaign
 import (
 	"bufio"
 	"context"
-	"github.com/lockchaos/lockchaos/runner"
 	"os"
 	"runtime"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 

@@ -119,13 +119,17 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 			a.lastAttempt = max(a.lastAttempt, f.end)
 		}
 	}
+	grants := m.grants[:0]
 	for _, hi := range kd.holds {
 		h := &m.holds[hi]
-		want = append(want, span{h.acqT, m.granted(h)})
+		g := m.granted(h)
+		grants = append(grants, g)
+		want = append(want, span{h.acqT, g})
 		if m.in(h.start) {
 			a.attempts++
 		}
 	}
+	m.grants = grants
 	if len(want) == 0 {
 		return
 	}
@@ -137,10 +141,10 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 	}
 	var prevEnd int64 = -1
 	var prev int32 = -1
-	for _, hi := range kd.holds {
+	for i, hi := range kd.holds {
 		h := &m.holds[hi]
 		if m.in(h.start) {
-			if g := m.granted(h); prevEnd >= 0 {
+			if g := grants[i]; prevEnd >= 0 {
 				m.livenessGap(c, w, prevEnd, g, prev, hi)
 			} else if len(kd.failed) > 0 && kd.failed[0].t < h.acqT {
 				m.livenessGap(c, w, kd.failed[0].t, g, prev, hi)
@@ -170,9 +174,18 @@ func (m *model) granted(h *hold) int64 {
 	if cs == nil {
 		return h.start
 	}
-	for _, p := range cs.pauses {
+	ps := cs.pauses
+	if !cs.pausesOutOfOrder {
+		// In time order: start at the first pause from the acquire on, so
+		// a soak's thousands of pauses cost a search per hold, not a scan.
+		ps = ps[sort.Search(len(ps), func(i int) bool { return ps[i].t >= h.acqT }):]
+	}
+	for _, p := range ps {
 		if p.point == history.PointInAcquire && p.t >= h.acqT && p.t <= h.start {
 			return p.t
+		}
+		if p.t > h.start && !cs.pausesOutOfOrder {
+			break
 		}
 	}
 	return h.start

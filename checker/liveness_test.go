@@ -62,3 +62,29 @@ func TestLivenessGapEndsWhereAFrozenAcquireTookTheKey(t *testing.T) {
 	// Without the freeze the same late ack is a key nobody could take.
 	wantVerdicts(t, Check(build(false).ev, Options{}), map[string]Verdict{CheckLiveness: Invalid})
 }
+
+// granted finds the freeze inside a hold's acquire among a soak's many
+// pauses of its client, whether they were recorded in time order (searched)
+// or not (scanned).
+func TestGrantedAmongManyPauses(t *testing.T) {
+	for _, outOfOrder := range []bool{false, true} {
+		cs := &clientState{}
+		for i := int64(0); i < 5000; i++ {
+			cs.pauses = append(cs.pauses, pause{t: i * 1000, end: i*1000 + 100, point: history.PointAfterAcquire})
+		}
+		cs.pauses[4000].point = history.PointInAcquire
+		if outOfOrder {
+			cs.pauses[10], cs.pauses[4999] = cs.pauses[4999], cs.pauses[10]
+			cs.pausesOutOfOrder = true
+		}
+		m := &model{clients: map[int32]*clientState{3: cs}}
+		in := &hold{client: 3, acqT: 3_999_500, start: 4_000_900}
+		if g := m.granted(in); g != 4_000_000 {
+			t.Errorf("out of order %v: granted %d, want the in-acquire pause's start 4000000", outOfOrder, g)
+		}
+		before := &hold{client: 3, acqT: 3_000_500, start: 3_000_900} // no pause in its acquire
+		if g := m.granted(before); g != before.start {
+			t.Errorf("out of order %v: granted %d, want the ack %d", outOfOrder, g, before.start)
+		}
+	}
+}

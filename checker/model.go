@@ -195,8 +195,11 @@ type clientState struct {
 	lastKey string
 	lastIdx int32
 	pauses  []pause
-	ok      int64 // successful top-level acquires
-	tried   int64 // acquire calls
+	// pausesOutOfOrder: a pause began before the one recorded ahead of it
+	// (not in a history the runner writes): granted scans them all.
+	pausesOutOfOrder bool
+	ok               int64 // successful top-level acquires
+	tried            int64 // acquire calls
 }
 
 type keyData struct {
@@ -266,6 +269,7 @@ type model struct {
 	lastNodeIdx int16
 	// spans is judgeLiveness' scratch buffer.
 	spans   []span
+	grants  []int64 // judgeKeyLiveness's granted time per hold
 	faults  []*fault
 	faultBy map[int]*fault
 
@@ -433,6 +437,9 @@ func (m *model) add(e *history.Event) {
 		m.addWrite(e)
 	case history.OpPause:
 		c := m.client(e.Client)
+		if n := len(c.pauses); n > 0 && e.T < c.pauses[n-1].t {
+			c.pausesOutOfOrder = true
+		}
 		c.pauses = append(c.pauses, pause{e.T, e.End, e.Detail})
 	case history.OpFault:
 		m.addFault(e)

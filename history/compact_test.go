@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/lockchaos/lockchaos/internal/cputime"
 )
 
 // compactSample is a history with every field and the edge cases of the
@@ -240,7 +242,7 @@ func BenchmarkCompactAppend(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				cpu0 := processCPU()
+				cpu0 := cputime.Process()
 				b.ResetTimer()
 				if par == 1 {
 					for i := 0; i < b.N; i++ {
@@ -262,7 +264,7 @@ func BenchmarkCompactAppend(b *testing.B) {
 				if err := w.Close(); err != nil {
 					b.Fatal(err)
 				}
-				b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/event")
+				b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/event")
 				st, _ := os.Stat(p)
 				b.ReportMetric(float64(st.Size())/float64(b.N), "bytes/event")
 			})

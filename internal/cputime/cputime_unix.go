@@ -1,15 +1,13 @@
 //go:build unix
 
-package history
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time the process has used so far, every goroutine
-// and thread (the writer's drain too), user and system.
-func processCPU() time.Duration {
+func process() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
