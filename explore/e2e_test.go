@@ -3,8 +3,10 @@ package explore
 import (
 	"context"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,23 +24,54 @@ func needRedis(t *testing.T) {
 	}
 }
 
-// A broken control is found blind (the whole vocabulary, exploration seed
-// 1), and its saved scenario replays with --expect.
-func TestExploreFindsABrokenControl(t *testing.T) {
+// brokenControl is one exploration of del-no-owner (the whole vocabulary,
+// exploration seed 1), shared by the tests that read its finding: its
+// shrinking and replay, and its report.
+var brokenControl struct {
+	sync.Mutex
+	out string
+	rep *Report
+	err error
+}
+
+func exploreBrokenControl(t *testing.T) (string, *Report) {
+	t.Helper()
 	needRedis(t)
-	out := t.TempDir()
-	e, err := New(Config{Lock: "del-no-owner", Budget: 45 * time.Second, Seed: 1, Out: out, ConfirmSeeds: 3,
-		MaxFindings: 1, Oracle: RunnerOracle{Backend: "process"}})
-	if err != nil {
-		t.Fatal(err)
+	bc := &brokenControl
+	bc.Lock()
+	defer bc.Unlock()
+	if bc.rep == nil && bc.err == nil {
+		bc.out, bc.err = os.MkdirTemp("", "lockchaos-explore-")
+		if bc.err == nil {
+			var e *Explorer
+			e, bc.err = New(Config{Lock: "del-no-owner", Budget: 90 * time.Second, Seed: 1, Out: bc.out, ConfirmSeeds: 5,
+				MaxFindings: 1, Oracle: RunnerOracle{Backend: "process"}})
+			if bc.err == nil {
+				bc.rep, bc.err = e.Run(context.Background())
+			}
+		}
 	}
-	rep, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	if bc.err != nil {
+		t.Fatal(bc.err)
 	}
-	if len(rep.Findings) == 0 {
-		t.Fatalf("no finding for del-no-owner in 45s: %d schedules, classes %v", rep.Schedules, rep.Classes)
+	if len(bc.rep.Findings) == 0 {
+		t.Fatalf("no finding for del-no-owner in 90s: %d schedules, classes %v", bc.rep.Schedules, bc.rep.Classes)
 	}
+	return bc.out, bc.rep
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if brokenControl.out != "" {
+		os.RemoveAll(brokenControl.out)
+	}
+	os.Exit(code)
+}
+
+// A broken control is found blind, shrunk, and its saved scenario replays
+// with --expect.
+func TestExploreFindsABrokenControl(t *testing.T) {
+	out, rep := exploreBrokenControl(t)
 	f := rep.Findings[0]
 	t.Logf("finding after %v: %s %s (%s): %s; lock %v, reference %v; minimal: %s",
 		f.FoundAfter, f.Check, f.Cause, f.Sentence, f.Replay, f.Lock, f.Ref, f.Minimal.Describe())

@@ -183,20 +183,7 @@ func decodeDataPNG(t *testing.T, img *html.Node) {
 // links to its confirmation run's report (a run that failed the check)
 // and embeds that run's timeline; the picture decodes.
 func TestExploreReportOfABrokenControl(t *testing.T) {
-	needRedis(t)
-	out := t.TempDir()
-	e, err := New(Config{Lock: "del-no-owner", Budget: 60 * time.Second, Seed: 1, Out: out, ConfirmSeeds: 5, NoShrink: true,
-		MaxFindings: 1, Oracle: RunnerOracle{Backend: "process"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Findings) == 0 {
-		t.Fatalf("no finding for del-no-owner in 60s: %d schedules, classes %v", rep.Schedules, rep.Classes)
-	}
+	out, rep := exploreBrokenControl(t)
 	blocks := checkFindingRows(t, out, rep)
 	f := rep.Findings[0]
 	if !f.Confirmed {
