@@ -118,15 +118,23 @@ fairness) and every verdict. It exits 1 when a metric regressed by more than
 --max-regression (latency changes under 20µs never count: scheduler noise) or
 a verdict got worse (valid → unknown → invalid), 0 otherwise. Given two bench
 directories it compares every lock benched in both (the median run of each)
-and exits 1 when any of them regressed.`,
+and exits 1 when any of them regressed. Given two matrix directories it
+compares every run (a cell's seeds each) check by check and exits 1 when any
+verdict differs, either way, or a run is in one only: the same catalog run
+one cell at a time and packed, or by two builds, must agree. It prints both
+wall times.`,
 		Example: `  lockchaos compare baseline/results.json runs/smoke/results.json
   lockchaos compare baseline.json runs/smoke --max-regression 5% --markdown compare.md
-  lockchaos compare bench-base bench-new                      # every lock benched in both`,
+  lockchaos compare bench-base bench-new                      # every lock benched in both
+  lockchaos compare runs/matrix-serial runs/matrix-packed     # every run's verdict per check`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mr, err := parsePercent(maxReg)
 			if err != nil {
 				return exitWith(ExitBadInput, fmt.Errorf("--max-regression: %v", err))
+			}
+			if isMatrixDir(args[0]) && isMatrixDir(args[1]) {
+				return compareMatrices(stdout, args[0], args[1], markdown)
 			}
 			pairs, notes, err := comparePairs(args[0], args[1])
 			if err != nil {
@@ -171,4 +179,34 @@ and exits 1 when any of them regressed.`,
 	cmd.Flags().StringVar(&maxReg, "max-regression", "10%", "tolerated relative change per metric (e.g. 10% or 0.1)")
 	cmd.Flags().StringVar(&markdown, "markdown", "", "also write the comparison as Markdown to this file (for a CI job summary)")
 	return cmd
+}
+
+// isMatrixDir reports whether dir holds a matrix.json.
+func isMatrixDir(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, metrics.MatrixFile))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// compareMatrices compares two matrix directories run by run.
+func compareMatrices(stdout io.Writer, base, cur, markdown string) error {
+	bm, berr := metrics.ReadMatrix(base)
+	cm, cerr := metrics.ReadMatrix(cur)
+	if err := errors.Join(berr, cerr); err != nil {
+		return exitWith(ExitBadInput, err)
+	}
+	c := metrics.CompareMatrices(bm, cm)
+	if err := report.WriteMatrixCompareText(stdout, c); err != nil {
+		return exitWith(ExitInfra, err)
+	}
+	if markdown != "" {
+		var md strings.Builder
+		_ = report.WriteMatrixCompareMarkdown(&md, c)
+		if err := os.WriteFile(markdown, []byte(md.String()), 0o644); err != nil {
+			return exitWith(ExitBadInput, fmt.Errorf("--markdown: %v", err))
+		}
+	}
+	if c.Differs() {
+		return exitWith(ExitViolated, nil)
+	}
+	return nil
 }
