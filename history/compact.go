@@ -83,7 +83,24 @@ type compactEnc struct {
 	table  map[string]uint64
 	tokens []string // by client+1 (client ≥ -1): a slice, not a map, as two events a lock cycle look it up
 	other  map[int]*string
-	rec    []byte
+	// recent caches table entries by a cheap hash of the string (its
+	// length and end bytes): an event's op, key and result are a few
+	// strings that repeat, and a hit costs a short compare, not a map
+	// lookup's hashing.
+	recent [128]strSlot
+}
+
+type strSlot struct {
+	s  string
+	id uint64
+	ok bool
+}
+
+func recentSlot(s string) int {
+	if s == "" {
+		return 0
+	}
+	return (len(s)*131 + int(s[0])*31 + int(s[len(s)-1])) & 127
 }
 
 func newCompactEnc() *compactEnc {
@@ -111,7 +128,10 @@ func (c *compactEnc) lastToken(client int) *string {
 // append encodes e as one record (length prefix included) onto b.
 func (c *compactEnc) append(b []byte, e *Event) []byte {
 	flags := c.flags(e)
-	r := c.rec[:0]
+	// Encoded in place behind a one-byte length, moved up only for a
+	// record of 128 bytes or more (a fault's, a command's).
+	at := len(b)
+	r := append(b, 0)
 	r = binary.AppendUvarint(r, flags)
 	r = c.appendHead(r, e, flags)
 	r = c.appendFields(r, e, flags)
@@ -124,9 +144,17 @@ func (c *compactEnc) append(b []byte, e *Event) []byte {
 			r = c.strs(r, in)
 		}
 	}
-	c.rec = r
-	b = binary.AppendUvarint(b, uint64(len(r)))
-	return append(b, r...)
+	n := len(r) - at - 1
+	if n < 0x80 {
+		r[at] = byte(n)
+		return r
+	}
+	var pre [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(pre[:], uint64(n))
+	r = append(r, pre[:k-1]...)
+	copy(r[at+k:], r[at+1:at+1+n])
+	copy(r[at:], pre[:k])
+	return r
 }
 
 // flag is f when cond holds.
@@ -186,7 +214,7 @@ func (c *compactEnc) appendHead(r []byte, e *Event, flags uint64) []byte {
 	switch {
 	case flags&fTokenHex != 0:
 		// Decoded in place (flags checked it is hex): no allocation.
-		r, _ = hex.AppendDecode(r, []byte(e.Token))
+		r = appendLowerHex(r, e.Token)
 	case flags&fToken != 0:
 		r = appendBytes(r, e.Token)
 	}
@@ -229,13 +257,20 @@ func (c *compactEnc) appendFields(r []byte, e *Event, flags uint64) []byte {
 }
 
 func (c *compactEnc) str(b []byte, s string) []byte {
+	sl := &c.recent[recentSlot(s)]
+	if sl.ok && sl.s == s {
+		return binary.AppendUvarint(b, sl.id+2)
+	}
 	if id, ok := c.table[s]; ok {
+		*sl = strSlot{s, id, true}
 		return binary.AppendUvarint(b, id+2)
 	}
 	if len(c.table) >= compactTableMax || len(s) > 256 {
 		return appendBytes(binary.AppendUvarint(b, 0), s)
 	}
-	c.table[s] = uint64(len(c.table))
+	id := uint64(len(c.table))
+	c.table[s] = id
+	*sl = strSlot{s, id, true}
 	return appendBytes(binary.AppendUvarint(b, 1), s)
 }
 
@@ -264,11 +299,36 @@ func appendBytes(b []byte, s string) []byte {
 
 func isLowerHex(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+		if lowerHexNibble[s[i]] > 0xf {
 			return false
 		}
 	}
 	return true
+}
+
+// lowerHexNibble is a lower-case hex digit's value, 0xff for any other
+// byte: a table, since a token's digits and letters come at random and a
+// branch per byte on which it is mispredicts.
+var lowerHexNibble = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
+	}
+	return t
+}()
+
+// appendLowerHex appends the bytes of s, lower-case hex of even length
+// (isLowerHex), decoded.
+func appendLowerHex(b []byte, s string) []byte {
+	for i := 0; i+1 < len(s); i += 2 {
+		b = append(b, lowerHexNibble[s[i]]<<4|lowerHexNibble[s[i+1]])
+	}
+	return b
 }
 
 // compactDec is the decoder's state, mirroring compactEnc.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -327,4 +328,31 @@ func BenchmarkCompactDecode(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)*float64(len(evs))/b.Elapsed().Seconds(), "events/s")
+}
+
+// A record is written behind a one-byte length and moved up when it is 128
+// bytes or more: records on either side of each length's bound read back,
+// and so do the records after them, and keys that share the encoder's cache
+// slot keep their own table entries.
+func TestCompactRecordLengths(t *testing.T) {
+	var evs []Event
+	for n := 100; n <= 150; n++ { // the record's length crosses 127
+		evs = append(evs, Event{T: int64(n), Client: 1, Op: OpPhase, Detail: strings.Repeat("d", n)})
+		evs = append(evs, Event{T: int64(n), Client: 2, Op: OpAcquire, Key: "k1", Result: OK})
+	}
+	evs = append(evs, Event{T: 200, Client: 1, Op: OpPhase, Detail: strings.Repeat("x", 20000)}) // a three-byte length
+	for _, k := range []string{"k01", "k11", "k01", "k21", "k11"} {                              // one cache slot: same length and end bytes
+		evs = append(evs, Event{T: 300, Client: 3, Op: OpAcquire, Key: k, Result: OK}, Event{T: 301, Client: 3, Op: OpRelease, Key: k, Result: OK})
+	}
+	p := filepath.Join(t.TempDir(), CompactFile)
+	writeCompact(t, p, evs)
+	got, info, err := ReadFile(p)
+	if err != nil || info.Torn || len(got) != len(evs) {
+		t.Fatalf("%d events (torn %v, %v), want %d", len(got), info.Torn, err, len(evs))
+	}
+	for i := range evs {
+		if !reflect.DeepEqual(got[i], evs[i]) {
+			t.Errorf("event %d:\n got %+v\nwant %+v", i, got[i], evs[i])
+		}
+	}
 }
