@@ -1,11 +1,14 @@
 package metrics
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strings"
 )
 
 // MatrixFile is the matrix document in a matrix directory.
@@ -75,8 +78,14 @@ type matrixRun struct {
 	ms     float64
 }
 
-func matrixRuns(m *Matrix) (map[[3]string]matrixRun, float64) {
-	runs := map[[3]string]matrixRun{}
+// runKey names a run: its cell and its seed (0: a cell without seeds).
+type runKey struct {
+	scenario, lock string
+	seed           uint64
+}
+
+func matrixRuns(m *Matrix) (map[runKey]matrixRun, float64) {
+	runs := map[runKey]matrixRun{}
 	total := 0.0
 	for _, c := range m.Cells {
 		if !c.Applicable || c.Outcome == OutcomeElsewhere {
@@ -84,13 +93,13 @@ func matrixRuns(m *Matrix) (map[[3]string]matrixRun, float64) {
 		}
 		if len(c.Seeds) == 0 {
 			r := matrixRun{checks: c.Checks, dir: c.Dir, ms: phasesTotal(c.Phases)}
-			runs[[3]string{c.Scenario, c.Lock, ""}] = r
+			runs[runKey{c.Scenario, c.Lock, 0}] = r
 			total += r.ms
 			continue
 		}
 		for _, s := range c.Seeds {
 			r := matrixRun{checks: s.Checks, dir: s.Dir, ms: phasesTotal(s.Phases)}
-			runs[[3]string{c.Scenario, c.Lock, fmt.Sprint(s.Seed)}] = r
+			runs[runKey{c.Scenario, c.Lock, s.Seed}] = r
 			total += r.ms
 		}
 	}
@@ -103,52 +112,36 @@ func CompareMatrices(base, cur *Matrix) *MatrixComparison {
 	cr, cms := matrixRuns(cur)
 	c := &MatrixComparison{BaseWallMS: base.WallMS, CurWallMS: cur.WallMS, BaseParallel: base.Parallel, CurParallel: cur.Parallel,
 		BaseRunsMS: bms, CurRunsMS: cms}
-	keys := make([][3]string, 0, len(br))
-	for k := range br {
-		keys = append(keys, k)
-	}
+	keys := slices.Collect(maps.Keys(br))
 	for k := range cr {
 		if _, ok := br[k]; !ok {
 			keys = append(keys, k)
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a[0] != b[0] || a[1] != b[1] {
-			return a[0]+"\x00"+a[1] < b[0]+"\x00"+b[1]
-		}
-		return len(a[2]) < len(b[2]) || len(a[2]) == len(b[2]) && a[2] < b[2]
+	slices.SortFunc(keys, func(a, b runKey) int {
+		return cmp.Or(strings.Compare(a.scenario, b.scenario), strings.Compare(a.lock, b.lock), cmp.Compare(a.seed, b.seed))
 	})
 	for _, k := range keys {
 		b, inB := br[k]
 		r, inC := cr[k]
-		var seed uint64
-		fmt.Sscan(k[2], &seed)
 		switch {
 		case !inC:
-			c.OnlyBase = append(c.OnlyBase, matrixRunName(k[0], k[1], seed))
+			c.OnlyBase = append(c.OnlyBase, matrixRunName(k.scenario, k.lock, k.seed))
 			continue
 		case !inB:
-			c.OnlyCur = append(c.OnlyCur, matrixRunName(k[0], k[1], seed))
+			c.OnlyCur = append(c.OnlyCur, matrixRunName(k.scenario, k.lock, k.seed))
 			continue
 		}
 		c.Runs++
-		checks := map[string]bool{}
-		for ch := range b.checks {
-			checks[ch] = true
+		checks := maps.Clone(b.checks)
+		if checks == nil {
+			checks = map[string]string{}
 		}
-		for ch := range r.checks {
-			checks[ch] = true
-		}
-		names := make([]string, 0, len(checks))
-		for ch := range checks {
-			names = append(names, ch)
-		}
-		sort.Strings(names)
-		for _, ch := range names {
+		maps.Copy(checks, r.checks)
+		for _, ch := range slices.Sorted(maps.Keys(checks)) {
 			c.Checks++
 			if b.checks[ch] != r.checks[ch] {
-				c.Diffs = append(c.Diffs, MatrixDiff{Scenario: k[0], Lock: k[1], Seed: seed, Check: ch,
+				c.Diffs = append(c.Diffs, MatrixDiff{Scenario: k.scenario, Lock: k.lock, Seed: k.seed, Check: ch,
 					Base: b.checks[ch], Cur: r.checks[ch], BaseDir: b.dir, CurDir: r.dir})
 			}
 		}
