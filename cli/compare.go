@@ -50,11 +50,7 @@ type resultsPair struct{ base, cur string }
 // bench directories (bench.json), each lock benched in both, with a note for
 // a lock benched in only one.
 func comparePairs(base, cur string) ([]resultsPair, []string, error) {
-	isBench := func(p string) bool {
-		st, err := os.Stat(filepath.Join(p, "bench.json"))
-		return err == nil && st.Mode().IsRegular()
-	}
-	if !isBench(base) || !isBench(cur) {
+	if !hasFile(base, "bench.json") || !hasFile(cur, "bench.json") {
 		return []resultsPair{{resultsPath(base), resultsPath(cur)}}, nil, nil
 	}
 	bb, berr := readBench(base)
@@ -133,7 +129,7 @@ wall times.`,
 			if err != nil {
 				return exitWith(ExitBadInput, fmt.Errorf("--max-regression: %v", err))
 			}
-			if isMatrixDir(args[0]) && isMatrixDir(args[1]) {
+			if hasFile(args[0], metrics.MatrixFile) && hasFile(args[1], metrics.MatrixFile) {
 				return compareMatrices(stdout, args[0], args[1], markdown)
 			}
 			pairs, notes, err := comparePairs(args[0], args[1])
@@ -181,9 +177,10 @@ wall times.`,
 	return cmd
 }
 
-// isMatrixDir reports whether dir holds a matrix.json.
-func isMatrixDir(dir string) bool {
-	st, err := os.Stat(filepath.Join(dir, metrics.MatrixFile))
+// hasFile reports whether dir holds a regular file name (a bench
+// directory's bench.json, a matrix's matrix.json).
+func hasFile(dir, name string) bool {
+	st, err := os.Stat(filepath.Join(dir, name))
 	return err == nil && st.Mode().IsRegular()
 }
 
