@@ -72,15 +72,34 @@ type basicLease struct {
 	lost     <-chan struct{}
 	depth    int
 	release  func(ctx context.Context) error
+	// Without release: unlock(ctx, base, l) releases, with the token
+	// boxed once as tokenArg (no closure a lease).
+	base     *nodeBase
+	unlock   func(ctx context.Context, b *nodeBase, l *basicLease) error
+	tokenArg any
 }
 
-func (l *basicLease) Key() string                       { return l.key }
-func (l *basicLease) Token() string                     { return l.token }
-func (l *basicLease) Fence() (uint64, bool)             { return l.fence, l.fenced }
-func (l *basicLease) Deadline() time.Time               { return l.deadline }
-func (l *basicLease) Lost() <-chan struct{}             { return l.lost }
-func (l *basicLease) Depth() int                        { return max(l.depth, 1) }
-func (l *basicLease) Release(ctx context.Context) error { return l.release(ctx) }
+func (l *basicLease) Key() string           { return l.key }
+func (l *basicLease) Token() string         { return l.token }
+func (l *basicLease) Fence() (uint64, bool) { return l.fence, l.fenced }
+func (l *basicLease) Deadline() time.Time   { return l.deadline }
+func (l *basicLease) Lost() <-chan struct{} { return l.lost }
+func (l *basicLease) Depth() int            { return max(l.depth, 1) }
+func (l *basicLease) Release(ctx context.Context) error {
+	if l.release != nil {
+		return l.release(ctx)
+	}
+	return l.unlock(ctx, l.base, l)
+}
+
+// releaseFunc is l's release as a function, for a lock that wraps it
+// (setting release, which Release prefers to unlock).
+func (l *basicLease) releaseFunc() func(context.Context) error {
+	if l.release != nil {
+		return l.release
+	}
+	return func(ctx context.Context) error { return l.unlock(ctx, l.base, l) }
+}
 
 // movingLease reads its deadline from a function (a renewal moves it).
 type movingLease struct {

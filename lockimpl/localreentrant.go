@@ -71,7 +71,7 @@ func (l *localReentrant) reenter(key string) Lease {
 // wrap makes a lease's release undo one local level; the last one releases
 // in Redis (by compare-and-delete: the release itself is correct).
 func (l *localReentrant) wrap(le *basicLease, depth int) Lease {
-	unlock := le.release
+	unlock := le.releaseFunc()
 	le.depth = depth
 	le.release = releaseOnce(le.key, func(ctx context.Context) error {
 		l.mu.Lock()

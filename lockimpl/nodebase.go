@@ -2,6 +2,7 @@ package lockimpl
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -13,6 +14,21 @@ type nodeBase struct {
 	conn redis.UniversalClient
 	// cmds keeps a command context for the next command (commandTimeout).
 	cmds cmdSlot
+	// rel is the last key's release keys (releaseKeys).
+	rel atomic.Pointer[[]string]
+}
+
+// releaseKeys are the release script's keys for key, [key,
+// ReleaseChannel(key)]: the last key's are kept, so a client that locks the
+// same key cycle after cycle builds them once. Read-only: go-redis only
+// copies them into the command.
+func (b *nodeBase) releaseKeys(key string) []string {
+	if p := b.rel.Load(); p != nil && (*p)[0] == key {
+		return *p
+	}
+	keys := []string{key, ReleaseChannel(key)}
+	b.rel.Store(&keys)
+	return keys
 }
 
 func newNodeBase(env Env) nodeBase { return nodeBase{env: env, conn: env.Conns[0]} }

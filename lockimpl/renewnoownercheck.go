@@ -87,7 +87,7 @@ func newRenewingSimple(env Env) (*renewingSimple, error) {
 
 // track returns the renewed lease of bl.
 func (rs *renewingSimple) track(bl *basicLease, r *Renewal) Lease {
-	return rs.renewals.Lease(r, LeaseFields{Key: bl.key, Token: bl.token, Release: bl.release})
+	return rs.renewals.Lease(r, LeaseFields{Key: bl.key, Token: bl.token, Release: bl.releaseFunc()})
 }
 
 // Close abandons every renewal still running and waits for them.

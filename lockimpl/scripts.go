@@ -46,11 +46,18 @@ func ReleaseChannel(key string) string { return "lockchaos:released:" + key }
 // is gone or held by another token, and an error wrapping ErrIndeterminate
 // when the reply did not come within o.CommandTimeout.
 func CompareAndDelete(ctx context.Context, conn redis.Scripter, o *Options, key, token string) error {
+	return compareAndDelete(ctx, conn, o, []string{key, ReleaseChannel(key)}, token)
+}
+
+// compareAndDelete is CompareAndDelete with its script's keys (the lock's
+// key and its ReleaseChannel) and token argument made by the caller, who
+// may reuse them.
+func compareAndDelete(ctx context.Context, conn redis.Scripter, o *Options, keys []string, token any) error {
 	cctx, cancel := commandTimeout(ctx, o.CommandTimeout)
-	n, err := releaseScript.Run(cctx, conn, []string{key, ReleaseChannel(key)}, token).Int()
+	n, err := releaseScript.Run(cctx, conn, keys, token).Int()
 	cancel()
 	if err != nil {
-		return Classify("release", key, err)
+		return Classify("release", keys[0], err)
 	}
 	if n == 0 {
 		return ErrNotOwner

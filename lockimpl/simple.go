@@ -33,12 +33,13 @@ func (s *simple) Acquire(ctx context.Context, key string) (Lease, error) {
 func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	o := &s.env.Options
 	token := NewToken()
+	tok := any(token) // boxed once: the SET's argument and the release's
 	start := s.env.Clock.Now()
 	if s.startClock != nil {
 		start = s.startClock(ctx, s)
 	}
 	cctx, cancel := s.cmds.commandTimeout(ctx, o.CommandTimeout)
-	ok, err := s.conn.SetNX(cctx, key, token, o.TTL).Result()
+	ok, err := s.conn.SetNX(cctx, key, tok, o.TTL).Result()
 	cancel()
 	if err != nil {
 		return nil, Classify("acquire", key, err)
@@ -49,20 +50,33 @@ func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	if s.fromReply {
 		start = s.env.Clock.Now()
 	}
-	return s.lease(key, token, start), nil
+	return s.leaseBoxed(key, token, tok, start), nil
 }
 
 // lease is the lease of a key set with token at start (by the client's
 // clock, before the command was sent).
 func (s *simple) lease(key, token string, start time.Time) *basicLease {
-	unlock := s.unlock
-	if unlock == nil {
-		unlock = func(ctx context.Context, b *nodeBase, key, token string) error {
-			return CompareAndDelete(ctx, b.conn, &b.env.Options, key, token)
-		}
+	return s.leaseBoxed(key, token, nil, start)
+}
+
+// leaseBoxed is lease with the token already boxed as a command argument
+// (nil: box it when needed). The standard release needs no closure of
+// its own: every allocation of a cycle costs the bench (issue 27).
+func (s *simple) leaseBoxed(key, token string, tok any, start time.Time) *basicLease {
+	l := &basicLease{key: key, token: token, deadline: start.Add(s.env.Options.TTL)}
+	if unlock := s.unlock; unlock != nil {
+		l.release = func(ctx context.Context) error { return unlock(ctx, &s.nodeBase, key, token) }
+		return l
 	}
-	return &basicLease{
-		key: key, token: token, deadline: start.Add(s.env.Options.TTL),
-		release: func(ctx context.Context) error { return unlock(ctx, &s.nodeBase, key, token) },
+	if tok == nil {
+		tok = token
 	}
+	l.base, l.unlock, l.tokenArg = &s.nodeBase, releaseOwned, tok
+	return l
+}
+
+// releaseOwned is the standard release (CompareAndDelete) of l, whose key
+// b set.
+func releaseOwned(ctx context.Context, b *nodeBase, l *basicLease) error {
+	return compareAndDelete(ctx, b.conn, &b.env.Options, b.releaseKeys(l.key), l.tokenArg)
 }

@@ -48,7 +48,7 @@ func (f *fixedTimer) TryAcquire(ctx context.Context, key string) (Lease, error) 
 	bl := l.(*basicLease)
 	// The lease's renewals end at its release or at Close, whichever first.
 	hold, stop := context.WithCancel(f.ctx)
-	release := bl.release
+	release := bl.releaseFunc()
 	bl.deadline = time.Time{} // "the watchdog keeps it alive"
 	bl.release = func(ctx context.Context) error {
 		stop()
