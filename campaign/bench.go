@@ -81,23 +81,42 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 		admin[i] = cl.AdminClient(n)
 	}
 	yardsticks(ctx, o, cl, admin, prefix, b)
-	for _, lock := range o.Locks {
-		if ctx.Err() != nil {
-			break
+	// Round r measures the yardsticks and then runs every lock once: a
+	// lock's runs and the runs it is compared with lie minutes apart at
+	// most, so the machine's drift falls on both sides of the ratio.
+	runs := make([][]*BenchLock, len(o.Locks))
+	nh := make([][]float64, len(o.Locks))
+	var ceilings []ceiling
+rounds:
+	for r := 0; r < o.Repeat && ctx.Err() == nil; r++ {
+		if o.Ceiling {
+			ceilings = append(ceilings, measureCeiling(ctx, o, cl, admin, prefix, b))
 		}
-		bl, err := benchRepeated(ctx, o, cl, admin, lock)
-		if err != nil {
-			return b, err
+		for i, lock := range o.Locks {
+			if ctx.Err() != nil {
+				break rounds
+			}
+			var bl *BenchLock
+			if bl, err = benchLock(ctx, o, cl, admin, lockInfo(lock), false, r); err != nil {
+				break rounds
+			}
+			runs[i] = append(runs[i], bl)
+			if o.Overhead {
+				if n, err := benchLock(ctx, o, cl, admin, lockInfo(lock), true, r); err == nil {
+					nh[i] = append(nh[i], n.Throughput)
+				}
+			}
 		}
-		if bl == nil {
-			break
-		}
-		b.Locks = append(b.Locks, *bl)
 	}
-	for _, lock := range o.Locks[len(b.Locks):] {
-		b.NotRun = append(b.NotRun, lock)
+	settleCeiling(ceilings, b)
+	for i, lock := range o.Locks {
+		if len(runs[i]) == 0 {
+			b.NotRun = append(b.NotRun, lock)
+			continue
+		}
+		b.Locks = append(b.Locks, medianRun(runs[i], nh[i]))
 	}
-	return b, nil
+	return b, err
 }
 
 // resolve checks the options (bad ones are found before any server starts
@@ -144,9 +163,8 @@ func (o *BenchOptions) resolve() (cluster.Spec, keyspace.Prefix, error) {
 	return spec, prefix, nil
 }
 
-// yardsticks measures what the locks are compared with, from clients
-// connected as the bench's are: SET round trips and, with Ceiling,
-// redis-benchmark's and bare go-redis's cycles.
+// yardsticks measures the SET round trips, from clients connected as the
+// bench's are.
 func yardsticks(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, prefix keyspace.Prefix, b *Bench) {
 	var bare []redis.UniversalClient
 	for _, ep := range cl.Endpoints() {
@@ -156,23 +174,28 @@ func yardsticks(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin 
 	if len(bare) > 1 {
 		b.FanOutRTTP50US = yardstick.SetRTT(ctx, bare, prefix)
 	}
-	if !o.Ceiling {
-		return
+}
+
+// ceiling is one round's redis-benchmark measurement.
+type ceiling struct{ setnx, evalsha, cycles float64 }
+
+// measureCeiling is one round's ceiling (redis-benchmark) and bare go-redis
+// cycles, recorded in b's runs.
+func measureCeiling(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, prefix keyspace.Prefix, b *Bench) ceiling {
+	var c ceiling
+	c.setnx, c.evalsha = yardstick.RedisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients, prefix)
+	if c.setnx > 0 && c.evalsha > 0 {
+		c.cycles = 1 / (1/c.setnx + 1/c.evalsha)
 	}
-	// With Repeat the yardsticks are measured as often as the locks
-	// and their medians used: the machine drifts by several percent.
-	type ceil struct{ setnx, evalsha, cycles float64 }
-	var cs []ceil
-	for r := 0; r < o.Repeat && ctx.Err() == nil; r++ {
-		var c ceil
-		c.setnx, c.evalsha = yardstick.RedisBenchmark(ctx, cl.Nodes[0].ServerAddr, o.Clients, prefix)
-		if c.setnx > 0 && c.evalsha > 0 {
-			c.cycles = 1 / (1/c.setnx + 1/c.evalsha)
-		}
-		cs = append(cs, c)
-		b.CeilingRuns = append(b.CeilingRuns, c.cycles)
-		b.GoRedisRuns = append(b.GoRedisRuns, yardstick.GoRedisCycles(ctx, cl, admin[0], benchConn, o.Clients, min(o.Duration, 5*time.Second), prefix))
-	}
+	b.CeilingRuns = append(b.CeilingRuns, c.cycles)
+	b.GoRedisRuns = append(b.GoRedisRuns, yardstick.GoRedisCycles(ctx, cl, admin[0], benchConn, o.Clients, min(o.Duration, 5*time.Second), prefix))
+	return c
+}
+
+// settleCeiling sets b's ceiling and bare go-redis numbers from the rounds'
+// measurements: the medians (the machine drifts by several percent), with
+// every run kept when there were several.
+func settleCeiling(cs []ceiling, b *Bench) {
 	if len(cs) > 0 {
 		sort.Slice(cs, func(i, j int) bool { return cs[i].cycles < cs[j].cycles })
 		m := cs[(len(cs)-1)/2]
@@ -184,30 +207,10 @@ func yardsticks(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin 
 	}
 }
 
-// benchRepeated runs one lock Repeat times (each followed, with Overhead,
-// by a run with recording off) and returns its median run; nil when ctx
-// ended before its first.
-func benchRepeated(ctx context.Context, o BenchOptions, cl *cluster.Cluster, admin []*redis.Client, lock string) (*BenchLock, error) {
+// lockInfo is a lock's registration (resolve has checked the name).
+func lockInfo(lock string) lockimpl.Info {
 	info, _, _ := lockimpl.Lookup(lock)
-	var runs []*BenchLock
-	var nh []float64
-	for r := 0; r < o.Repeat && ctx.Err() == nil; r++ {
-		bl, err := benchLock(ctx, o, cl, admin, info, false, r)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, bl)
-		if o.Overhead {
-			if n, err := benchLock(ctx, o, cl, admin, info, true, r); err == nil {
-				nh = append(nh, n.Throughput)
-			}
-		}
-	}
-	if len(runs) == 0 {
-		return nil, nil
-	}
-	bl := medianRun(runs, nh)
-	return &bl, nil
+	return info
 }
 
 func benchScenario(o BenchOptions, name, topo string) *scenarios.Scenario {

@@ -84,7 +84,7 @@ func (f *benchFlags) add(cmd *cobra.Command) {
 	fl.BoolVar(&o.CommandRecord, "command-record", false, "record every node's commands (MONITOR) as scenario runs do; off by default: it costs the servers throughput (docs/ground-truth.md)")
 	fl.BoolVar(&f.noCeil, "no-ceiling", false, "skip the redis-benchmark ceiling")
 	fl.StringVar(&f.format, "format", "markdown", "what stdout gets: markdown (bench.md) | gobench (Go benchmark lines with custom units for benchstat; docs/ci.md); the directory gets both (bench.md, gobench.txt)")
-	fl.IntVar(&o.Repeat, "repeat", 1, "runs per lock (with --overhead, recording on and off alternate); the median run is reported with the spread")
+	fl.IntVar(&o.Repeat, "repeat", 1, "rounds: each measures the yardsticks, then runs every lock once (with --overhead, recording on and off alternate); the median run is reported with the spread")
 }
 
 func (f *benchFlags) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
