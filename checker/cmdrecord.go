@@ -423,9 +423,11 @@ func (m *model) replay(k int32, kd *keyData, s *cmdStep) {
 func (m *model) replaySet(k int32, kd *keyData, s *cmdStep) {
 	c, st := s.c, s.st
 	won := m.tokAcq[c.tok]
-	if won == history.OK && m.topo == "independent" {
-		// A Redlock acquire succeeds on a majority: its token
-		// says nothing of this node.
+	if m.topo == "independent" {
+		// A Redlock acquire succeeds on a majority: whether it
+		// returned with this token or not says nothing of this node
+		// (an attempt short of the quorum may have taken it, and
+		// undoes it: slow-acquire/redlock-no-validity seed 2).
 		won = history.Unknown
 	}
 	if won == history.OK && c.nx && retriedWith(kd.cmds[kd.cmdWalked+1:], c, 2*m.ttl) {

@@ -254,3 +254,33 @@ func TestRetriedWith(t *testing.T) {
 		}
 	}
 }
+
+// On independent masters (Redlock) an acquire's outcome says nothing of one
+// node, failed or not: an attempt that missed the quorum may still have
+// taken the key on this node. slow-acquire/redlock-no-validity seed 2 in a
+// CI rehearsal: client 3's key expired 0.9 ms before client 1's SET NX
+// (within the replay's margin), client 1's attempt failed overall but took
+// this node, client 0's SET NX 2.3 ms later was refused, and client 1's undo
+// deleted its own key here; the replay had given the key to client 0 and
+// blamed client 1's undo for deleting it.
+func TestCommandRecordRedlockFailedAttemptMayHoldNode(t *testing.T) {
+	for _, topo := range []string{"independent", "single"} {
+		b := newHB(map[string]any{history.MetaCommandRecord: "monitor", history.MetaKeyPrefix: "p:", "topology": topo})
+		b.acq(3, 0, 1, 101, history.OK, 1).cmd(3, 1, []string{"SET", recKey, "tokC", "PX", "100", "NX"})
+		b.acq(1, 50, 150, 0, history.Fail, 1).cmd(1, 102, []string{"SET", recKey, "tokB", "PX", "100", "NX"})
+		b.acq(0, 60, 140, 240, history.OK, 1).cmd(0, 104, []string{"SET", recKey, "tokA", "PX", "100", "NX"})
+		b.cmd(1, 105, []string{"EVALSHA", "sha", "2", recKey, "lockchaos:released:" + recKey, "tokB"},
+			[]string{"GET", recKey}, []string{"DEL", recKey}, []string{"PUBLISH", "lockchaos:released:" + recKey, "1"})
+		b.rel(3, 400, 401, 0).rel(0, 200, 201, 0)
+		r := Check(b.ev, Options{})
+		want := Valid
+		if topo == "single" {
+			// One node: client 1's failed acquire says its SET NX found the
+			// key, so the key it deleted was client 0's.
+			want = Invalid
+		}
+		if got := r.Checks[CheckUnlock].Verdict; got != want {
+			t.Errorf("%s: unlock %s, want %s (%+v)", topo, got, want, r.Violations)
+		}
+	}
+}
