@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math/bits"
 	"net"
 	"os"
 	"slices"
@@ -47,6 +48,16 @@ type gate struct {
 	// (get-del's GET, then DEL) waits for the next release instead of
 	// freezing this one after its DEL, where it changes nothing.
 	phase atomic.Uint64
+	// quorum is how many nodes' SETs take the lock: 1, or a majority of
+	// the nodes for a lock that uses all of them (Redlock). in-acquire
+	// fires when the quorum-th node took the key with the attempt's token
+	// (quorumTok, quorumMask: the nodes that took it so far, under mu):
+	// a Redlock attempt that took one node and lost the others has not
+	// taken the lock, and freezing it there tests nothing (slow-acquire/
+	// redlock-no-validity seed 2 in a packed CI matrix froze such a client).
+	quorum     int
+	quorumTok  string
+	quorumMask uint64
 	// busy says the gate has something to do at a checkpoint or before a
 	// command: an armed fault, a freeze, death, a stall or a cut. It is
 	// set under mu (unlock) and read without it: a client without faults
@@ -236,7 +247,7 @@ func (g *gate) Before(ctx context.Context, node int, name string) error {
 	return gateHook{g: g, idx: node}.before(ctx, name)
 }
 
-func (g *gate) After(node int, answered, ok bool) { gateHook{g: g, idx: node}.after(answered, ok) }
+func (g *gate) After(node int, answered, ok bool) { gateHook{g: g, idx: node}.after(answered, ok, "") }
 
 type gateHook struct {
 	g   *gate
@@ -252,9 +263,23 @@ func (h gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return err
 		}
 		err := next(ctx, cmd)
-		h.after(answered(err), err == nil && succeeded(cmd))
+		h.after(answered(err), err == nil && succeeded(cmd), setToken(h.g, cmd))
 		return err
 	}
+}
+
+// setToken is the value a SET writes (a lock's token), when the gate has
+// something armed (it is read for in-acquire only); "" otherwise.
+func setToken(g *gate, cmd redis.Cmder) string {
+	if g.quorum <= 1 || !g.busy.Load() || cmd.Name() != "set" {
+		return ""
+	}
+	if args := cmd.Args(); len(args) > 2 {
+		if s, ok := args[2].(string); ok {
+			return s
+		}
+	}
+	return ""
 }
 
 func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
@@ -270,7 +295,7 @@ func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 			return err
 		}
 		err := next(ctx, cmds)
-		h.after(answered(err), err == nil)
+		h.after(answered(err), err == nil, "")
 		return err
 	}
 }
@@ -325,7 +350,11 @@ func (h gateHook) before(ctx context.Context, name string) error {
 // the first answered command of a release: a one-command release (a script
 // returning the count left, 0) is then frozen after its only reply, and a
 // two-command one (GET, then DEL) between the two.
-func (h gateHook) after(answered, ok bool) {
+//
+// For a lock that takes a majority of nodes, in-acquire fires after the
+// reply that completed the majority for tok (the value the SETs wrote); a
+// reply without a token (a script, a pipeline) counts alone.
+func (h gateHook) after(answered, ok bool, tok string) {
 	if !answered {
 		return
 	}
@@ -339,7 +368,7 @@ func (h gateHook) after(answered, ok bool) {
 	g.mu.Lock()
 	switch {
 	case len(g.armed) == 0:
-	case phase == phaseAcquiring && ok:
+	case phase == phaseAcquiring && ok && g.tookQuorum(h.idx, tok):
 		point = history.PointInAcquire
 	case phase == phaseReleasing && replied == 1:
 		point = history.PointInRelease
@@ -351,6 +380,19 @@ func (h gateHook) after(answered, ok bool) {
 	if point != "" {
 		_ = g.checkpoint(point)
 	}
+}
+
+// tookQuorum (with mu held) counts node idx as taken for tok and reports
+// whether the quorum of nodes has taken it.
+func (g *gate) tookQuorum(idx int, tok string) bool {
+	if g.quorum <= 1 || tok == "" || idx < 0 || idx >= 64 {
+		return true
+	}
+	if tok != g.quorumTok {
+		g.quorumTok, g.quorumMask = tok, 0
+	}
+	g.quorumMask |= 1 << idx
+	return bits.OnesCount64(g.quorumMask) >= g.quorum
 }
 
 func (g *gate) isDead() bool {

@@ -121,3 +121,30 @@ func TestDropCutEndsAtTheClientsTimeout(t *testing.T) {
 		t.Errorf("a node not cut: %v", err)
 	}
 }
+
+// For a lock that takes a majority of nodes, the node that completes the
+// majority for one token is where the lock was taken: an attempt that took
+// fewer nodes does not count, nor do an earlier attempt's nodes (its own
+// token) toward the next one.
+func TestGateTookQuorum(t *testing.T) {
+	g := &gate{quorum: 3}
+	steps := []struct {
+		idx  int
+		tok  string
+		want bool
+	}{
+		{0, "a", false}, {1, "a", false}, // an attempt with two of five
+		{2, "b", false}, {3, "b", false}, // the next: its own count
+		{3, "b", false}, // the same node again
+		{4, "b", true},
+	}
+	for i, s := range steps {
+		if got := g.tookQuorum(s.idx, s.tok); got != s.want {
+			t.Fatalf("step %d (node %d, token %s): %v, want %v", i, s.idx, s.tok, got, s.want)
+		}
+	}
+	single := &gate{quorum: 1}
+	if !single.tookQuorum(0, "x") || !(&gate{quorum: 3}).tookQuorum(0, "") {
+		t.Error("a one-node lock, or a reply with no token, takes the lock with one reply")
+	}
+}
