@@ -206,12 +206,12 @@ func (c *Client) hold(k int, on bool) {
 	}
 	c.holding.Store(on)
 	if on {
-		if c.w.holders[k].Add(1) > 1 {
+		if c.w.holders[k].n.Add(1) > 1 {
 			c.w.overlaps.Add(1)
 		}
 		return
 	}
-	c.w.holders[k].Add(-1)
+	c.w.holders[k].n.Add(-1)
 }
 
 func (c *Client) leaseGone(l lockimpl.Lease) bool {

@@ -66,7 +66,7 @@ type Workload struct {
 	config    map[string]any
 	rec       *history.Recorder
 	conns     []redis.UniversalClient
-	holders   []atomic.Int32 // per key: clients that believe they hold it
+	holders   []holderCount // per key: clients that believe they hold it
 	overlaps  atomic.Int64
 	lockOpts  lockimpl.Options // with defaults
 	// lockNotes counts Env.Note calls, renewNotes those reporting a
@@ -77,6 +77,15 @@ type Workload struct {
 	lockNotes   atomic.Int64
 	renewNotes  atomic.Int64
 	longestHold atomic.Int64
+}
+
+// holderCount is a key's count of clients that believe they hold it, on a
+// cache line of its own (as the resource's cells): every cycle adds to it
+// twice, and unpadded, 16 keys' counts shared a line that the clients of
+// those keys passed between the cores.
+type holderCount struct {
+	n atomic.Int32
+	_ [60]byte
 }
 
 // KeyName is the name of lock key index i in the history (the server's key
@@ -96,7 +105,7 @@ func New(o Options) (*Workload, error) {
 	w := &Workload{cfg: o.Config, res: NewResource(o.Config.Resource, o.Config.Keys, o.Config.Stock),
 		reentrant: info.Reentrant, honour: *o.Config.HonourLost, lockInfo: info, rec: o.Rec, prefix: o.KeyPrefix,
 		lockOpts: o.LockOptions.WithDefaults()}
-	w.holders = make([]atomic.Int32, o.Config.Keys)
+	w.holders = make([]holderCount, o.Config.Keys)
 	for i := 0; i < o.Config.Keys; i++ {
 		w.keyNames = append(w.keyNames, KeyName(i))
 		w.srvKeys = append(w.srvKeys, o.KeyPrefix.Key(KeyName(i)))
@@ -163,6 +172,10 @@ func (w *Workload) addClient(o Options, id int) error {
 		conns[i] = o.Cluster.NewClient(ep, co)
 	}
 	w.conns = append(w.conns, conns...)
+	c.gate.quorum = 1
+	if w.lockInfo.MinNodes > 0 {
+		c.gate.quorum = len(conns)/2 + 1
+	}
 	env := lockimpl.Env{ClientID: id, Conns: conns, Endpoints: LockEndpoints(eps), Clock: c.clock, Options: o.LockOptions, Note: c.note, Gate: &c.gate,
 		KeyPrefix: string(o.KeyPrefix)}
 	if o.RunID != "" {
