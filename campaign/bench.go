@@ -86,23 +86,27 @@ func RunBench(ctx context.Context, o BenchOptions) (*Bench, error) {
 	// most, so the machine's drift falls on both sides of the ratio.
 	runs := make([][]*BenchLock, len(o.Locks))
 	nh := make([][]float64, len(o.Locks))
+	infos := make([]lockimpl.Info, len(o.Locks))
+	for i, lock := range o.Locks {
+		infos[i], _, _ = lockimpl.Lookup(lock) // resolve has checked the names
+	}
 	var ceilings []ceiling
 rounds:
 	for r := 0; r < o.Repeat && ctx.Err() == nil; r++ {
 		if o.Ceiling {
 			ceilings = append(ceilings, measureCeiling(ctx, o, cl, admin, prefix, b))
 		}
-		for i, lock := range o.Locks {
+		for i, info := range infos {
 			if ctx.Err() != nil {
 				break rounds
 			}
 			var bl *BenchLock
-			if bl, err = benchLock(ctx, o, cl, admin, lockInfo(lock), false, r); err != nil {
+			if bl, err = benchLock(ctx, o, cl, admin, info, false, r); err != nil {
 				break rounds
 			}
 			runs[i] = append(runs[i], bl)
 			if o.Overhead {
-				if n, err := benchLock(ctx, o, cl, admin, lockInfo(lock), true, r); err == nil {
+				if n, err := benchLock(ctx, o, cl, admin, info, true, r); err == nil {
 					nh[i] = append(nh[i], n.Throughput)
 				}
 			}
@@ -205,12 +209,6 @@ func settleCeiling(cs []ceiling, b *Bench) {
 	if len(cs) < 2 {
 		b.CeilingRuns, b.GoRedisRuns = nil, nil
 	}
-}
-
-// lockInfo is a lock's registration (resolve has checked the name).
-func lockInfo(lock string) lockimpl.Info {
-	info, _, _ := lockimpl.Lookup(lock)
-	return info
 }
 
 func benchScenario(o BenchOptions, name, topo string) *scenarios.Scenario {
