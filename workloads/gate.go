@@ -55,6 +55,9 @@ type gate struct {
 	// a Redlock attempt that took one node and lost the others has not
 	// taken the lock, and freezing it there tests nothing (slow-acquire/
 	// redlock-no-validity seed 2 in a packed CI matrix froze such a client).
+	// A library that keeps one value across an acquire's retries (redsync)
+	// adds its attempts' nodes together: the count is per value, not per
+	// attempt, which the gate cannot tell apart.
 	quorum     int
 	quorumTok  string
 	quorumMask uint64
