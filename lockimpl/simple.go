@@ -32,8 +32,12 @@ func (s *simple) Acquire(ctx context.Context, key string) (Lease, error) {
 
 func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	o := &s.env.Options
-	token := NewToken()
-	tok := any(token) // boxed once: the SET's argument and the release's
+	// The lease is made before the SET, and its token is sent as a
+	// *string into it: boxing a string as a command argument costs an
+	// allocation, a pointer none (go-redis writes *string as the string).
+	// The SET's argument and the release's are the same.
+	l := &basicLease{key: key, token: NewToken()}
+	tok := any(&l.token)
 	start := s.env.Clock.Now()
 	if s.startClock != nil {
 		start = s.startClock(ctx, s)
@@ -50,26 +54,26 @@ func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	if s.fromReply {
 		start = s.env.Clock.Now()
 	}
-	return s.leaseBoxed(key, token, tok, start), nil
+	return s.fill(l, tok, start), nil
 }
 
 // lease is the lease of a key set with token at start (by the client's
 // clock, before the command was sent).
 func (s *simple) lease(key, token string, start time.Time) *basicLease {
-	return s.leaseBoxed(key, token, nil, start)
+	l := &basicLease{key: key, token: token}
+	return s.fill(l, &l.token, start)
 }
 
-// leaseBoxed is lease with the token already boxed as a command argument
-// (nil: box it when needed). The standard release needs no closure of
-// its own: every allocation of a cycle costs the bench (issue 27).
-func (s *simple) leaseBoxed(key, token string, tok any, start time.Time) *basicLease {
-	l := &basicLease{key: key, token: token, deadline: start.Add(s.env.Options.TTL)}
+// fill completes l, whose key and token are set, for a SET made at start;
+// tok is the token as a command argument (&l.token). The standard
+// release needs no closure of its own: every allocation of a cycle costs
+// the bench (issue 27).
+func (s *simple) fill(l *basicLease, tok any, start time.Time) *basicLease {
+	l.deadline = start.Add(s.env.Options.TTL)
 	if unlock := s.unlock; unlock != nil {
+		key, token := l.key, l.token
 		l.release = func(ctx context.Context) error { return unlock(ctx, &s.nodeBase, key, token) }
 		return l
-	}
-	if tok == nil {
-		tok = token
 	}
 	l.base, l.unlock, l.tokenArg = &s.nodeBase, releaseOwned, tok
 	return l

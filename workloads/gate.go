@@ -278,8 +278,13 @@ func setToken(g *gate, cmd redis.Cmder) string {
 		return ""
 	}
 	if args := cmd.Args(); len(args) > 2 {
-		if s, ok := args[2].(string); ok {
+		switch s := args[2].(type) {
+		case string:
 			return s
+		case *string: // the simple lock's (no boxing allocation)
+			if s != nil {
+				return *s
+			}
 		}
 	}
 	return ""
