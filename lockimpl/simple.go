@@ -36,7 +36,10 @@ func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	// *string into it: boxing a string as a command argument costs an
 	// allocation, a pointer none (go-redis writes *string as the string).
 	// The SET's argument and the release's are the same.
-	l := &basicLease{key: key, token: NewToken()}
+	// The token's bytes are in the same allocation (tokenLease).
+	tl := &tokenLease{basicLease: basicLease{key: key}}
+	l := &tl.basicLease
+	l.token = tokenIn(&tl.buf)
 	tok := any(&l.token)
 	start := s.env.Clock.Now()
 	if s.startClock != nil {
@@ -55,6 +58,13 @@ func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 		start = s.env.Clock.Now()
 	}
 	return s.fill(l, tok, start), nil
+}
+
+// tokenLease is a basicLease with room for its token (tokenIn): one
+// allocation for both.
+type tokenLease struct {
+	basicLease
+	buf [tokenLen]byte
 }
 
 // lease is the lease of a key set with token at start (by the client's
