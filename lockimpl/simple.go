@@ -32,11 +32,11 @@ func (s *simple) Acquire(ctx context.Context, key string) (Lease, error) {
 
 func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	o := &s.env.Options
-	// The lease is made before the SET, and its token is sent as a
-	// *string into it: boxing a string as a command argument costs an
-	// allocation, a pointer none (go-redis writes *string as the string).
-	// The SET's argument and the release's are the same.
-	// The token's bytes are in the same allocation (tokenLease).
+	// The lease is made before the SET, with the token's bytes in the
+	// same allocation (tokenLease), and the token is sent as a *string
+	// into it: boxing a string as a command argument costs an allocation,
+	// a pointer none (go-redis writes *string as the string). The SET and
+	// the release send the same argument.
 	tl := &tokenLease{basicLease: basicLease{key: key}}
 	l := &tl.basicLease
 	l.token = tokenIn(&tl.buf)
