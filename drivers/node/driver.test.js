@@ -1,0 +1,264 @@
+'use strict';
+// The Node drivers against real redis-server processes, spoken to in the
+// protocol (docs/driver-protocol.md):  node --test drivers/node
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const fs = require('node:fs');
+const { startRedis, Driver, sleep } = require('./testing/harness');
+
+const LOCKS = ['node-redlock', 'sesamecare-redlock', 'redis-semaphore-mutex', 'redis-semaphore-redlock'];
+const EXAMPLE = path.resolve(__dirname, '..', '..', 'examples', 'node-driver', 'driver.js');
+
+let shared; // one redis-server for the tests that do not fault it
+const drivers = [];
+function driver(lock, opts = [], env = {}) {
+  const d = lock === 'example' ? new Driver([], env, EXAMPLE) : new Driver(['--lock', lock, ...opts], env);
+  drivers.push(d);
+  return d;
+}
+// ready starts a driver and says hello and init.
+async function ready(lock, servers, init = {}, opts = []) {
+  const d = driver(lock, opts);
+  await d.hello();
+  const r = await d.init(servers, init);
+  assert.equal(r.type, 'init_ok', `${lock}: ${JSON.stringify(r)}`);
+  return d;
+}
+let keyN = 0;
+// whileStopped runs fn with the servers SIGSTOPped, and continues them after.
+async function whileStopped(srvs, fn) {
+  srvs.forEach((s) => process.kill(s.proc.pid, 'SIGSTOP'));
+  try {
+    return await fn();
+  } finally {
+    srvs.forEach((s) => process.kill(s.proc.pid, 'SIGCONT'));
+  }
+}
+const newKey = () => `lc:t:k${++keyN}`;
+
+test.before(async () => { shared = await startRedis(); });
+test.after(() => {
+  drivers.forEach((d) => d.kill());
+  if (shared) shared.stop();
+});
+
+test('hello names the lock, the library and its installed version', async () => {
+  const pinned = require('./package.json').dependencies;
+  for (const lock of LOCKS) {
+    const h = await driver(lock).hello();
+    assert.equal(h.type, 'hello_ok', JSON.stringify(h));
+    assert.equal(h.in_reply_to, 1);
+    assert.equal(h.protocol, 1);
+    assert.equal(h.name, lock);
+    assert.equal(h.language, 'node');
+    assert.ok(pinned[h.library], `library ${h.library} is one of package.json's`);
+    assert.equal(h.version, pinned[h.library], `${lock}: the installed version is the pinned one`);
+    assert.ok(h.capabilities.includes('renews'), `${lock} renews by default`);
+    assert.equal(h.capabilities.includes('multi-node'), lock !== 'redis-semaphore-mutex');
+    assert.ok(h.options.includes('version'));
+  }
+  const plain = await driver('node-redlock', ['--opt', 'auto_extend=false']).hello();
+  assert.deepEqual(plain.capabilities, ['multi-node']);
+  assert.deepEqual(plain.reports, ['deadline']);
+});
+
+test('two driver processes contend: one holds, the other is refused, then gets it', async () => {
+  for (const lock of [...LOCKS, 'example']) {
+    const a = driver(lock);
+    const b = driver(lock);
+    await a.hello();
+    await b.hello();
+    assert.equal((await a.init([shared], { client: 1 })).type, 'init_ok');
+    assert.equal((await b.init([shared], { client: 2 })).type, 'init_ok');
+    const key = newKey();
+    const ra = await a.request({ type: 'acquire', key, ttl_ms: 2000, wait_ms: 0 });
+    assert.equal(ra.type, 'acquired', `${lock}: ${JSON.stringify(ra)}`);
+    assert.ok(ra.t1 >= ra.t0 && Number.isSafeInteger(ra.t0), `${lock}: t0 ${ra.t0} <= t1 ${ra.t1}`);
+    const rb = await b.request({ type: 'acquire', key, ttl_ms: 2000, wait_ms: 0 });
+    assert.equal(rb.type, 'not_acquired', `${lock}: ${JSON.stringify(rb)}`);
+    const wb = b.request({ type: 'acquire', key, ttl_ms: 2000, wait_ms: 1500 });
+    await sleep(100);
+    assert.equal((await a.request({ type: 'release', lease: ra.lease })).type, 'released');
+    const rb2 = await wb;
+    assert.equal(rb2.type, 'acquired', `${lock}: the waiter gets it after the release: ${JSON.stringify(rb2)}`);
+    assert.notEqual(rb2.token, ra.token);
+    assert.equal((await b.request({ type: 'release', lease: rb2.lease })).type, 'released');
+    assert.equal((await a.request({ type: 'shutdown' })).type, 'shutdown_ok');
+    assert.equal(await a.exited, 0);
+  }
+});
+
+test('the driver\'s connection carries conn_name (CLIENT LIST)', async () => {
+  for (const lock of LOCKS) {
+    const d = await ready(lock, [shared]);
+    const list = await shared.admin.client('LIST');
+    const mine = list.split('\n').filter((l) => l.includes(` name=${d.connName} `));
+    assert.equal(mine.length, 1, `${lock}: one connection named ${d.connName} in\n${list}`);
+    await d.request({ type: 'shutdown' });
+  }
+});
+
+test('release after the lease expired is not_owner (no renewal)', async () => {
+  const cases = [
+    ['node-redlock', ['--opt', 'auto_extend=false']],
+    ['sesamecare-redlock', ['--opt', 'auto_extend=false']],
+    ['redis-semaphore-mutex', ['--opt', 'renew_interval_ms=0']],
+    ['redis-semaphore-redlock', ['--opt', 'renew_interval_ms=0']],
+  ];
+  for (const [lock, opts] of cases) {
+    const d = driver(lock, opts);
+    const h = await d.hello();
+    assert.ok(!h.capabilities.includes('renews'), `${lock} ${opts}: ${h.capabilities}`);
+    await d.init([shared]);
+    const key = newKey();
+    const r = await d.request({ type: 'acquire', key, ttl_ms: 150, wait_ms: 0 });
+    assert.equal(r.type, 'acquired');
+    if (r.deadline_ns !== undefined) {
+      const v = (r.deadline_ns - r.t1) / 1e6;
+      assert.ok(v > 100 && v <= 150, `${lock}: validity ${v} ms of a 150 ms lease`);
+    }
+    await sleep(300);
+    const rel = await d.request({ type: 'release', lease: r.lease });
+    assert.equal(rel.type, 'not_owner', `${lock}: ${JSON.stringify(rel)}`);
+  }
+  // extend, where the library has it: refused once the key is gone.
+  const d = await ready('node-redlock', [shared], {}, ['--opt', 'auto_extend=false']);
+  const key = newKey();
+  const r = await d.request({ type: 'acquire', key, ttl_ms: 1000, wait_ms: 0 });
+  const e = await d.request({ type: 'extend', lease: r.lease, ttl_ms: 1000 });
+  assert.equal(e.type, 'extended');
+  assert.ok(e.deadline_ns > r.deadline_ns);
+  await shared.admin.del(key);
+  assert.equal((await d.request({ type: 'extend', lease: r.lease, ttl_ms: 1000 })).type, 'not_owner');
+});
+
+test('renewing locks keep the lease past its TTL and push each renewal', async () => {
+  for (const lock of LOCKS) {
+    const d = await ready(lock, [shared], { options: { renew_interval_ms: 100 } });
+    const key = newKey();
+    const r = await d.request({ type: 'acquire', key, ttl_ms: 300, wait_ms: 0 });
+    assert.equal(r.type, 'acquired');
+    await sleep(700);
+    const rk = r.redis_key || key;
+    assert.equal(await shared.admin.get(rk), r.token, `${lock}: the key outlived its 300 ms TTL`);
+    const ren = d.events.filter((e) => e.type === 'renewal' && e.lease === r.lease);
+    assert.ok(ren.length >= 3, `${lock}: ${ren.length} renewals pushed in 700 ms at 100 ms`);
+    assert.ok(ren.every((e) => e.outcome === 'ok' && e.t1 >= e.t0), JSON.stringify(ren));
+    assert.equal((await d.request({ type: 'release', lease: r.lease })).type, 'released');
+    assert.equal(await shared.admin.exists(rk), 0);
+  }
+});
+
+test('a renewing lock whose key is taken away pushes lost', async () => {
+  for (const lock of LOCKS) {
+    const d = await ready(lock, [shared], { options: { renew_interval_ms: 100 } });
+    const key = newKey();
+    const r = await d.request({ type: 'acquire', key, ttl_ms: 400, wait_ms: 0 });
+    await shared.admin.set(r.redis_key || key, 'someone-else', 'PX', 5000);
+    const t = Date.now();
+    while (!d.events.some((e) => e.type === 'lost') && Date.now() - t < 2000) await sleep(20);
+    const lost = d.events.find((e) => e.type === 'lost');
+    assert.ok(lost, `${lock}: no lost event; events ${JSON.stringify(d.events)}`);
+    assert.equal(lost.lease, r.lease);
+    assert.ok(d.events.some((e) => e.type === 'renewal' && e.outcome === 'not_owner'), `${lock}: ${JSON.stringify(d.events)}`);
+    assert.equal((await d.request({ type: 'release', lease: r.lease })).type, 'not_owner');
+  }
+});
+
+test('ping and clock are answered while an acquire waits', async () => {
+  const a = await ready('node-redlock', [shared]);
+  const b = await ready('node-redlock', [shared], { client: 2 });
+  const key = newKey();
+  await a.request({ type: 'acquire', key, ttl_ms: 3000, wait_ms: 0 });
+  const sent = Date.now();
+  const waiting = b.request({ type: 'acquire', key, ttl_ms: 3000, wait_ms: 1000 });
+  await sleep(100);
+  const pong = await b.request({ type: 'ping' }, 500);
+  const clock = await b.request({ type: 'clock' }, 500);
+  assert.equal(pong.type, 'pong');
+  assert.equal(clock.type, 'clock_ok');
+  assert.ok(Math.abs(clock.wall_ns / 1e6 - Date.now()) < 1000, `wall_ns ${clock.wall_ns}`);
+  const acq = await waiting;
+  assert.equal(acq.type, 'not_acquired');
+  assert.ok(pong.at < acq.at, 'the pong came before the acquire ended');
+  const waited = (acq.t1 - acq.t0) / 1e6;
+  assert.ok(waited >= 900 && waited < 1500, `acquire waited ${waited} ms of wait_ms 1000 (${Date.now() - sent} ms seen)`);
+});
+
+test('block_loop holds the event loop: the lease is not renewed and is lost', async () => {
+  const d = await ready('node-redlock', [shared], { options: { renew_interval_ms: 100 } });
+  const key = newKey();
+  const r = await d.request({ type: 'acquire', key, ttl_ms: 300, wait_ms: 0 });
+  const blockP = d.request({ type: 'block_loop', ms: 700 });
+  await sleep(50);
+  const pingP = d.request({ type: 'ping' });
+  const blk = await blockP;
+  const pong = await pingP;
+  assert.equal(blk.type, 'block_loop_ok');
+  assert.ok((blk.t1 - blk.t0) / 1e6 >= 700);
+  assert.ok(pong.t0 >= blk.t1, 'the ping waited for the loop');
+  assert.equal(await shared.admin.exists(key), 0, 'the key expired while the loop was blocked');
+  const t = Date.now();
+  while (!d.events.some((e) => e.type === 'lost') && Date.now() - t < 1000) await sleep(20);
+  assert.ok(d.events.some((e) => e.type === 'lost' && e.lease === r.lease), JSON.stringify(d.events));
+});
+
+test('a SIGSTOPped server past the command timeout gives indeterminate, not a refusal', async () => {
+  const srv = await startRedis();
+  try {
+    for (const lock of [...LOCKS, 'example']) {
+      const d = await ready(lock, [srv], { options: { command_timeout_ms: 200 } }, lock.startsWith('redis-semaphore') ? ['--opt', 'renew_interval_ms=0'] : []);
+      const key = newKey();
+      // 1 s: redlock's using() release waits for its in-flight extension,
+      // which retries until the lease expires.
+      const held = await d.request({ type: 'acquire', key, ttl_ms: 1000, wait_ms: 0 });
+      await whileStopped([srv], async () => {
+        const r = await d.request({ type: 'acquire', key: newKey(), ttl_ms: 5000, wait_ms: 0 });
+        assert.equal(r.type, 'indeterminate', `${lock} acquire: ${JSON.stringify(r)}`);
+        assert.ok((r.t1 - r.t0) / 1e6 >= 190, `${lock}: answered after ${(r.t1 - r.t0) / 1e6} ms`);
+        const rel = await d.request({ type: 'release', lease: held.lease });
+        assert.equal(rel.type, 'indeterminate', `${lock} release: ${JSON.stringify(rel)}`);
+      });
+      await d.request({ type: 'shutdown' });
+    }
+  } finally {
+    srv.stop();
+  }
+});
+
+test('independent masters: a quorum holds; refusals are definite, silence is not', async () => {
+  const srvs = [await startRedis(), await startRedis(), await startRedis()];
+  try {
+    for (const lock of ['node-redlock', 'sesamecare-redlock', 'redis-semaphore-redlock']) {
+      const noRenew = lock.startsWith('redis-semaphore') ? ['--opt', 'renew_interval_ms=0'] : ['--opt', 'auto_extend=false'];
+      const a = await ready(lock, srvs, { options: { command_timeout_ms: 200 } }, noRenew);
+      const key = newKey();
+      const rk = (r) => r.redis_key || key;
+      // One master stopped: 2 of 3 still make a quorum.
+      const r = await whileStopped([srvs[2]], () => a.request({ type: 'acquire', key, ttl_ms: 5000, wait_ms: 0 }));
+      assert.equal(r.type, 'acquired', `${lock}: ${JSON.stringify(r)}`);
+      assert.equal(await srvs[0].admin.get(rk(r)), r.token);
+      assert.equal(await srvs[1].admin.get(rk(r)), r.token);
+      // Another client: refused by two masters (a quorum of no's), the
+      // third stopped: definite, not indeterminate.
+      const b = await ready(lock, srvs, { client: 2, options: { command_timeout_ms: 200 } }, noRenew);
+      await srvs[2].admin.del(rk(r));
+      const rb = await whileStopped([srvs[2]], () => b.request({ type: 'acquire', key, ttl_ms: 5000, wait_ms: 0 }));
+      assert.equal(rb.type, 'not_acquired', `${lock}: ${JSON.stringify(rb)}`);
+      // Two masters stopped: one yes cannot be a quorum nor can one no.
+      const key2 = newKey();
+      const rc = await whileStopped(srvs.slice(1), () => b.request({ type: 'acquire', key: key2, ttl_ms: 5000, wait_ms: 0 }));
+      assert.equal(rc.type, 'indeterminate', `${lock}: ${JSON.stringify(rc)}`);
+      assert.equal((await a.request({ type: 'release', lease: r.lease })).type, 'released');
+      await a.request({ type: 'shutdown' });
+      await b.request({ type: 'shutdown' });
+    }
+  } finally {
+    srvs.forEach((s) => s.stop());
+  }
+});
+
+test('the worked example is installed (scripts/drivers-node.sh)', () => {
+  assert.ok(fs.existsSync(path.join(path.dirname(EXAMPLE), 'node_modules', 'ioredis')), 'run scripts/drivers-node.sh');
+});
