@@ -152,10 +152,13 @@ function main() {
     log(e.message);
     process.exit(2);
   }
-  // A library timer whose promise rejects (redis-semaphore's refresh after a
-  // command timeout) would end plain Node; a driver logs it and goes on, as
-  // a service with an unhandledRejection handler does.
-  process.on('unhandledRejection', (e) => log(`unhandled rejection: ${e && e.stack || e}`));
+  // A library timer whose promise rejects (redis-semaphore's Mutex refresh
+  // after a command timeout) ends plain Node 20 (exit 1); the driver logs it
+  // and goes on, as a service with an unhandledRejection handler does.
+  // LOCKCHAOS_NODE_UNHANDLED=exit keeps Node's own behaviour.
+  if (process.env.LOCKCHAOS_NODE_UNHANDLED !== 'exit') {
+    process.on('unhandledRejection', (e) => log(`unhandled rejection: ${e && e.stack || e}`));
+  }
   const rl = readline.createInterface({ input: process.stdin, terminal: false });
   rl.on('line', onLine);
   rl.on('close', async () => {

@@ -58,6 +58,11 @@ test('hello names the lock, the library and its installed version', async () => 
     assert.equal(h.capabilities.includes('multi-node'), lock !== 'redis-semaphore-mutex');
     assert.ok(h.options.includes('version'));
   }
+  const missing = driver('redis-semaphore-mutex');
+  await missing.hello();
+  const r = await missing.init([shared], { extra: { version: '0.0.0-not-installed' } });
+  assert.equal(r.type, 'error');
+  assert.match(r.error, /scripts\/drivers-node\.sh --version redis-semaphore@0\.0\.0-not-installed/);
   const plain = await driver('node-redlock', ['--opt', 'auto_extend=false']).hello();
   assert.deepEqual(plain.capabilities, ['multi-node']);
   assert.deepEqual(plain.reports, ['deadline']);
@@ -261,4 +266,32 @@ test('independent masters: a quorum holds; refusals are definite, silence is not
 
 test('the worked example is installed (scripts/drivers-node.sh)', () => {
   assert.ok(fs.existsSync(path.join(path.dirname(EXAMPLE), 'node_modules', 'ioredis')), 'run scripts/drivers-node.sh');
+});
+
+test('libfaketime shifts the driver\'s clocks: the wall clock from the start, both clocks in flight', async (t) => {
+  const so = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+  if (!fs.existsSync(so)) {
+    t.skip(`${so} missing (apt-get install faketime libfaketime)`);
+    return;
+  }
+  const file = path.join(fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'lc-faketime-')), 'offset');
+  fs.writeFileSync(file, '+5s\n');
+  const d = new Driver(['--lock', 'node-redlock'], { LD_PRELOAD: so, FAKETIME_TIMESTAMP_FILE: file, FAKETIME_NO_CACHE: '1' });
+  drivers.push(d);
+  // The driver's clocks against this process's, read around the request.
+  const read = async () => {
+    const h0 = process.hrtime.bigint();
+    const w0 = Date.now();
+    const c = await d.request({ type: 'clock' });
+    const h1 = process.hrtime.bigint();
+    return { wallSkewMs: c.wall_ns / 1e6 - (w0 + Date.now()) / 2, mono: c.mono_ns, ours: Number((h0 + h1) / 2n), rttMs: Number(h1 - h0) / 1e6 };
+  };
+  await d.hello();
+  const a = await read();
+  assert.ok(Math.abs(a.wallSkewMs - 5000) < 50 + a.rttMs, `wall skew ${a.wallSkewMs} ms, want +5000`);
+  fs.writeFileSync(file, '+20s\n');
+  const b = await read();
+  assert.ok(Math.abs(b.wallSkewMs - 20000) < 50 + b.rttMs, `wall skew ${b.wallSkewMs} ms after the change, want +20000`);
+  const monoJump = ((b.mono - a.mono) - (b.ours - a.ours)) / 1e6;
+  assert.ok(Math.abs(monoJump - 15000) < 50 + a.rttMs + b.rttMs, `monotonic jumped ${monoJump} ms, want +15000`);
 });

@@ -34,11 +34,16 @@ async function connect(init, extra = {}, connectMs = 5000) {
   const clients = [];
   const mk = (ep) => {
     const pw = ep.password ? { password: ep.password } : {};
+    // Sentinel and the cluster's slot map name the servers' own addresses;
+    // an endpoint's addr_map (a driver extension: server address -> this
+    // client's proxy) sends those through the proxies too (ioredis natMap).
+    const nat = ep.addr_map ? { natMap: Object.fromEntries(Object.entries(ep.addr_map).map(([k, v]) => [k, hostPort(v)])) } : {};
     if (topo === 'sentinel') {
-      return new Redis({ ...common, ...pw, name: ep.master_name, sentinels: (ep.sentinels || []).map(hostPort) });
+      return new Redis({ ...common, ...pw, ...nat, name: ep.master_name, sentinels: (ep.sentinels || []).map(hostPort) });
     }
     if (topo === 'cluster') {
       return new Redis.Cluster((ep.cluster && ep.cluster.length ? ep.cluster : [ep.addr]).map(hostPort), {
+        ...nat,
         lazyConnect: true,
         keyPrefix: extra.keyPrefix,
         redisOptions: { ...common, ...pw, lazyConnect: undefined, keyPrefix: undefined },
