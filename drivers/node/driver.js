@@ -57,6 +57,7 @@ async function init(req) {
   const t0 = mono();
   clients = await clientsMod.connect(req, spec.clientOptions ? spec.clientOptions(req) : {});
   lock = spec.create(lib.mod, clients, req, opts, line);
+  defaultTtl = (req.options && req.options.ttl_ms) || 0;
   const t1 = mono();
   const after = identity();
   const changed = {};
@@ -79,8 +80,11 @@ async function shutdown(req) {
   process.exit(0);
 }
 
+let defaultTtl = 0; // init's ttl_ms, for a request without one
 const needLock = (f) => async (req) => {
   if (!lock) throw new Error(`${req.type} before init`);
+  if (req.ttl_ms === undefined) req.ttl_ms = defaultTtl;
+  if (!(Number.isInteger(req.ttl_ms) && req.ttl_ms > 0) && req.type !== 'release') throw new Error(`${req.type}: ttl_ms ${req.ttl_ms} is not a positive integer`);
   return f(req);
 };
 

@@ -45,7 +45,9 @@ test.after(() => {
 
 test('hello names the lock, the library and its installed version', async () => {
   const pinned = require('./package.json').dependencies;
-  for (const lock of LOCKS) {
+  const missing = driver('redis-semaphore-mutex');
+  const plainD = driver('node-redlock', ['--opt', 'auto_extend=false']);
+  await Promise.all(LOCKS.map(async (lock) => {
     const h = await driver(lock).hello();
     assert.equal(h.type, 'hello_ok', JSON.stringify(h));
     assert.equal(h.in_reply_to, 1);
@@ -57,19 +59,18 @@ test('hello names the lock, the library and its installed version', async () => 
     assert.ok(h.capabilities.includes('renews'), `${lock} renews by default`);
     assert.equal(h.capabilities.includes('multi-node'), lock !== 'redis-semaphore-mutex');
     assert.ok(h.options.includes('version'));
-  }
-  const missing = driver('redis-semaphore-mutex');
+  }));
   await missing.hello();
   const r = await missing.init([shared], { extra: { version: '0.0.0-not-installed' } });
   assert.equal(r.type, 'error');
   assert.match(r.error, /scripts\/drivers-node\.sh --version redis-semaphore@0\.0\.0-not-installed/);
-  const plain = await driver('node-redlock', ['--opt', 'auto_extend=false']).hello();
+  const plain = await plainD.hello();
   assert.deepEqual(plain.capabilities, ['multi-node']);
   assert.deepEqual(plain.reports, ['deadline']);
 });
 
 test('two driver processes contend: one holds, the other is refused, then gets it', async () => {
-  for (const lock of [...LOCKS, 'example']) {
+  await Promise.all([...LOCKS, 'example'].map(async (lock) => {
     const a = driver(lock);
     const b = driver(lock);
     await a.hello();
@@ -91,17 +92,17 @@ test('two driver processes contend: one holds, the other is refused, then gets i
     assert.equal((await b.request({ type: 'release', lease: rb2.lease })).type, 'released');
     assert.equal((await a.request({ type: 'shutdown' })).type, 'shutdown_ok');
     assert.equal(await a.exited, 0);
-  }
+  }));
 });
 
 test('the driver\'s connection carries conn_name (CLIENT LIST)', async () => {
-  for (const lock of LOCKS) {
+  await Promise.all(LOCKS.map(async (lock) => {
     const d = await ready(lock, [shared]);
     const list = await shared.admin.client('LIST');
     const mine = list.split('\n').filter((l) => l.includes(` name=${d.connName} `));
     assert.equal(mine.length, 1, `${lock}: one connection named ${d.connName} in\n${list}`);
     await d.request({ type: 'shutdown' });
-  }
+  }));
 });
 
 test('release after the lease expired is not_owner (no renewal)', async () => {
@@ -111,7 +112,7 @@ test('release after the lease expired is not_owner (no renewal)', async () => {
     ['redis-semaphore-mutex', ['--opt', 'renew_interval_ms=0']],
     ['redis-semaphore-redlock', ['--opt', 'renew_interval_ms=0']],
   ];
-  for (const [lock, opts] of cases) {
+  await Promise.all(cases.map(async ([lock, opts]) => {
     const d = driver(lock, opts);
     const h = await d.hello();
     assert.ok(!h.capabilities.includes('renews'), `${lock} ${opts}: ${h.capabilities}`);
@@ -120,13 +121,16 @@ test('release after the lease expired is not_owner (no renewal)', async () => {
     const r = await d.request({ type: 'acquire', key, ttl_ms: 150, wait_ms: 0 });
     assert.equal(r.type, 'acquired');
     if (r.deadline_ns !== undefined) {
-      const v = (r.deadline_ns - r.t1) / 1e6;
-      assert.ok(v > 100 && v <= 150, `${lock}: validity ${v} ms of a 150 ms lease`);
+      // The library's validity: TTL minus drift (0.01 TTL + 2 ms) from the
+      // attempt's start, which is between t0 and t1 (Date.now: 1 ms steps).
+      const fromT0 = (r.deadline_ns - r.t0) / 1e6;
+      const fromT1 = (r.deadline_ns - r.t1) / 1e6;
+      assert.ok(fromT0 >= 150 - 4 - 1 && fromT1 <= 150 - 4 + 1, `${lock}: deadline t0+${fromT0} ms, t1+${fromT1} ms of a 150 ms lease`);
     }
     await sleep(300);
     const rel = await d.request({ type: 'release', lease: r.lease });
     assert.equal(rel.type, 'not_owner', `${lock}: ${JSON.stringify(rel)}`);
-  }
+  }));
   // extend, where the library has it: refused once the key is gone.
   const d = await ready('node-redlock', [shared], {}, ['--opt', 'auto_extend=false']);
   const key = newKey();
@@ -139,7 +143,7 @@ test('release after the lease expired is not_owner (no renewal)', async () => {
 });
 
 test('renewing locks keep the lease past its TTL and push each renewal', async () => {
-  for (const lock of LOCKS) {
+  await Promise.all(LOCKS.map(async (lock) => {
     const d = await ready(lock, [shared], { options: { renew_interval_ms: 100 } });
     const key = newKey();
     const r = await d.request({ type: 'acquire', key, ttl_ms: 300, wait_ms: 0 });
@@ -152,11 +156,11 @@ test('renewing locks keep the lease past its TTL and push each renewal', async (
     assert.ok(ren.every((e) => e.outcome === 'ok' && e.t1 >= e.t0), JSON.stringify(ren));
     assert.equal((await d.request({ type: 'release', lease: r.lease })).type, 'released');
     assert.equal(await shared.admin.exists(rk), 0);
-  }
+  }));
 });
 
 test('a renewing lock whose key is taken away pushes lost', async () => {
-  for (const lock of LOCKS) {
+  await Promise.all(LOCKS.map(async (lock) => {
     const d = await ready(lock, [shared], { options: { renew_interval_ms: 100 } });
     const key = newKey();
     const r = await d.request({ type: 'acquire', key, ttl_ms: 400, wait_ms: 0 });
@@ -168,7 +172,7 @@ test('a renewing lock whose key is taken away pushes lost', async () => {
     assert.equal(lost.lease, r.lease);
     assert.ok(d.events.some((e) => e.type === 'renewal' && e.outcome === 'not_owner'), `${lock}: ${JSON.stringify(d.events)}`);
     assert.equal((await d.request({ type: 'release', lease: r.lease })).type, 'not_owner');
-  }
+  }));
 });
 
 test('ping and clock are answered while an acquire waits', async () => {
@@ -212,8 +216,10 @@ test('block_loop holds the event loop: the lease is not renewed and is lost', as
 test('a SIGSTOPped server past the command timeout gives indeterminate, not a refusal', async () => {
   const srv = await startRedis();
   try {
-    for (const lock of [...LOCKS, 'example']) {
-      const d = await ready(lock, [srv], { options: { command_timeout_ms: 200 } }, lock.startsWith('redis-semaphore') ? ['--opt', 'renew_interval_ms=0'] : []);
+    const locks = [...LOCKS, 'example'];
+    const ds = await Promise.all(locks.map((lock) => ready(lock, [srv], { options: { command_timeout_ms: 200 } }, lock.startsWith('redis-semaphore') ? ['--opt', 'renew_interval_ms=0'] : [])));
+    for (const [i, lock] of locks.entries()) {
+      const d = ds[i];
       const key = newKey();
       // 1 s: redlock's using() release waits for its in-flight extension,
       // which retries until the lease expires.
@@ -233,11 +239,15 @@ test('a SIGSTOPped server past the command timeout gives indeterminate, not a re
 });
 
 test('independent masters: a quorum holds; refusals are definite, silence is not', async () => {
-  const srvs = [await startRedis(), await startRedis(), await startRedis()];
+  const srvs = await Promise.all([startRedis(), startRedis(), startRedis()]);
   try {
-    for (const lock of ['node-redlock', 'sesamecare-redlock', 'redis-semaphore-redlock']) {
+    const locks = ['node-redlock', 'sesamecare-redlock', 'redis-semaphore-redlock'];
+    const pairs = await Promise.all(locks.map((lock) => {
       const noRenew = lock.startsWith('redis-semaphore') ? ['--opt', 'renew_interval_ms=0'] : ['--opt', 'auto_extend=false'];
-      const a = await ready(lock, srvs, { options: { command_timeout_ms: 200 } }, noRenew);
+      return Promise.all([1, 2].map((client) => ready(lock, srvs, { client, options: { command_timeout_ms: 200 } }, noRenew)));
+    }));
+    for (const [i, lock] of locks.entries()) {
+      const [a, b] = pairs[i];
       const key = newKey();
       const rk = (r) => r.redis_key || key;
       // One master stopped: 2 of 3 still make a quorum.
@@ -247,7 +257,6 @@ test('independent masters: a quorum holds; refusals are definite, silence is not
       assert.equal(await srvs[1].admin.get(rk(r)), r.token);
       // Another client: refused by two masters (a quorum of no's), the
       // third stopped: definite, not indeterminate.
-      const b = await ready(lock, srvs, { client: 2, options: { command_timeout_ms: 200 } }, noRenew);
       await srvs[2].admin.del(rk(r));
       const rb = await whileStopped([srvs[2]], () => b.request({ type: 'acquire', key, ttl_ms: 5000, wait_ms: 0 }));
       assert.equal(rb.type, 'not_acquired', `${lock}: ${JSON.stringify(rb)}`);
