@@ -17,7 +17,7 @@
 const { mono, wallToMono, boolOpt, intOpt, sleep, leaseOf } = require('./proto');
 const { definiteNo } = require('./clients');
 
-const OPTIONS = ['version', 'auto_extend', 'renew_interval_ms', 'retry_jitter_ms', 'drift_factor'];
+const OPTIONS = ['version', 'auto_extend', 'renew_interval_ms', 'retry', 'retry_jitter_ms', 'drift_factor'];
 
 function describe(opts) {
   const auto = boolOpt(opts.auto_extend, true);
@@ -39,13 +39,17 @@ class RedlockLock {
     // retryCount 0: the library makes one attempt per call. Its own retry
     // loop counts attempts, not time, and under a link delay overruns
     // wait_ms many times over; the driver retries until wait_ms instead.
+    // retry=library: one call with retryCount wait_ms / retry_delay_ms (one
+    // value across the attempts, the cleanup only at the end), unbounded
+    // in time as the library is.
+    this.libraryRetry = (opts.retry || 'driver') === 'library';
+    if (!['driver', 'library'].includes(opts.retry || 'driver')) throw new Error(`retry=${opts.retry}: want driver or library`);
     this.redlock = new Redlock(clients, {
       retryCount: 0,
       retryDelay: this.retryDelay,
       retryJitter: this.jitter,
       driftFactor: opts.drift_factor !== undefined ? Number(opts.drift_factor) : 0.01,
     });
-    this.quorum = Math.floor(clients.length / 2) + 1;
     this.leases = new Map(); // lease id -> {id, lock, finish, done}
     this.byValue = new Map(); // lock value -> lease
     this.n = 0;
@@ -123,10 +127,10 @@ class RedlockLock {
 
   // One attempt through using(): resolves with the lease once the routine
   // runs (the lock is held), rejects with using()'s error otherwise.
-  usingOnce(key, ttl) {
+  usingOnce(key, ttl, retryCount) {
     let threshold = ttl - (this.renewMs > 0 ? this.renewMs : Math.floor(ttl / 3));
     threshold = Math.min(threshold, ttl - 100); // using() refuses more
-    const settings = { retryCount: 0, automaticExtensionThreshold: threshold };
+    const settings = { retryCount, automaticExtensionThreshold: threshold };
     return new Promise((resolve, reject) => {
       let started = false;
       const box = {};
@@ -152,13 +156,14 @@ class RedlockLock {
     const wait = req.wait_ms || 0;
     const t0 = mono();
     const end = t0 + wait * 1e6;
+    const retryCount = this.libraryRetry && wait > 0 ? Math.max(1, Math.floor(wait / Math.max(1, this.retryDelay))) : 0;
     for (;;) {
       try {
         let lease;
         if (this.auto) {
-          lease = await this.usingOnce(req.key, ttl);
+          lease = await this.usingOnce(req.key, ttl, retryCount);
         } else {
-          lease = this.newLease(await this.redlock.acquire([req.key], ttl, { retryCount: 0 }));
+          lease = this.newLease(await this.redlock.acquire([req.key], ttl, { retryCount }));
         }
         const t1 = mono();
         return { type: 'acquired', lease: lease.id, token: lease.lock.value, depth: 1, deadline_ns: wallToMono(lease.lock.expiration), t0, t1 };
@@ -166,7 +171,7 @@ class RedlockLock {
         const c = await this.classify(e);
         if (c.kind !== 'refused') return { type: c.kind, error: c.error, t0, t1: mono() };
         const left = (end - mono()) / 1e6;
-        if (wait === 0 || left <= 0) return { type: 'not_acquired', t0, t1: mono() };
+        if (wait === 0 || left <= 0 || this.libraryRetry) return { type: 'not_acquired', t0, t1: mono() };
         const d = Math.max(0, this.retryDelay + Math.floor((Math.random() * 2 - 1) * this.jitter));
         await sleep(Math.min(d, left));
         if (mono() >= end) return { type: 'not_acquired', t0, t1: mono() };

@@ -59,7 +59,6 @@ class SemaphoreLock {
     const o = init.options || {};
     this.Mutex = multi ? lib.RedlockMutex : lib.Mutex;
     this.multi = multi;
-    this.clients = clients;
     this.target = multi ? clients : clients[0];
     this.n = multi ? clients.length : 1;
     this.quorum = multi ? Math.round((clients.length + 1) / 2) : 1; // the library's getQuorum
