@@ -11,6 +11,7 @@
 # The cache is $LOCKCHAOS_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/lockchaos)/drivers/java; a
 # version's runtime jars' checksums are written there at its first build (deps.sha256) and
 # checked at every later one. Progress goes to stderr; stdout has the jar's path only.
+# LOCKCHAOS_MAVEN_REPO, when set, is Maven's local repository (default ~/.m2/repository).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 src="$root/drivers/java"
@@ -42,6 +43,9 @@ if [ "$only_missing" = 1 ] && [ -f "$jar" ]; then
 fi
 command -v mvn >/dev/null || { echo "drivers-java: mvn (Maven 3.8+) and a JDK 17 are needed" >&2; exit 1; }
 start=$(date +%s%N)
+if [ -n "${LOCKCHAOS_MAVEN_REPO:-}" ]; then
+  args+=("-Dmaven.repo.local=$LOCKCHAOS_MAVEN_REPO")
+fi
 mvn -q -B -C -f "$src/pom.xml" "-Dbuild.dir=$out" "${args[@]}" package dependency:copy-dependencies \
   -DskipTests -DincludeScope=runtime "-DoutputDirectory=$out/deps" >&2
 # The runtime jars, by name and SHA-256, against the pinned list (or this version's first build).
@@ -54,6 +58,15 @@ if [ -f "$sums" ]; then
 else
   cp "$out/deps.sha256.now" "$sums"
   echo "drivers-java: wrote $sums (checked at every later build)" >&2
+fi
+# The class-data-sharing archive run.sh starts the JVM with (a training run against a
+# redis-server of our own), where redis-server and python3 are at hand; without it the
+# driver starts all the same, only slower.
+rm -f "${jar%.jar}.jsa"
+if command -v redis-server >/dev/null && command -v python3 >/dev/null; then
+  # shellcheck disable=SC2086 # the flags are words
+  python3 "$src/train_cds.py" "$jar" "${jar%.jar}.jsa" $("$src/run.sh" --print-java-flags) >&2 ||
+    echo "drivers-java: no CDS archive (the training run failed): the driver starts without it" >&2
 fi
 printf 'drivers-java: built %s (Redisson %s) in %d ms, %s bytes\n' "$jar" "${version:-$pinned}" \
   $((($(date +%s%N) - start) / 1000000)) "$(stat -c %s "$jar")" >&2

@@ -3,8 +3,16 @@
 # (--lock NAME). The jar is the pinned one (target/), or, when LOCKCHAOS_LOCK_VERSION names
 # another Redisson version, that version's jar from the cache, built on demand by
 # scripts/drivers-java.sh (its output goes to stderr: stdout carries protocol lines only).
-# The JVM flags are for a fast start: C1 only, the serial collector, the CDS archive.
+# The JVM flags are for a fast start; the class-data-sharing archive (.jsa beside the jar) is
+# written by scripts/drivers-java.sh.
 set -e
+# C1 only, the serial collector, no perf-data file; every JVM log line to stderr (a CDS archive
+# that does not fit this JVM must not print on stdout).
+flags="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -Xshare:auto -Xlog:disable -Xlog:all=warning:stderr"
+if [ "${1:-}" = "--print-java-flags" ]; then
+  echo "$flags"
+  exit 0
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 jar="$here/target/lockchaos-driver-java.jar"
 if [ -n "${LOCKCHAOS_LOCK_VERSION:-}" ]; then
@@ -12,4 +20,8 @@ if [ -n "${LOCKCHAOS_LOCK_VERSION:-}" ]; then
 elif [ ! -f "$jar" ]; then
   "$here/../../scripts/drivers-java.sh" >&2
 fi
-exec java ${LOCKCHAOS_JAVA_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto -XX:-UsePerfData} -jar "$jar" "$@"
+if [ -f "${jar%.jar}.jsa" ]; then
+  flags="$flags -XX:SharedArchiveFile=${jar%.jar}.jsa"
+fi
+# shellcheck disable=SC2086 # the flags are words
+exec java ${LOCKCHAOS_JAVA_OPTS:-$flags} -jar "$jar" "$@"
