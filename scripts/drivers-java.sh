@@ -52,7 +52,8 @@ mvn -q -B -C -f "$src/pom.xml" "-Dbuild.dir=$out" "${args[@]}" package dependenc
 (cd "$out/deps" && sha256sum -- *.jar | sort -k2) > "$out/deps.sha256.now"
 if [ -f "$sums" ]; then
   if ! diff -u "$sums" "$out/deps.sha256.now" >&2; then
-    echo "drivers-java: the runtime jars differ from $sums (above)" >&2
+    echo "drivers-java: the runtime jars differ from $sums (above); removed $jar" >&2
+    rm -f "$jar" "${jar%.jar}.jsa"
     exit 1
   fi
 else
