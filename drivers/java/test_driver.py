@@ -357,7 +357,9 @@ def watchdog(r):
     wd_ms = 1200
     mon = Monitor(r.port)
     w = java_driver("redisson", "watchdog")
+    o = java_driver("redisson", "watchdog-other")
     w.hello_init(5, [r.addr], extra={"watchdog_timeout_ms": wd_ms})
+    o.hello_init(15, [r.addr], extra={"watchdog_timeout_ms": wd_ms})
     mine = r.addrs_named(w.conn_name)
     key = "lc:t:wd-k0"
     x = w.acquire(key)
@@ -372,15 +374,20 @@ def watchdog(r):
     t_stop = time.time()
     os.kill(w.proc.pid, signal.SIGSTOP)
     gone_at = None
+    taken = None
     pause_s = 2.5
     try:
         while time.time() < t_stop + pause_s:
             if gone_at is None and r.cmd("PTTL", key) == -2:
                 gone_at = time.time()
+                # The paused client still holds its lease; another one takes the lock: two holders.
+                taken = o.acquire(key)
             time.sleep(0.02)
     finally:
         os.kill(w.proc.pid, signal.SIGCONT)
     t_cont = time.time()
+    check("watchdog: another client acquires while the paused one holds its lease",
+          taken is not None and taken["type"] == "acquired", str(taken))
     mine |= r.addrs_named(w.conn_name)
     renew_before = [l for l in mon.lines if l[1] in mine and l[0] < t_stop and l[2] in ("EVAL", "EVALSHA")]
     check("watchdog: MONITOR shows the renewal scripts before the stop", len(renew_before) >= 3, str(len(renew_before)))
@@ -391,10 +398,15 @@ def watchdog(r):
     note("watchdog %d ms: PTTL rose %d times in 2 s (%d renewal scripts in MONITOR before the stop); SIGSTOP %.1f s: "
          "key gone %.0f ms after the stop, %d commands from the JVM during it", wd_ms, ups, len(renew_before), pause_s,
          ((gone_at or 0) - t_stop) * 1000, len(during))
+    time.sleep(0.5)  # the resumed watchdog's late renewal finds the other's field, not its own
     rel = w.release(x["lease"])
     check("watchdog: release after the pause: not_owner", rel["type"] == "not_owner", str(rel))
+    if taken and taken.get("token"):
+        check("watchdog: the other client's hold survives the resumed one", r.cmd("HGET", key, taken["token"]) == "1"
+              and r.cmd("PTTL", key) > 0)
     mon.close()
     w.shutdown()
+    o.shutdown()
 
 
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
