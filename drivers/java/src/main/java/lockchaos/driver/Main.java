@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -76,6 +77,11 @@ public final class Main {
 
     final Variant variant;
     final PrintStream out;
+    final ExecutorService connector = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "lockchaos-connect");
+        t.setDaemon(true);
+        return t;
+    });
     final ExecutorService lockThread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "lockchaos-lock");
         t.setDaemon(true);
@@ -278,13 +284,27 @@ public final class Main {
         long t0 = System.nanoTime();
         for (int attempt = 1; ; attempt++) {
             try {
-                if (topology.equals("independent")) {
+                if (topology.equals("independent") && !variant.multi().isEmpty()) {
+                    // One client per master, connected side by side (in the masters' order).
+                    List<CompletableFuture<RedissonClient>> each = new ArrayList<>();
                     for (JsonNode ep : eps) {
-                        clients.add(Redisson.create(config("single", ep, connName, opts)));
-                        if (variant.multi().isEmpty()) {
-                            break; // a one-node lock uses the first master only
+                        Config c = config("single", ep, connName, opts);
+                        each.add(CompletableFuture.supplyAsync(() -> Redisson.create(c), connector));
+                    }
+                    CompletableFuture.allOf(each.toArray(new CompletableFuture<?>[0])).handle((v, e) -> null).join();
+                    Throwable first = null;
+                    for (CompletableFuture<RedissonClient> f : each) {
+                        try {
+                            clients.add(f.join()); // every client made is shut down below if one failed
+                        } catch (Throwable e) {
+                            first = first == null ? e : first;
                         }
                     }
+                    if (first != null) {
+                        throw first;
+                    }
+                } else if (topology.equals("independent")) {
+                    clients.add(Redisson.create(config("single", eps.get(0), connName, opts))); // a one-node lock: the first master
                 } else {
                     clients.add(Redisson.create(config(topology, eps.get(0), connName, opts)));
                 }
