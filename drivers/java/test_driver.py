@@ -49,23 +49,26 @@ def note(fmt, *args):
     print("     " + line)
 
 
+def bindable(port):
+    """The port bound and let go (0: any free one), or None when it is taken."""
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return s.getsockname()[1]
+    except OSError:
+        return None
+    finally:
+        s.close()
+
+
 def free_port(bus=False):
     """A free loopback port; with bus, one whose cluster bus port (port+10000) is free too."""
+    if not bus:
+        return bindable(0)
     for _ in range(200):
-        s = socket.socket()
-        s.bind(("127.0.0.1", random.randint(20000, 45000) if bus else 0))
-        port = s.getsockname()[1]
-        s.close()
-        if not bus:
+        port = bindable(random.randint(20000, 45000))
+        if port and bindable(port + 10000):
             return port
-        b = socket.socket()
-        try:
-            b.bind(("127.0.0.1", port + 10000))
-            return port
-        except OSError:
-            continue
-        finally:
-            b.close()
     raise RuntimeError("no free port pair")
 
 
