@@ -8,6 +8,9 @@
 #   scripts/drivers-java.sh VERSION         Redisson VERSION -> $cache/redisson-VERSION/lockchaos-driver-java.jar
 #   scripts/drivers-java.sh --jar VERSION   the same, built only when missing; prints the jar's path alone
 #
+# A jar newer than its sources (pom.xml, src/, train_cds.py, run.sh, the checksum list, this
+# script) is not built again unless LOCKCHAOS_REBUILD=1.
+#
 # The cache is $LOCKCHAOS_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/lockchaos)/drivers/java; a
 # version's runtime jars' checksums are written there at its first build (deps.sha256) and
 # checked at every later one. Progress goes to stderr; stdout has the jar's path only.
@@ -38,6 +41,13 @@ else
 fi
 jar="$out/lockchaos-driver-java.jar"
 if [ "$only_missing" = 1 ] && [ -f "$jar" ]; then
+  echo "$jar"
+  exit 0
+fi
+# Up to date: the jar and its archive newer than every source (LOCKCHAOS_REBUILD=1 builds anyway).
+if [ -z "${LOCKCHAOS_REBUILD:-}" ] && [ -f "$jar" ] && [ -f "${jar%.jar}.jsa" ] && [ -f "$sums" ] &&
+  [ -z "$(find "$src/pom.xml" "$src/src" "$src/train_cds.py" "$src/run.sh" "$sums" "$0" -newer "$jar" 2>/dev/null)" ]; then
+  echo "drivers-java: $jar is up to date" >&2
   echo "$jar"
   exit 0
 fi
