@@ -1,0 +1,554 @@
+package lockchaos.driver;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+import org.redisson.Redisson;
+import org.redisson.RedissonMultiLock;
+import org.redisson.RedissonRedLock;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.client.RedisConnectionException;
+import org.redisson.client.RedisTimeoutException;
+import org.redisson.client.codec.StringCodec;
+import org.redisson.config.BaseConfig;
+import org.redisson.config.ClusterServersConfig;
+import org.redisson.config.Config;
+import org.redisson.config.ReadMode;
+import org.redisson.config.SentinelServersConfig;
+import org.redisson.config.SubscriptionMode;
+
+/**
+ * A lockchaos driver (docs/driver-protocol.md) for Redisson's locks: JSON lines on stdin and
+ * stdout. The main thread reads stdin and answers ping, clock and shutdown at once; every other
+ * request runs on one dedicated lock thread, since Redisson's RLock is owned by a thread id
+ * (a re-entry must come from the same thread, and so must the unlock).
+ *
+ * <p>Locks ({@code --lock NAME}):
+ * <ul>
+ *   <li>{@code redisson}: RLock.tryLock(wait) without a lease: the watchdog renews every
+ *       lockWatchdogTimeout/3;</li>
+ *   <li>{@code redisson-lease}: RLock.tryLock(wait, ttl_ms): an explicit lease, no renewal;</li>
+ *   <li>{@code redisson-redlock}: RedissonRedLock over one client per independent master, with
+ *       the lease ttl_ms; {@code redisson-redlock-watchdog} the same without a lease;
+ *       {@code redisson-multilock}: RedissonMultiLock (all masters) with the lease.</li>
+ * </ul>
+ */
+public final class Main {
+    static final ObjectMapper JSON = new ObjectMapper();
+    static final Set<String> OPTIONS = Set.of("version", "watchdog_timeout_ms", "retry_attempts");
+
+    /** What a lock name means: its lease, its nodes and what it tells lockchaos. */
+    record Variant(String name, boolean watchdog, String multi, List<String> capabilities) {
+        static Variant of(String name) {
+            switch (name) {
+                case "redisson": return new Variant(name, true, "", List.of("reentrant", "renews"));
+                case "redisson-lease": return new Variant(name, false, "", List.of("reentrant"));
+                case "redisson-redlock": return new Variant(name, false, "redlock", List.of("multi-node", "reentrant"));
+                case "redisson-redlock-watchdog":
+                    return new Variant(name, true, "redlock", List.of("multi-node", "reentrant", "renews"));
+                case "redisson-multilock": return new Variant(name, false, "multilock", List.of("multi-node", "reentrant"));
+                default: throw new IllegalArgumentException("unknown lock " + name
+                        + " (redisson, redisson-lease, redisson-redlock, redisson-redlock-watchdog, redisson-multilock)");
+            }
+        }
+    }
+
+    final Variant variant;
+    final PrintStream out;
+    final ExecutorService connector = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "lockchaos-connect");
+        t.setDaemon(true);
+        return t;
+    });
+    final ExecutorService lockThread = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "lockchaos-lock");
+        t.setDaemon(true);
+        return t;
+    });
+    // Only the lock thread touches these.
+    final List<RedissonClient> clients = new ArrayList<>();
+    final Map<String, RLock> locks = new HashMap<>();
+    final Map<String, String> leases = new HashMap<>(); // lease -> key
+    final Map<String, Integer> held = new HashMap<>();  // key -> leases not yet released
+    long leaseSeq;
+    long ttlDefault = 30000;
+
+    Main(Variant variant, PrintStream out) {
+        this.variant = variant;
+        this.out = out;
+    }
+
+    public static void main(String[] args) throws Exception {
+        // stdout carries protocol lines only: whatever else writes to System.out goes to stderr,
+        // and so does Redisson's logging (slf4j-simple).
+        PrintStream proto = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+        System.setOut(System.err);
+        System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
+        if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
+            System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+        }
+        System.setProperty("org.slf4j.simpleLogger.showDateTime", "true");
+        String name = "redisson";
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--lock") && i + 1 < args.length) {
+                name = args[++i];
+            } else {
+                System.err.println("usage: java -jar lockchaos-driver-java.jar [--lock NAME]");
+                System.exit(2);
+            }
+        }
+        new Main(Variant.of(name), proto).serve(System.in);
+    }
+
+    void serve(InputStream in) throws Exception {
+        BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = r.readLine()) != null) {
+            if (line.isBlank()) {
+                continue;
+            }
+            JsonNode req;
+            try {
+                req = JSON.readTree(line);
+            } catch (Exception e) {
+                ObjectNode m = JSON.createObjectNode().put("type", "error").put("error", "not JSON: " + e.getMessage());
+                send(m);
+                continue;
+            }
+            long id = req.path("id").asLong(0);
+            String type = req.path("type").asText("");
+            switch (type) {
+                case "ping": {
+                    long t0 = System.nanoTime();
+                    long t1 = System.nanoTime();
+                    send(reply(id, "pong").put("t0", t0).put("t1", t1));
+                    break;
+                }
+                case "clock": {
+                    long mono = System.nanoTime();
+                    Instant now = Instant.now();
+                    send(reply(id, "clock_ok").put("mono_ns", mono)
+                            .put("wall_ns", now.getEpochSecond() * 1_000_000_000L + now.getNano()));
+                    break;
+                }
+                case "shutdown":
+                    send(reply(id, "shutdown_ok"));
+                    // halt, not exit: no shutdown hook (Redisson's netty) may hold the exit up.
+                    Runtime.getRuntime().halt(0);
+                    break;
+                case "hello":
+                    send(hello(id, req));
+                    // Load Redisson's classes on the lock thread while lockchaos sends init.
+                    lockThread.submit(Main::warmUp);
+                    break;
+                default:
+                    lockThread.submit(() -> {
+                        ObjectNode m;
+                        try {
+                            m = handle(id, type, req);
+                        } catch (Throwable e) {
+                            m = reply(id, "error").put("error", describe(e));
+                        }
+                        send(m);
+                    });
+            }
+        }
+        Runtime.getRuntime().halt(0); // stdin closed: lockchaos is gone
+    }
+
+    static void warmUp() {
+        try {
+            new Config().useSingleServer();
+            Class.forName("org.redisson.Redisson");
+            Class.forName("io.netty.channel.nio.NioEventLoopGroup");
+        } catch (Throwable ignored) {
+            // only a head start
+        }
+    }
+
+    ObjectNode handle(long id, String type, JsonNode req) throws Exception {
+        switch (type) {
+            case "init": return init(id, req);
+            case "acquire": return acquire(id, req);
+            case "release": return release(id, req);
+            case "extend":
+                // RLock has no owner-checked extension of its lease (expire() is not one).
+                return reply(id, "error").put("error", "unsupported");
+            default: return reply(id, "error").put("error", "unknown request type " + type);
+        }
+    }
+
+    synchronized void send(ObjectNode m) {
+        try {
+            out.print(JSON.writeValueAsString(m));
+            out.print('\n');
+            out.flush();
+        } catch (Exception e) {
+            System.err.println("lockchaos driver: cannot write a reply: " + e);
+        }
+    }
+
+    static ObjectNode reply(long id, String type) {
+        ObjectNode m = JSON.createObjectNode();
+        m.put("in_reply_to", id);
+        m.put("type", type);
+        return m;
+    }
+
+    ObjectNode hello(long id, JsonNode req) {
+        if (req.path("protocol").asInt(1) != 1) {
+            return reply(id, "error").put("error", "protocol " + req.path("protocol").asInt() + " unsupported: this driver speaks 1");
+        }
+        ObjectNode m = reply(id, "hello_ok");
+        m.put("protocol", 1);
+        m.put("name", variant.name());
+        m.put("library", "org.redisson:redisson");
+        m.put("version", redissonVersion());
+        m.put("language", "java");
+        variant.capabilities().forEach(m.putArray("capabilities")::add);
+        // Redisson's RLock tells its user nothing more than yes or no: no validity time, no
+        // signal when the watchdog fails to renew, no fence, and its renewals are internal.
+        m.putArray("reports");
+        OPTIONS.stream().sorted().forEach(m.putArray("options")::add);
+        return m;
+    }
+
+    /** The Redisson version on the class path, from its jar's Maven metadata. */
+    static String redissonVersion() {
+        try (InputStream in = Main.class.getResourceAsStream("/META-INF/maven/org.redisson/redisson/pom.properties")) {
+            if (in != null) {
+                Properties p = new Properties();
+                p.load(in);
+                String v = p.getProperty("version");
+                if (v != null) {
+                    return v;
+                }
+            }
+        } catch (Exception ignored) {
+            // fall through
+        }
+        String v = Redisson.class.getPackage().getImplementationVersion();
+        return v != null ? v : "unknown";
+    }
+
+    ObjectNode init(long id, JsonNode req) {
+        if (!clients.isEmpty()) {
+            return reply(id, "error").put("error", "init twice");
+        }
+        JsonNode opts = req.path("options");
+        JsonNode extra = opts.path("extra");
+        for (Iterator<String> it = extra.fieldNames(); it.hasNext(); ) {
+            String k = it.next();
+            if (!OPTIONS.contains(k)) {
+                return reply(id, "error").put("error", "unknown option " + k + " (known: " + OPTIONS + ")");
+            }
+        }
+        String have = redissonVersion();
+        if (extra.has("version") && !extra.path("version").asText().equals(have)) {
+            return reply(id, "error").put("error", "Redisson " + extra.path("version").asText()
+                    + " asked for, this jar has " + have + ": scripts/drivers-java.sh " + extra.path("version").asText()
+                    + " builds it, run.sh picks it by LOCKCHAOS_LOCK_VERSION");
+        }
+        ttlDefault = opts.path("ttl_ms").asLong(ttlDefault);
+        String topology = req.path("topology").asText("single");
+        String connName = req.path("conn_name").asText("");
+        JsonNode eps = req.path("endpoints");
+        if (!eps.isArray() || eps.size() == 0) {
+            return reply(id, "error").put("error", "init without endpoints");
+        }
+        if (!variant.multi().isEmpty() && !topology.equals("independent")) {
+            return reply(id, "error").put("error", variant.name() + " needs independent masters, not " + topology);
+        }
+        long t0 = System.nanoTime();
+        for (int attempt = 1; ; attempt++) {
+            try {
+                if (topology.equals("independent") && !variant.multi().isEmpty()) {
+                    // One client per master, connected side by side (in the masters' order).
+                    List<CompletableFuture<RedissonClient>> each = new ArrayList<>();
+                    for (JsonNode ep : eps) {
+                        Config c = config("single", ep, connName, opts);
+                        each.add(CompletableFuture.supplyAsync(() -> Redisson.create(c), connector));
+                    }
+                    CompletableFuture.allOf(each.toArray(new CompletableFuture<?>[0])).handle((v, e) -> null).join();
+                    Throwable first = null;
+                    for (CompletableFuture<RedissonClient> f : each) {
+                        try {
+                            clients.add(f.join()); // every client made is shut down below if one failed
+                        } catch (Throwable e) {
+                            first = first == null ? e : first;
+                        }
+                    }
+                    if (first != null) {
+                        throw first;
+                    }
+                } else if (topology.equals("independent")) {
+                    clients.add(Redisson.create(config("single", eps.get(0), connName, opts))); // a one-node lock: the first master
+                } else {
+                    clients.add(Redisson.create(config(topology, eps.get(0), connName, opts)));
+                }
+                break;
+            } catch (Throwable e) {
+                clients.forEach(c -> c.shutdown(0, 100, TimeUnit.MILLISECONDS));
+                clients.clear();
+                // A cold JVM can take longer than command_timeout_ms over its first commands
+                // (CLIENT SETNAME on connect); the second attempt runs warm.
+                if (attempt < 2 && classify(e).equals("indeterminate")) {
+                    System.err.println("lockchaos driver: connecting again after " + describe(e));
+                    continue;
+                }
+                return reply(id, "error").put("error", "connect: " + describe(e)).put("t0", t0).put("t1", System.nanoTime());
+            }
+        }
+        long t1 = System.nanoTime();
+        return reply(id, "init_ok").put("t0", t0).put("t1", t1);
+    }
+
+    /** Redisson's configuration for one endpoint, dialling only the addresses given. */
+    Config config(String topology, JsonNode ep, String connName, JsonNode opts) {
+        JsonNode extra = opts.path("extra");
+        Config c = new Config();
+        // The watchdog's lease (renewed every third of it): the option, else the scenario's ttl.
+        long wd = extra.has("watchdog_timeout_ms") ? extra.path("watchdog_timeout_ms").asLong()
+                : opts.path("ttl_ms").asLong(0);
+        if (wd > 0) {
+            c.setLockWatchdogTimeout(wd);
+        }
+        // A lock needs no object codec; StringCodec spares Kryo's start-up.
+        c.setCodec(StringCodec.INSTANCE);
+        c.setThreads(2);
+        c.setNettyThreads(2);
+        BaseConfig<?> b;
+        switch (topology) {
+            case "single": {
+                b = c.useSingleServer().setAddress(uri(ep.path("addr").asText()))
+                        .setConnectionMinimumIdleSize(1).setConnectionPoolSize(4)
+                        .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(2);
+                break;
+            }
+            case "sentinel": {
+                SentinelServersConfig s = c.useSentinelServers().setMasterName(ep.path("master_name").asText())
+                        .setReadMode(ReadMode.MASTER).setSubscriptionMode(SubscriptionMode.MASTER)
+                        .setCheckSentinelsList(false).setSentinelsDiscovery(false)
+                        .setMasterConnectionMinimumIdleSize(1).setMasterConnectionPoolSize(4)
+                        .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(2);
+                for (JsonNode a : ep.path("sentinels")) {
+                    s.addSentinelAddress(uri(a.asText()));
+                }
+                natMap(ep, s);
+                b = s;
+                break;
+            }
+            case "cluster": {
+                ClusterServersConfig s = c.useClusterServers()
+                        .setReadMode(ReadMode.MASTER).setSubscriptionMode(SubscriptionMode.MASTER)
+                        .setMasterConnectionMinimumIdleSize(1).setMasterConnectionPoolSize(4)
+                        .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(2);
+                JsonNode nodes = ep.path("cluster");
+                if (nodes.isArray() && nodes.size() > 0) {
+                    for (JsonNode a : nodes) {
+                        s.addNodeAddress(uri(a.asText()));
+                    }
+                } else {
+                    s.addNodeAddress(uri(ep.path("addr").asText()));
+                }
+                natMap(ep, s);
+                b = s;
+                break;
+            }
+            default:
+                throw new IllegalArgumentException("unknown topology " + topology);
+        }
+        if (!connName.isEmpty()) {
+            b.setClientName(connName);
+        }
+        if (ep.hasNonNull("password")) {
+            b.setPassword(ep.path("password").asText());
+        }
+        long cmd = opts.path("command_timeout_ms").asLong(0);
+        if (cmd > 0) {
+            b.setTimeout((int) cmd);
+            b.setConnectTimeout((int) Math.max(cmd, 1000));
+        }
+        // Redisson retries a command that timed out (3 times, 1.5 s apart, by default). Here it does
+        // not unless asked: an outcome then comes within command_timeout_ms, and a timeout is an
+        // indeterminate reply rather than a silent re-send.
+        b.setRetryAttempts(extra.path("retry_attempts").asInt(0));
+        long retryDelay = opts.path("retry_delay_ms").asLong(0);
+        if (retryDelay > 0) {
+            b.setRetryInterval((int) retryDelay);
+        }
+        return c;
+    }
+
+    static String uri(String addr) {
+        return addr.contains("://") ? addr : "redis://" + addr;
+    }
+
+    /**
+     * Not in protocol 1: an endpoint's optional {@code nat} map (announced address to the
+     * client's proxy), for Sentinel and Cluster, which announce the servers' own addresses.
+     */
+    static void natMap(JsonNode ep, Object serversConfig) {
+        JsonNode nat = ep.path("nat");
+        if (!nat.isObject() || nat.size() == 0) {
+            return;
+        }
+        Map<String, String> m = new HashMap<>();
+        nat.fields().forEachRemaining(e -> m.put(e.getKey(), e.getValue().asText()));
+        // HostPortNatMapper is in org.redisson.api up to 3.x and in org.redisson.config from 4.0.
+        Exception last = null;
+        for (String pkg : new String[] {"org.redisson.config.", "org.redisson.api."}) {
+            try {
+                Class<?> mapperClass = Class.forName(pkg + "HostPortNatMapper");
+                Object mapper = mapperClass.getConstructor().newInstance();
+                mapperClass.getMethod("setHostsPortMap", Map.class).invoke(mapper, m);
+                Class<?> iface = Class.forName(pkg + "NatMapper");
+                serversConfig.getClass().getMethod("setNatMapper", iface).invoke(serversConfig, mapper);
+                return;
+            } catch (ReflectiveOperationException e) {
+                last = e;
+            }
+        }
+        throw new IllegalStateException("this Redisson has no HostPortNatMapper", last);
+    }
+
+    RLock lockFor(String key) {
+        return locks.computeIfAbsent(key, k -> {
+            if (variant.multi().isEmpty()) {
+                return clients.get(0).getLock(k);
+            }
+            RLock[] each = new RLock[clients.size()];
+            for (int i = 0; i < each.length; i++) {
+                each[i] = clients.get(i).getLock(k);
+            }
+            return variant.multi().equals("redlock") ? new RedissonRedLock(each) : new RedissonMultiLock(each);
+        });
+    }
+
+    ObjectNode acquire(long id, JsonNode req) {
+        if (clients.isEmpty()) {
+            return reply(id, "error").put("error", "acquire before init");
+        }
+        String key = req.path("key").asText();
+        long ttl = req.path("ttl_ms").asLong(ttlDefault);
+        long wait = req.path("wait_ms").asLong(0);
+        RLock lock = lockFor(key);
+        int before = held.getOrDefault(key, 0);
+        boolean ok = false;
+        Throwable err = null;
+        long t0 = System.nanoTime();
+        try {
+            ok = variant.watchdog() ? lock.tryLock(wait, TimeUnit.MILLISECONDS)
+                    : lock.tryLock(wait, ttl, TimeUnit.MILLISECONDS);
+        } catch (Throwable e) {
+            err = e;
+        }
+        long t1 = System.nanoTime();
+        if (err != null) {
+            return failure(id, err, t0, t1);
+        }
+        if (!ok) {
+            return reply(id, "not_acquired").put("t0", t0).put("t1", t1);
+        }
+        String lease = "L" + (++leaseSeq);
+        leases.put(lease, key);
+        held.put(key, before + 1);
+        int depth = before + 1;
+        if (before > 0 && variant.multi().isEmpty()) {
+            // A re-entry, or a fresh hold after an earlier one expired: the server's count says
+            // which (an HGET after the call, outside t0..t1).
+            try {
+                depth = lock.getHoldCount();
+            } catch (Throwable ignored) {
+                // keep the driver's count
+            }
+        }
+        ObjectNode m = reply(id, "acquired").put("lease", lease).put("depth", depth);
+        if (variant.multi().isEmpty()) {
+            // The hash field Redisson stores: the client's id and the owning thread's id.
+            m.put("token", clients.get(0).getId() + ":" + Thread.currentThread().getId());
+        }
+        return m.put("t0", t0).put("t1", t1);
+    }
+
+    ObjectNode release(long id, JsonNode req) {
+        String lease = req.path("lease").asText();
+        String key = leases.remove(lease);
+        if (key == null) {
+            return reply(id, "error").put("error", "unknown lease " + lease);
+        }
+        held.merge(key, -1, Integer::sum);
+        if (held.get(key) <= 0) {
+            held.remove(key);
+        }
+        RLock lock = lockFor(key);
+        long t0 = System.nanoTime();
+        try {
+            lock.unlock();
+        } catch (Throwable e) {
+            return failure(id, e, t0, System.nanoTime());
+        }
+        long t1 = System.nanoTime();
+        return reply(id, "released").put("t0", t0).put("t1", t1);
+    }
+
+    /** not_owner, indeterminate or error, from what Redisson threw. */
+    static ObjectNode failure(long id, Throwable e, long t0, long t1) {
+        String type = classify(e);
+        return reply(id, type).put("error", describe(e)).put("t0", t0).put("t1", t1);
+    }
+
+    static final Set<String> UNKNOWN_OUTCOME = Set.of("RedisRetryExhaustedException", "RedisNodeNotFoundException",
+            "WriteRedisConnectionException", "TimeoutException", "ClosedChannelException", "ConnectException");
+
+    static String classify(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof IllegalMonitorStateException) {
+                return "not_owner";
+            }
+        }
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof RedisTimeoutException || c instanceof RedisConnectionException
+                    || c instanceof java.io.IOException || UNKNOWN_OUTCOME.contains(c.getClass().getSimpleName())) {
+                return "indeterminate";
+            }
+        }
+        return "error";
+    }
+
+    static String describe(Throwable e) {
+        StringBuilder b = new StringBuilder();
+        for (Throwable c = e; c != null && b.length() < 400; c = c.getCause() == c ? null : c.getCause()) {
+            if (b.length() > 0) {
+                b.append(": ");
+            }
+            b.append(c.getClass().getSimpleName());
+            if (c.getMessage() != null) {
+                b.append(' ').append(c.getMessage());
+            }
+        }
+        return b.toString();
+    }
+}
