@@ -407,11 +407,11 @@ public final class Main {
     }
 
     /**
-     * Not in protocol 1: an endpoint's optional {@code nat} map (announced address to the
-     * client's proxy), for Sentinel and Cluster, which announce the servers' own addresses.
+     * An endpoint's optional {@code addr_map} (docs/driver-protocol.md: announced address to
+     * the client's proxy), for Sentinel and Cluster, which announce the servers' own addresses.
      */
     static void natMap(JsonNode ep, Object serversConfig) {
-        JsonNode nat = ep.path("nat");
+        JsonNode nat = ep.path("addr_map");
         if (!nat.isObject() || nat.size() == 0) {
             return;
         }
