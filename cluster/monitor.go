@@ -142,6 +142,9 @@ type monitorNode struct {
 	seg       ClockChange
 	segN      int
 	prevStamp int64
+	// wall is the host's clock (unix ns) when a line is read (nil:
+	// time.Now; tests set it).
+	wall func() int64
 }
 
 func (m *monitorNode) close() {
@@ -452,6 +455,9 @@ func (m *monitorNode) placeClock(stamp string) {
 		return
 	}
 	read := time.Now().UnixNano()
+	if m.wall != nil {
+		read = m.wall()
+	}
 	for _, next := range m.clock.Changes(m.segN) {
 		h := next.HostAt(s)
 		if !(s < m.prevStamp || m.seg.HostAt(s) >= next.At || h >= next.At && h <= read+int64(time.Millisecond)) {
