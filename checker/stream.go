@@ -119,7 +119,7 @@ func (s *Stream) Add(e *history.Event) {
 	if !s.ready {
 		s.setup()
 	}
-	if e.T < s.judged && e.Op != history.OpCommand {
+	if e.T < s.judged && (e.Op != history.OpCommand || e.Cmd == nil) {
 		// (A command's stamp is its server's clock: addCommand checks
 		// its harness time.)
 		m.setInexact(fmt.Sprintf("a %s event at %s came after that time was judged", e.Op, sec(e.T)))
