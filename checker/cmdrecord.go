@@ -53,9 +53,15 @@ const (
 	cmdHDel                // HDEL: may remove the key
 )
 
-// cmdEvent is one key change of a recorded command.
+// cmdEvent is one key change of a recorded command. It has two times. t
+// is the server's stamp (on the run clock): the key's expiry on that node
+// is counted on it, as the server counts it (after the node's clock jumps
+// back, a key really lives longer). h is the harness's time of the command
+// (nodeClock.harness): it merges the nodes' records, and is what every
+// comparison with the clients' events, the windows and the faults reads.
+// A node's own commands keep the record's order on both.
 type cmdEvent struct {
-	t      int64
+	t, h   int64
 	node   int16
 	client int32
 	op     uint8
@@ -72,13 +78,14 @@ type cmdEvent struct {
 type keyState struct {
 	present, unknown bool
 	owner            int32 // client whose write made it (-1: the harness or unknown)
-	setT             int64 // when that write ran
-	exp              int64 // expiry on the run clock (0: none)
-	lastT            int64 // the replay's last step on it
+	setT             int64 // when that write ran (harness time)
+	exp              int64 // expiry on the node's own clock (server time; 0: none)
+	lastT            int64 // the replay's last step on it (harness time)
 }
 
 // cmdFree is a client's command that deleted a key present on a master
-// (the reentrancy check looks for one in a release that left depth > 0).
+// (the reentrancy check looks for one in a release that left depth > 0);
+// t is harness time.
 type cmdFree struct {
 	t      int64
 	node   int16
@@ -98,6 +105,10 @@ type cmdGap struct {
 func (m *model) addCommand(e *history.Event) {
 	if e.Detail == history.CmdUnavailable {
 		m.cmdOn, m.cmdMode, m.cmdWhy = false, "unavailable", e.Err
+		return
+	}
+	if e.Detail == history.CmdClock {
+		m.addClock(e)
 		return
 	}
 	if e.Detail == history.CmdGap || e.Detail == history.CmdResumed {
@@ -120,16 +131,17 @@ func (m *model) addCommand(e *history.Event) {
 	node := m.node(e.Node)
 	client := int32(e.Client)
 	m.cmdSeen = true
-	if e.T < m.cmdJudged {
-		m.setInexact(fmt.Sprintf("a command on %s at %s was read after the record was replayed past it", e.Node, sec(e.T)))
+	h := m.clockOf(node).harness(e.T)
+	if h < m.cmdJudged {
+		m.setInexact(fmt.Sprintf("a command on %s at %s was read after the record was replayed past it", e.Node, sec(h)))
 	}
 	if isScript(e.Cmd.Args[0]) {
 		for _, in := range e.Cmd.Inner {
-			m.addCmdArgs(in, e.T, node, client, true)
+			m.addCmdArgs(in, e.T, h, node, client, true)
 		}
 		return
 	}
-	m.addCmdArgs(e.Cmd.Args, e.T, node, client, false)
+	m.addCmdArgs(e.Cmd.Args, e.T, h, node, client, false)
 }
 
 func isScript(name string) bool {
@@ -158,11 +170,11 @@ func (m *model) shortKey(key string) (string, bool) {
 }
 
 // addCmdArgs turns one command into the key changes it makes.
-func (m *model) addCmdArgs(args []string, t int64, node int16, client int32, script bool) {
+func (m *model) addCmdArgs(args []string, t, h int64, node int16, client int32, script bool) {
 	if len(args) < 2 {
 		return
 	}
-	ev := cmdEvent{t: t, node: node, client: client, script: script, name: strings.ToUpper(args[0])}
+	ev := cmdEvent{t: t, h: h, node: node, client: client, script: script, name: strings.ToUpper(args[0])}
 	add := func(key string, ev cmdEvent) {
 		short, ok := m.shortKey(key)
 		if !ok {
@@ -248,6 +260,76 @@ func (m *model) setExpiry(ev *cmdEvent, unit string, v int64) {
 	}
 }
 
+// A node's clock against the harness's. The record marks where the harness
+// changed a node's clock (history.CmdClock, cluster/monitor.go placeClock
+// says how it finds the place in the node's order): from a marker on, the
+// node's clock at harness time h reads h + off + (h - t)×(rate - 1). A
+// command's harness time is its stamp read back through the marker before
+// it; its stamp stays its server time. The node's own order is never
+// changed: a command's harness time is at least its predecessor's on that
+// node (a history without markers, written before them, whose node jumped
+// back, gets its commands after the jump at the time of the last one
+// before, until the stamps catch up: in order, if late).
+
+// clockSeg is one marked setting of a node's clock.
+type clockSeg struct {
+	t, off int64
+	rate   float64
+}
+
+// nodeClock is a node's clock settings so far, and the harness time of its
+// last command.
+type nodeClock struct {
+	segs  []clockSeg
+	lastH int64
+}
+
+// clockOf is node's clock.
+func (m *model) clockOf(node int16) *nodeClock {
+	for int(node) >= len(m.cmdClocks) {
+		m.cmdClocks = append(m.cmdClocks, &nodeClock{lastH: math.MinInt64})
+	}
+	return m.cmdClocks[node]
+}
+
+// addClock reads a history.CmdClock marker.
+func (m *model) addClock(e *history.Event) {
+	rate := 1.0
+	if e.Depth > 0 {
+		rate = float64(e.Depth) / history.ClockRateUnit
+	}
+	nc := m.clockOf(m.node(e.Node))
+	nc.segs = append(nc.segs, clockSeg{t: e.T, off: e.Value, rate: rate})
+}
+
+// harness is the harness time of the node's next command, stamped s by the
+// node: under the latest marker, and never before the node's previous
+// command.
+func (nc *nodeClock) harness(s int64) int64 {
+	h := s
+	if n := len(nc.segs); n > 0 {
+		g := nc.segs[n-1]
+		if g.rate == 1 {
+			h = s - g.off
+		} else {
+			h = int64((float64(s-g.off) + float64(g.t)*(g.rate-1)) / g.rate)
+		}
+	}
+	h = max(h, nc.lastH)
+	nc.lastH = h
+	return h
+}
+
+// server is what the node's clock read at harness time h.
+func (nc *nodeClock) server(h int64) int64 {
+	for i := len(nc.segs) - 1; i >= 0; i-- {
+		if g := nc.segs[i]; g.t <= h {
+			return h + g.off + int64(float64(h-g.t)*(g.rate-1))
+		}
+	}
+	return h
+}
+
 // unixToRun maps a unix time (ns) to the run clock.
 func (m *model) unixToRun(ns int64) int64 {
 	start, _ := metaInt(m.meta[history.MetaStartNS])
@@ -288,17 +370,21 @@ func (m *model) attributeCommands(upTo int64) {
 	ps := m.probes()
 	m.cmdJudged = max(m.cmdJudged, upTo)
 	for k, kd := range m.kd {
-		// In server time across nodes (each node's stream is in its
-		// order already; a stable sort keeps it): a probe then sees every
-		// node's commands before it. Only what is not replayed yet moves.
+		// In harness time across nodes: a probe then sees every node's
+		// commands before it. Each node's stream is in its own order
+		// already, and its harness times never go back
+		// (nodeClock.harness), so the stable sort keeps that order (a
+		// server time would not: after a jump back a node's later
+		// commands would sort before its earlier ones, issue 33). Only
+		// what is not replayed yet moves.
 		rest := kd.cmds[kd.cmdWalked:]
-		sort.SliceStable(rest, func(i, j int) bool { return rest[i].t < rest[j].t })
+		sort.SliceStable(rest, func(i, j int) bool { return rest[i].h < rest[j].h })
 		if kd.state == nil {
 			kd.state = map[int16]*keyState{}
 		}
-		for ; kd.cmdWalked < len(kd.cmds) && kd.cmds[kd.cmdWalked].t < upTo; kd.cmdWalked++ {
+		for ; kd.cmdWalked < len(kd.cmds) && kd.cmds[kd.cmdWalked].h < upTo; kd.cmdWalked++ {
 			c := kd.cmds[kd.cmdWalked]
-			m.takeSnaps(kd, ps, c.t-1)
+			m.takeSnaps(kd, ps, c.h-1)
 			s := m.cmdStep(kd, c)
 			m.replay(int32(k), kd, &s)
 		}
@@ -320,7 +406,7 @@ type cmdStep struct {
 	owner, writer int32
 }
 
-// exp is the key's expiry after c, old when c sets none.
+// exp is the key's expiry after c (server time), old when c sets none.
 func (s *cmdStep) exp(old int64) int64 {
 	switch {
 	case s.c.abs != 0:
@@ -339,7 +425,7 @@ func (m *model) cmdStep(kd *keyData, c cmdEvent) cmdStep {
 		st = &keyState{owner: -1}
 		kd.state[c.node] = st
 	}
-	if m.gapSince(c.node, st.lastT, c.t) {
+	if m.gapSince(c.node, st.lastT, c.h) {
 		// Commands may be missing (a SET among them, a restarted node's
 		// first owner): unknown, not absent, until a write or a delete
 		// says (restart-under-holder/watch-unlock seed 1, docker, in a CI
@@ -348,20 +434,21 @@ func (m *model) cmdStep(kd *keyData, c cmdEvent) cmdStep {
 		// later for deleting another's key).
 		*st = keyState{present: true, unknown: true, owner: -1}
 	}
-	st.lastT = c.t
-	// Expired before this command, for certain; or maybe.
+	st.lastT = c.h
+	// Expired before this command, for certain; or maybe: on the node's
+	// own clock.
 	s := cmdStep{c: c, st: st}
 	if st.present && st.exp != 0 {
 		switch {
 		case c.t > st.exp+cmdExpiryMargin:
-			*st = keyState{owner: -1, lastT: c.t}
+			*st = keyState{owner: -1, lastT: c.h}
 		case c.t >= st.exp-cmdExpiryMargin:
 			s.maybe = true
 		}
 	}
 	s.owner = st.owner
 	alive := st.present && !st.unknown && !s.maybe
-	s.foreign = alive && s.owner >= 0 && c.client >= 0 && s.owner != c.client && m.masterAt(c.node, c.t)
+	s.foreign = alive && s.owner >= 0 && c.client >= 0 && s.owner != c.client && m.masterAt(c.node, c.h)
 	s.writer = c.client
 	if s.writer < 0 && c.tok != "" {
 		// A replica's copy of a master's write: its token names the
@@ -388,10 +475,10 @@ func (m *model) replay(k int32, kd *keyData, s *cmdStep) {
 		if s.foreign {
 			m.cmdFound(k, kd, c, st)
 		}
-		if st.present && c.client >= 0 && m.masterAt(c.node, c.t) {
-			kd.cmdFrees = append(kd.cmdFrees, cmdFree{t: c.t, node: c.node, client: c.client, name: c.name, script: c.script})
+		if st.present && c.client >= 0 && m.masterAt(c.node, c.h) {
+			kd.cmdFrees = append(kd.cmdFrees, cmdFree{t: c.h, node: c.node, client: c.client, name: c.name, script: c.script})
 		}
-		*st = keyState{owner: -1, lastT: c.t}
+		*st = keyState{owner: -1, lastT: c.h}
 	case cmdExpire:
 		if !st.present {
 			return
@@ -407,12 +494,12 @@ func (m *model) replay(k int32, kd *keyData, s *cmdStep) {
 	case cmdHash:
 		switch {
 		case !st.present:
-			*st = keyState{present: true, owner: s.writer, setT: c.t, lastT: c.t}
+			*st = keyState{present: true, owner: s.writer, setT: c.h, lastT: c.h}
 		case (st.unknown || s.maybe) && s.owner != s.writer && m.tokAcq[c.tok] == history.OK:
 			// A hash lock's script wrote another owner's field: the
 			// key it checked was gone (expired at the edge of the
 			// replay's certainty).
-			*st = keyState{present: true, owner: s.writer, setT: c.t, lastT: c.t}
+			*st = keyState{present: true, owner: s.writer, setT: c.h, lastT: c.h}
 		case (st.unknown || s.maybe) && s.owner != s.writer:
 			st.unknown = true
 		}
@@ -447,7 +534,7 @@ func (m *model) replaySet(k int32, kd *keyData, s *cmdStep) {
 	case c.nx && (st.unknown || s.maybe) && won == history.OK:
 		// The replay cannot tell, but the client's acquire
 		// returned with this token: it took the key.
-		st.present, st.unknown, st.owner, st.exp, st.setT = true, false, s.writer, s.exp(0), c.t
+		st.present, st.unknown, st.owner, st.exp, st.setT = true, false, s.writer, s.exp(0), c.h
 	case c.nx && (st.unknown || s.maybe) && won == history.Unknown:
 		// It may or may not have taken the key.
 		st.unknown, st.exp = true, max(st.exp, s.exp(0))
@@ -465,17 +552,17 @@ func (m *model) replaySet(k int32, kd *keyData, s *cmdStep) {
 			old = 0
 		}
 		if !st.present || st.unknown || s.maybe || s.owner != s.writer {
-			st.setT = c.t
+			st.setT = c.h
 		}
 		st.present, st.unknown, st.owner, st.exp = true, false, s.writer, s.exp(old)
 	}
 }
 
-// retriedWith reports whether later (commands after c, in server time)
+// retriedWith reports whether later (commands after c, in harness time)
 // holds a SET NX by c's client with c's token within horizon of c.
 func retriedWith(later []cmdEvent, c cmdEvent, horizon int64) bool {
 	for _, d := range later {
-		if d.t > c.t+horizon {
+		if d.h > c.h+horizon {
 			return false
 		}
 		if d.op == cmdSet && d.nx && d.client == c.client && d.tok == c.tok {
@@ -493,7 +580,7 @@ func (m *model) cmdFound(k int32, kd *keyData, c cmdEvent, st *keyState) {
 		return
 	}
 	h := &m.holds[victim]
-	if c.t > h.heldTo+m.lag {
+	if c.h > h.heldTo+m.lag {
 		// The owner had let go already (it released or learned its loss):
 		// no holder was harmed.
 		return
@@ -502,22 +589,22 @@ func (m *model) cmdFound(k int32, kd *keyData, c cmdEvent, st *keyState) {
 	if c.script {
 		what = "script's " + c.name
 	}
-	d := badDel{t: c.t, node: c.node, victim: victim, culprit: c.client, cmd: what}
+	d := badDel{t: c.h, node: c.node, victim: victim, culprit: c.client, cmd: what}
 	switch c.op {
 	case cmdDel:
 		d.release = true
 		// seen false: the record is exact, not a notification that may be
 		// of the previous owner's key.
-		m.noteLoss(victim, c.t, fmt.Sprintf("deleted by client %d", c.client), false)
+		m.noteLoss(victim, c.h, fmt.Sprintf("deleted by client %d", c.client), false)
 	case cmdSet:
 		d.set = true
-		m.noteLoss(victim, c.t, fmt.Sprintf("overwritten by client %d", c.client), false)
+		m.noteLoss(victim, c.h, fmt.Sprintf("overwritten by client %d", c.client), false)
 	}
 	kd.cmdDels = append(kd.cmdDels, d)
 }
 
 // holdOf returns client's hold of key k whose acquire wrote the key at
-// setT (server time): the one whose acquire call spans setT, allowing for
+// setT (harness time): the one whose acquire call spans setT, allowing for
 // the observer's lag between the two clocks' readings, or -1.
 func (m *model) holdOf(k, client int32, setT int64) int32 {
 	kd := m.kd[k]
@@ -652,10 +739,13 @@ func (m *model) takeSnaps(kd *keyData, ps []probe, t int64) {
 			s := snap{owner: -1}
 			if st := kd.state[n]; st != nil && st.present {
 				s.present, s.unknown, s.owner = true, st.unknown, st.owner
+				// The expiry is on the node's clock: the probe's time
+				// read on it.
+				at := m.clockOf(n).server(p.t)
 				switch {
-				case st.exp != 0 && p.t > st.exp+cmdExpiryMargin:
+				case st.exp != 0 && at > st.exp+cmdExpiryMargin:
 					s.present, s.unknown = false, false
-				case st.exp != 0 && p.t >= st.exp-cmdExpiryMargin:
+				case st.exp != 0 && at >= st.exp-cmdExpiryMargin:
 					s.unknown = true
 				}
 			}

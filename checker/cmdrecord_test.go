@@ -236,17 +236,17 @@ func TestCommandRecordUnavailable(t *testing.T) {
 // client's other token, or a retry past the horizon say nothing.
 func TestRetriedWith(t *testing.T) {
 	ms := int64(1e6)
-	c := cmdEvent{t: 100 * ms, client: 2, op: cmdSet, nx: true, tok: "a"}
+	c := cmdEvent{h: 100 * ms, client: 2, op: cmdSet, nx: true, tok: "a"}
 	for _, tc := range []struct {
 		name  string
 		later []cmdEvent
 		want  bool
 	}{
-		{"same client, same token", []cmdEvent{{t: 110 * ms, client: 2, op: cmdSet, nx: true, tok: "a"}}, true},
-		{"another client", []cmdEvent{{t: 110 * ms, client: 1, op: cmdSet, nx: true, tok: "a"}}, false},
-		{"another token", []cmdEvent{{t: 110 * ms, client: 2, op: cmdSet, nx: true, tok: "b"}}, false},
-		{"not NX", []cmdEvent{{t: 110 * ms, client: 2, op: cmdSet, tok: "a"}}, false},
-		{"past the horizon", []cmdEvent{{t: 600 * ms, client: 2, op: cmdSet, nx: true, tok: "a"}}, false},
+		{"same client, same token", []cmdEvent{{h: 110 * ms, client: 2, op: cmdSet, nx: true, tok: "a"}}, true},
+		{"another client", []cmdEvent{{h: 110 * ms, client: 1, op: cmdSet, nx: true, tok: "a"}}, false},
+		{"another token", []cmdEvent{{h: 110 * ms, client: 2, op: cmdSet, nx: true, tok: "b"}}, false},
+		{"not NX", []cmdEvent{{h: 110 * ms, client: 2, op: cmdSet, tok: "a"}}, false},
+		{"past the horizon", []cmdEvent{{h: 600 * ms, client: 2, op: cmdSet, nx: true, tok: "a"}}, false},
 		{"nothing later", nil, false},
 	} {
 		if got := retriedWith(tc.later, c, 400*ms); got != tc.want {

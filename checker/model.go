@@ -286,6 +286,8 @@ type model struct {
 	noRecord bool
 	cmdSeen  bool
 	cmdGaps  []cmdGap
+	// cmdClocks: each node's clock settings in its record (by node).
+	cmdClocks []*nodeClock
 	// tokAcq: each acquire's token and its result, with a record: a SET
 	// NX the replay cannot judge took the key when its acquire returned ok
 	// with its token.

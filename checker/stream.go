@@ -119,16 +119,23 @@ func (s *Stream) Add(e *history.Event) {
 	if !s.ready {
 		s.setup()
 	}
-	if e.T < s.judged {
+	if e.T < s.judged && (e.Op != history.OpCommand || e.Cmd == nil) {
+		// (A command's stamp is its server's clock: addCommand checks
+		// its harness time.)
 		m.setInexact(fmt.Sprintf("a %s event at %s came after that time was judged", e.Op, sec(e.T)))
 	}
 	m.add(e)
 	t := max(e.T, e.End)
+	if e.Op == history.OpCommand && e.Cmd != nil && e.Node != "" {
+		// On the harness clock, as the clients' events (a node whose
+		// clock jumped ahead must not carry the horizon with it).
+		t = m.clockOf(m.node(e.Node)).lastH
+	}
 	s.maxSeen = max(s.maxSeen, t)
 	switch e.Op {
 	case history.OpFault, history.OpHeal:
 	case history.OpServer, history.OpCommand:
-		s.lastEnd[-1] = max(s.lastEnd[-1], e.T)
+		s.lastEnd[-1] = max(s.lastEnd[-1], t)
 	default:
 		s.lastEnd[int32(e.Client)] = max(s.lastEnd[int32(e.Client)], t)
 	}
@@ -482,7 +489,7 @@ func (m *model) pruneKey(kd *keyData, cut int64, live []bool, renum []int32) {
 	// Recorded commands: replayed ones before srvCut go (the replay's
 	// state per node carries what they did).
 	j := 0
-	for j < kd.cmdWalked && kd.cmds[j].t < srvCut {
+	for j < kd.cmdWalked && kd.cmds[j].h < srvCut {
 		j++
 	}
 	if j > 0 {

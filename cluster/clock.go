@@ -135,6 +135,40 @@ type ServerClock struct {
 	path string
 	mu   sync.Mutex // one writer at a time (the seqlock allows one)
 	mem  []byte
+	// changes is every setting written, in order (guarded by mu): the
+	// command record reads it to place each change in the node's own
+	// order (ClockChange).
+	changes []ClockChange
+}
+
+// ClockChange is one setting of a server clock, from host time At (unix
+// ns) on: the server's clock reads host + Offset + (host - At)×(Rate-1).
+type ClockChange struct {
+	At     int64
+	Offset int64
+	Rate   float64
+}
+
+// ServerAt is the server's clock (unix ns) at host time h under c.
+func (c ClockChange) ServerAt(h int64) int64 { return h + offsetAt(c.Offset, c.At, c.Rate, h) }
+
+// HostAt is the host time (unix ns) at which the server's clock read s
+// under c (ServerAt's inverse).
+func (c ClockChange) HostAt(s int64) int64 {
+	if c.Rate == 1 || c.Rate <= 0 {
+		return s - c.Offset
+	}
+	return int64((float64(s-c.Offset) + float64(c.At)*(c.Rate-1)) / c.Rate)
+}
+
+// Changes returns the settings written since the i-th (all: 0).
+func (k *ServerClock) Changes(i int) []ClockChange {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if i >= len(k.changes) {
+		return nil
+	}
+	return append([]ClockChange(nil), k.changes[i:]...)
 }
 
 // newServerClock creates the clock file at path (real time: offset 0, rate
@@ -170,6 +204,7 @@ func (k *ServerClock) write(offset, t0 int64, rate float64) {
 	atomic.StoreUint64(k.word(2), uint64(t0))
 	atomic.StoreUint64(k.word(3), math.Float64bits(rate))
 	atomic.AddUint64(k.word(0), 1)
+	k.changes = append(k.changes, ClockChange{At: t0, Offset: offset, Rate: rate})
 }
 
 func (k *ServerClock) read() (offset, t0 int64, rate float64) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -97,7 +98,8 @@ func Record(ctx context.Context, c *Cluster, p keyspace.Prefix, runID string, re
 			continue
 		}
 		m := &monitorNode{node: n.Name, addr: n.ServerAddr, tls: n.tls, password: c.password, prefix: string(p), runID: runID,
-			record: record, now: now, toRun: toRun, names: map[string]string{}}
+			record: record, now: now, toRun: toRun, names: map[string]string{}, clock: n.Clock}
+		m.startClock()
 		if err := m.connect(ctx); err != nil {
 			stopAll()
 			if c.Backend == External {
@@ -132,6 +134,17 @@ type monitorNode struct {
 	// pending is a script command waiting for the inner commands that
 	// follow it.
 	pending *history.Event
+
+	// The node's own clock (nil: the host's): seg is the setting its
+	// stream is at, segN how many settings that is, prevStamp the last
+	// command's stamp (unix ns). See placeClock.
+	clock     *ServerClock
+	seg       ClockChange
+	segN      int
+	prevStamp int64
+	// wall is the host's clock (unix ns) when a line is read (nil:
+	// time.Now; tests set it).
+	wall func() int64
 }
 
 func (m *monitorNode) close() {
@@ -398,6 +411,7 @@ func (m *monitorNode) line(l string) {
 	m.mu.Lock()
 	connName := m.names[addr]
 	m.mu.Unlock()
+	m.placeClock(stamp)
 	e := &history.Event{T: m.serverTime(stamp), Client: ClientOfConnName(m.runID, connName), Op: history.OpCommand, Node: m.node,
 		Cmd: &history.Command{Conn: addr, Name: connName, Args: args}}
 	switch name {
@@ -408,15 +422,98 @@ func (m *monitorNode) line(l string) {
 	m.emit(e)
 }
 
-// serverTime maps MONITOR's stamp (unix seconds with µs) to the run clock.
-func (m *monitorNode) serverTime(stamp string) int64 {
+// A node whose clock the harness moves (a clock fault on the process
+// backend: ServerClock) stamps its commands on that clock, so that after a
+// jump back its later commands carry earlier times than its earlier ones.
+// The record keeps the node's order (the stream's) and marks, in it, where
+// each clock change falls: a history.CmdClock event before the first
+// command run under the new setting, saying the setting (the checker maps
+// each command's stamp to the harness clock by the marker before it, and
+// keeps the stamp itself for the node's own expiry arithmetic).
+//
+// Why here and not in the checker from the fault events: the harness knows
+// exactly when it wrote the clock and what it wrote (ServerClock.Changes),
+// the fault event only brackets the write by its start and end and comes
+// after the commands it explains; and the record can tell the one case the
+// stamps alone cannot (a jump back while the node is idle for longer than
+// the jump: a command's stamp then fits both settings) by when its line was
+// read: a command runs before its line is read.
+//
+// placeClock advances the stream's setting past every change the command
+// stamped stamp ran after: one whose stamp cannot have been made under the
+// current setting (it maps to a host time at or past the change), a stamp
+// earlier than the previous command's (only a jump back makes one), or one
+// that fits the new setting at a host time it had reached when the line
+// was read (the later setting wins when both fit: it is wrong only if the
+// line was read later than the jump's size after the command ran).
+func (m *monitorNode) placeClock(stamp string) {
+	if m.clock == nil {
+		return
+	}
+	s, ok := stampNS(stamp)
+	if !ok {
+		return
+	}
+	read := time.Now().UnixNano()
+	if m.wall != nil {
+		read = m.wall()
+	}
+	for _, next := range m.clock.Changes(m.segN) {
+		h := next.HostAt(s)
+		if !(s < m.prevStamp || m.seg.HostAt(s) >= next.At || h >= next.At && h <= read+int64(time.Millisecond)) {
+			break
+		}
+		m.seg = next
+		m.segN++
+		m.recordClock()
+	}
+	m.prevStamp = s
+}
+
+// startClock takes the node's clock setting as the record starts, and
+// marks it when it is not the host's.
+func (m *monitorNode) startClock() {
+	if m.clock == nil {
+		return
+	}
+	cs := m.clock.Changes(0)
+	if len(cs) == 0 {
+		return
+	}
+	m.seg, m.segN = cs[len(cs)-1], len(cs)
+	if m.seg.Offset != 0 || m.seg.Rate != 1 {
+		m.recordClock()
+	}
+}
+
+// recordClock records the stream's clock setting (history.CmdClock).
+func (m *monitorNode) recordClock() {
+	e := &history.Event{T: m.toRun(time.Unix(0, m.seg.At)), Client: -1, Op: history.OpCommand, Node: m.node, Detail: history.CmdClock,
+		Value: m.seg.Offset}
+	if m.seg.Rate != 1 && m.seg.Rate > 0 {
+		e.Depth = int(math.Round(m.seg.Rate * history.ClockRateUnit))
+	}
+	m.record(e)
+}
+
+// stampNS reads MONITOR's stamp (unix seconds with µs) as unix ns.
+func stampNS(stamp string) (int64, bool) {
 	sec, frac, _ := strings.Cut(stamp, ".")
 	s, err1 := strconv.ParseInt(sec, 10, 64)
 	us, err2 := strconv.ParseInt((frac + "000000")[:6], 10, 64)
 	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return s*1e9 + us*1e3, true
+}
+
+// serverTime maps MONITOR's stamp (unix seconds with µs) to the run clock.
+func (m *monitorNode) serverTime(stamp string) int64 {
+	ns, ok := stampNS(stamp)
+	if !ok {
 		return m.now()
 	}
-	return m.toRun(time.Unix(s, us*1000))
+	return m.toRun(time.Unix(0, ns))
 }
 
 // ParseMonitorArgs splits the arguments of a MONITOR line: each is quoted,

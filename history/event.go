@@ -70,7 +70,20 @@ const (
 	CmdGap         = "record-gap"
 	CmdResumed     = "record-resumed"
 	CmdUnavailable = "record-unavailable"
+	// CmdClock marks, in a node's record, where the harness changed that
+	// node's clock (a clock fault on a node with its own clock): the
+	// commands after it, up to the next, ran with the server's clock at
+	// harness time h reading h + Value + (h - T)×(rate - 1) on the run
+	// clock, Value in ns, rate Depth/ClockRateUnit (Depth 0: rate 1). T
+	// is when the harness wrote it. A command's T stays the server's
+	// stamp: the marker maps it to the harness clock, and the node's
+	// order is the record's.
+	CmdClock = "record-clock"
 )
+
+// ClockRateUnit: a CmdClock event's Depth is its clock's rate in these
+// (parts per billion).
+const ClockRateUnit = 1e9
 
 // Command is what a node's command record shows of one command.
 type Command struct {
