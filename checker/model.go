@@ -288,11 +288,11 @@ type model struct {
 	cmdGaps  []cmdGap
 	// tokAcq: each acquire's token and its result, with a record: a SET
 	// NX the replay cannot judge took the key when its acquire returned ok
-	// with its token.
-	tokAcq map[string]history.Result
+	// with its token. Streaming drops the old ones (pruneTokens).
+	tokAcq map[string]tokResult
 	// cmdJudged: the record was replayed up to here.
 	cmdJudged int64
-	tokOwner  map[string]int32
+	tokOwner  map[string]tokWriter
 	prefix    string
 	lag       int64 // Options.ObserverLag
 	dels      int
@@ -542,9 +542,9 @@ func (m *model) act(h *hold, at int64) {
 func (m *model) addAcquire(e *history.Event) {
 	if m.cmdOn && e.Token != "" {
 		if m.tokAcq == nil {
-			m.tokAcq = map[string]history.Result{}
+			m.tokAcq = map[string]tokResult{}
 		}
-		m.tokAcq[e.Token] = e.Result
+		m.tokAcq[e.Token] = tokResult{res: e.Result, t: max(e.T, e.End)}
 	}
 	c := m.client(e.Client)
 	k := m.keyOf(c, e.Key)
