@@ -742,19 +742,6 @@ func (m *model) srvFrom(k int32, t int64) int {
 	return sort.Search(len(srv), func(i int) bool { return srv[i].t >= t })
 }
 
-// jain is Jain's fairness index of xs (1 = perfectly fair).
-func jain(xs []float64) float64 {
-	var s, s2 float64
-	for _, x := range xs {
-		s += x
-		s2 += x * x
-	}
-	if s2 == 0 {
-		return math.NaN()
-	}
-	return s * s / (float64(len(xs)) * s2)
-}
-
 // uncertainty is how far apart two clients' clocks may be (ns): the sum of
 // their workers' error bounds against the server's TIME; 0 within one
 // process.
