@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -141,5 +142,34 @@ func TestCommandRecordBoundedMemory(t *testing.T) {
 	}
 	if peak > bound {
 		t.Fatalf("live heap %d MiB at the end, over %d MiB", peak>>20, bound>>20)
+	}
+}
+
+// A window's pruning drops the tokens behind its cut, and where nodes have
+// replicas keeps them 10 s longer (a replica's copy names its writer by
+// the token).
+func TestPruneTokens(t *testing.T) {
+	for _, c := range []struct {
+		topo string
+		kept []string
+	}{
+		{"single", []string{"late"}},
+		{"independent", []string{"late"}},
+		{"sentinel", []string{"mid", "late"}},
+	} {
+		m := newModel()
+		m.topo = c.topo
+		m.tokAcq = map[string]tokResult{"early": {history.OK, 1e9}, "mid": {history.OK, 15e9}, "late": {history.Fail, 21e9}}
+		m.tokOwner = map[string]tokWriter{"early": {1, 1e9}, "mid": {2, 15e9}, "late": {3, 21e9}}
+		m.pruneTokens(20e9)
+		for _, tok := range []string{"early", "mid", "late"} {
+			want := slices.Contains(c.kept, tok)
+			if _, ok := m.tokAcq[tok]; ok != want {
+				t.Errorf("%s: acquire token %s kept %v, want %v", c.topo, tok, ok, want)
+			}
+			if _, ok := m.tokOwner[tok]; ok != want {
+				t.Errorf("%s: writer token %s kept %v, want %v", c.topo, tok, ok, want)
+			}
+		}
 	}
 }
