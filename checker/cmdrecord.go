@@ -174,7 +174,8 @@ func (m *model) addCmdArgs(args []string, t, h int64, node int16, client int32, 
 	if len(args) < 2 {
 		return
 	}
-	ev := cmdEvent{t: t, h: h, node: node, client: client, script: script, name: strings.ToUpper(args[0])}
+	name := cmdName(args[0])
+	ev := cmdEvent{t: t, h: h, node: node, client: client, script: script, name: name}
 	add := func(key string, ev cmdEvent) {
 		short, ok := m.shortKey(key)
 		if !ok {
@@ -187,7 +188,7 @@ func (m *model) addCmdArgs(args []string, t, h int64, node int16, client int32, 
 		v, _ := strconv.ParseInt(s, 10, 64)
 		return v
 	}
-	switch name := strings.ToUpper(args[0]); name {
+	switch name {
 	case "SET", "SETNX", "SETEX", "PSETEX":
 		if len(args) < 3 {
 			return
@@ -242,6 +243,22 @@ func (m *model) addCmdArgs(args []string, t, h int64, node int16, client int32, 
 		ev.op = cmdHDel
 		add(args[1], ev)
 	}
+}
+
+// cmdNames are the commands the replay reads, upper-case.
+var cmdNames = []string{"SET", "SETNX", "SETEX", "PSETEX", "DEL", "UNLINK", "GETDEL", "PEXPIRE", "EXPIRE", "PEXPIREAT", "EXPIREAT",
+	"HSET", "HSETNX", "HINCRBY", "HINCRBYFLOAT", "HMSET", "HDEL"}
+
+// cmdName is a command's name in upper case: one of cmdNames' strings
+// when it is one, so that the events kept (a window's worth) do not each
+// carry a copy.
+func cmdName(s string) string {
+	for _, n := range cmdNames {
+		if len(n) == len(s) && strings.EqualFold(n, s) {
+			return n
+		}
+	}
+	return strings.ToUpper(s)
 }
 
 // setExpiry sets ev's expiry from a time argument v in unit (SET's option
@@ -454,13 +471,13 @@ func (m *model) cmdStep(kd *keyData, c cmdEvent) cmdStep {
 		// A replica's copy of a master's write: its token names the
 		// writer.
 		if w, ok := m.tokOwner[c.tok]; ok {
-			s.writer = w
+			s.writer = w.client
 		}
 	} else if s.writer >= 0 && (c.op == cmdSet || c.op == cmdHash) && c.tok != "" {
 		if m.tokOwner == nil {
-			m.tokOwner = map[string]int32{}
+			m.tokOwner = map[string]tokWriter{}
 		}
-		m.tokOwner[c.tok] = s.writer
+		m.tokOwner[c.tok] = tokWriter{client: s.writer, t: c.h}
 	}
 	return s
 }
@@ -495,7 +512,7 @@ func (m *model) replay(k int32, kd *keyData, s *cmdStep) {
 		switch {
 		case !st.present:
 			*st = keyState{present: true, owner: s.writer, setT: c.h, lastT: c.h}
-		case (st.unknown || s.maybe) && s.owner != s.writer && m.tokAcq[c.tok] == history.OK:
+		case (st.unknown || s.maybe) && s.owner != s.writer && m.tokAcq[c.tok].res == history.OK:
 			// A hash lock's script wrote another owner's field: the
 			// key it checked was gone (expired at the edge of the
 			// replay's certainty).
@@ -515,7 +532,7 @@ func (m *model) replay(k int32, kd *keyData, s *cmdStep) {
 // token.
 func (m *model) replaySet(k int32, kd *keyData, s *cmdStep) {
 	c, st := s.c, s.st
-	won := m.tokAcq[c.tok]
+	won := m.tokAcq[c.tok].res
 	if m.topo == "independent" {
 		// A Redlock acquire succeeds on a majority: whether it
 		// returned with this token or not says nothing of this node

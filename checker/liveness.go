@@ -3,7 +3,6 @@ package checker
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 
@@ -279,22 +278,15 @@ func resultLiveness(m *model, c *ctx) (CheckResult, bool) {
 				Explanation: fmt.Sprintf("after the %s was healed the lock never became available again.", f.kind)}, &a.count)
 		}
 	}
-	// Fairness and starvation.
-	var okCounts []float64
+	// Starvation. Fairness (Jain's index) is the results' stats.fairness
+	// (metrics.Jain), not the check's: one value, computed one way.
 	var starved []int32
 	for id, cs := range m.clients {
-		if id < 0 || cs.tried == 0 {
-			continue
-		}
-		okCounts = append(okCounts, float64(cs.ok))
-		if cs.ok == 0 && cs.tried >= 10 {
+		if id >= 0 && cs.ok == 0 && cs.tried >= 10 {
 			starved = append(starved, id)
 		}
 	}
 	sort.Slice(starved, func(i, j int) bool { return starved[i] < starved[j] })
-	if f := jain(okCounts); !math.IsNaN(f) {
-		res.Stats["fairness"] = math.Round(f*1000) / 1000
-	}
 	if len(starved) > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("starved clients (10+ attempts, no success): %s", joinInts(starved)))
 	}

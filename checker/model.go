@@ -290,11 +290,11 @@ type model struct {
 	cmdClocks []*nodeClock
 	// tokAcq: each acquire's token and its result, with a record: a SET
 	// NX the replay cannot judge took the key when its acquire returned ok
-	// with its token.
-	tokAcq map[string]history.Result
+	// with its token. Streaming drops the old ones (pruneTokens).
+	tokAcq map[string]tokResult
 	// cmdJudged: the record was replayed up to here.
 	cmdJudged int64
-	tokOwner  map[string]int32
+	tokOwner  map[string]tokWriter
 	prefix    string
 	lag       int64 // Options.ObserverLag
 	dels      int
@@ -544,9 +544,9 @@ func (m *model) act(h *hold, at int64) {
 func (m *model) addAcquire(e *history.Event) {
 	if m.cmdOn && e.Token != "" {
 		if m.tokAcq == nil {
-			m.tokAcq = map[string]history.Result{}
+			m.tokAcq = map[string]tokResult{}
 		}
-		m.tokAcq[e.Token] = e.Result
+		m.tokAcq[e.Token] = tokResult{res: e.Result, t: max(e.T, e.End)}
 	}
 	c := m.client(e.Client)
 	k := m.keyOf(c, e.Key)
@@ -742,19 +742,6 @@ func (m *model) srvFrom(k int32, t int64) int {
 	}
 	srv := m.kd[k].srv
 	return sort.Search(len(srv), func(i int) bool { return srv[i].t >= t })
-}
-
-// jain is Jain's fairness index of xs (1 = perfectly fair).
-func jain(xs []float64) float64 {
-	var s, s2 float64
-	for _, x := range xs {
-		s += x
-		s2 += x * x
-	}
-	if s2 == 0 {
-		return math.NaN()
-	}
-	return s * s / (float64(len(xs)) * s2)
 }
 
 // uncertainty is how far apart two clients' clocks may be (ns): the sum of

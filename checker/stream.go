@@ -293,6 +293,7 @@ func (s *Stream) prune(cut int64) {
 	for _, kd := range m.kd {
 		m.pruneKey(kd, cut, live, renum)
 	}
+	m.pruneTokens(cut)
 }
 
 // pruneKeep marks the holds the next windows need (keep) and those kept

@@ -36,17 +36,33 @@ import (
 //	value  varint                    (fValue)
 //	node, err, detail  string        (fNode, fErr, fDetail)
 //	fault, meta  bytes: JSON         (fFault, fMeta)
-//	cmd    conn string, name string, uvarint n + n strings (args),
-//	       uvarint m + m × (uvarint n + n strings) (inner)   (fCmd)
+//	cmd    conn string, name string, args (the command's),
+//	       uvarint m + m × args (inner)   (fCmd)
+//
+// A command record (fCmd without fEnd) has its own stamp: its delta from
+// the previous command record's, in µs when whole (appendCmdStamp), as a
+// node's record runs on the server's clock behind the clients' events. Its
+// args are a count and command strings (compactEnc.args): a token among
+// them is its client's last one (shared with the events' token field) or
+// its bytes, never interned. Before version 4, a command's stamp was like
+// any other's and its args were strings: each token an interned literal of
+// its 32 hex digits, which filled the string table within seconds, and a
+// contention run's history took 16 bytes an event where version 4 takes 11
+// (issue 33).
 //
 // Version 3 ("LCH\x03") added fCmd; a version-2 stream (no command
-// records) reads the same way.
+// records) reads the same way, and so does a version-3 stream but for
+// fCmd records' stamps and args.
 // A string is a uvarint: 0 = a literal follows (uvarint length, bytes), 1 =
 // a literal follows and takes the next table slot, n ≥ 2 = table slot n-2.
 // The table holds at most compactTableMax strings.
 
 // CompactMagic starts the decompressed stream of a compact history.
-const CompactMagic = "LCH\x03"
+const CompactMagic = "LCH\x04"
+
+// compactMagicV3 starts histories written before version 4's commands
+// (their arguments strings as any other, their times among the others').
+const compactMagicV3 = "LCH\x03"
 
 // compactMagicV2 starts histories written before the command record: they
 // decode the same way (no record has fCmd).
@@ -79,10 +95,13 @@ const (
 // compactEnc is the encoder's state: the previous t, the string table,
 // each client's last token.
 type compactEnc struct {
-	prevT  int64
-	table  map[string]uint64
-	tokens []string // by client+1 (client ≥ -1): a slice, not a map, as two events a lock cycle look it up
-	other  map[int]*string
+	prevT int64
+	// prevCmdT: the previous command record's time (version 4: a
+	// node's record runs on the server's clock, behind the clients').
+	prevCmdT int64
+	table    map[string]uint64
+	tokens   []string // by client+1 (client ≥ -1): a slice, not a map, as two events a lock cycle look it up
+	other    map[int]*string
 	// recent caches table entries by a cheap hash of the string (its
 	// length and end bytes): an event's op, key and result are a few
 	// strings that repeat, and a hit costs a short compare, not a map
@@ -138,10 +157,11 @@ func (c *compactEnc) append(b []byte, e *Event) []byte {
 	if flags&fCmd != 0 {
 		r = c.str(r, e.Cmd.Conn)
 		r = c.str(r, e.Cmd.Name)
-		r = c.strs(r, e.Cmd.Args)
+		tok := c.lastToken(e.Client)
+		r = c.args(r, e.Cmd.Args, tok)
 		r = binary.AppendUvarint(r, uint64(len(e.Cmd.Inner)))
 		for _, in := range e.Cmd.Inner {
-			r = c.strs(r, in)
+			r = c.args(r, in, tok)
 		}
 	}
 	n := len(r) - at - 1
@@ -192,15 +212,20 @@ func (c *compactEnc) flags(e *Event) (flags uint64) {
 // client, end, key, result and token.
 func (c *compactEnc) appendHead(r []byte, e *Event, flags uint64) []byte {
 	r = c.str(r, string(e.Op))
-	// Events are written as they complete: the later of t and end grows
-	// by small steps from one record to the next, while t alone jumps
-	// back by an acquire's wait.
-	stamp := e.T
-	if flags&fEnd != 0 {
-		stamp = max(e.T, e.End)
+	if flags&fCmd != 0 && flags&fEnd == 0 {
+		r = appendCmdStamp(r, e.T-c.prevCmdT)
+		c.prevCmdT = e.T
+	} else {
+		// Events are written as they complete: the later of t and end
+		// grows by small steps from one record to the next, while t
+		// alone jumps back by an acquire's wait.
+		stamp := e.T
+		if flags&fEnd != 0 {
+			stamp = max(e.T, e.End)
+		}
+		r = binary.AppendVarint(r, stamp-c.prevT)
+		c.prevT = stamp
 	}
-	r = binary.AppendVarint(r, stamp-c.prevT)
-	c.prevT = stamp
 	r = binary.AppendVarint(r, int64(e.Client))
 	if flags&fEnd != 0 {
 		r = binary.AppendVarint(r, e.End-e.T)
@@ -274,23 +299,81 @@ func (c *compactEnc) str(b []byte, s string) []byte {
 	return appendBytes(binary.AppendUvarint(b, 1), s)
 }
 
-// strs appends a command's arguments: their count, then each interned up
-// to cmdInternMax bytes (a script's body repeats with every EVAL).
-func (c *compactEnc) strs(b []byte, ss []string) []byte {
+// appendCmdStamp appends a command record's time, a delta from the
+// previous command record's: MONITOR's times are whole microseconds on the
+// run clock's offset, so their deltas mostly are too, and are written in
+// µs (the low bit 0) rather than ns (1).
+func appendCmdStamp(b []byte, d int64) []byte {
+	if d%1000 == 0 {
+		return binary.AppendUvarint(b, zig(d/1000)<<1)
+	}
+	return binary.AppendUvarint(b, zig(d)<<1|1)
+}
+
+// zig is the zig-zag encoding of a signed value (as binary.AppendVarint
+// writes it).
+func zig(x int64) uint64 { return uint64(x<<1) ^ uint64(x>>63) }
+
+// args appends a command's arguments (version 4): their count, then each
+// as a command string. A command's token (a SET's value, a script's
+// ARGV) is the lock client's token: the last one its events carried (tok),
+// or a new one, written as its bytes and kept as the client's; it is never
+// interned (each cycle has its own, and they filled the string table:
+// issue 33). Other arguments are interned up to cmdInternMax bytes (a
+// script's body repeats with every EVAL). The command's name and its
+// first argument (a key, a script's SHA1 or body) are never taken for a
+// token.
+//
+//	uvarint 0: a literal follows; 1: a literal follows and takes the next
+//	table slot; 2: the client's last token; 3: a new token follows
+//	(uvarint n, n bytes: its lower-case hex, hexToken); n ≥ 4: table
+//	slot n-4.
+func (c *compactEnc) args(b []byte, ss []string, tok *string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(ss)))
-	for _, s := range ss {
-		if _, ok := c.table[s]; !ok && len(s) > 256 && len(s) <= cmdInternMax && len(c.table) < compactTableMax {
-			c.table[s] = uint64(len(c.table))
-			b = appendBytes(binary.AppendUvarint(b, 1), s)
+	for i, s := range ss {
+		if i >= 2 && s != "" && s == *tok {
+			b = append(b, 2)
 			continue
 		}
-		b = c.str(b, s)
+		sl := &c.recent[recentSlot(s)]
+		if sl.ok && sl.s == s {
+			b = binary.AppendUvarint(b, sl.id+4)
+			continue
+		}
+		if id, ok := c.table[s]; ok {
+			*sl = strSlot{s, id, true}
+			b = binary.AppendUvarint(b, id+4)
+			continue
+		}
+		if i >= 2 && hexToken(s) {
+			*tok = s
+			b = binary.AppendUvarint(append(b, 3), uint64(len(s)/2))
+			b = appendLowerHex(b, s)
+			continue
+		}
+		if len(c.table) >= compactTableMax || len(s) > cmdInternMax {
+			b = appendBytes(append(b, 0), s)
+			continue
+		}
+		id := uint64(len(c.table))
+		c.table[s] = id
+		*sl = strSlot{s, id, true}
+		b = appendBytes(append(b, 1), s)
 	}
 	return b
 }
 
 // cmdInternMax is the longest command argument the string table takes.
 const cmdInternMax = 8192
+
+// hexToken reports whether a command's argument is taken for a token:
+// lower-case hex of an even length from cmdTokenMin to 128 digits.
+func hexToken(s string) bool {
+	return len(s) >= cmdTokenMin && len(s) <= 128 && len(s)%2 == 0 && isLowerHex(s)
+}
+
+// cmdTokenMin: shorter hex arguments (a TTL's digits) are interned.
+const cmdTokenMin = 16
 
 func appendBytes(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
@@ -333,11 +416,15 @@ func appendLowerHex(b []byte, s string) []byte {
 
 // compactDec is the decoder's state, mirroring compactEnc.
 type compactDec struct {
-	r      *bufio.Reader
-	prevT  int64
-	table  []string
-	tokens map[int]string
-	buf    []byte
+	r     *bufio.Reader
+	prevT int64
+	// v4: the stream is version 4 (commands' times and arguments as
+	// compactEnc.args writes them); prevCmdT as compactEnc's.
+	v4       bool
+	prevCmdT int64
+	table    []string
+	tokens   map[int]string
+	buf      []byte
 }
 
 // errTorn is a record cut short at the end of the stream (a killed run).
@@ -403,7 +490,7 @@ func (d *compactDec) decode(b []byte, ev *Event) (err error) {
 		}
 	}
 	if flags&fCmd != 0 {
-		ev.Cmd = r.command()
+		ev.Cmd = r.command(ev.Client)
 	}
 	if r.p != len(b) {
 		return errBadRecord
@@ -497,18 +584,43 @@ func (r *recReader) strs() []string {
 	return out
 }
 
-// command reads a recorded command: its connection, name, arguments and a
-// MULTI's or script's inner commands.
-func (r *recReader) command() *Command {
+// command reads a recorded command of client's: its connection, name,
+// arguments and a MULTI's or script's inner commands.
+func (r *recReader) command(client int) *Command {
 	c := &Command{Conn: r.str(), Name: r.str()}
-	c.Args = r.strs()
+	args := r.strs
+	if r.d.v4 {
+		args = func() []string { return r.args(client) }
+	}
+	c.Args = args()
 	if n := r.count(); n > 0 {
 		c.Inner = make([][]string, n)
 		for i := range c.Inner {
-			c.Inner[i] = r.strs()
+			c.Inner[i] = args()
 		}
 	}
 	return c
+}
+
+// args reads a command's arguments as compactEnc.args writes them.
+func (r *recReader) args(client int) []string {
+	out := make([]string, r.count())
+	for i := range out {
+		switch v := r.uv(); {
+		case v >= 4 && v-4 < uint64(len(r.d.table)):
+			out[i] = r.d.table[v-4]
+		case v == 2:
+			out[i] = r.d.tokens[client]
+		case v == 3:
+			out[i] = hex.EncodeToString(r.raw(r.uv()))
+			r.d.tokens[client] = out[i]
+		case v <= 1:
+			out[i] = r.newStr(v)
+		default:
+			panic(errBadRecord)
+		}
+	}
+	return out
 }
 
 // decodeHead reads the fields every record starts with: op, time (a delta
@@ -516,6 +628,18 @@ func (r *recReader) command() *Command {
 // client's previous one, 16 bytes of hex, or raw).
 func (d *compactDec) decodeHead(r *recReader, flags uint64, ev *Event) {
 	ev.Op = Op(r.str())
+	if d.v4 && flags&fCmd != 0 && flags&fEnd == 0 {
+		v := r.uv()
+		dt := unzig(v >> 1)
+		if v&1 == 0 {
+			dt *= 1000
+		}
+		d.prevCmdT += dt
+		ev.T = d.prevCmdT
+		ev.Client = int(unzig(r.uv()))
+		d.decodeRest(r, flags, ev)
+		return
+	}
 	stamp := d.prevT + unzig(r.uv())
 	d.prevT = stamp
 	ev.T = stamp
@@ -528,6 +652,11 @@ func (d *compactDec) decodeHead(r *recReader, flags uint64, ev *Event) {
 			ev.End = stamp + dd
 		}
 	}
+	d.decodeRest(r, flags, ev)
+}
+
+// decodeRest reads the head's key, result and token.
+func (d *compactDec) decodeRest(r *recReader, flags uint64, ev *Event) {
 	if flags&fKey != 0 {
 		ev.Key = r.str()
 	}

@@ -189,6 +189,79 @@ func TestReadsCompactV2(t *testing.T) {
 	}
 }
 
+// A version-3 history (testdata/v3.lch: compactSample, written by the
+// writer of e3be43a, before commands' arguments were stored as version 4
+// does) still reads.
+func TestCompactReadsV3(t *testing.T) {
+	got, info, err := ReadFile(filepath.Join("testdata", "v3.lch"))
+	if err != nil || info.Torn || !reflect.DeepEqual(got, compactSample()) {
+		t.Fatalf("v3 history: err %v, torn %v, %d events of %d", err, info.Torn, len(got), len(compactSample()))
+	}
+}
+
+// recordEvents is a contention run's history with its command record: per
+// cycle an acquire, its SET NX (before or after it, as the record's
+// goroutine and the client race), a failed attempt's SET NX now and then,
+// the release and its script (EVALSHA, or EVAL with the body), on a node
+// whose times are whole microseconds.
+func recordEvents(n int) []Event {
+	r := rand.New(rand.NewPCG(3, 4))
+	body := strings.Repeat("-- compare and delete\n", 12) + "return 0\n"
+	var evs []Event
+	var t int64
+	for len(evs) < n {
+		c := r.IntN(50)
+		key := keyNames[c%len(keyNames)]
+		full := "lc:2f582335:{" + key + "}"
+		conn := fmt.Sprintf("127.0.0.1:%d", 40000+c)
+		name := fmt.Sprintf("lc-2f582335-c%d", c)
+		tok := fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
+		t += 1000 + r.Int64N(20000)
+		srv := t/1000*1000 + 123
+		cmd := func(args []string, inner ...[]string) Event {
+			return Event{T: srv, Client: c, Key: key, Op: OpCommand, Node: "n1", Cmd: &Command{Conn: conn, Name: name, Args: args, Inner: inner}}
+		}
+		set := cmd([]string{"set", full, tok, "px", "500", "nx"})
+		acq := Event{T: t - 200_000, End: t, Client: c, Key: key, Op: OpAcquire, Result: OK, Token: tok, Depth: 1, Deadline: t + 490_000_000}
+		if r.IntN(2) == 0 {
+			evs = append(evs, set, acq)
+		} else {
+			evs = append(evs, acq, set)
+		}
+		if r.IntN(5) == 0 {
+			evs = append(evs, cmd([]string{"set", full, fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64()), "px", "500", "nx"}))
+		}
+		t += 300_000
+		srv += 250_000
+		rel := cmd([]string{"evalsha", "ba7d080aad9d06f0b74db2ac05e42e5263ff478d", "2", full, "lockchaos:released:" + full, tok},
+			[]string{"GET", full}, []string{"DEL", full}, []string{"PUBLISH", "lockchaos:released:" + full, "1"})
+		if r.IntN(3) == 0 {
+			rel.Cmd.Args[0], rel.Cmd.Args[1] = "eval", body
+		}
+		evs = append(evs, rel, Event{T: t - 100_000, End: t, Client: c, Key: key, Op: OpRelease, Result: OK, Token: tok})
+	}
+	return evs
+}
+
+// The command record reads back exactly, and stores a cycle's token once:
+// a command's token is its client's last one, or its bytes.
+func TestCompactCommands(t *testing.T) {
+	evs := recordEvents(20000)
+	p := compactRoundTrip(t, evs)
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A new token's 16 random bytes, which nothing compresses, come
+	// with a cycle's four events and now and then a failed attempt's:
+	// about 4.5 bytes an event; the rest is small.
+	perEvent := float64(st.Size()) / float64(len(evs))
+	t.Logf("%.1f bytes an event", perEvent)
+	if perEvent > 12 {
+		t.Errorf("%.1f bytes an event, want at most 12", perEvent)
+	}
+}
+
 // Histories written by the JSONL writer of earlier releases still read
 // (testdata/v1.jsonl was written by 97ea0bb).
 func TestReadsPreviousFormat(t *testing.T) {
@@ -317,7 +390,7 @@ func BenchmarkCompactDecode(b *testing.B) {
 	b.ResetTimer()
 	var ev Event
 	for i := 0; i < b.N; i++ {
-		d := &compactDec{tokens: map[int]string{}}
+		d := &compactDec{tokens: map[int]string{}, v4: true}
 		for p := 0; p < len(buf); {
 			n, k := binary.Uvarint(buf[p:])
 			p += k
@@ -344,6 +417,13 @@ func TestCompactRecordLengths(t *testing.T) {
 	for _, k := range []string{"k01", "k11", "k01", "k21", "k11"} {                              // one cache slot: same length and end bytes
 		evs = append(evs, Event{T: 300, Client: 3, Op: OpAcquire, Key: k, Result: OK}, Event{T: 301, Client: 3, Op: OpRelease, Key: k, Result: OK})
 	}
+	compactRoundTrip(t, evs)
+}
+
+// compactRoundTrip writes evs in the compact form, fails t unless they
+// read back the same, and returns the file's path.
+func compactRoundTrip(t *testing.T, evs []Event) string {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), CompactFile)
 	writeCompact(t, p, evs)
 	got, info, err := ReadFile(p)
@@ -352,7 +432,8 @@ func TestCompactRecordLengths(t *testing.T) {
 	}
 	for i := range evs {
 		if !reflect.DeepEqual(got[i], evs[i]) {
-			t.Errorf("event %d:\n got %+v\nwant %+v", i, got[i], evs[i])
+			t.Fatalf("event %d:\n got %+v %+v\nwant %+v %+v", i, got[i], got[i].Cmd, evs[i], evs[i].Cmd)
 		}
 	}
+	return p
 }

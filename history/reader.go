@@ -79,18 +79,19 @@ func scan(r io.Reader, from, to int64, fn func(*Event) error) (ScanInfo, error) 
 			// flush.
 			return ScanInfo{Torn: true}, nil
 		}
-		if string(head) == CompactMagic || string(head) == compactMagicV2 {
+		switch string(head) {
+		case CompactMagic, compactMagicV3, compactMagicV2:
 			br.Discard(len(CompactMagic))
-			return scanCompact(br, from, to, fn)
+			return scanCompact(br, string(head) == CompactMagic, from, to, fn)
 		}
 	}
 	return scanJSONL(br, from, to, fn)
 }
 
 // scanCompact streams a compact history's records to fn.
-func scanCompact(br *bufio.Reader, from, to int64, fn func(*Event) error) (ScanInfo, error) {
+func scanCompact(br *bufio.Reader, v4 bool, from, to int64, fn func(*Event) error) (ScanInfo, error) {
 	var info ScanInfo
-	d := &compactDec{r: br, tokens: map[int]string{}}
+	d := &compactDec{r: br, tokens: map[int]string{}, v4: v4}
 	var ev Event
 	for {
 		err := d.next(&ev)
