@@ -51,9 +51,14 @@ func recordHistory(tb testing.TB, cycles int) (string, int) {
 	free := make([]int64, keys) // when each key is free again
 	now := make([]int64, clients)
 	n := 0
+	// last: the node's last command so far. A node's record is in the order
+	// it ran its commands (the replay never reorders a node), so each
+	// cycle's commands come after the previous cycle's.
+	var last int64
 	for i := 0; i < cycles; i++ {
 		c, k := r.IntN(clients), r.IntN(keys)
-		t := max(now[c], free[k])/1000*1000 + 1000 // the record's times are whole µs
+		t := max(now[c], free[k], last)/1000*1000 + 1000 // the record's times are whole µs
+		last = t + 450_000
 		tok := token()
 		cmd(c, t+50_000, names[k], []string{"set", full[k], tok, "px", "100", "nx"})
 		w.Append(&history.Event{T: t, End: t + 100_000, Client: c, Key: names[k], Op: history.OpAcquire, Result: history.OK, Token: tok, Depth: 1, Deadline: t + 100e6})
