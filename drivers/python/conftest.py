@@ -178,12 +178,18 @@ class Driver:
                                       "command_timeout_ms": command_timeout_ms, "retry_delay_ms": 10,
                                       "renew_interval_ms": 166, "extra": extra or {}}})
 
-    def stop(self):
+    def shutdown(self):
+        """Asks it to exit (stop waits for it)."""
         try:
             if self.proc.poll() is None:
-                self.call({"type": "shutdown"}, timeout=3)
-                self.proc.wait(timeout=3)
-        except Exception:
+                self.send({"type": "shutdown"})
+        except OSError:
+            pass
+
+    def stop(self):
+        try:
+            self.proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
             pass
         finally:
             if self.proc.poll() is None:
@@ -203,5 +209,7 @@ def drivers():
     try:
         yield start
     finally:
+        for d in started:
+            d.shutdown()
         for d in started:
             d.stop()

@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-from conftest import DRIVER, HERE, resp
+from conftest import DRIVER, HERE, ROOT, resp
+
+EXAMPLE = os.path.join(ROOT, "examples", "python-driver")
 
 
 def pinned(dist):
@@ -25,19 +27,30 @@ LOCKS = {
     "pottery-redlock": ("pottery", ["multi-node"], {}, 300),
 }
 ALL = sorted(LOCKS)
+# The worked example (examples/python-driver): a user's own lock, run by the same tests.
+WITH_EXAMPLE = ALL + ["my-lock"]
+LOCKS["my-lock"] = ("my-lock", [], {}, 300)
+
+
+def argv_of(driver_python, lock):
+    if lock == "my-lock":
+        return [driver_python, os.path.join(EXAMPLE, "my_lock_driver.py")]
+    return [driver_python, DRIVER, lock]
 
 
 @pytest.fixture
 def start(driver_python, drivers, server):
-    """start(lock, name, **init) -> a driver past hello and init on the test's server."""
+    """start(lock, name..., **init) -> a driver per name, past hello and init on the test's server
+    (the processes start together: each takes a moment to import its library)."""
 
-    def go(lock, name, **kw):
-        d = drivers([driver_python, DRIVER, lock])
-        h = d.hello()
-        assert h["type"] == "hello_ok", h
-        r = d.init(server.addr, name, **kw)
-        assert r["type"] == "init_ok", r
-        return d
+    def go(lock, *names, **kw):
+        ds = [drivers(argv_of(driver_python, lock)) for _ in names]
+        for d, name in zip(ds, names):
+            h = d.hello()
+            assert h["type"] == "hello_ok", h
+            r = d.init(server.addr, name, **kw)
+            assert r["type"] == "init_ok", r
+        return ds[0] if len(ds) == 1 else ds
 
     return go
 
@@ -48,8 +61,7 @@ def key_of(server, key):
 
 def holding(start, lock, key, **kw):
     """Two drivers, c1 and c2; c1 holds key (5 s). Returns them and c1's reply."""
-    a = start(lock, "lc-t-c1", **kw)
-    b = start(lock, "lc-t-c2", **kw)
+    a, b = start(lock, "lc-t-c1", "lc-t-c2", **kw)
     r = a.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
     assert r["type"] == "acquired", r
     assert r["t0"] <= r["t1"]
@@ -69,7 +81,7 @@ def test_hello(driver_python, drivers, lock):
     assert set(h["reports"]) <= {"deadline", "lost", "fence", "renewals"}
 
 
-@pytest.mark.parametrize("lock", ALL)
+@pytest.mark.parametrize("lock", WITH_EXAMPLE)
 def test_contention_and_release(start, server, lock):
     key = "lc:t:k0"
     a, b, r = holding(start, lock, key)
@@ -85,11 +97,10 @@ def test_contention_and_release(start, server, lock):
     assert key_of(server, key) == r3["token"] != r["token"]
 
 
-@pytest.mark.parametrize("lock", ALL)
+@pytest.mark.parametrize("lock", WITH_EXAMPLE)
 def test_not_owner_after_expiry(start, server, lock):
     _, _, extra, ttl = LOCKS[lock]
-    a = start(lock, "lc-t-c1", extra=extra)
-    b = start(lock, "lc-t-c2", extra=extra)
+    a, b = start(lock, "lc-t-c1", "lc-t-c2", extra=extra)
     key = "lc:t:k1"
     r = a.call({"type": "acquire", "key": key, "ttl_ms": ttl, "wait_ms": 0})
     assert r["type"] == "acquired", r
@@ -98,13 +109,16 @@ def test_not_owner_after_expiry(start, server, lock):
     rb = b.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
     assert rb["type"] == "acquired", rb
     ext = a.call({"type": "extend", "lease": r["lease"], "ttl_ms": 5000})
-    assert ext["type"] == "not_owner", ext
+    if lock == "my-lock":  # it has no extend
+        assert ext["type"] == "error" and ext["error"].startswith("unsupported"), ext
+    else:
+        assert ext["type"] == "not_owner", ext
     rel = a.call({"type": "release", "lease": r["lease"]})
     assert rel["type"] == "not_owner", rel
     assert key_of(server, key) == rb["token"], "the late release left the new holder's key alone"
 
 
-@pytest.mark.parametrize("lock", ALL)
+@pytest.mark.parametrize("lock", WITH_EXAMPLE)
 def test_indeterminate_when_server_stopped(start, server, lock):
     a = start(lock, "lc-t-c1", command_timeout_ms=200)
     os.kill(server.proc.pid, signal.SIGSTOP)
@@ -117,10 +131,9 @@ def test_indeterminate_when_server_stopped(start, server, lock):
     assert 0.15 <= took < 3, took
 
 
-@pytest.mark.parametrize("lock", ALL)
+@pytest.mark.parametrize("lock", WITH_EXAMPLE)
 def test_connection_names(start, server, lock):
-    a = start(lock, "lc-t-c1")
-    b = start(lock, "lc-t-c2")
+    a, b = start(lock, "lc-t-c1", "lc-t-c2")
     for d in (a, b):
         r = d.call({"type": "acquire", "key": "lc:t:k3", "ttl_ms": 2000, "wait_ms": 0})
         assert r["type"] in ("acquired", "not_acquired"), r
@@ -131,7 +144,7 @@ def test_connection_names(start, server, lock):
     assert set(others) == {"lc-t-c1", "lc-t-c2"}, names
 
 
-@pytest.mark.parametrize("lock", ALL)
+@pytest.mark.parametrize("lock", WITH_EXAMPLE)
 def test_ping_answered_during_blocking_acquire(start, server, lock):
     key = "lc:t:k4"
     a, b, r = holding(start, lock, key)
@@ -151,8 +164,7 @@ def test_ping_answered_during_blocking_acquire(start, server, lock):
 
 
 def test_python_redis_lock_renews_and_reports(start, server):
-    a = start("python-redis-lock", "lc-t-c1")
-    b = start("python-redis-lock", "lc-t-c2")
+    a, b = start("python-redis-lock", "lc-t-c1", "lc-t-c2")
     key = "lc:t:k5"
     r = a.call({"type": "acquire", "key": key, "ttl_ms": 1000, "wait_ms": 0})
     assert r["type"] == "acquired", r
@@ -198,16 +210,20 @@ def test_pottery_independent_masters(driver_python, drivers):
             s.stop()
 
 
-@pytest.mark.parametrize("lock", ALL)
+@pytest.mark.parametrize("lock", WITH_EXAMPLE)
 def test_lock_file_starts_the_driver(driver_python, drivers, lock):
     """Each lock file's command, run from its dir with its env, speaks the protocol."""
     yaml = pytest.importorskip("yaml")
-    with open(os.path.join(HERE, f"{lock}.yaml")) as f:
+    where = EXAMPLE if lock == "my-lock" else HERE
+    with open(os.path.join(where, f"{lock}.yaml")) as f:
         lf = yaml.safe_load(f)
     library, caps, _, _ = LOCKS[lock]
     assert lf["name"] == lock and lf["library"] == library and lf["capabilities"] == caps
-    assert lf["version"]["env"] == "LOCKCHAOS_DRIVER_VERSION" and "{version}" in " ".join(lf["version"]["setup"])
-    d = drivers(lf["command"], env=lf["env"], cwd=os.path.join(HERE, lf["dir"]))
+    if lock != "my-lock":
+        assert lf["version"]["env"] == "LOCKCHAOS_DRIVER_VERSION" and "{version}" in " ".join(lf["version"]["setup"])
+    d = drivers(lf["command"], env=lf["env"], cwd=os.path.join(where, lf["dir"]))
     h = d.hello()
-    assert h["name"] == lock and h["version"] == pinned(library) and h["capabilities"] == caps
+    assert h["name"] == lock and h["library"] == library and h["capabilities"] == caps
+    if lock != "my-lock":
+        assert h["version"] == pinned(library)
     assert set(lf["options"]) <= set(h["options"])
