@@ -70,12 +70,13 @@ def kill(proc, how):
 
 
 class RedisServer:
-    def __init__(self):
+    def __init__(self, extra=()):
         self.port = free_port()
+        self.extra = list(extra)
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 5
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+            + self.extra, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20  # a loaded machine starts slowly
         while True:
             try:
                 if resp(self.port, "PING", timeout=0.5) == "PONG":
@@ -107,9 +108,12 @@ def server():
 @pytest.fixture(scope="session")
 def driver_python():
     """The driver venv's python (scripts/drivers-python.sh installs it once
-    into the driver cache)."""
-    r = subprocess.run([os.path.join(ROOT, "scripts", "drivers-python.sh"), "--print-python"],
-                       capture_output=True, text=True, timeout=600)
+    into the driver cache). LOCKCHAOS_TEST_VERSIONS="redis==5.0.8 ..." runs the
+    tests with other versions of the libraries."""
+    argv = [os.path.join(ROOT, "scripts", "drivers-python.sh"), "--print-python"]
+    for v in os.environ.get("LOCKCHAOS_TEST_VERSIONS", "").split():
+        argv += ["--version", v]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         pytest.fail(f"scripts/drivers-python.sh failed:\n{r.stderr[-3000:]}")
     return r.stdout.strip().splitlines()[-1]

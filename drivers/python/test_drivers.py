@@ -13,6 +13,10 @@ EXAMPLE = os.path.join(ROOT, "examples", "python-driver")
 
 
 def pinned(dist):
+    """The version the tests run: the pin, or LOCKCHAOS_TEST_VERSIONS's."""
+    for v in os.environ.get("LOCKCHAOS_TEST_VERSIONS", "").split():
+        if v.split("==")[0] == dist:
+            return v.split("==")[1]
     with open(os.path.join(HERE, "requirements.txt")) as f:
         m = re.search(rf"^{re.escape(dist)}==(\S+)", f.read(), re.M)
     return m.group(1)
@@ -95,6 +99,9 @@ def test_contention_and_release(start, server, lock):
     r3 = b.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
     assert r3["type"] == "acquired", r3
     assert key_of(server, key) == r3["token"] != r["token"]
+    # Every connection but the one asking is a driver's, named as told.
+    names = re.findall(r"\bname=(\S*)", resp(server.port, "CLIENT", "LIST"))
+    assert sorted(names) == ["", "lc-t-c1", "lc-t-c2"], names
 
 
 @pytest.mark.parametrize("lock", WITH_EXAMPLE)
@@ -132,19 +139,6 @@ def test_indeterminate_when_server_stopped(start, server, lock):
 
 
 @pytest.mark.parametrize("lock", WITH_EXAMPLE)
-def test_connection_names(start, server, lock):
-    a, b = start(lock, "lc-t-c1", "lc-t-c2")
-    for d in (a, b):
-        r = d.call({"type": "acquire", "key": "lc:t:k3", "ttl_ms": 2000, "wait_ms": 0})
-        assert r["type"] in ("acquired", "not_acquired"), r
-    names = [m.group(1) for m in re.finditer(r"\bname=(\S*)", resp(server.port, "CLIENT", "LIST"))]
-    # Every connection but the one asking is a driver's, named as told.
-    others = sorted(n for n in names if n)
-    assert len(names) - len(others) == 1, names
-    assert set(others) == {"lc-t-c1", "lc-t-c2"}, names
-
-
-@pytest.mark.parametrize("lock", WITH_EXAMPLE)
 def test_ping_answered_during_blocking_acquire(start, server, lock):
     key = "lc:t:k4"
     a, b, r = holding(start, lock, key)
@@ -168,13 +162,13 @@ def test_python_redis_lock_renews_and_reports(start, server):
     key = "lc:t:k5"
     r = a.call({"type": "acquire", "key": key, "ttl_ms": 1000, "wait_ms": 0})
     assert r["type"] == "acquired", r
-    time.sleep(1.6)  # past the 1 s expiry: renewed every 2/3 s
+    time.sleep(1.3)  # past the 1 s expiry: renewed every 2/3 s
     assert key_of(server, key) == r["token"]
     assert b.call({"type": "acquire", "key": key, "ttl_ms": 1000, "wait_ms": 0})["type"] == "not_acquired"
     rel = a.call({"type": "release", "lease": r["lease"]})
     assert rel["type"] == "released"
     ren = [e for e in a.events if e["type"] == "renewal"]
-    assert len(ren) >= 2 and all(e["lease"] == r["lease"] and e["outcome"] == "ok" and e["t0"] <= e["t1"] for e in ren), ren
+    assert len(ren) >= 1 and all(e["lease"] == r["lease"] and e["outcome"] == "ok" and e["t0"] <= e["t1"] for e in ren), ren
 
 
 @pytest.mark.parametrize("lock", ["redis-py", "pottery-redlock"])

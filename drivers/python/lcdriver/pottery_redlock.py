@@ -58,6 +58,8 @@ class PotteryRedlock(BaseLock):
         self.clients = clients(self)
         ping_all(self.clients)
         self.num_extensions = int(self.extra.get("num_extensions", 3))  # the library's default
+        # auto_release_time is in seconds since pottery 3.0, in milliseconds before.
+        self.unit = 1000.0 if int(self.version().split(".")[0]) >= 3 else 1
         self.errors = _Errors()
         lg = logging.getLogger("pottery")
         lg.addHandler(self.errors)
@@ -67,10 +69,13 @@ class PotteryRedlock(BaseLock):
         lg.setLevel(logging.INFO)
 
     def new_lock(self, key, ttl_ms, lease):
-        lock = self.Redlock(key=key, masters=self.clients, auto_release_time=ttl_ms / 1000.0,
+        lock = self.Redlock(key=key, masters=self.clients, auto_release_time=self.release_time(ttl_ms),
                             num_extensions=self.num_extensions)
         lock._Primitive__key = key
         return lock
+
+    def release_time(self, ttl_ms):
+        return ttl_ms / self.unit if self.unit != 1 else int(ttl_ms)
 
     def unknown(self, what, errs, cause=None):
         """A no short of a majority with master errors in it: the outcome is unknown."""
@@ -103,7 +108,7 @@ class PotteryRedlock(BaseLock):
 
     def do_extend(self, lock, ttl_ms):
         # TooManyExtensions (past num_extensions) is the library's own refusal: an error.
-        lock.auto_release_time = ttl_ms / 1000.0
+        lock.auto_release_time = self.release_time(ttl_ms)
         self.majority_call(lock.extend, "not extended")
 
     def token(self, lock):
