@@ -2,6 +2,7 @@
 port, a driver process spoken to over the protocol, and a bare RESP client
 (the tests' own interpreter need not have redis-py)."""
 
+import contextlib
 import json
 import os
 import queue
@@ -71,22 +72,27 @@ def kill(proc, how):
 
 class RedisServer:
     def __init__(self, extra=()):
-        self.port = free_port()
         self.extra = list(extra)
+        for _ in range(3):  # the free port may be taken before the server binds it: another
+            if self._start():
+                return
+        raise RuntimeError("redis-server did not start")
+
+    def _start(self):
+        self.port = free_port()
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
             + self.extra, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20  # a loaded machine starts slowly
-        while True:
-            try:
-                if resp(self.port, "PING", timeout=0.5) == "PONG":
-                    return
-            except OSError:
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            try:  # ours, not another process's that had the port
+                if f"process_id:{self.proc.pid}\r" in resp(self.port, "INFO", "server", timeout=0.5):
+                    return True
+            except (OSError, RuntimeError):
                 pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("redis-server did not start")
             time.sleep(0.02)
+        self.stop()
+        return False
 
     @property
     def addr(self):
@@ -96,13 +102,79 @@ class RedisServer:
         kill(self.proc, os.kill)
 
 
+@contextlib.contextmanager
+def running(thing):
+    """Stops thing (a RedisServer, a Forwarder) however the block ends."""
+    try:
+        yield thing
+    finally:
+        thing.stop()
+
+
 @pytest.fixture
 def server():
-    s = RedisServer()
-    try:
+    with running(RedisServer()) as s:
         yield s
-    finally:
-        s.stop()
+
+
+class Forwarder:
+    """A loopback TCP proxy in front of target ("host:port"), counting the
+    connections it carried and keeping the first bytes each client sent:
+    stands in for lockchaos's per-client proxies."""
+
+    def __init__(self, target):
+        self.target = target
+        self.lsock = socket.create_server(("127.0.0.1", 0))
+        self.addr = "127.0.0.1:%d" % self.lsock.getsockname()[1]
+        self.accepted = 0
+        self.socks = []
+        self.first = []  # per connection: the client's first bytes (up to 1 KiB)
+        self.mu = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        host, port = self.target.rsplit(":", 1)
+        while True:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            u = socket.create_connection((host, int(port)), timeout=5)
+            u.settimeout(None)
+            with self.mu:
+                self.accepted += 1
+                self.socks += [c, u]
+                self.first.append(bytearray())
+                head = self.first[-1]
+            threading.Thread(target=self._pump, args=(c, u, head), daemon=True).start()
+            threading.Thread(target=self._pump, args=(u, c, None), daemon=True).start()
+
+    def upstream_ports(self):
+        """The local ports of the connections to the target (the target's view of them)."""
+        with self.mu:
+            return {x.getsockname()[1] for x in self.socks[1::2] if x.fileno() >= 0}
+
+    @staticmethod
+    def _pump(a, b, head):
+        try:
+            while data := a.recv(65536):
+                if head is not None and len(head) < 1024:
+                    head += data[:1024 - len(head)]
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for x in (a, b):
+                try:
+                    x.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def stop(self):
+        self.lsock.close()
+        with self.mu:
+            for x in self.socks:
+                x.close()
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import DRIVER, RedisServer, free_port, kill, resp
+from conftest import DRIVER, Forwarder, RedisServer, free_port, kill, resp, running
 from test_drivers import ALL
 
 # Sync and asyncio clients are built by one function (lcdriver.base.clients): by default each
@@ -21,11 +21,8 @@ CLUSTER_LOCKS = ALL if LONG else ["redis-py-asyncio", "python-redis-lock", "pott
 
 @pytest.fixture(scope="module")
 def master():
-    s = RedisServer()
-    try:
+    with running(RedisServer()) as s:
         yield s
-    finally:
-        s.stop()
 
 
 @pytest.fixture(scope="module")
@@ -53,16 +50,40 @@ def sentinel(master, tmp_path_factory):
 @pytest.fixture(scope="module")
 def cluster_node(tmp_path_factory):
     conf = tmp_path_factory.mktemp("cluster") / "nodes.conf"
-    s = RedisServer(["--cluster-enabled", "yes", "--cluster-config-file", str(conf)])
-    try:
+    with running(RedisServer(["--cluster-enabled", "yes", "--cluster-config-file", str(conf)])) as s:
         resp(s.port, "CLUSTER", "ADDSLOTSRANGE", "0", "16383")
         deadline = time.monotonic() + 20  # a loaded machine starts slowly
         while "cluster_state:ok" not in resp(s.port, "CLUSTER", "INFO"):
             assert time.monotonic() < deadline, "cluster did not come up"
             time.sleep(0.05)
         yield s
-    finally:
-        s.stop()
+
+
+@pytest.fixture
+def master_px(master):
+    """A proxy in front of the master; a fixture, so that it outlives the test's drivers
+    (set up before them, it is stopped after them)."""
+    with running(Forwarder(master.addr)) as px:
+        yield px
+
+
+@pytest.fixture
+def node_px(cluster_node):
+    with running(Forwarder(cluster_node.addr)) as px:
+        yield px
+
+
+def through(port, px):
+    """The drivers' connections on the server at port, all of which must have come
+    through px; and every connection px carried named itself (CLIENT SETNAME, or
+    HELLO's SETNAME) before anything else it sent past the handshake."""
+    ups = px.upstream_ports()
+    conns = [c for c in resp(port, "CLIENT", "LIST").splitlines() if "name=lc-t-" in c]
+    direct = [c for c in conns if int(re.search(r"\baddr=[\d.]+:(\d+)", c).group(1)) not in ups]
+    assert not direct, f"connections that did not come through the proxy: {direct}"
+    for head in px.first:
+        assert b"SETNAME" in bytes(head).upper(), f"a connection that did not name itself: {bytes(head)[:200]!r}"
+    return conns
 
 
 def names(port):
@@ -87,17 +108,24 @@ def contend(drivers, driver_python, lock, topology, endpoint):
 
 
 @pytest.mark.parametrize("lock", SENTINEL_LOCKS)
-def test_sentinel(driver_python, drivers, master, sentinel, lock):
-    key, r = contend(drivers, driver_python, lock, "sentinel", {"master_name": "m", "sentinels": [sentinel]})
+def test_sentinel(driver_python, master, sentinel, master_px, drivers, lock):
+    """Sentinel names the master's own address; the drivers dial it through address_map."""
+    px = master_px
+    key, r = contend(drivers, driver_python, lock, "sentinel",
+                     {"master_name": "m", "sentinels": [sentinel], "address_map": {master.addr: px.addr}})
     assert resp(master.port, "GET", key) == r["token"]
     assert set(names(master.port)) == {"lc-t-c1", "lc-t-c2"}
+    through(master.port, px)
     sport = int(sentinel.rsplit(":", 1)[1])
     assert {"lc-t-c1", "lc-t-c2"} <= set(names(sport)), "the drivers' sentinel connections are named too"
 
 
 @pytest.mark.parametrize("lock", CLUSTER_LOCKS)
-def test_cluster(driver_python, drivers, cluster_node, lock):
-    s = cluster_node
-    key, r = contend(drivers, driver_python, lock, "cluster", {"addr": s.addr, "cluster": [s.addr]})
+def test_cluster(driver_python, cluster_node, node_px, drivers, lock):
+    """The slot map names the node's own address; the drivers dial it through address_map."""
+    s, px = cluster_node, node_px
+    key, r = contend(drivers, driver_python, lock, "cluster",
+                     {"addr": px.addr, "cluster": [px.addr], "address_map": {s.addr: px.addr}})
     assert resp(s.port, "GET", key) == r["token"]
     assert set(names(s.port)) == {"lc-t-c1", "lc-t-c2"}
+    through(s.port, px)

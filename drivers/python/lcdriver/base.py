@@ -225,8 +225,10 @@ def connection_kwargs(lock, socket_timeout=None, ep=None, asyncio=False):
 
 
 def address_remap(ep):
-    """An endpoint's address_map (announced address -> the address to dial),
-    for the nodes a Redis Cluster's slot map names."""
+    """An endpoint's address_map (announced "host:port" -> the "host:port" to
+    dial): the nodes a Redis Cluster's slot map names, and the master Sentinel
+    names, are the servers' own addresses; lockchaos's per-client proxies stand
+    in front of them."""
     m = ep.get("address_map") or {}
     if not m:
         return None
@@ -253,6 +255,7 @@ def clients(lock, socket_timeout=None, asyncio=False):
             s = rs.Sentinel([split_addr(a) for a in ep["sentinels"]],
                             sentinel_kwargs={"client_name": lock.conn_name, "socket_timeout": lock.command_timeout},
                             **kw)
+            remap_master(s, address_remap(ep), asyncio)
             out.append(s.master_for(ep["master_name"]))
         elif lock.topology == "cluster":
             nodes = [rc.ClusterNode(*split_addr(a)) for a in (ep.get("cluster") or [ep["addr"]])]
@@ -261,6 +264,20 @@ def clients(lock, socket_timeout=None, asyncio=False):
             host, port = split_addr(ep["addr"])
             out.append(r.Redis(host=host, port=port, **kw))
     return out
+
+
+def remap_master(sentinel, remap, asyncio):
+    """Dials the master Sentinel names through the address map."""
+    if remap is None:
+        return
+    discover = sentinel.discover_master
+    if asyncio:
+        async def remapped(name):
+            return remap(await discover(name))
+    else:
+        def remapped(name):
+            return remap(discover(name))
+    sentinel.discover_master = remapped
 
 
 def ping_all(clients):

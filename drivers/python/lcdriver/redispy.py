@@ -1,10 +1,11 @@
 """redis-py's Lock (redis.lock.Lock), sync: SET NX PX, a Lua compare-and-delete
 release and a Lua extend. It does not renew by itself and reports nothing but
-its token. A refusal raises LockError (LockNotOwnedError when the script found
-another owner or none; plain LockError when the Lock holds no token, e.g. a
-second release: the sync Lock forgets its token before the release script
-runs, so a release that timed out cannot be retried). A timeout or a broken
-connection raises redis's TimeoutError / ConnectionError: indeterminate."""
+its token. The server's refusal raises LockNotOwnedError (not_owner). A plain
+LockError is the Lock refusing without asking the server (it holds no token:
+the sync Lock forgets its token before the release script runs, so a release
+that timed out cannot be retried): an error, not a refusal. A timeout or a
+broken connection raises redis's TimeoutError / ConnectionError:
+indeterminate."""
 
 from .base import BaseLock, parse_bool, ping_all, clients
 
@@ -21,7 +22,9 @@ class RedisPyLock(BaseLock):
         import redis.lock
 
         self.Lock = redis.lock.Lock
-        self.refusals = (redis.exceptions.LockError,)
+        # The server's refusal. A plain LockError is the Lock's own (it holds no token, e.g. a release
+        # retried after one that timed out: the sync Lock forgets its token first): not the server's.
+        self.refusals = (redis.exceptions.LockNotOwnedError,)
         # One key per lock: with independent masters it uses the first only.
         self.clients = clients(self)[:1]
         ping_all(self.clients)

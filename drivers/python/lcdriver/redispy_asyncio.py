@@ -18,7 +18,9 @@ class RedisPyAsyncioLock(RedisPyLock):
         import redis.exceptions
 
         self.Lock = redis.asyncio.lock.Lock
-        self.refusals = (redis.exceptions.LockError,)
+        # The server's refusal. A plain LockError is the Lock's own (it holds no token, e.g. a release
+        # retried after one that timed out: the sync Lock forgets its token first): not the server's.
+        self.refusals = (redis.exceptions.LockNotOwnedError,)
         self.loop = asyncio.new_event_loop()
         self.clients = clients(self, asyncio=True)[:1]  # one key per lock: with independent masters, the first
         client = self.clients[0]
