@@ -38,7 +38,6 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 norm() { echo "$1" | tr 'A-Z_.' 'a-z--'; }
 
 # The requirement lines of the pinned set (name==version), with --version's replacing their package's.
@@ -59,11 +58,22 @@ if [ ${#versions[@]} -gt 0 ]; then
 	done
 fi
 if [ $hashed = 1 ]; then
-	id="py$pyver-$(sha256sum "$req" | cut -c1-12)"
+	set_hash=$(sha256sum "$req" | cut -c1-12)
 else
-	id="py$pyver-$(printf '%s\n' "$pins" | sha256sum | cut -c1-12)"
+	set_hash=$(printf '%s\n' "$pins" | sha256sum | cut -c1-12)
 fi
-venv="$cache/$id"
+# Fast path (a driver starts through here): a set installed before for this python, found
+# without starting python (a pyenv shim alone takes a quarter of a second).
+index="$cache/index/$(printf '%s %s\n' "$py" "$set_hash" | sha256sum | cut -c1-12)"
+if [ -f "$index" ]; then
+	venv=$(cat "$index")
+	if [ -f "$venv/installed" ] && [ -x "$venv/bin/python" ]; then
+		[ $print = 0 ] || echo "$venv/bin/python"
+		exit 0
+	fi
+fi
+pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+venv="$cache/py$pyver-$set_hash"
 
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
@@ -92,6 +102,8 @@ if [ ! -f "$venv/installed" ]; then
 	trap - EXIT
 	echo "drivers-python.sh: installed $(tr '\n' ' ' <"$venv/installed")" >&2
 fi
+mkdir -p "$cache/index"
+echo "$venv" >"$index.tmp.$$" && mv "$index.tmp.$$" "$index"
 if [ $print = 1 ]; then
 	echo "$venv/bin/python"
 fi
