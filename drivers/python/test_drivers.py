@@ -234,3 +234,28 @@ def test_lock_file_starts_the_driver(driver_python, drivers, lock):
     if lock != "my-lock":
         assert h["version"] == pinned(library)
     assert set(lf["options"]) <= set(h["options"])
+
+
+def test_python_redis_lock_pause_outlasts_expire(start, server):
+    """A pause-client (SIGSTOP of the driver's process group) longer than expire stops the
+    renewal thread with everything else: the key expires, another client takes it, and the
+    renewal after the pause is refused and reported."""
+    a, b = start("python-redis-lock", "lc-t-c1", "lc-t-c2")
+    key = "lc:t:k7"
+    r = a.call({"type": "acquire", "key": key, "ttl_ms": 1000, "wait_ms": 0})
+    assert r["type"] == "acquired", r
+    os.killpg(a.proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(1.3)
+        assert key_of(server, key) is None, "no renewal during the pause"
+        rb = b.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
+        assert rb["type"] == "acquired", rb
+    finally:
+        os.killpg(a.proc.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 3
+    while not any(e["type"] == "renewal" and e["outcome"] == "not_owner" for e in a.events):
+        assert time.monotonic() < deadline, f"no refused renewal pushed: {a.events}"
+        a.call({"type": "ping"})  # collects pushed events
+        time.sleep(0.05)
+    assert a.call({"type": "release", "lease": r["lease"]})["type"] == "not_owner"
+    assert key_of(server, key) == rb["token"]
