@@ -109,9 +109,14 @@ def main(argv):
     if len(argv) != 2 or argv[1] not in LOCKS:
         print(f"usage: {argv[0]} LOCK  (LOCK: {', '.join(sorted(LOCKS))})", file=sys.stderr)
         return 2
+    # The protocol gets its own copy of stdout; fd 1 and sys.stdout then point at stderr, so that
+    # nothing a library prints can break a protocol line.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     lock = LOCKS[argv[1]]()
-    Driver(lock, sys.stdin.buffer, sys.stdout.buffer).serve()
-    sys.stdout.flush()
+    Driver(lock, sys.stdin.buffer, out).serve()
+    out.flush()
     # Library threads (renewers, executors) must not keep the process: the
     # holds it leaves expire at the servers, as a crashed client's would.
     os._exit(0)
