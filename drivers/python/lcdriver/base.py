@@ -1,0 +1,290 @@
+"""What every Python driver lock shares: options, leases, connections, outcomes."""
+
+import importlib.metadata
+import itertools
+import socket
+import sys
+import time
+
+now = time.monotonic_ns
+
+
+def log(*a):
+    print("lockchaos driver:", *a, file=sys.stderr, flush=True)
+
+
+def parse_bool(v):
+    s = str(v).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {v!r}")
+
+
+def split_addr(addr):
+    host, _, port = addr.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+class Unsupported(Exception):
+    """A request the library has no call for."""
+
+
+class Indeterminate(Exception):
+    """Raised by a lock when the library's answer hides an unknown outcome
+    (e.g. a refusal counted from masters that timed out)."""
+
+
+def is_indeterminate(exc):
+    """A timeout or a broken connection: the outcome at the server is unknown.
+    A refusal the library raises (LockNotOwnedError, ...) is mapped by each
+    lock before this; a ResponseError (the server refused the command, e.g.
+    READONLY or MOVED) is an error, which lockchaos also counts as unknown."""
+    import redis.exceptions as rx
+
+    if isinstance(exc, (Indeterminate, rx.TimeoutError, rx.ConnectionError, socket.timeout, ConnectionError,
+                        TimeoutError)):
+        return True
+    try:
+        import asyncio
+
+        if isinstance(exc, asyncio.TimeoutError):
+            return True
+    except ImportError:
+        pass
+    return False
+
+
+def outcome_of(exc, t0, t1):
+    """The reply for an exception the lock did not map to a refusal."""
+    if isinstance(exc, Unsupported):
+        return {"type": "error", "error": str(exc), "t0": t0, "t1": t1}
+    kind = "indeterminate" if is_indeterminate(exc) else "error"
+    return {"type": kind, "error": f"{type(exc).__name__}: {exc}", "t0": t0, "t1": t1}
+
+
+class BaseLock:
+    name = ""
+    library = ""  # the PyPI distribution whose version hello reports
+    capabilities = []
+    reports = []
+    # Options every lock understands; each adds its own.
+    common_options = ["version", "retries"]
+    own_options = []
+
+    def __init__(self):
+        self.push = None  # set by the driver: sends a pushed event
+        self.leases = {}
+        self.next_lease = itertools.count(1)
+        self.cfg = {}
+        self.extra = {}
+
+    @property
+    def options(self):
+        return self.common_options + self.own_options
+
+    def version(self):
+        return importlib.metadata.version(self.library)
+
+    # init -----------------------------------------------------------------
+
+    def init(self, msg):
+        opts = msg.get("options") or {}
+        extra = {k: str(v) for k, v in (opts.get("extra") or {}).items()}
+        unknown = sorted(set(extra) - set(self.options))
+        if unknown:
+            return {"type": "error", "error": f"unknown lock option(s) {unknown} (this lock: {self.options})"}
+        want = extra.get("version")
+        if want and want != self.version():
+            return {"type": "error", "error": f"{self.library} {want} asked for but {self.version()} is installed "
+                                              f"(start the driver with LOCKCHAOS_DRIVER_VERSION={want})"}
+        self.extra = extra
+        self.cfg = opts
+        self.conn_name = msg.get("conn_name")
+        self.key_prefix = msg.get("key_prefix", "")
+        self.topology = msg.get("topology", "single")
+        self.endpoints = msg.get("endpoints") or []
+        if not self.endpoints:
+            return {"type": "error", "error": "init: no endpoints"}
+        if self.topology not in self.topologies:
+            return {"type": "error", "error": f"unsupported: topology {self.topology} (this lock: {self.topologies})"}
+        self.command_timeout = (opts.get("command_timeout_ms") or 1000) / 1000.0
+        self.retries = int(extra.get("retries", 0))
+        t0 = now()
+        self.connect()
+        t1 = now()
+        return {"type": "init_ok", "t0": t0, "t1": t1}
+
+    topologies = ("single", "sentinel", "cluster", "independent")
+
+    def connect(self):
+        raise NotImplementedError
+
+    def opt_ms(self, name, default=None):
+        v = self.cfg.get(name)
+        return default if v in (None, 0) else v
+
+    # requests ---------------------------------------------------------------
+    #
+    # A lock defines new_lock, do_acquire, do_release, do_extend (each one
+    # library call), token, and refusals: the exceptions by which the library
+    # says the server refused. Times are read right around the library call.
+
+    refusals = ()
+
+    def new_lock(self, key, ttl_ms, lease):
+        raise NotImplementedError
+
+    def token(self, lock):
+        return None
+
+    def acquire(self, key, ttl_ms, wait_ms):
+        lease = f"L{next(self.next_lease)}"
+        lock = self.new_lock(key, ttl_ms, lease)
+        t0 = now()
+        try:
+            ok = self.do_acquire(lock, ttl_ms, wait_ms)
+        except self.refusals:
+            ok = False
+        except Exception as e:
+            return outcome_of(e, t0, now())
+        t1 = now()
+        if not ok:
+            return {"type": "not_acquired", "t0": t0, "t1": t1}
+        self.leases[lease] = lock
+        r = {"type": "acquired", "lease": lease, "depth": 1, "t0": t0, "t1": t1}
+        tok = self.token(lock)
+        if tok is not None:
+            r["token"] = tok.decode("utf-8", "replace") if isinstance(tok, bytes) else str(tok)
+        return r
+
+    def timed(self, call, done):
+        t0 = now()
+        try:
+            call()
+        except self.refusals:
+            return {"type": "not_owner", "t0": t0, "t1": now()}
+        except Exception as e:
+            return outcome_of(e, t0, now())
+        t1 = now()
+        return {"type": done, "t0": t0, "t1": t1}
+
+    def release(self, lease):
+        lock = self.hold(lease)
+        r = self.timed(lambda: self.do_release(lock), "released")
+        if r["type"] in ("released", "not_owner"):  # a definite answer: the lease is over
+            self.leases.pop(lease, None)
+        return r
+
+    def extend(self, lease, ttl_ms):
+        lock = self.hold(lease)
+        return self.timed(lambda: self.do_extend(lock, ttl_ms), "extended")
+
+    def do_extend(self, lock, ttl_ms):
+        raise Unsupported("unsupported: extend")
+
+    def hold(self, lease):
+        h = self.leases.get(lease)
+        if h is None:
+            raise KeyError(f"no lease {lease!r}")
+        return h
+
+    def close(self):
+        for c in self.clients:
+            try:
+                c.close()
+            except Exception:
+                pass
+
+    clients = ()
+
+
+# connections ----------------------------------------------------------------
+
+
+def connection_kwargs(lock, socket_timeout=None, ep=None, asyncio=False):
+    """The redis-py connection options of a lockchaos client: its name on
+    every connection, the scenario's command timeout, and no retry of a
+    command whose connection broke or timed out unless the retries option
+    asks for it (a re-sent SET NX or release could run twice, and its
+    outcome be misreported)."""
+    from redis.backoff import NoBackoff
+
+    if asyncio:
+        from redis.asyncio.retry import Retry
+    else:
+        from redis.retry import Retry
+
+    t = socket_timeout if socket_timeout is not None else lock.command_timeout
+    kw = dict(client_name=lock.conn_name, socket_timeout=t, socket_connect_timeout=lock.command_timeout,
+              retry=Retry(NoBackoff(), lock.retries))
+    if ep and ep.get("password"):
+        kw["password"] = ep["password"]
+    return kw
+
+
+def address_remap(ep):
+    """An endpoint's address_map (announced "host:port" -> the "host:port" to
+    dial): the nodes a Redis Cluster's slot map names, and the master Sentinel
+    names, are the servers' own addresses; lockchaos's per-client proxies stand
+    in front of them."""
+    m = ep.get("address_map") or {}
+    if not m:
+        return None
+    table = {split_addr(k): split_addr(v) for k, v in m.items()}
+    return lambda addr: table.get((addr[0], int(addr[1])), addr)
+
+
+def clients(lock, socket_timeout=None, asyncio=False):
+    """One redis-py client per endpoint (independent masters: several), sync
+    or asyncio (the same classes under redis.asyncio)."""
+    if asyncio:
+        import redis.asyncio as r
+        import redis.asyncio.cluster as rc
+        import redis.asyncio.sentinel as rs
+    else:
+        import redis as r
+        import redis.cluster as rc
+        import redis.sentinel as rs
+
+    out = []
+    for ep in lock.endpoints:
+        kw = connection_kwargs(lock, socket_timeout, ep, asyncio)
+        if lock.topology == "sentinel":
+            s = rs.Sentinel([split_addr(a) for a in ep["sentinels"]],
+                            sentinel_kwargs={"client_name": lock.conn_name, "socket_timeout": lock.command_timeout},
+                            **kw)
+            remap_master(s, address_remap(ep), asyncio)
+            out.append(s.master_for(ep["master_name"]))
+        elif lock.topology == "cluster":
+            nodes = [rc.ClusterNode(*split_addr(a)) for a in (ep.get("cluster") or [ep["addr"]])]
+            out.append(rc.RedisCluster(startup_nodes=nodes, address_remap=address_remap(ep), **kw))
+        else:
+            host, port = split_addr(ep["addr"])
+            out.append(r.Redis(host=host, port=port, **kw))
+    return out
+
+
+def remap_master(sentinel, remap, asyncio):
+    """Dials the master Sentinel names through the address map."""
+    if remap is None:
+        return
+    discover = sentinel.discover_master
+    if asyncio:
+        async def remapped(name):
+            return remap(await discover(name))
+    else:
+        def remapped(name):
+            return remap(discover(name))
+    sentinel.discover_master = remapped
+
+
+def ping_all(clients):
+    """Opens (and so names) each client's first connection now; a node that
+    is down at init is logged, not fatal (the library connects again later)."""
+    for c in clients:
+        try:
+            c.ping()
+        except Exception as e:
+            log(f"init: PING failed: {type(e).__name__}: {e}")

@@ -1,0 +1,50 @@
+"""redis-py's asyncio Lock (redis.asyncio.lock.Lock): the sync Lock's protocol
+(SET NX PX, Lua compare-and-delete and extend) on asyncio clients. Unlike the
+sync Lock, its release keeps the token when the call fails other than by not
+owning. The worker thread runs one event loop; each library call is one
+run_until_complete (inside the times t0, t1)."""
+
+import asyncio
+
+from .base import clients, log
+from .redispy import RedisPyLock
+
+
+class RedisPyAsyncioLock(RedisPyLock):
+    name = "redis-py-asyncio"
+
+    def connect(self):
+        import redis.asyncio.lock
+        import redis.exceptions
+
+        self.Lock = redis.asyncio.lock.Lock
+        # The server's refusal. A plain LockError is the Lock's own (it holds no token, e.g. a release
+        # retried after one that timed out: the sync Lock forgets its token first): not the server's.
+        self.refusals = (redis.exceptions.LockNotOwnedError,)
+        self.loop = asyncio.new_event_loop()
+        self.clients = clients(self, asyncio=True)[:1]  # one key per lock: with independent masters, the first
+        client = self.clients[0]
+        try:
+            self.run(client.ping())
+        except Exception as e:
+            log(f"init: PING failed: {type(e).__name__}: {e}")
+        self.options_from_extra()
+
+    def run(self, coro):
+        return self.loop.run_until_complete(coro)
+
+    def do_acquire(self, lock, ttl_ms, wait_ms):
+        return self.run(lock.acquire(**self.wait_args(wait_ms)))
+
+    def do_release(self, lock):
+        self.run(lock.release())
+
+    def do_extend(self, lock, ttl_ms):
+        self.run(lock.extend(ttl_ms / 1000.0, replace_ttl=True))
+
+    def close(self):
+        for c in self.clients:
+            try:
+                self.run(c.aclose())
+            except Exception:
+                pass

@@ -1,0 +1,263 @@
+"""The Python driver locks against a real redis-server, over the protocol."""
+
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from conftest import DRIVER, HERE, ROOT, resp
+
+EXAMPLE = os.path.join(ROOT, "examples", "python-driver")
+
+
+def pinned(dist):
+    """The version the tests run: the pin, or LOCKCHAOS_TEST_VERSIONS's."""
+    for v in os.environ.get("LOCKCHAOS_TEST_VERSIONS", "").split():
+        if v.split("==")[0] == dist:
+            return v.split("==")[1]
+    with open(os.path.join(HERE, "requirements.txt")) as f:
+        m = re.search(rf"^{re.escape(dist)}==(\S+)", f.read(), re.M)
+    return m.group(1)
+
+
+# name: (library, capabilities, extra options for a lock that must expire, its ttl_ms)
+LOCKS = {
+    "redis-py": ("redis", [], {}, 300),
+    "redis-py-asyncio": ("redis", [], {}, 300),
+    # whole seconds; without auto_renewal so that it expires
+    "python-redis-lock": ("python-redis-lock", ["renews"], {"auto_renewal": "false"}, 1000),
+    "pottery-redlock": ("pottery", ["multi-node"], {}, 300),
+}
+ALL = sorted(LOCKS)
+# The worked example (examples/python-driver): a user's own lock, run by the same tests.
+WITH_EXAMPLE = ALL + ["my-lock"]
+LOCKS["my-lock"] = ("my-lock", [], {}, 300)
+
+
+def argv_of(driver_python, lock):
+    if lock == "my-lock":
+        return [driver_python, os.path.join(EXAMPLE, "my_lock_driver.py")]
+    return [driver_python, DRIVER, lock]
+
+
+@pytest.fixture
+def start(driver_python, drivers, server):
+    """start(lock, name..., **init) -> a driver per name, past hello and init on the test's server
+    (the processes start together: each takes a moment to import its library)."""
+
+    def go(lock, *names, **kw):
+        ds = [drivers(argv_of(driver_python, lock)) for _ in names]
+        for d, name in zip(ds, names):
+            h = d.hello()
+            assert h["type"] == "hello_ok", h
+            r = d.init(server.addr, name, **kw)
+            assert r["type"] == "init_ok", r
+        return ds[0] if len(ds) == 1 else ds
+
+    return go
+
+
+def key_of(server, key):
+    return resp(server.port, "GET", key)
+
+
+def holding(start, lock, key, **kw):
+    """Two drivers, c1 and c2; c1 holds key (5 s). Returns them and c1's reply."""
+    a, b = start(lock, "lc-t-c1", "lc-t-c2", **kw)
+    r = a.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
+    assert r["type"] == "acquired", r
+    assert r["t0"] <= r["t1"]
+    return a, b, r
+
+
+@pytest.mark.parametrize("lock", ALL)
+def test_hello(driver_python, drivers, lock):
+    d = drivers([driver_python, DRIVER, lock])
+    h = d.hello()
+    library, caps, _, _ = LOCKS[lock]
+    assert h["type"] == "hello_ok" and h["in_reply_to"] == 1 and h["protocol"] == 1
+    assert h["name"] == lock and h["library"] == library and h["language"] == "python"
+    assert h["version"] == pinned(library)
+    assert h["capabilities"] == caps
+    assert "version" in h["options"]
+    assert set(h["reports"]) <= {"deadline", "lost", "fence", "renewals"}
+
+
+@pytest.mark.parametrize("lock", WITH_EXAMPLE)
+def test_contention_and_release(start, server, lock):
+    key = "lc:t:k0"
+    a, b, r = holding(start, lock, key)
+    assert key_of(server, key) == r["token"], "the reply's token is the value in Redis"
+    r2 = b.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
+    assert r2["type"] == "not_acquired", r2
+    assert key_of(server, key) == r["token"]
+    rel = a.call({"type": "release", "lease": r["lease"]})
+    assert rel["type"] == "released", rel
+    assert key_of(server, key) is None
+    r3 = b.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
+    assert r3["type"] == "acquired", r3
+    assert key_of(server, key) == r3["token"] != r["token"]
+    # Every connection but the one asking is a driver's, named as told.
+    names = re.findall(r"\bname=(\S*)", resp(server.port, "CLIENT", "LIST"))
+    assert sorted(names) == ["", "lc-t-c1", "lc-t-c2"], names
+
+
+@pytest.mark.parametrize("lock", WITH_EXAMPLE)
+def test_not_owner_after_expiry(start, server, lock):
+    _, _, extra, ttl = LOCKS[lock]
+    a, b = start(lock, "lc-t-c1", "lc-t-c2", extra=extra)
+    key = "lc:t:k1"
+    r = a.call({"type": "acquire", "key": key, "ttl_ms": ttl, "wait_ms": 0})
+    assert r["type"] == "acquired", r
+    time.sleep(ttl / 1000 + 0.25)
+    assert key_of(server, key) is None, "the key expired"
+    rb = b.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
+    assert rb["type"] == "acquired", rb
+    ext = a.call({"type": "extend", "lease": r["lease"], "ttl_ms": 5000})
+    if lock == "my-lock":  # it has no extend
+        assert ext["type"] == "error" and ext["error"].startswith("unsupported"), ext
+    else:
+        assert ext["type"] == "not_owner", ext
+    rel = a.call({"type": "release", "lease": r["lease"]})
+    assert rel["type"] == "not_owner", rel
+    assert key_of(server, key) == rb["token"], "the late release left the new holder's key alone"
+
+
+@pytest.mark.parametrize("lock", WITH_EXAMPLE)
+def test_indeterminate_when_server_stopped(start, server, lock):
+    a = start(lock, "lc-t-c1", command_timeout_ms=200)
+    held = a.call({"type": "acquire", "key": "lc:t:k2", "ttl_ms": 5000, "wait_ms": 0})
+    assert held["type"] == "acquired", held
+    os.kill(server.proc.pid, signal.SIGSTOP)
+    try:
+        r = a.call({"type": "acquire", "key": "lc:t:k3", "ttl_ms": 5000, "wait_ms": 0}, timeout=8)
+        rel = a.call({"type": "release", "lease": held["lease"]}, timeout=8)
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+    for x in (r, rel):
+        assert x["type"] == "indeterminate", x
+        took = (x["t1"] - x["t0"]) / 1e9
+        assert 0.15 <= took < 3, took
+    # The release again. The first never left the client (the acquire's timeout dropped the
+    # connection, and the new one's handshake, which names it, timed out), so the key is still
+    # there. No lock may call that a refusal by the server: redis-py's sync Lock forgot its token
+    # at the first try and says so without asking (an error); the others ask again.
+    again = a.call({"type": "release", "lease": held["lease"]})
+    if lock in ("redis-py", "my-lock"):
+        assert again["type"] == "error", again
+    else:
+        assert again["type"] == "released", again
+
+
+@pytest.mark.parametrize("lock", WITH_EXAMPLE)
+def test_ping_answered_during_blocking_acquire(start, server, lock):
+    key = "lc:t:k4"
+    a, b, r = holding(start, lock, key)
+    acq = b.send({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 3000})
+    time.sleep(0.2)  # b is inside the library's wait
+    sent = time.monotonic()
+    pong = b.wait(b.send({"type": "ping"}), timeout=2)
+    # Answered while the acquire waits (it cannot end before the release below); the bound only
+    # keeps a loaded machine's scheduling out of the verdict.
+    assert pong["type"] == "pong" and time.monotonic() - sent < 1.5
+    clk = b.wait(b.send({"type": "clock"}), timeout=2)
+    assert clk["type"] == "clock_ok" and clk["mono_ns"] > 0 and abs(clk["wall_ns"] / 1e9 - time.time()) < 5
+    rel = a.call({"type": "release", "lease": r["lease"]})
+    assert rel["type"] == "released", rel
+    got = b.wait(acq, timeout=5)
+    assert got["type"] == "acquired", got
+    # One host, one CLOCK_MONOTONIC: the drivers' times compare.
+    assert got["t0"] < rel["t0"] < got["t1"], "the acquire began before the release and ended after it"
+
+
+def test_python_redis_lock_renews_and_reports(start, server):
+    a, b = start("python-redis-lock", "lc-t-c1", "lc-t-c2")
+    key = "lc:t:k5"
+    r = a.call({"type": "acquire", "key": key, "ttl_ms": 2000, "wait_ms": 0})
+    assert r["type"] == "acquired", r
+    time.sleep(2.3)  # past the 2 s expiry: renewed every 4/3 s
+    assert key_of(server, key) == r["token"]
+    assert b.call({"type": "acquire", "key": key, "ttl_ms": 2000, "wait_ms": 0})["type"] == "not_acquired"
+    rel = a.call({"type": "release", "lease": r["lease"]})
+    assert rel["type"] == "released"
+    ren = [e for e in a.events if e["type"] == "renewal"]
+    assert len(ren) >= 1 and all(e["lease"] == r["lease"] and e["outcome"] == "ok" and e["t0"] <= e["t1"] for e in ren), ren
+
+
+@pytest.mark.parametrize("lock", ["redis-py", "pottery-redlock"])
+def test_refuses_unknown_option_and_other_version(driver_python, drivers, server, lock):
+    d = drivers([driver_python, DRIVER, lock])
+    d.hello()
+    r = d.init(server.addr, "lc-t-c1", extra={"no_such_option": "1"})
+    assert r["type"] == "error" and "no_such_option" in r["error"], r
+    r = d.init(server.addr, "lc-t-c1", extra={"version": "0.0.1"})
+    assert r["type"] == "error" and "0.0.1" in r["error"], r
+
+
+def test_pottery_independent_masters(driver_python, drivers):
+    from conftest import RedisServer
+
+    servers = [RedisServer() for _ in range(3)]
+    try:
+        eps = [{"addr": s.addr} for s in servers]
+        a, b = (drivers([driver_python, DRIVER, "pottery-redlock"]) for _ in range(2))
+        for d, n in ((a, "lc-t-c1"), (b, "lc-t-c2")):
+            d.hello()
+            assert d.init(None, n, topology="independent", endpoints=eps)["type"] == "init_ok"
+        key = "lc:t:k6"
+        os.kill(servers[2].proc.pid, signal.SIGSTOP)  # a minority down: still a majority
+        r = a.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
+        assert r["type"] == "acquired", r
+        assert [resp(s.port, "GET", key) for s in servers[:2]] == [r["token"]] * 2
+        os.kill(servers[1].proc.pid, signal.SIGSTOP)  # now a majority down: b cannot know
+        rb = b.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
+        assert rb["type"] == "indeterminate", rb
+    finally:
+        for s in servers:
+            s.stop()
+
+
+@pytest.mark.parametrize("lock", WITH_EXAMPLE)
+def test_lock_file_starts_the_driver(driver_python, drivers, lock):
+    """Each lock file's command, run from its dir with its env, speaks the protocol."""
+    yaml = pytest.importorskip("yaml")
+    where = EXAMPLE if lock == "my-lock" else HERE
+    with open(os.path.join(where, f"{lock}.yaml")) as f:
+        lf = yaml.safe_load(f)
+    library, caps, _, _ = LOCKS[lock]
+    assert lf["name"] == lock and lf["library"] == library and lf["capabilities"] == caps
+    if lock != "my-lock":
+        assert lf["version"]["env"] == "LOCKCHAOS_DRIVER_VERSION" and "{version}" in " ".join(lf["version"]["setup"])
+    d = drivers(lf["command"], env=lf["env"], cwd=os.path.join(where, lf["dir"]))
+    h = d.hello()
+    assert h["name"] == lock and h["library"] == library and h["capabilities"] == caps
+    if lock != "my-lock":
+        assert h["version"] == pinned(library)
+    assert set(lf["options"]) <= set(h["options"])
+
+
+def test_python_redis_lock_pause_outlasts_expire(start, server):
+    """A pause-client (SIGSTOP of the driver's process group) longer than expire stops the
+    renewal thread with everything else: the key expires, another client takes it, and the
+    renewal after the pause is refused and reported."""
+    a, b = start("python-redis-lock", "lc-t-c1", "lc-t-c2")
+    key = "lc:t:k7"
+    r = a.call({"type": "acquire", "key": key, "ttl_ms": 1000, "wait_ms": 0})
+    assert r["type"] == "acquired", r
+    os.killpg(a.proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(1.3)
+        assert key_of(server, key) is None, "no renewal during the pause"
+        rb = b.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
+        assert rb["type"] == "acquired", rb
+    finally:
+        os.killpg(a.proc.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 3
+    while not any(e["type"] == "renewal" and e["outcome"] == "not_owner" for e in a.events):
+        assert time.monotonic() < deadline, f"no refused renewal pushed: {a.events}"
+        a.call({"type": "ping"})  # collects pushed events
+        time.sleep(0.05)
+    assert a.call({"type": "release", "lease": r["lease"]})["type"] == "not_owner"
+    assert key_of(server, key) == rb["token"]
