@@ -109,10 +109,10 @@ def contend(drivers, driver_python, lock, topology, endpoint):
 
 @pytest.mark.parametrize("lock", SENTINEL_LOCKS)
 def test_sentinel(driver_python, master, sentinel, master_px, drivers, lock):
-    """Sentinel names the master's own address; the drivers dial it through address_map."""
+    """Sentinel names the master's own address; the drivers dial it through addr_map."""
     px = master_px
     key, r = contend(drivers, driver_python, lock, "sentinel",
-                     {"master_name": "m", "sentinels": [sentinel], "address_map": {master.addr: px.addr}})
+                     {"master_name": "m", "sentinels": [sentinel], "addr_map": {master.addr: px.addr}})
     assert resp(master.port, "GET", key) == r["token"]
     assert set(names(master.port)) == {"lc-t-c1", "lc-t-c2"}
     through(master.port, px)
@@ -122,10 +122,10 @@ def test_sentinel(driver_python, master, sentinel, master_px, drivers, lock):
 
 @pytest.mark.parametrize("lock", CLUSTER_LOCKS)
 def test_cluster(driver_python, cluster_node, node_px, drivers, lock):
-    """The slot map names the node's own address; the drivers dial it through address_map."""
+    """The slot map names the node's own address; the drivers dial it through addr_map."""
     s, px = cluster_node, node_px
     key, r = contend(drivers, driver_python, lock, "cluster",
-                     {"addr": px.addr, "cluster": [px.addr], "address_map": {s.addr: px.addr}})
+                     {"addr": px.addr, "cluster": [px.addr], "addr_map": {s.addr: px.addr}})
     assert resp(s.port, "GET", key) == r["token"]
     assert set(names(s.port)) == {"lc-t-c1", "lc-t-c2"}
     through(s.port, px)

@@ -225,11 +225,11 @@ def connection_kwargs(lock, socket_timeout=None, ep=None, asyncio=False):
 
 
 def address_remap(ep):
-    """An endpoint's address_map (announced "host:port" -> the "host:port" to
+    """An endpoint's addr_map (announced "host:port" -> the "host:port" to
     dial): the nodes a Redis Cluster's slot map names, and the master Sentinel
     names, are the servers' own addresses; lockchaos's per-client proxies stand
     in front of them."""
-    m = ep.get("address_map") or {}
+    m = ep.get("addr_map") or {}
     if not m:
         return None
     table = {split_addr(k): split_addr(v) for k, v in m.items()}
