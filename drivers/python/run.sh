@@ -2,7 +2,7 @@
 # drivers/python/run.sh LOCK: runs the Python driver of LOCK (redis-py, redis-py-asyncio,
 # python-redis-lock, pottery-redlock) with the pinned libraries, installing them into the
 # driver cache first if they are not there (scripts/drivers-python.sh).
-# LOCKCHAOS_DRIVER_VERSION=X runs it with version X of the lock's library instead
+# LOCKCHAOS_LOCK_VERSION=X runs it with version X of the lock's library instead
 # (installed on demand into its own venv in the cache).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,8 +13,8 @@ python-redis-lock) pkg=python-redis-lock ;;
 pottery-redlock) pkg=pottery ;;
 *) echo "run.sh: unknown lock $lock" >&2; exit 2 ;;
 esac
-if [ -n "${LOCKCHAOS_DRIVER_VERSION:-}" ]; then
-	py=$("$here/../../scripts/drivers-python.sh" --print-python --version "$pkg==$LOCKCHAOS_DRIVER_VERSION")
+if [ -n "${LOCKCHAOS_LOCK_VERSION:-}" ]; then
+	py=$("$here/../../scripts/drivers-python.sh" --print-python --version "$pkg==$LOCKCHAOS_LOCK_VERSION")
 else
 	py=$("$here/../../scripts/drivers-python.sh" --print-python)
 fi

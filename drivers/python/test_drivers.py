@@ -229,7 +229,7 @@ def test_lock_file_starts_the_driver(driver_python, drivers, lock):
     library, caps, _, _ = LOCKS[lock]
     assert lf["name"] == lock and lf["library"] == library and lf["capabilities"] == caps
     if lock != "my-lock":
-        assert lf["version"]["env"] == "LOCKCHAOS_DRIVER_VERSION" and "{version}" in " ".join(lf["version"]["setup"])
+        assert lf["version"]["env"] == "LOCKCHAOS_LOCK_VERSION" and "{version}" in " ".join(lf["version"]["setup"])
     d = drivers(lf["command"], env=lf["env"], cwd=os.path.join(where, lf["dir"]))
     h = d.hello()
     assert h["name"] == lock and h["library"] == library and h["capabilities"] == caps

@@ -98,7 +98,7 @@ class BaseLock:
         want = extra.get("version")
         if want and want != self.version():
             return {"type": "error", "error": f"{self.library} {want} asked for but {self.version()} is installed "
-                                              f"(start the driver with LOCKCHAOS_DRIVER_VERSION={want})"}
+                                              f"(start the driver with LOCKCHAOS_LOCK_VERSION={want})"}
         self.extra = extra
         self.cfg = opts
         self.conn_name = msg.get("conn_name")
