@@ -34,6 +34,22 @@ const (
 	CauseLocalReentry    = "local-reentry-after-expiry"
 	CauseLostUpdate      = "lost-update"
 	CauseUnknown         = "unknown"
+
+	// Causes from the lock's own commands in the servers' command record
+	// (ownercause.go): what let another client in when no fault did.
+
+	// CauseMinorityQuorum: on independent masters, an acquire took fewer
+	// nodes than a majority (its SET NX won on a minority) and counted it
+	// as a quorum.
+	CauseMinorityQuorum = "minority-quorum"
+	// CauseForeignReentry: an acquire wrote its field (HINCRBY) into a hash
+	// another client owned: the owner field was not checked.
+	CauseForeignReentry = "foreign-reentry"
+	// CauseFreedAboveZero: a release that left depth > 0 deleted the key.
+	CauseFreedAboveZero = "freed-above-depth-0"
+	// CauseFenceNotMonotonic: a fence not above one granted before, with no
+	// fault that lost the counter: it did not come from the counter.
+	CauseFenceNotMonotonic = "fence-not-monotonic"
 )
 
 // cause explains why hold b could start while hold a (another client's) was
@@ -45,6 +61,9 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 	ev := m.causeEvidence(k, ai, bi)
 	both := fmt.Sprintf("client %d acquired %s at %s while client %d still believed it held it (since %s)", b.client, key, sec(b.start), a.client, sec(a.start))
 	if cause, expl := nodeFaultCause(ev.fs, a, both); cause != "" {
+		return cause, expl
+	}
+	if cause, expl := m.ownCause(k, ai, bi, both); cause != "" {
 		return cause, expl
 	}
 	return clientCause(key, a, b, ev, both)
