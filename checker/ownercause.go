@@ -128,13 +128,7 @@ func (m *model) ownCause(k int32, ai, bi int32, both string) (string, string) {
 			continue
 		}
 		if i := ownPartialRelease(kd, f.client, f.t, m.lag); i >= 0 {
-			r := kd.releases[i]
-			what := f.name
-			if f.script {
-				what = "its script's " + f.name
-			}
-			return CauseFreedAboveZero, fmt.Sprintf("a release's %s freed %s at depth %d: client %d's release at %s left depth %d, yet %s deleted the key on %s at %s; %s.",
-				f.name, key, r.remaining, a.client, sec(r.t), r.remaining, what, m.nodes[f.node], sec(f.t), both)
+			return CauseFreedAboveZero, m.freedWhat(&f, &kd.releases[i], key) + "; " + both + "."
 		}
 	}
 	if m.topo == "independent" {
@@ -251,6 +245,16 @@ func (m *model) staleTokenCause(k int32, wi, mi int32) (string, string) {
 	return CauseUnknown, ""
 }
 
+// freedWhat tells release r's command f deleting key above depth 0.
+func (m *model) freedWhat(f *cmdFree, r *release, key string) string {
+	what := f.name
+	if f.script {
+		what = "its script's " + f.name
+	}
+	return fmt.Sprintf("a release's %s freed %s at depth %d: client %d's release at %s left depth %d, yet %s deleted the key on %s at %s",
+		f.name, key, r.remaining, r.client, sec(r.t), r.remaining, what, m.nodes[f.node], sec(f.t))
+}
+
 // foreignWhat tells a write into another owner's hash.
 func (m *model) foreignWhat(f *ownCmd, key string) string {
 	return fmt.Sprintf("%s by client %d on client %d's hash %s on %s at %s (%s, in its acquire): the acquire did not check the owner field",
@@ -267,24 +271,6 @@ func ownHappened(inc *Incident, vs []Violation) string {
 		}
 	}
 	return ""
-}
-
-// foreignEntry: the record shows hold hi's or hold oi's acquire writing
-// into the other client's hash (foreign-reentry), so a re-entry by hi's
-// client while oi's held is the two sharing one hash ("" when it does not).
-func (m *model) foreignEntry(k int32, hi, oi int32) (string, string) {
-	if !m.useRecord() {
-		return "", ""
-	}
-	kd := m.kd[k]
-	for _, x := range []int32{oi, hi} {
-		if fw := m.inAcquire(kd.ownForeign, x); len(fw) > 0 {
-			h, o := m.holds[hi].client, m.holds[oi].client
-			return CauseForeignReentry, fmt.Sprintf("%s; so clients %d and %d held one hash, and client %d re-entered it while client %d held it.",
-				m.foreignWhat(&fw[0], m.keys[k]), h, o, h, o)
-		}
-	}
-	return "", ""
 }
 
 // foreignAcquireAt is the write into another owner's hash that the same
