@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -100,7 +101,13 @@ func (m *model) causeEvidence(k int32, ai, bi int32) evidence {
 		fs[f.kind] = f
 	}
 	var expiredAt, delAt int64 = -1, -1
-	for _, d := range m.kd[k].badDels {
+	dels := m.kd[k].badDels
+	if m.useRecord() {
+		// The record's deletes by another client (the unlock check's
+		// evidence), where the observer may have matched none.
+		dels = append(slices.Clip(dels), m.kd[k].cmdDels...)
+	}
+	for _, d := range dels {
 		if d.release && d.victim == ai && d.t <= to {
 			delAt = d.t
 			break

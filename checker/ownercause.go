@@ -192,18 +192,22 @@ func (m *model) nodeList(ns []int16) string {
 func (m *model) fenceCause(k int32, hi, pi int32) (string, string) {
 	h, p := &m.holds[hi], &m.holds[pi]
 	lead := fmt.Sprintf("fence %s after %s", fenceStr(h.fence), fenceStr(p.fence))
+	prev := fmt.Sprintf("client %d's", p.client)
+	if p.client == h.client {
+		prev = "its own earlier hold's"
+	}
 	if !m.useRecord() || !m.cmdSeen {
-		return CauseFenceNotMonotonic, fmt.Sprintf("%s: client %d's acquire at %s got a fence not above client %d's, with no fault in play (no command record to say where it came from).",
-			lead, h.client, sec(h.acqT), p.client)
+		return CauseFenceNotMonotonic, fmt.Sprintf("%s: client %d's acquire at %s got a fence not above %s, with no fault that lost the counter (no command record to say where it came from).",
+			lead, h.client, sec(h.acqT), prev)
 	}
 	incs := m.inAcquire(m.kd[k].ownIncrs, hi)
 	if len(incs) == 0 {
-		return CauseFenceNotMonotonic, fmt.Sprintf("%s: not from INCR: client %d's acquire (%s–%s) ran no INCR on any node, per the command record, and its fence is below client %d's.",
-			lead, h.client, sec(h.acqT), sec(h.start), p.client)
+		return CauseFenceNotMonotonic, fmt.Sprintf("%s: not from INCR: client %d's acquire (%s–%s) ran no INCR on any node, per the command record, and its fence is below %s.",
+			lead, h.client, sec(h.acqT), sec(h.start), prev)
 	}
 	c := incs[len(incs)-1]
-	return CauseFenceNotMonotonic, fmt.Sprintf("%s: client %d's acquire ran %s on %s at %s, yet its fence is not above client %d's: the lock did not hand out the counter's value.",
-		lead, h.client, c.what(), m.nodes[c.node], sec(c.t), p.client)
+	return CauseFenceNotMonotonic, fmt.Sprintf("%s: client %d's acquire ran %s on %s at %s, yet its fence is not above %s: the lock did not hand out the counter's value.",
+		lead, h.client, c.what(), m.nodes[c.node], sec(c.t), prev)
 }
 
 // fenceStr prints a fence as a person reads it: small ones whole, large
@@ -228,16 +232,16 @@ func (m *model) noFaultNear(from, to int64) bool {
 
 // staleTokenCause explains a write with fence lower than one the resource
 // accepted before, from the holds that wrote them (wi the stale write's,
-// mi the higher one's; -1 unknown): a hold granted after the other with a
+// mi the higher one's; -1 unknown): a hold acked after the other with a
 // lower fence is the fence's fault (fenceCause); a hold that wrote after
-// another took the key is the overlap's (cause). Unknown otherwise.
+// a later one took the key is the overlap's (cause). Unknown otherwise.
 func (m *model) staleTokenCause(k int32, wi, mi int32) (string, string) {
 	if wi < 0 || mi < 0 || wi == mi {
 		return CauseUnknown, ""
 	}
 	w, hm := &m.holds[wi], &m.holds[mi]
 	switch {
-	case w.acqT > hm.start:
+	case w.start > hm.start:
 		return m.fenceCause(k, wi, mi)
 	case w.client != hm.client && w.belief > hm.start:
 		return m.cause(k, wi, mi)
