@@ -67,7 +67,13 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 	if cause, expl := m.ownCause(k, ai, bi, both); cause != "" {
 		return cause, expl
 	}
-	return clientCause(key, a, b, ev, both)
+	cause, expl := clientCause(key, a, b, ev, both)
+	if cause == CauseUnknown {
+		if c, e := m.recordExpiry(k, ai, bi, both); c != "" {
+			return c, e
+		}
+	}
+	return cause, expl
 }
 
 // evidence is what cause weighs: the faults near the overlap (one per

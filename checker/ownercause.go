@@ -291,3 +291,54 @@ func (m *model) foreignAcquireAt(kd *keyData, d *badDel) *ownCmd {
 	}
 	return nil
 }
+
+// recordExpiry: where nothing else explains how hold bi started while ai
+// was believed, the record may show a's key expiring by its own TTL first:
+// a's last write or extension on the node where b's acquire then wrote the
+// key set a TTL that ran out before b's write, with no delete in between
+// (expired-while-held, told from the commands rather than a notification).
+func (m *model) recordExpiry(k int32, ai, bi int32, both string) (string, string) {
+	if !m.useRecord() {
+		return "", ""
+	}
+	kd := m.kd[k]
+	a, b := &m.holds[ai], &m.holds[bi]
+	var bw, aw *cmdEvent
+	for i := range kd.cmds[:kd.cmdWalked] {
+		c := &kd.cmds[i]
+		if c.client == b.client && (c.op == cmdSet || c.op == cmdHash) && c.t >= b.acqT-m.ownSlack() && c.t <= b.start+grantClockSlack {
+			bw = c
+		}
+	}
+	if bw == nil || m.inGap(bw.node, bw.t) {
+		return "", ""
+	}
+	for i := range kd.cmds[:kd.cmdWalked] {
+		c := &kd.cmds[i]
+		if c.node != bw.node || c.t >= bw.t || c.t < a.acqT-m.ownSlack() {
+			continue
+		}
+		switch {
+		case c.op == cmdDel && aw != nil:
+			return "", "" // deleted after a's last write: not an expiry
+		case c.client == a.client && (c.op == cmdSet || c.op == cmdExpire) && (c.ttl != 0 || c.abs != 0):
+			aw = c
+		}
+	}
+	if aw == nil {
+		return "", ""
+	}
+	exp := aw.abs
+	if exp == 0 {
+		exp = aw.t + aw.ttl
+	}
+	if exp+cmdExpiryMargin >= bw.t {
+		return "", ""
+	}
+	what := aw.name
+	if aw.script {
+		what = "script's " + aw.name
+	}
+	return CauseExpired, fmt.Sprintf("client %d's key %s expired on %s at %s by the TTL its %s at %s set, while client %d still believed it held it, and client %d's %s took it at %s (per the command record); %s.",
+		a.client, m.keys[k], m.nodes[bw.node], sec(exp), what, sec(aw.t), a.client, b.client, bw.name, sec(bw.t), both)
+}

@@ -173,3 +173,37 @@ func TestOwnCauseFenceNotMonotonic(t *testing.T) {
 		}
 	}
 }
+
+// A lock that promises no deadline: client 0's key expires by the TTL its
+// SET set, client 1 takes it, and client 0 still believes. No notification
+// arrived; the record's commands tell the expiry. A DEL in between is no
+// expiry: the overlap stays unexplained by this.
+func TestRecordExpiryExplainsOverlap(t *testing.T) {
+	run := func(del bool) *Result {
+		b := recordHB()
+		b.acqTok(0, 0, 1, 0, "tokA", 0, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "NX", "PX", "100"})
+		if del {
+			b.cmd(0, 60, []string{"DEL", recKey}) // its own stray DEL
+		}
+		b.acqTok(1, 110, 121, 0, "tokB", 0, 1).cmd(1, 120, []string{"SET", recKey, "tokB", "NX", "PX", "100"})
+		b.rel(0, 150, 151, 0).rel(1, 160, 161, 0)
+		return Check(b.ev, Options{})
+	}
+	for _, v := range causesOf(t, run(false), CheckMutex) {
+		if want := "client 0's key k expired on n1 at 0.101 s by the TTL its SET at 0.001 s set"; v.Cause != CauseExpired || !strings.Contains(v.Explanation, want) {
+			t.Errorf("mutex violation: cause %s, %q; want %s saying %q", v.Cause, v.Explanation, CauseExpired, want)
+		}
+	}
+	n := 0
+	for _, v := range run(true).Violations {
+		if v.Check == CheckMutex {
+			n++
+			if v.Cause == CauseExpired {
+				t.Errorf("a DEL before client 1's SET, yet told as an expiry: %s", v.Explanation)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no overlap with the DEL")
+	}
+}
