@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -34,6 +35,22 @@ const (
 	CauseLocalReentry    = "local-reentry-after-expiry"
 	CauseLostUpdate      = "lost-update"
 	CauseUnknown         = "unknown"
+
+	// Causes from the lock's own commands in the servers' command record
+	// (ownercause.go): what let another client in when no fault did.
+
+	// CauseMinorityQuorum: on independent masters, an acquire took fewer
+	// nodes than a majority (its SET NX won on a minority) and counted it
+	// as a quorum.
+	CauseMinorityQuorum = "minority-quorum"
+	// CauseForeignReentry: an acquire wrote its field (HINCRBY) into a hash
+	// another client owned: the owner field was not checked.
+	CauseForeignReentry = "foreign-reentry"
+	// CauseFreedAboveZero: a release that left depth > 0 deleted the key.
+	CauseFreedAboveZero = "freed-above-depth-0"
+	// CauseFenceNotMonotonic: a fence not above one granted before, with no
+	// fault that lost the counter: it did not come from the counter.
+	CauseFenceNotMonotonic = "fence-not-monotonic"
 )
 
 // cause explains why hold b could start while hold a (another client's) was
@@ -47,7 +64,16 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 	if cause, expl := nodeFaultCause(ev.fs, a, both); cause != "" {
 		return cause, expl
 	}
-	return clientCause(key, a, b, ev, both)
+	if cause, expl := m.ownCause(k, ai, bi, both); cause != "" {
+		return cause, expl
+	}
+	cause, expl := clientCause(key, a, b, ev, both)
+	if cause == CauseUnknown {
+		if c, e := m.recordExpiry(k, ai, bi, both); c != "" {
+			return c, e
+		}
+	}
+	return cause, expl
 }
 
 // evidence is what cause weighs: the faults near the overlap (one per
@@ -81,7 +107,13 @@ func (m *model) causeEvidence(k int32, ai, bi int32) evidence {
 		fs[f.kind] = f
 	}
 	var expiredAt, delAt int64 = -1, -1
-	for _, d := range m.kd[k].badDels {
+	dels := m.kd[k].badDels
+	if m.useRecord() {
+		// The record's deletes by another client (the unlock check's
+		// evidence), where the observer may have matched none.
+		dels = append(slices.Clip(dels), m.kd[k].cmdDels...)
+	}
+	for _, d := range dels {
 		if d.release && d.victim == ai && d.t <= to {
 			delAt = d.t
 			break

@@ -242,6 +242,8 @@ func (m *model) addCmdArgs(args []string, t, h int64, node int16, client int32, 
 	case "HDEL":
 		ev.op = cmdHDel
 		add(args[1], ev)
+	case "INCR", "INCRBY":
+		m.noteIncr(args[1], ev)
 	}
 }
 
@@ -403,7 +405,9 @@ func (m *model) attributeCommands(upTo int64) {
 			c := kd.cmds[kd.cmdWalked]
 			m.takeSnaps(kd, ps, c.h-1)
 			s := m.cmdStep(kd, c)
+			before := *s.st
 			m.replay(int32(k), kd, &s)
+			m.noteOwn(kd, &s, before)
 		}
 		m.takeSnaps(kd, ps, upTo-1)
 	}

@@ -61,10 +61,12 @@ func judgeFencing(m *model, c *ctx) {
 			a.checked++
 			if maxW >= 0 && w.fence < kd.writes[maxW].fence {
 				maxF, maxC := kd.writes[maxW].fence, kd.writes[maxW].client
+				cause, expl := m.staleTokenCause(int32(k), w.hold, kd.writes[maxW].hold)
+				expl = fmt.Sprintf("a stale token (%s < %s) got through: the resource does not enforce fencing.%s", fenceStr(w.fence), fenceStr(maxF), ifs(expl != "", " "+expl))
 				c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(maxC), int(w.client)}, AtMS: history.MS(w.at),
-					Window: [2]int64{w.t, w.at}, Cause: CauseUnknown,
+					Window: [2]int64{w.t, w.at}, Cause: cause,
 					Detail:      fmt.Sprintf("the resource accepted client %d's write with token %d at %s after accepting token %d from client %d", w.client, w.fence, sec(w.at), maxF, maxC),
-					Explanation: fmt.Sprintf("a stale token (%d < %d) got through: the resource does not enforce fencing.", w.fence, maxF)}, &a.count)
+					Explanation: expl}, &a.count)
 			}
 		}
 		// Tokens must follow the order of the grants. A grant happens
@@ -130,6 +132,9 @@ func fencingOrder(m *model, c *ctx, k int, kd *keyData, count *int) {
 				}
 				break
 			}
+		}
+		if cause == CauseUnknown {
+			cause, expl = m.fenceCause(int32(k), hi, prev)
 		}
 		c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(p.client), int(h.client)}, AtMS: history.MS(h.start),
 			Window: [2]int64{p.start, h.start}, Cause: cause, Explanation: expl,

@@ -414,6 +414,10 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 		return fmt.Sprintf("client %d's key %s expired while it still held it", c, key)
 	case CauseLocalReentry:
 		return fmt.Sprintf("client %d re-entered %s after its key had expired at the server", c, key)
+	case CauseMinorityQuorum, CauseForeignReentry, CauseFreedAboveZero, CauseFenceNotMonotonic:
+		if s := ownHappened(inc, vs); s != "" {
+			return s
+		}
 	}
 	return fmt.Sprintf("client %d believed it held %s from %s to %s, and nothing in the fault or server record explains how another client got it",
 		c, key, sec(l.AcquiredNS), sec(l.BelievedToNS))

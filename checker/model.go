@@ -236,6 +236,8 @@ type keyData struct {
 	state     map[int16]*keyState
 	cmdDels   []badDel
 	cmdFrees  []cmdFree
+	// The lock's own commands the own-command causes read (ownercause.go).
+	ownGrants, ownForeign, ownIncrs []ownCmd
 	// snaps: the key's state at the record's loss probes (recordLoss).
 	snaps map[snapKey]snap
 }

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/lockchaos/lockchaos/history"
 )
@@ -53,19 +54,24 @@ func (m *model) judgeReentries(c *ctx, k int32, kd *keyData) {
 			continue
 		}
 		var expl string
+		cause, why := CauseLocalReentry, ": the hold count was not checked against the server."
 		clients := []int{int(r.client)}
 		if o >= 0 {
 			h := &m.holds[o]
 			clients = []int{int(h.client), int(r.client)}
 			expl = fmt.Sprintf("client %d re-entered %s at depth %d at %s, but client %d had held it since %s", r.client, m.keys[k], r.depth, sec(r.at), h.client, sec(h.start))
-			if expired >= 0 {
+			if oc, oe := m.ownCause(k, o, r.hold, expl); oc != "" {
+				// The lock's own commands let client r in while o held
+				// (an acquire into o's hash, o's release freeing it).
+				cause, expl, why = oc, strings.TrimSuffix(oe, "."), "."
+			} else if expired >= 0 {
 				expl += fmt.Sprintf("; client %d's key had expired at the server at %s", r.client, sec(expired))
 			}
 		} else {
 			expl = fmt.Sprintf("client %d re-entered %s at depth %d at %s, but its key had expired at the server at %s", r.client, m.keys[k], r.depth, sec(r.at), sec(expired))
 		}
 		c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: clients, AtMS: history.MS(r.at),
-			Window: [2]int64{r.t, r.at}, Cause: CauseLocalReentry, Explanation: expl + ": the hold count was not checked against the server.", Lease: m.lease(r.hold),
+			Window: [2]int64{r.t, r.at}, Cause: cause, Explanation: expl + why, Lease: m.lease(r.hold),
 			Detail: fmt.Sprintf("re-entry at depth %d by client %d after it had lost the key", r.depth, r.client)}, &a.count)
 	}
 }
@@ -92,10 +98,10 @@ func (m *model) judgeEarlyFrees(c *ctx, k int32, kd *keyData) {
 				what = "script's " + f.name
 			}
 			c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: history.MS(f.t),
-				Window: [2]int64{r.t, r.end}, Cause: CauseUnknown,
+				Window: [2]int64{r.t, r.end}, Cause: CauseFreedAboveZero,
 				Detail: fmt.Sprintf("%s was deleted on %s at %s by client %d's release that left depth %d: its %s, in the server's command record",
 					m.keys[k], m.nodes[f.node], sec(f.t), r.client, r.remaining, what),
-				Explanation: fmt.Sprintf("client %d released one level of %s (depth %d left) but the key was freed.", r.client, m.keys[k], r.remaining)}, &a.count)
+				Explanation: m.freedWhat(&f, &r, m.keys[k]) + ", per the server's command record."}, &a.count)
 		}
 	}
 	if !m.observerOK {
@@ -111,7 +117,7 @@ func (m *model) judgeEarlyFrees(c *ctx, k int32, kd *keyData) {
 		}
 		r := kd.releases[i]
 		c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: history.MS(s.t),
-			Window: [2]int64{r.t, r.end}, Cause: CauseUnknown,
+			Window: [2]int64{r.t, r.end}, Cause: CauseFreedAboveZero,
 			Detail:      fmt.Sprintf("%s was deleted at %s by client %d's release that left depth %d", m.keys[k], sec(s.t), r.client, r.remaining),
 			Explanation: fmt.Sprintf("client %d released one level of %s (depth %d left) but the key was freed.", r.client, m.keys[k], r.remaining)}, &a.count)
 	}

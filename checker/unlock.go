@@ -365,11 +365,18 @@ func judgeUnlock(m *model, c *ctx) {
 			case !d.release:
 				call, what, cause = "renewal", "extended", CauseExtendedForeign
 			}
+			expl := fmt.Sprintf("client %d no longer owned %s but its %s %s client %d's lock at %s.", d.culprit, key, call, what, h.client, sec(d.t))
+			if f := m.foreignAcquireAt(kd, &d); f != nil {
+				// Not a renewal: the acquire's own script, writing into
+				// the owner's hash, reset its TTL.
+				call, cause = "acquire", CauseForeignReentry
+				expl = fmt.Sprintf("%s; its %s %s client %d's lock at %s.", m.foreignWhat(f, key), d.cmd, what, h.client, sec(d.t))
+			}
 			c.violate(Violation{Check: CheckUnlock, Key: key, Clients: []int{int(d.culprit), int(h.client)},
 				AtMS: history.MS(d.t), Window: [2]int64{d.t, d.t}, Cause: cause, Lease: m.lease(d.victim),
 				Detail: fmt.Sprintf("client %d's %s %s %s on %s at %s while client %d held it (acquired %s)%s",
 					d.culprit, call, what, key, m.nodes[d.node], sec(d.t), h.client, sec(h.start), d.evidence()),
-				Explanation: fmt.Sprintf("client %d no longer owned %s but its %s %s client %d's lock at %s.", d.culprit, key, call, what, h.client, sec(d.t)),
+				Explanation: expl,
 			}, &c.unlockCount)
 		}
 	}

@@ -37,6 +37,14 @@ func init() {
 		Mistake:     "accepts a quorum however long acquiring took: a client paused between the replies and its check believes it holds a lock whose keys already expired, for a whole TTL from the end of its acquire",
 		MinNodes:    1,
 	}, newRedlock(true))
+	Register(Info{
+		Name:        "redlock-minority-quorum",
+		Kind:        Broken,
+		Description: "redlock whose quorum is N/2 (2 of 5), not N/2+1",
+		Mistake: "a quorum that is not a majority: two clients racing for the key each win the nodes their SETs " +
+			"reached first (2 and 3 of 5, or 2 and 2) and both believe they hold the lock, with no fault at all",
+		MinNodes: 1,
+	}, newRedlockMinority)
 }
 
 func newRedlock(skipValidity bool) Factory {
@@ -44,6 +52,16 @@ func newRedlock(skipValidity bool) Factory {
 		return &redlock{env: env, quorum: len(env.Conns)/2 + 1, skipValidity: skipValidity || env.Options.SkipValidityCheck,
 			fan: newFanout(env.Conns)}, nil
 	}
+}
+
+// newRedlockMinority is redlock with the quorum computed as N/2 (at least
+// one): a minority of an odd N.
+func newRedlockMinority(env Env) (Locker, error) {
+	l, err := newRedlock(false)(env)
+	if err == nil {
+		l.(*redlock).quorum = max(len(env.Conns)/2, 1)
+	}
+	return l, err
 }
 
 // Acquire polls: a release on one node says nothing about the others, so

@@ -3,6 +3,8 @@ package lockimpl
 import (
 	"context"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // reentrant keeps a hash per key, field = the Locker's owner token, value =
@@ -12,6 +14,10 @@ import (
 type reentrant struct {
 	nodeBase
 	owner string
+	// acquire and release are the scripts enter and leave run: the
+	// standard ones (AcquireReentrant, ReleaseReentrant) or a broken
+	// control's.
+	acquire, release *redis.Script
 }
 
 func init() {
@@ -24,7 +30,7 @@ func init() {
 }
 
 func newReentrant(env Env) *reentrant {
-	return &reentrant{nodeBase: newNodeBase(env), owner: NewToken()}
+	return &reentrant{nodeBase: newNodeBase(env), owner: NewToken(), acquire: reentrantAcquireScript, release: reentrantReleaseScript}
 }
 
 func (r *reentrant) Reentrant() bool { return true }
@@ -48,12 +54,12 @@ func (r *reentrant) TryAcquire(ctx context.Context, key string) (Lease, error) {
 // script was sent (by the client's clock) and the hold count after it.
 func (r *reentrant) enter(ctx context.Context, key string) (time.Time, int, error) {
 	start := r.env.Clock.Now()
-	n, err := AcquireReentrant(ctx, r.conn, &r.env.Options, key, r.owner)
+	n, err := acquireReentrant(ctx, r.conn, &r.env.Options, r.acquire, key, r.owner)
 	return start, n, err
 }
 
 // leave runs the release script (ReleaseReentrant) and returns the hold
 // count left.
 func (r *reentrant) leave(ctx context.Context, key string) (int, error) {
-	return ReleaseReentrant(ctx, r.conn, &r.env.Options, key, r.owner)
+	return releaseReentrant(ctx, r.conn, &r.env.Options, r.release, key, r.owner)
 }

@@ -89,9 +89,15 @@ func RenewOwned(ctx context.Context, conn redis.Scripter, o *Options, key, token
 // reply did not come within o.CommandTimeout. owner is the Locker's
 // identity (one NewToken per Locker), not one per lease.
 func AcquireReentrant(ctx context.Context, conn redis.Scripter, o *Options, key, owner string) (int, error) {
+	return acquireReentrant(ctx, conn, o, reentrantAcquireScript, key, owner)
+}
+
+// acquireReentrant is AcquireReentrant by the script given (a broken
+// control's own).
+func acquireReentrant(ctx context.Context, conn redis.Scripter, o *Options, acquire *redis.Script, key, owner string) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
 	defer cancel()
-	n, err := reentrantAcquireScript.Run(cctx, conn, []string{key}, owner, ttlMS(o.TTL)).Int()
+	n, err := acquire.Run(cctx, conn, []string{key}, owner, ttlMS(o.TTL)).Int()
 	if err != nil {
 		return 0, Classify("acquire", key, err)
 	}
@@ -108,9 +114,15 @@ func AcquireReentrant(ctx context.Context, conn redis.Scripter, o *Options, key,
 // error wrapping ErrIndeterminate when the reply did not come within
 // o.CommandTimeout.
 func ReleaseReentrant(ctx context.Context, conn redis.Scripter, o *Options, key, owner string) (int, error) {
+	return releaseReentrant(ctx, conn, o, reentrantReleaseScript, key, owner)
+}
+
+// releaseReentrant is ReleaseReentrant by the script given (a broken
+// control's own).
+func releaseReentrant(ctx context.Context, conn redis.Scripter, o *Options, release *redis.Script, key, owner string) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
 	defer cancel()
-	n, err := reentrantReleaseScript.Run(cctx, conn, []string{key}, owner, ReleaseChannel(key)).Int()
+	n, err := release.Run(cctx, conn, []string{key}, owner, ReleaseChannel(key)).Int()
 	if err != nil {
 		return 0, Classify("release", key, err)
 	}

@@ -116,9 +116,12 @@ func ReferenceFor(info lockimpl.Info) string { return runner.KindReference(info)
 //     kind's code can make;
 //   - fenced: gc-pause (the resource must stay valid behind the fence);
 //   - reentrant, watchdog: reentrant-expiry (local-reentrant);
+//   - reentrant: own-commands (reentrant-no-owner-check,
+//     reentrant-early-free: the lock's own commands, no fault);
 //   - watchdog: renewal-starved (a watchdog that does not stop at its
 //     local deadline), clock-jump-under-holder (renew-false-success);
-//   - redlock: slow-acquire (redlock-no-validity);
+//   - redlock: slow-acquire (redlock-no-validity), minority-quorum
+//     (redlock-minority-quorum);
 //   - simple-wait: failover, the one scenario with replicas (9s).
 //
 // A scenario that does not apply to the lock is left out as in the full
@@ -126,9 +129,9 @@ func ReferenceFor(info lockimpl.Info) string { return runner.KindReference(info)
 var ShortScenarios = map[string][]string{
 	"simple":      append(slices.Clone(shortBase), "slow-acquire-reply", "server-clock-ahead"),
 	"fenced":      append(slices.Clone(shortBase), "gc-pause"),
-	"reentrant":   append(slices.Clone(shortBase), "reentrant-expiry"),
+	"reentrant":   append(slices.Clone(shortBase), "reentrant-expiry", "own-commands"),
 	"watchdog":    append(slices.Clone(shortBase), "reentrant-expiry", "renewal-starved", "clock-jump-under-holder"),
-	"redlock":     append(slices.Clone(shortBase), "slow-acquire"),
+	"redlock":     append(slices.Clone(shortBase), "slow-acquire", "minority-quorum"),
 	"simple-wait": {"failover"},
 }
 

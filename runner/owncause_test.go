@@ -1,0 +1,67 @@
+package runner_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// The four broken controls whose own commands break the lock, each in a
+// short run with no fault on real servers (the catalog's minority-quorum
+// and own-commands cut to 2 clients and 1 s): the check each breaks is
+// invalid, its violations carry the cause the command record derives, with
+// the command and the client named, and no violation is left unknown
+// (issue 33, part 3).
+func TestOwnCommandCauses(t *testing.T) {
+	if os.Getenv("LOCKCHAOS_LONG") == "" {
+		t.Skip("long tier: LOCKCHAOS_LONG=1 runs it (scripts/test.sh does)")
+	}
+	for _, tc := range []struct{ scenario, lock, check, cause, says string }{
+		{"minority-quorum", "redlock-minority-quorum", checker.CheckMutex, checker.CauseMinorityQuorum, " held n"},
+		{"own-commands", "reentrant-no-owner-check", checker.CheckMutex, checker.CauseForeignReentry, "HINCRBY by client "},
+		{"own-commands", "reentrant-early-free", checker.CheckReentrancy, checker.CauseFreedAboveZero, "script's DEL deleted the key"},
+		{"own-commands", "fenced-random", checker.CheckFencing, checker.CauseFenceNotMonotonic, "not from INCR: client "},
+	} {
+		t.Run(tc.lock, func(t *testing.T) {
+			s, err := scenarios.Load(tc.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Faults) != 0 {
+				t.Fatalf("%s has faults: the test is of runs with none", tc.scenario)
+			}
+			s.Duration, s.Workload.Clients = time.Second, 2
+			res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: tc.lock, Setup: runner.Setup{Backend: "process"}, Out: filepath.Join(t.TempDir(), "run")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res.Results
+			if r.Checks[tc.check].Verdict != "invalid" {
+				t.Fatalf("%s %s, want invalid (checks %v)", tc.check, r.Checks[tc.check].Verdict, r.Checks)
+			}
+			found := 0
+			for _, v := range r.Violations {
+				if v.Cause == checker.CauseUnknown || v.Cause == "" {
+					t.Errorf("no fault, yet cause %q: %s", v.Cause, v.Explanation)
+				}
+				if v.Check != tc.check {
+					continue
+				}
+				if v.Cause != tc.cause || !strings.Contains(v.Explanation, tc.says) {
+					t.Errorf("%s violation: cause %s, %q; want %s saying %q", tc.check, v.Cause, v.Explanation, tc.cause, tc.says)
+				}
+				found++
+			}
+			if found == 0 {
+				t.Fatalf("no %s violation kept with evidence", tc.check)
+			}
+		})
+	}
+}
