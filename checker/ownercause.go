@@ -47,15 +47,15 @@ func (m *model) ownSlack() int64 { return m.lag + cmdExpiryMargin }
 // after the replay applied it (before: the key's state as s found it).
 func (m *model) noteOwn(kd *keyData, s *cmdStep, before keyState) {
 	c, st := s.c, s.st
-	if c.client < 0 || !m.masterAt(c.node, c.t) {
+	if c.client < 0 || !m.masterAt(c.node, c.h) {
 		return
 	}
-	o := ownCmd{t: c.t, node: c.node, client: c.client, owner: -1, name: c.name, script: c.script}
+	o := ownCmd{t: c.h, node: c.node, client: c.client, owner: -1, name: c.name, script: c.script}
 	switch {
 	case c.op == cmdHash && s.foreign:
 		o.owner = s.owner
 		kd.ownForeign = append(kd.ownForeign, o)
-	case m.topo == "independent" && c.op == cmdSet && c.nx && st.present && !st.unknown && st.owner == c.client && st.setT == c.t &&
+	case m.topo == "independent" && c.op == cmdSet && c.nx && st.present && !st.unknown && st.owner == c.client && st.setT == c.h &&
 		(!before.present || before.unknown || s.maybe):
 		// A SET NX that took the key on this node.
 		o.tok = c.tok
@@ -79,7 +79,7 @@ func (m *model) noteIncr(key string, c cmdEvent) {
 		}
 	}
 	kd := m.kd[m.keyOf(&m.observer, short)]
-	kd.ownIncrs = append(kd.ownIncrs, ownCmd{t: c.t, node: c.node, client: c.client, owner: -1, name: c.name, script: c.script})
+	kd.ownIncrs = append(kd.ownIncrs, ownCmd{t: c.h, node: c.node, client: c.client, owner: -1, name: c.name, script: c.script})
 }
 
 // pruneOwn drops the own-command notes no hold kept from cut on can need:
@@ -159,7 +159,7 @@ func (m *model) grantNodes(kd *keyData, hi int32) []int16 {
 	h := &m.holds[hi]
 	tok, last := "", int64(math.MinInt64)
 	for _, g := range kd.ownGrants {
-		if g.client == h.client && g.t >= h.acqT-m.ownSlack() && g.t <= h.start+grantClockSlack && g.t > last && m.tokAcq[g.tok] == history.OK {
+		if g.client == h.client && g.t >= h.acqT-m.ownSlack() && g.t <= h.start+grantClockSlack && g.t > last && m.tokAcq[g.tok].res == history.OK {
 			tok, last = g.tok, g.t
 		}
 	}
@@ -306,16 +306,16 @@ func (m *model) recordExpiry(k int32, ai, bi int32, both string) (string, string
 	var bw, aw *cmdEvent
 	for i := range kd.cmds[:kd.cmdWalked] {
 		c := &kd.cmds[i]
-		if c.client == b.client && (c.op == cmdSet || c.op == cmdHash) && c.t >= b.acqT-m.ownSlack() && c.t <= b.start+grantClockSlack {
+		if c.client == b.client && (c.op == cmdSet || c.op == cmdHash) && c.h >= b.acqT-m.ownSlack() && c.h <= b.start+grantClockSlack {
 			bw = c
 		}
 	}
-	if bw == nil || m.inGap(bw.node, bw.t) {
+	if bw == nil || m.inGap(bw.node, bw.h) {
 		return "", ""
 	}
 	for i := range kd.cmds[:kd.cmdWalked] {
 		c := &kd.cmds[i]
-		if c.node != bw.node || c.t >= bw.t || c.t < a.acqT-m.ownSlack() {
+		if c.node != bw.node || c.h >= bw.h || c.h < a.acqT-m.ownSlack() {
 			continue
 		}
 		switch {
@@ -340,5 +340,5 @@ func (m *model) recordExpiry(k int32, ai, bi int32, both string) (string, string
 		what = "script's " + aw.name
 	}
 	return CauseExpired, fmt.Sprintf("client %d's key %s expired on %s at %s by the TTL its %s at %s set, while client %d still believed it held it, and client %d's %s took it at %s (per the command record); %s.",
-		a.client, m.keys[k], m.nodes[bw.node], sec(exp), what, sec(aw.t), a.client, b.client, bw.name, sec(bw.t), both)
+		a.client, m.keys[k], m.nodes[bw.node], sec(exp), what, sec(aw.h), a.client, b.client, bw.name, sec(bw.h), both)
 }
