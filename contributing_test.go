@@ -106,6 +106,16 @@ func (r *recipe) paths(p *problems, placeholder string) []string {
 	if len(own) == 0 {
 		p.add("%s: no path with %s", r.heading, placeholder)
 	}
+	// Each file of its own is named with its test where its directory keeps
+	// tests beside the code (lockimpl/adapters/ keeps none): the paths above
+	// hold the test there for every check, fault kind and lock, and a recipe
+	// that sends the test elsewhere has drifted from the code.
+	for _, s := range own {
+		base, ok := strings.CutSuffix(s, "/"+placeholder+".go")
+		if tests, _ := filepath.Glob(base + "/*_test.go"); ok && len(tests) > 0 && !slices.Contains(own, base+"/"+placeholder+"_test.go") {
+			p.add("%s: names %s but not its test, %s/%s_test.go", r.heading, s, base, placeholder)
+		}
+	}
 	return own
 }
 
@@ -206,7 +216,7 @@ func TestRecipesCatchDrift(t *testing.T) {
 			t.Fatalf("%s: CONTRIBUTING.md has no %q", c.what, c.old)
 		}
 		if p := recipeProblems(strings.Replace(doc, c.old, c.new, 1)); len(p) == 0 {
-			p.add("%s (%q for %q): not caught", c.what, c.new, c.old)
+			t.Errorf("%s (%q for %q): TestRecipes does not catch it", c.what, c.new, c.old)
 		}
 	}
 }
