@@ -4,12 +4,12 @@ import (
 	"context"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -19,9 +19,7 @@ func needRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real servers: not with -short")
 	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed")
-	}
+	testenv.Need(t, "redis-server")
 }
 
 // brokenControl is one exploration of del-no-owner (the whole vocabulary,
