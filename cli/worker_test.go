@@ -18,6 +18,7 @@ import (
 // (mutex and resource invalid) and the merged smoke is valid, as in one
 // process (exit 0 both).
 func TestWorkerProcessesMerge(t *testing.T) {
+	testenv.Long(t)
 	testenv.Need(t, "redis-server")
 	runSlot(t)
 	bin := lockchaosBinary(t)

@@ -14,11 +14,10 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
+// needRedis: the long tier, on real servers.
 func needRedis(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs real servers: not with -short")
-	}
+	testenv.Long(t)
 	testenv.Need(t, "redis-server")
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
@@ -19,14 +20,15 @@ import (
 // moment on a loaded machine; the log says when it took two). It runs
 // every lock's subset (about five minutes): not under -short.
 func TestShortIsMutationAdequate(t *testing.T) {
+	testenv.Long(t)
 	if testing.Short() {
 		t.Skip("runs the -short subset of every built-in lock (a few minutes)")
 	}
 	if raceDetector {
 		// Under -race every client runs several times slower: the timing
 		// scenarios would judge another machine than a lock author's
-		// pre-commit hook. .ci/run runs this test without -race.
-		t.Skip("judges the -short subset's timing, which -race changes; run without -race (.ci/run does)")
+		// pre-commit hook. scripts/test.sh runs the long tier without -race.
+		t.Skip("judges the -short subset's timing, which -race changes; run without -race (scripts/test.sh's long tier does)")
 	}
 	if _, err := register("test-renewer", newRenewer, lockimpl.Info{Renews: true}); err != nil {
 		t.Fatal(err)

@@ -25,9 +25,7 @@ func (r *recorder) Logf(format string, args ...any) {
 }
 
 func TestExploreFailsABrokenControl(t *testing.T) {
-	if testing.Short() {
-		t.Skip("explores on real servers: not with -short")
-	}
+	testenv.Long(t)
 	testenv.Need(t, "redis-server")
 	r := &recorder{T: t}
 	dir := t.TempDir()

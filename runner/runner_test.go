@@ -215,6 +215,7 @@ func TestRunnerErrorsWrap(t *testing.T) {
 // and the run's keys spread over the shards: the observer sees server
 // events from more than one node.
 func TestRunOnRedisCluster(t *testing.T) {
+	testenv.Long(t)
 	testenv.Need(t, "redis-server")
 	s, err := scenarios.Parse([]byte("name: cluster-smoke\ntopology: cluster\nduration: 1500ms\nlock: {ttl: 500ms}\nworkload: {clients: 4, keys: 12}\n"), "cluster-smoke.yaml")
 	if err != nil {

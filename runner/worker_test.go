@@ -72,6 +72,7 @@ func runWorkers(t *testing.T, addr, name, runID string) []string {
 // history records each client's clock uncertainty and the workers' keys
 // and barrier are gone from the server afterwards.
 func TestWorkersMergeLikeOneProcess(t *testing.T) {
+	testenv.Long(t)
 	testenv.Need(t, "redis-server")
 	addr, admin := userRedis(t, "")
 	for _, tc := range []struct {

@@ -17,17 +17,15 @@ import (
 // scripts/test.sh runs them (LOCKCHAOS_LONG=1).
 const LongEnv = "LOCKCHAOS_LONG"
 
-// Long skips tb unless the long tier runs.
+// Long skips tb unless the long tier runs. A test is long or not as a
+// whole: scripts/test.sh's long tier reruns exactly the tests that skipped
+// here (internal/testenv/longtier), by name.
 func Long(tb testing.TB) {
 	tb.Helper()
 	if os.Getenv(LongEnv) == "" {
 		tb.Skip("long tier: LOCKCHAOS_LONG=1 runs it (scripts/test.sh does)")
 	}
 }
-
-// IsLong reports whether the long tier runs (for a test that keeps a cheap
-// part in the default tier and adds the rest in the long one).
-func IsLong() bool { return os.Getenv(LongEnv) != "" }
 
 // requires maps a binary to the variable that requires it.
 var requires = map[string]string{
