@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -111,9 +112,7 @@ func TestPlanHasTheSweep(t *testing.T) {
 // the sweep of its kind: frozen at every point of its cycle, renewals
 // included, for 0.5×, 1.5× and 3× the TTL (about 25 s).
 func TestRenewerSurvivesTheSweep(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the six sweep scenarios")
-	}
+	testenv.Long(t)
 	info, err := register("test-renewer-sweep", newRenewer, lockimpl.Info{Renews: true})
 	if err != nil {
 		t.Fatal(err)
