@@ -30,6 +30,10 @@ func TestCapabilitiesCheck(t *testing.T) {
 	}{
 		{"test-renewer-undeclared", newRenewer, lockimpl.Info{}, "reported renewals through Env.Note but does not declare Renews ("},
 		{"test-renewer-declared", newRenewer, lockimpl.Info{Renews: true}, ""},
+		// Renewing at 0.8×TTL (redis-semaphore's schedule) is seen: the
+		// probe holds longer than one TTL.
+		{"test-late-renewer-declared", newLateRenewer, lockimpl.Info{Renews: true}, ""},
+		{"test-late-renewer-undeclared", newLateRenewer, lockimpl.Info{}, "reported renewals through Env.Note but does not declare Renews ("},
 		{"test-reentrant-undeclared", reentrant, lockimpl.Info{}, "re-entered a key it holds (a second TryAcquire by the same handle returned a lease of depth 2) but does not declare Reentrant: declare Reentrant"},
 		{"test-reentrant-declared", reentrant, lockimpl.Info{Reentrant: true}, ""},
 		{"test-plain-says-reentrant", newRenewer, lockimpl.Info{Reentrant: true, Renews: true}, "declares Reentrant but a second TryAcquire"},

@@ -116,18 +116,21 @@ func ReferenceFor(info lockimpl.Info) string { return runner.KindReference(info)
 //     kind's code can make;
 //   - fenced: gc-pause (the resource must stay valid behind the fence);
 //   - reentrant, watchdog: reentrant-expiry (local-reentrant);
+//   - simple: slow-acquire-reply (deadline-from-reply), server-clock-ahead
+//     (server-clock-deadline), acquire-times-out (unknown-acquire-held);
 //   - watchdog: renewal-starved (a watchdog that does not stop at its
-//     local deadline), clock-jump-under-holder (renew-false-success);
+//     local deadline), clock-jump-under-holder (renew-false-success),
+//     renewal-times-out (renew-timeout-ack);
 //   - redlock: slow-acquire (redlock-no-validity);
 //   - simple-wait: failover, the one scenario with replicas (9s).
 //
 // A scenario that does not apply to the lock is left out as in the full
 // run.
 var ShortScenarios = map[string][]string{
-	"simple":      append(slices.Clone(shortBase), "slow-acquire-reply", "server-clock-ahead"),
+	"simple":      append(slices.Clone(shortBase), "slow-acquire-reply", "server-clock-ahead", "acquire-times-out"),
 	"fenced":      append(slices.Clone(shortBase), "gc-pause"),
 	"reentrant":   append(slices.Clone(shortBase), "reentrant-expiry"),
-	"watchdog":    append(slices.Clone(shortBase), "reentrant-expiry", "renewal-starved", "clock-jump-under-holder"),
+	"watchdog":    append(slices.Clone(shortBase), "reentrant-expiry", "renewal-starved", "clock-jump-under-holder", "renewal-times-out"),
 	"redlock":     append(slices.Clone(shortBase), "slow-acquire"),
 	"simple-wait": {"failover"},
 }
