@@ -100,8 +100,8 @@ func KeepRuns(dir string) Option { return func(c *config) { c.keep = dir } }
 // Quick runs the fast subset with short durations, as -short does.
 func Quick() Option { return func(c *config) { c.quick = true } }
 
-// ReferenceFor names the built-in correct lock of info's kind.
-func ReferenceFor(info lockimpl.Info) string { return runner.KindReference(info) }
+// ReferenceFor names the built-in correct lock of info's capabilities.
+func ReferenceFor(info lockimpl.Info) string { return runner.CapabilityReference(info) }
 
 // ShortScenarios are the scenarios -short runs, by kind (the reference's
 // name, ReferenceFor): the fewest, about a second each, with which every
