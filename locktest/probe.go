@@ -15,11 +15,13 @@ import (
 )
 
 // probeOptions are the lock options of the capabilities check: its hold
-// lasts the TTL plus a command timeout and a margin (1.2 s), so a renewing
+// lasts the TTL plus a command timeout and a margin (1.4 s), so a renewing
 // lock renews at least once inside it, even one that renews late (at
 // 0.8×TTL, as redis-semaphore does, or at TTL − 5 ms) rather than every
-// RenewInterval; a lock that does not renew has lost its key by then.
-var probeOptions = lockimpl.Options{TTL: time.Second, RenewInterval: 100 * time.Millisecond, CommandTimeout: 100 * time.Millisecond}
+// RenewInterval; a lock that does not renew has lost its key by then. The
+// command timeout (300 ms) is a loaded machine's: at 100 ms a correct
+// watchdog's first acquire once timed out under the whole suite.
+var probeOptions = lockimpl.Options{TTL: time.Second, RenewInterval: 100 * time.Millisecond, CommandTimeout: 300 * time.Millisecond}
 
 // probe checks the lock's declarations against what it does on a real
 // server, with two handles (two owners) on one key:
