@@ -106,6 +106,16 @@ func (r *recipe) paths(p *problems, placeholder string) []string {
 	if len(own) == 0 {
 		p.add("%s: no path with %s", r.heading, placeholder)
 	}
+	// Each file of its own is named with its test where its directory keeps
+	// tests beside the code (lockimpl/adapters/ keeps none): the paths above
+	// hold the test there for every check, fault kind and lock, and a recipe
+	// that sends the test elsewhere has drifted from the code.
+	for _, s := range own {
+		base, ok := strings.CutSuffix(s, "/"+placeholder+".go")
+		if tests, _ := filepath.Glob(base + "/*_test.go"); ok && len(tests) > 0 && !slices.Contains(own, base+"/"+placeholder+"_test.go") {
+			p.add("%s: names %s but not its test, %s/%s_test.go", r.heading, s, base, placeholder)
+		}
+	}
 	return own
 }
 
@@ -201,12 +211,13 @@ func TestRecipesCatchDrift(t *testing.T) {
 		{"a file per check", "`checker/<name>.go`", "`checker/<name>s.go`"},
 		{"a file per fault kind", "`faults/<kind>_test.go`", "`faults/<kind>_spec.go`"},
 		{"a file that is gone", "`faults/node.go`", "`faults/reshard.go`"},
+		{"a kind without a scenario left unlisted", "`latency`, `clock-skew`", "`latency`"},
 	} {
 		if !strings.Contains(doc, c.old) {
 			t.Fatalf("%s: CONTRIBUTING.md has no %q", c.what, c.old)
 		}
 		if p := recipeProblems(strings.Replace(doc, c.old, c.new, 1)); len(p) == 0 {
-			p.add("%s (%q for %q): not caught", c.what, c.new, c.old)
+			t.Errorf("%s (%q for %q): TestRecipes does not catch it", c.what, c.new, c.old)
 		}
 	}
 }
@@ -279,6 +290,31 @@ func faultRecipe(p *problems, r *recipe) {
 		src := p.read(file)
 		if n := strings.Count(src, "Register(Kind{"); n != 1 || !regexp.MustCompile(`Name:\s*history\.`+konst+`,`).MatchString(src) {
 			p.add("fault %s: %s does not register it (and it alone) in one Register(Kind{Name: history.%s, …})", k.Name, file, konst)
+		}
+	}
+	// Each kind fires in a catalog scenario, or the recipe lists it among
+	// the kinds without one ("Kinds without one yet …: `a`, `b` (…").
+	var unlisted []string
+	text := strings.Join(strings.Fields(r.text), " ")
+	if _, after, ok := strings.Cut(text, "Kinds without one yet"); ok {
+		list, _, _ := strings.Cut(after, "(")
+		for _, m := range codeSpan.FindAllStringSubmatch(list, -1) {
+			unlisted = append(unlisted, m[1])
+		}
+	} else {
+		p.add("%s: no list of the kinds without a catalog scenario (\"Kinds without one yet\")", r.heading)
+	}
+	var catalog strings.Builder
+	for _, f := range p.glob("scenarios/catalog/*.yaml") {
+		catalog.WriteString(p.read(f))
+	}
+	for _, k := range faults.Kinds() {
+		used := regexp.MustCompile(`(?m)kind:\s*"?` + regexp.QuoteMeta(k.Name) + `"?\s*$`).MatchString(catalog.String())
+		switch listed := slices.Contains(unlisted, k.Name); {
+		case !used && !listed:
+			p.add("fault %s: no catalog scenario fires it, and the recipe does not list it among the kinds without one", k.Name)
+		case used && listed:
+			p.add("fault %s: the recipe lists it among the kinds without a catalog scenario, but one fires it", k.Name)
 		}
 	}
 	for _, f := range p.glob("faults/*.go") {

@@ -2,9 +2,7 @@ package campaign
 
 import (
 	"context"
-	"github.com/lockchaos/lockchaos/runner"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,15 +10,15 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/runner"
 )
 
 // An interrupt during a lock's run keeps that run (its numbers, its server
 // cost, marked interrupted) and names the locks it left unbenched.
 func TestBenchInterrupted(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("needs redis-server:", err)
-	}
+	testenv.Need(t, "redis-server")
 	out := filepath.Join(t.TempDir(), "bench")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

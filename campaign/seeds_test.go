@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/campaign"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
@@ -127,6 +128,7 @@ func TestSummarize(t *testing.T) {
 // A matrix over two seeds: every cell runs once per seed in its own
 // directory and is judged over both; a rate expectation is judged by rate.
 func TestRunMatrixSeeds(t *testing.T) {
+	testenv.Long(t)
 	s, err := scenarios.Load("expire-then-unlock")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/campaign"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -20,6 +21,7 @@ import (
 // applicable cell runs in exactly one shard; shards that do not belong
 // together are refused, naming why.
 func TestShardsMergeToTheWholeMatrix(t *testing.T) {
+	testenv.Long(t)
 	var list []*scenarios.Scenario
 	for _, n := range []string{"smoke", "contention", "hot-keys"} {
 		s, err := scenarios.Load(n)

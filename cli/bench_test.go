@@ -11,12 +11,14 @@ import (
 
 	"github.com/lockchaos/lockchaos/campaign"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // The acceptance command, against a redis-server this test starts:
 // bench --backend external writes results.json with stats.throughput, and
 // bench.json has every lock's numbers and the yardsticks.
 func TestBenchExternal(t *testing.T) {
+	testenv.Long(t)
 	runSlot(t)
 	ctx := context.Background()
 	srv, err := cluster.Start(ctx, cluster.Spec{Backend: cluster.Process, Dir: t.TempDir()})

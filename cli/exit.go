@@ -7,30 +7,27 @@ import (
 	"github.com/lockchaos/lockchaos/runner"
 )
 
-// Exit codes (README "Exit codes"): the process's, decided here from how
-// the run, the check or the campaign came out (runner.Class) or from the
-// command's own checks of its flags.
+// Exit codes (README "Exit codes"): the process's, decided from how the
+// run, the check or the campaign came out (runner.Class) or from the
+// command's own checks of its flags. A class is its exit code: the run's
+// documents (results.json, seeds.json, matrix.json), which campaign and
+// runner write without cli, record int(class) as exit_code, so the CLI
+// exits with that same number rather than mapping it anew.
 const (
-	ExitOK       = 0 // as expected
-	ExitViolated = 1 // violation (or a failed threshold)
-	ExitUnknown  = 2 // inconclusive
-	ExitBadInput = 3
-	ExitInfra    = 4
+	ExitOK       = int(runner.Passed)   // as expected
+	ExitViolated = int(runner.Violated) // violation (or a failed threshold)
+	ExitUnknown  = int(runner.Unknown)  // inconclusive
+	ExitBadInput = int(runner.BadInput)
+	ExitInfra    = int(runner.Infra)
 )
 
-// ExitCode is the exit code of a class of outcome.
+// ExitCode is the exit code of a class of outcome: the class itself, and
+// an infrastructure failure for a value outside the classes.
 func ExitCode(c runner.Class) int {
-	switch c {
-	case runner.Passed:
-		return ExitOK
-	case runner.Violated:
-		return ExitViolated
-	case runner.Unknown:
-		return ExitUnknown
-	case runner.BadInput:
-		return ExitBadInput
+	if c < runner.Passed || c > runner.Infra {
+		return ExitInfra
 	}
-	return ExitInfra
+	return int(c)
 }
 
 // ExitCodeOf is the exit code an error maps to: a command's own

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // userServer is a redis-server this test starts and then treats as a user's:
@@ -142,6 +143,7 @@ func (u *userServer) untouched(t *testing.T, after string) {
 // notify-keyspace-events is set back, and with notifications turned on for
 // the run the unlock check runs (it is what del-no-owner fails).
 func TestExternalUserServerUntouched(t *testing.T) {
+	testenv.Long(t)
 	runSlot(t)
 	u := startUserServer(t)
 

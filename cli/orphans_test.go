@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // startHarness starts `lockchaos run smoke` on backend and waits until
@@ -98,10 +99,7 @@ func TestSIGKILLLeavesNoServersProcess(t *testing.T) {
 // containers) removes them, and only them.
 func TestSIGKILLLeavesNoContainersDocker(t *testing.T) {
 	if err := cluster.DockerAvailable(context.Background(), cluster.TestImage()); err != nil {
-		if os.Getenv("LOCKCHAOS_REQUIRE_DOCKER") != "" {
-			t.Fatalf("docker backend unavailable although LOCKCHAOS_REQUIRE_DOCKER is set: %v", err)
-		}
-		t.Skipf("docker backend unavailable: %v", err)
+		testenv.Missing(t, "LOCKCHAOS_REQUIRE_DOCKER", "docker backend unavailable: %v", err)
 	}
 	t.Parallel()
 	runSlot(t)

@@ -8,11 +8,13 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/campaign"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // run --seeds runs once per seed, each in its own directory, and reports
 // each check's rate over the seeds; --expect judges the cell over them.
 func TestRunSeeds(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	runSlot(t)
 	dir := filepath.Join(t.TempDir(), "run")

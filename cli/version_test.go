@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 func TestBuildInfoOf(t *testing.T) {
@@ -61,9 +63,7 @@ func TestVersionCommands(t *testing.T) {
 // worktree is not stamped: the test builds from a fresh clone with
 // -buildvcs=true.)
 func TestVersionOfBuiltBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary from a clone (about 40s)")
-	}
+	testenv.Long(t)
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
 		t.Skipf("not in a git checkout: %v", err)

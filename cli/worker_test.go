@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // Four `lockchaos worker` processes on loopback against one redis-server,
@@ -17,9 +18,8 @@ import (
 // (mutex and resource invalid) and the merged smoke is valid, as in one
 // process (exit 0 both).
 func TestWorkerProcessesMerge(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not on PATH")
-	}
+	testenv.Long(t)
+	testenv.Need(t, "redis-server")
 	runSlot(t)
 	bin := lockchaosBinary(t)
 	srv, err := cluster.Start(context.Background(), cluster.Spec{Backend: cluster.Process, Dir: t.TempDir()})

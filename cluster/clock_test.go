@@ -3,12 +3,13 @@ package cluster
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // startClocked starts n independent masters with real server clocks; it
@@ -16,9 +17,7 @@ import (
 // test) and fails when the shim was built but a node has no clock.
 func startClocked(t *testing.T, n int) *Cluster {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not on PATH: no clock shim")
-	}
+	testenv.Need(t, "gcc") // the clock shim
 	c := startProc(t, Spec{Topology: Independent, Nodes: n, RealClock: true})
 	for _, node := range c.Nodes {
 		if node.Clock == nil {
@@ -191,9 +190,7 @@ func TestRealClockDisabled(t *testing.T) {
 // The shim is built once per source into the cache and reused; without a
 // compiler the error says so.
 func TestBuildShimCache(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not on PATH")
-	}
+	testenv.Need(t, "gcc")
 	dir := t.TempDir()
 	p, err := buildShim(dir)
 	if err != nil {

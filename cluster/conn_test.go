@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // NoConnCheck skips go-redis's liveness probe on pool checkout: after the
@@ -74,9 +76,7 @@ func TestFailedDialsDoNotLockOutANode(t *testing.T) {
 // startSingle starts one redis-server process, stopped when the test ends.
 func startSingle(t *testing.T) *Cluster {
 	t.Helper()
-	if _, err := lookRedisServer(""); err != nil {
-		t.Skip("needs redis-server:", err)
-	}
+	testenv.Need(t, "redis-server")
 	c, err := Start(context.Background(), Spec{Backend: Process, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

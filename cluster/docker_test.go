@@ -3,11 +3,12 @@ package cluster
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // requireDocker skips a test when no docker engine or image is there,
@@ -17,10 +18,7 @@ import (
 func requireDocker(t *testing.T) {
 	t.Helper()
 	if err := DockerAvailable(context.Background(), TestImage()); err != nil {
-		if os.Getenv("LOCKCHAOS_REQUIRE_DOCKER") != "" {
-			t.Fatalf("docker backend unavailable although LOCKCHAOS_REQUIRE_DOCKER is set: %v", err)
-		}
-		t.Skipf("docker backend unavailable: %v", err)
+		testenv.Missing(t, "LOCKCHAOS_REQUIRE_DOCKER", "docker backend unavailable: %v", err)
 	}
 }
 

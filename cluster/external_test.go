@@ -17,15 +17,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // startRedis starts a redis-server through the process backend with extra
 // config args, or skips when there is none.
 func startRedis(t *testing.T, extra ...string) *Node {
 	t.Helper()
+	testenv.Need(t, "redis-server")
 	bin, err := lookRedisServer("")
 	if err != nil {
-		t.Skip("redis-server not installed")
+		t.Fatal(err)
 	}
 	pc := &Cluster{Spec: Spec{Dir: t.TempDir()}}
 	t.Cleanup(func() { _ = pc.Stop() })

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // A delay on one client's link makes that client's command reach the
@@ -11,9 +13,7 @@ import (
 // the same instant, is not delayed. Both arrivals are measured at the
 // server: by the keyspace notification each SET raises.
 func TestLinkDelayHitsOneClientOnly(t *testing.T) {
-	if _, err := lookRedisServer(""); err != nil {
-		t.Skip("redis-server not installed: ", err)
-	}
+	testenv.Need(t, "redis-server")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := Start(ctx, Spec{Backend: Process, Links: 2, Dir: t.TempDir()})

@@ -3,19 +3,18 @@ package cluster
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // The CLI's default run directory is relative (runs/...). redis-server
 // changes into --dir before it opens --logfile, so a relative path must
 // still start a node and leave its log where the run directory says.
 func TestProcessBackendRelativeDir(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not on PATH")
-	}
+	testenv.Need(t, "redis-server")
 	t.Chdir(t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -3,23 +3,20 @@ package cluster
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // startProc starts a topology on the process backend in a temp dir and
 // checks, after Stop, that no process it started is alive.
 func startProc(t *testing.T, spec Spec) *Cluster {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not on PATH")
-	}
+	testenv.Need(t, "redis-server")
 	if spec.Topology == Sentinel {
-		if _, err := exec.LookPath("redis-sentinel"); err != nil {
-			t.Skip("redis-sentinel not on PATH")
-		}
+		testenv.Need(t, "redis-sentinel")
 	}
 	spec.Backend, spec.Dir = Process, t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)

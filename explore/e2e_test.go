@@ -4,24 +4,21 @@ import (
 	"context"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
+// needRedis: the long tier, on real servers.
 func needRedis(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs real servers: not with -short")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed")
-	}
+	testenv.Long(t)
+	testenv.Need(t, "redis-server")
 }
 
 // brokenControl is one exploration of del-no-owner (the whole vocabulary,

@@ -23,7 +23,7 @@ type Config struct {
 	Lock string
 	// Reference is the lock the finding rule compares with; default the
 	// built-in correct lock of the lock's capabilities (as locktest picks
-	// it: runner.KindReference).
+	// it: runner.CapabilityReference).
 	Reference string
 	// Budget bounds the whole exploration, shrinking included (hard).
 	Budget time.Duration
@@ -264,7 +264,7 @@ func New(cfg Config) (*Explorer, error) {
 		return nil, err
 	}
 	if cfg.Reference == "" {
-		cfg.Reference = runner.KindReference(info)
+		cfg.Reference = runner.CapabilityReference(info)
 	}
 	if _, _, err := lockimpl.Lookup(cfg.Reference); err != nil {
 		return nil, fmt.Errorf("reference: %w", err)

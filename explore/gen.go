@@ -29,30 +29,6 @@ type Generator struct {
 	Kinds []string
 }
 
-// kindPrior is how often a kind is drawn: the classic mistakes (a holder
-// frozen around its TTL, a release that arrives late or twice, a crash
-// between two commands) are found by the client-side faults, so they weigh
-// most; every other kind of the topology still comes up.
-var kindPrior = map[string]int{
-	history.FaultPauseClient:    30,
-	history.FaultCrashClient:    8,
-	history.FaultStallCommands:  9,
-	history.FaultLink:           8,
-	history.FaultCutClient:      5,
-	history.FaultLatency:        5,
-	history.FaultPartition:      4,
-	history.FaultPauseNode:      4,
-	history.FaultKillNode:       4,
-	history.FaultRestartNode:    4,
-	history.FaultClockJump:      5,
-	history.FaultClockSkew:      4,
-	history.FaultClockDrift:     3,
-	history.FaultFailover:       4,
-	history.FaultReplicationLag: 3,
-	history.FaultMigrateSlot:    2,
-	history.FaultIsolateNode:    2,
-}
-
 // pointPrior weighs the cycle points of a client fault: the ones around
 // the write and the release come up most.
 var pointPrior = map[string]int{
@@ -83,8 +59,8 @@ func Applicable(topology string) []string {
 		if len(k.Topologies) > 0 && !slices.Contains(k.Topologies, topology) {
 			continue
 		}
-		if _, ok := kindPrior[k.Name]; !ok {
-			continue // a kind this explorer does not know how to draw
+		if _, ok := kindDraws[k.Name]; !ok {
+			continue // unexplored (kinds.go says why)
 		}
 		out = append(out, k.Name)
 	}
@@ -208,98 +184,10 @@ func (g Generator) nodeTarget(r *rand.Rand) string {
 
 func (g Generator) fault(r *rand.Rand, kind string, s Schedule) Fault {
 	f := Fault{Spec: faults.Spec{Kind: kind, Params: map[string]string{}}}
-	p := f.Spec.Params
-	nonPoint := true
-	switch kind {
-	case history.FaultPauseClient, history.FaultCrashClient:
-		nonPoint = false
-		f.Spec.Point = drawPoint(r, true)
-		f.Spec.Target = g.clientTarget(r, s)
-		if r.IntN(3) == 0 {
-			f.Spec.Target = "any-client"
-		}
-		if kind == history.FaultPauseClient {
-			f.Mag, f.MagField = drawMag(r), MagDuration
-		}
-	case history.FaultStallCommands:
-		f.Spec.Target = g.clientTarget(r, s)
-		if c := pick(r, []string{"", "del", "eval,evalsha", "set", "get", "pexpire,expire"}); c != "" {
-			p[history.ParamCommands] = c
-		}
-		f.Mag, f.MagField = drawMag(r), MagDelay
-		f.Hold = 2 + f.Mag
-	case history.FaultCutClient:
-		f.Spec.Target = g.clientTarget(r, s)
-		p[history.ParamMode] = pick(r, []string{"reset", "drop"})
-		if g.Topology == "independent" {
-			p[history.ParamNodes] = g.someNodes(r)
-		}
-		f.Mag, f.MagField = drawMag(r), MagDuration
-	case history.FaultLink:
-		c := pick(r, []string{"holder", "holder", "client:0"})
-		n := "master"
-		if g.Topology == "independent" {
-			n = g.nodeTarget(r)
-		}
-		f.Spec.Target = c + " -> " + n
-		mode := pick(r, []string{"delay", "delay", "drop", "reset"})
-		p[history.ParamMode] = mode
-		p[history.ParamDirection] = pick(r, []string{"to-node", "from-node", "both"})
-		if mode == "delay" {
-			f.Mag, f.MagField = drawMag(r), MagDelay
-			f.Hold = 2 + f.Mag
-		} else {
-			f.Mag, f.MagField = drawMag(r), MagDuration
-		}
-	case history.FaultLatency:
-		f.Spec.Target = g.nodeTarget(r)
-		p[history.ParamDirection] = pick(r, []string{"from-node", "to-node", "both"})
-		f.Mag, f.MagField = drawMag(r), MagLatency
-		f.Hold = 2 + f.Mag
-	case history.FaultPartition:
-		f.Spec.Target = g.nodeTarget(r)
-		p[history.ParamMode] = pick(r, []string{"reset", "drop"})
-		p[history.ParamDirection] = pick(r, []string{"both", "to-node", "from-node"})
-		f.Mag, f.MagField = drawMag(r), MagDuration
-	case history.FaultPauseNode, history.FaultKillNode:
-		f.Spec.Target = g.nodeTarget(r)
-		f.Mag, f.MagField = drawMag(r), MagDuration
-	case history.FaultRestartNode:
-		f.Spec.Target = g.nodeTarget(r)
-		if r.IntN(2) == 0 {
-			p[history.ParamMode] = "delayed"
-			f.Mag, f.MagField = drawMag(r), MagDelay
-		}
-	case history.FaultClockJump:
-		f.Spec.Target = g.nodeTarget(r)
-		f.Mag, f.MagField = drawMag(r), MagDelta
-		if r.IntN(5) == 0 {
-			f.Mag = -f.Mag
-		}
-	case history.FaultClockDrift:
-		f.Spec.Target = g.nodeTarget(r)
-		f.Mag, f.MagField = pick(r, rates), MagRate
-		f.Hold = 3
-	case history.FaultClockSkew:
-		f.Spec.Target = g.clientTarget(r, s)
-		if r.IntN(3) == 0 {
-			f.Mag, f.MagField = pick(r, rates), MagRate
-		} else {
-			f.Mag, f.MagField = drawMag(r), MagOffset
-			if r.IntN(2) == 0 {
-				f.Mag = -f.Mag
-			}
-		}
-		f.Hold = 3
-	case history.FaultReplicationLag:
-		f.Spec.Target = "all"
-		f.Mag, f.MagField = drawMag(r), MagLatency
-		f.Hold = 2 + f.Mag
-	case history.FaultFailover:
-		p[history.ParamMode] = pick(r, []string{"kill", "manual"})
-	case history.FaultMigrateSlot, history.FaultIsolateNode:
-	}
-	if len(p) == 0 {
+	d := kindDraws[kind]
+	d.draw(g, r, s, &f)
+	nonPoint := !d.atPoint
+	if len(f.Spec.Params) == 0 {
 		f.Spec.Params = nil
 	}
 	// A `when:` trigger: hold the firing until a client reaches a point

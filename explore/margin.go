@@ -63,11 +63,15 @@ func (t Template) unit() string {
 // losses, clock jumps and skews.
 func Templates(topology string) []Template {
 	kinds := Applicable(topology)
+	return slices.DeleteFunc(allTemplates(), func(t Template) bool { return !slices.Contains(kinds, t.Fault.Spec.Kind) })
+}
+
+// allTemplates are the margin templates of every topology; each names a
+// kind explore draws (TestMarginTemplatesAreExplored).
+func allTemplates() []Template {
 	var out []Template
 	add := func(name string, f Fault) {
-		if slices.Contains(kinds, f.Spec.Kind) {
-			out = append(out, Template{Name: name, Family: history.FaultFamily(f.Spec.Kind), Fault: f})
-		}
+		out = append(out, Template{Name: name, Family: history.FaultFamily(f.Spec.Kind), Fault: f})
 	}
 	for _, p := range history.Points {
 		add("pause-client@"+p, Fault{Spec: faults.Spec{Kind: history.FaultPauseClient, Target: "any-client", Point: p}, MagField: MagDuration})
@@ -95,10 +99,8 @@ func Templates(topology string) []Template {
 	// rate of 2 (a hold closer to the TTL leaves a margin of milliseconds,
 	// which a loaded machine's scheduling delays cross at any rate).
 	rate := func(name string, f Fault, lo, hi float64, falling bool, hold float64) {
-		if slices.Contains(kinds, f.Spec.Kind) {
-			out = append(out, Template{Name: name, Family: history.FaultFamily(f.Spec.Kind), Fault: f, Unit: UnitRate,
-				Lo: lo, Hi: hi, Falling: falling, WorkHold: hold})
-		}
+		out = append(out, Template{Name: name, Family: history.FaultFamily(f.Spec.Kind), Fault: f, Unit: UnitRate,
+			Lo: lo, Hi: hi, Falling: falling, WorkHold: hold})
 	}
 	rate("clock-skew-rate(slow)", Fault{Spec: faults.Spec{Kind: history.FaultClockSkew, Target: "holder"}, MagField: MagRate, Hold: 3},
 		0.1, 0.95, true, 1.2)

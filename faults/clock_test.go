@@ -2,23 +2,22 @@ package faults
 
 import (
 	"context"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/cluster/clustertest"
-	"github.com/redis/go-redis/v9"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // startRealClock starts a single node with a real clock (skipped without gcc:
 // no shim).
 func startRealClock(t *testing.T) *clustertest.Cluster {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not on PATH: no clock shim")
-	}
+	testenv.Need(t, "gcc") // the clock shim
 	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Single, RealClock: true})
 	if c.Nodes[0].Clock == nil {
 		t.Fatalf("no real clock: %s", c.ClockWhy)

@@ -1,10 +1,10 @@
 package faults
 
 import (
-	"os/exec"
 	"testing"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 func TestClockDrift(t *testing.T) {
@@ -14,8 +14,6 @@ func TestClockDrift(t *testing.T) {
 // clock-drift on a real clock: keys expire at the drifted rate as under TTL
 // rewriting (same bounds), and healing keeps the offset reached.
 func TestClockDriftRealClock(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not on PATH: no clock shim")
-	}
+	testenv.Need(t, "gcc") // the clock shim
 	testClockDrift(t, cluster.Spec{Topology: cluster.Single, RealClock: true}, realClock)
 }

@@ -9,12 +9,14 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/cluster/clustertest"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // TestFailoverLosesLaggingWrite is the failover scenario's mechanism: with
 // replication lagging, a lock key written just before the master dies is
 // not on the replica Sentinel promotes.
 func TestFailoverLosesLaggingWrite(t *testing.T) {
+	testenv.Long(t)
 	c := clustertest.Start(t, cluster.Spec{Topology: cluster.Sentinel})
 	env := testEnv(c.Cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
@@ -68,6 +70,7 @@ func TestFailoverLosesLaggingWrite(t *testing.T) {
 // just before (the promoted replica never got it), and CLUSTER FAILOVER does
 // not (the replica catches up before it takes over).
 func TestClusterFailover(t *testing.T) {
+	testenv.Long(t)
 	const key = "{lock}"
 	c := clustertest.Start(t, cluster.Spec{Topology: cluster.RedisCluster, HotKey: key})
 	env := testEnv(c.Cluster)

@@ -3,18 +3,18 @@ package faults
 import (
 	"context"
 	"math/rand/v2"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 func netEnv(t *testing.T, proxy bool) *Env {
 	t.Helper()
 	backend := cluster.Process
-	if _, err := exec.LookPath("redis-server"); err != nil {
+	if !testenv.Has(t, "redis-server") {
 		backend = cluster.Embedded
 	}
 	c, err := cluster.Start(context.Background(), cluster.Spec{Backend: backend, Topology: cluster.Independent, Nodes: 3, Proxy: proxy, Dir: t.TempDir()})

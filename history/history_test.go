@@ -31,8 +31,13 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal(got, &back); err != nil {
 			t.Fatalf("AppendJSON produced invalid JSON %s: %v", got, err)
 		}
-		std, _ := json.Marshal(&e)
-		_ = json.Unmarshal(std, &want)
+		std, err := json.Marshal(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(std, &want); err != nil {
+			t.Fatal(err)
+		}
 		if !reflect.DeepEqual(back, want) {
 			t.Errorf("round trip differs:\n got %+v\nwant %+v\n(json %s)", back, want, got)
 		}

@@ -142,9 +142,9 @@ func TestCommandTimeoutSlot(t *testing.T) {
 			t.Errorf("%.2f allocations per command under the slot's parent, want 0", n)
 		}
 	}
-	ctx, cancel := s.commandTimeout(parent, time.Minute)
+	_, cancel := s.commandTimeout(parent, time.Minute)
 	cancel() // back to the slot, registered with parent
-	ctx, cancel = s.commandTimeout(parent, time.Minute)
+	ctx, cancel := s.commandTimeout(parent, time.Minute)
 	cancelParent()
 	select {
 	case <-ctx.Done():
@@ -154,7 +154,7 @@ func TestCommandTimeoutSlot(t *testing.T) {
 	cancel()
 
 	p2, cancelP2 := context.WithCancel(context.Background())
-	ctx, cancel = s.commandTimeout(p2, time.Minute)
+	_, cancel = s.commandTimeout(p2, time.Minute)
 	cancel() // in the slot, registered with p2
 	cancelP2()
 	time.Sleep(10 * time.Millisecond) // p2's callback ends the idle context

@@ -3,9 +3,12 @@ package lockimpl_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/lockimpl"
 )
@@ -324,4 +327,83 @@ func TestServerClockDeadlineOutlivesItsKey(t *testing.T) {
 			t.Errorf("%s: lease has %v left by the client's clock after its key expired", tc.name, left)
 		}
 	}
+}
+
+// unknownHook fails the listed commands as a timeout does, before they reach
+// the server, while on: their outcome is unknown to the client.
+type unknownHook struct {
+	cmds []string
+	on   *atomic.Bool
+}
+
+func (unknownHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (unknownHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h unknownHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.on.Load() && slices.Contains(h.cmds, cmd.Name()) {
+			cmd.SetErr(context.DeadlineExceeded)
+			return context.DeadlineExceeded
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// unknown-acquire-held takes a SET that timed out as acquired: it returns a
+// lease on a key another owner holds, where simple reports the outcome
+// unknown.
+func TestUnknownAcquireTakenAsHeld(t *testing.T) {
+	s := startServer(t)
+	on := &atomic.Bool{}
+	on.Store(true)
+	if err := s.admin.Set(context.Background(), "ua", "other-owner", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	o := lockimpl.Options{TTL: 2 * time.Second}
+	_, err := s.locker(t, "simple", o, unknownHook{[]string{"set"}, on}).TryAcquire(context.Background(), "ua")
+	if !lockimpl.IsIndeterminate(err) {
+		t.Fatalf("simple: acquire with its SET timed out: %v, want an indeterminate error", err)
+	}
+	l, err := s.locker(t, "unknown-acquire-held", o, unknownHook{[]string{"set"}, on}).TryAcquire(context.Background(), "ua")
+	if err != nil || l == nil {
+		t.Fatalf("unknown-acquire-held: %v, want the timed-out SET taken as acquired", err)
+	}
+	if !s.owns(t, "ua", "other-owner") {
+		t.Fatal("the other owner lost its key")
+	}
+}
+
+// renew-timeout-ack counts a renewal whose EVAL timed out as acknowledged:
+// it reports the renewal without an error and moves its deadline, although
+// the key was never extended at the server.
+func TestTimedOutRenewalCountedAsAcknowledged(t *testing.T) {
+	s := startServer(t)
+	on := &atomic.Bool{}
+	notes := make(chan lockimpl.Note, 8)
+	o := lockimpl.Options{TTL: 2 * time.Second, RenewInterval: 300 * time.Millisecond}
+	lk := s.lockerEnv(t, "renew-timeout-ack", lockimpl.Env{Options: o, Note: func(n lockimpl.Note) { notes <- n }},
+		unknownHook{[]string{"eval", "evalsha"}, on})
+	l := mustAcquire(t, lk, "rt")
+	before := l.Deadline()
+	on.Store(true)
+	select {
+	case n := <-notes:
+		if n.Err != nil {
+			t.Fatalf("renewal: %v, want the timeout reported as acknowledged", n.Err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no renewal within 3 s")
+	}
+	if !l.Deadline().After(before) {
+		t.Fatalf("deadline %v did not move past %v", l.Deadline(), before)
+	}
+	left, err := s.admin.PTTL(context.Background(), "rt").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left > o.TTL-250*time.Millisecond {
+		t.Fatalf("the key's TTL is %v: a renewal reached the server", left)
+	}
+	on.Store(false)
 }

@@ -178,6 +178,8 @@ func TestRegistered(t *testing.T) {
 
 		"deadline-from-reply":   {Kind: lockimpl.Broken},
 		"server-clock-deadline": {Kind: lockimpl.Broken},
+		"unknown-acquire-held":  {Kind: lockimpl.Broken},
+		"renew-timeout-ack":     {Kind: lockimpl.Broken, Renews: true},
 	}
 	for name, w := range want {
 		info, _, err := lockimpl.Lookup(name)

@@ -16,6 +16,9 @@ import (
 // catch it.
 type falseSuccess struct {
 	*renewingSimple
+	// hides says which failed renewals count as a success (renew-false-
+	// success: a refusal; renew-timeout-ack: an unknown outcome).
+	hides func(error) bool
 }
 
 func init() {
@@ -28,7 +31,7 @@ func init() {
 			"is never told, so it works past the next owner's acquire",
 	}, func(env Env) (Locker, error) {
 		rs, err := newRenewingSimple(env)
-		return &falseSuccess{rs}, err
+		return &falseSuccess{rs, func(err error) bool { return errors.Is(err, ErrNotOwner) }}, err
 	})
 }
 
@@ -44,7 +47,7 @@ func (f *falseSuccess) TryAcquire(ctx context.Context, key string) (Lease, error
 	bl := l.(*basicLease)
 	r := f.renewals.Start(key, bl.token, bl.deadline.Add(-f.env.Options.TTL), func(ctx context.Context) error {
 		err := RenewOwned(ctx, f.conn, &f.env.Options, key, bl.token)
-		if errors.Is(err, ErrNotOwner) {
+		if f.hides(err) {
 			return nil // the mistake
 		}
 		return err

@@ -16,6 +16,9 @@ type simple struct {
 	startClock func(ctx context.Context, s *simple) time.Time
 	// fromReply counts the lease from the SET's reply instead.
 	fromReply bool
+	// unknownIsHeld takes a SET whose outcome is unknown (a timeout, a
+	// broken connection) as acquired (unknown-acquire-held's mistake).
+	unknownIsHeld bool
 }
 
 func init() {
@@ -49,6 +52,9 @@ func (s *simple) TryAcquire(ctx context.Context, key string) (Lease, error) {
 	ok, err := s.conn.SetNX(cctx, key, tok, o.TTL).Result()
 	cancel()
 	if err != nil {
+		if s.unknownIsHeld && IsIndeterminate(err) && ctx.Err() == nil {
+			return s.fill(l, tok, start), nil
+		}
 		return nil, Classify("acquire", key, err)
 	}
 	if !ok {

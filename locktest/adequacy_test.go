@@ -6,35 +6,40 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
 // The -short subset is mutation adequate: for each kind, every broken
 // control of the kind fails it (a scenario of the subset fails), and every
 // correct lock of the kind passes it (correct built-ins, the correct
-// control watch-unlock, and a renewing lock written outside the project,
-// newRenewer, whose release stall-unlock freezes for 2×TTL). Adapters of
+// control watch-unlock, and two renewing locks written outside the project:
+// newRenewer, whose release stall-unlock freezes for 2×TTL, and
+// newLateRenewer, which renews at 0.8×TTL). Adapters of
 // third-party libraries are not the project's to vouch for and are left
 // out. A broken control must fail one of two passes (a pause can miss its
 // moment on a loaded machine; the log says when it took two). It runs
 // every lock's subset (about five minutes): not under -short.
 func TestShortIsMutationAdequate(t *testing.T) {
+	testenv.Long(t)
 	if testing.Short() {
 		t.Skip("runs the -short subset of every built-in lock (a few minutes)")
 	}
 	if raceDetector {
 		// Under -race every client runs several times slower: the timing
 		// scenarios would judge another machine than a lock author's
-		// pre-commit hook. .ci/run runs this test without -race.
-		t.Skip("judges the -short subset's timing, which -race changes; run without -race (.ci/run does)")
+		// pre-commit hook. scripts/test.sh runs the long tier without -race.
+		t.Skip("judges the -short subset's timing, which -race changes; run without -race (scripts/test.sh's long tier does)")
 	}
-	if _, err := register("test-renewer", newRenewer, lockimpl.Info{Renews: true}); err != nil {
-		t.Fatal(err)
+	for name, f := range map[string]lockimpl.Factory{"test-renewer": newRenewer, "test-late-renewer": newLateRenewer} {
+		if _, err := register(name, f, lockimpl.Info{Renews: true}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c := config{backend: cluster.Auto, quick: true}
 	kinds := map[string][]lockimpl.Info{}
 	for _, info := range lockimpl.List() {
-		if info.Kind == lockimpl.Adapter || info.Kind == lockimpl.User && info.Name != "test-renewer" {
+		if info.Kind == lockimpl.Adapter || info.Kind == lockimpl.User && info.Name != "test-renewer" && info.Name != "test-late-renewer" {
 			continue
 		}
 		ref := ReferenceFor(info)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -29,6 +30,10 @@ func TestCapabilitiesCheck(t *testing.T) {
 	}{
 		{"test-renewer-undeclared", newRenewer, lockimpl.Info{}, "reported renewals through Env.Note but does not declare Renews ("},
 		{"test-renewer-declared", newRenewer, lockimpl.Info{Renews: true}, ""},
+		// Renewing at 0.8×TTL (redis-semaphore's schedule) is seen: the
+		// probe holds longer than one TTL.
+		{"test-late-renewer-declared", newLateRenewer, lockimpl.Info{Renews: true}, ""},
+		{"test-late-renewer-undeclared", newLateRenewer, lockimpl.Info{}, "reported renewals through Env.Note but does not declare Renews ("},
 		{"test-reentrant-undeclared", reentrant, lockimpl.Info{}, "re-entered a key it holds (a second TryAcquire by the same handle returned a lease of depth 2) but does not declare Reentrant: declare Reentrant"},
 		{"test-reentrant-declared", reentrant, lockimpl.Info{Reentrant: true}, ""},
 		{"test-plain-says-reentrant", newRenewer, lockimpl.Info{Reentrant: true, Renews: true}, "declares Reentrant but a second TryAcquire"},
@@ -37,15 +42,20 @@ func TestCapabilitiesCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := probe(config{backend: cluster.Auto}, tc.name, info, t.TempDir)
-		switch {
-		case tc.want == "" && v.fail != "":
-			t.Errorf("%s: %s", tc.name, v.fail)
-		case tc.want != "" && !strings.Contains(v.fail, tc.want):
-			t.Errorf("%s: failure %q, want it to say %q", tc.name, v.fail, tc.want)
-		case tc.want != "" && strings.Contains(tc.want, "Renews") && !strings.Contains(v.fail, "declare Renews in its lockimpl.Info"):
-			t.Errorf("%s: failure %q does not tell the author to declare Renews", tc.name, v.fail)
-		}
+		// Each probe holds its key for longer than a TTL on a server of its
+		// own: side by side.
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := probe(config{backend: cluster.Auto}, tc.name, info, t.TempDir)
+			switch {
+			case tc.want == "" && v.fail != "":
+				t.Errorf("%s: %s", tc.name, v.fail)
+			case tc.want != "" && !strings.Contains(v.fail, tc.want):
+				t.Errorf("%s: failure %q, want it to say %q", tc.name, v.fail, tc.want)
+			case tc.want != "" && strings.Contains(tc.want, "Renews") && !strings.Contains(v.fail, "declare Renews in its lockimpl.Info"):
+				t.Errorf("%s: failure %q does not tell the author to declare Renews", tc.name, v.fail)
+			}
+		})
 	}
 }
 
@@ -111,9 +121,7 @@ func TestPlanHasTheSweep(t *testing.T) {
 // the sweep of its kind: frozen at every point of its cycle, renewals
 // included, for 0.5×, 1.5× and 3× the TTL (about 25 s).
 func TestRenewerSurvivesTheSweep(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the six sweep scenarios")
-	}
+	testenv.Long(t)
 	info, err := register("test-renewer-sweep", newRenewer, lockimpl.Info{Renews: true})
 	if err != nil {
 		t.Fatal(err)

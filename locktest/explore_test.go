@@ -2,12 +2,12 @@ package locktest
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // recorder is a T that keeps the messages of Errorf and Logf instead of
@@ -25,12 +25,8 @@ func (r *recorder) Logf(format string, args ...any) {
 }
 
 func TestExploreFailsABrokenControl(t *testing.T) {
-	if testing.Short() {
-		t.Skip("explores on real servers: not with -short")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed")
-	}
+	testenv.Long(t)
+	testenv.Need(t, "redis-server")
 	r := &recorder{T: t}
 	dir := t.TempDir()
 	Explore(r, "setnx-expire", Budget(180*time.Second), MaxFindings(1), SaveFindings(dir),

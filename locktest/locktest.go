@@ -100,8 +100,8 @@ func KeepRuns(dir string) Option { return func(c *config) { c.keep = dir } }
 // Quick runs the fast subset with short durations, as -short does.
 func Quick() Option { return func(c *config) { c.quick = true } }
 
-// ReferenceFor names the built-in correct lock of info's kind.
-func ReferenceFor(info lockimpl.Info) string { return runner.KindReference(info) }
+// ReferenceFor names the built-in correct lock of info's capabilities.
+func ReferenceFor(info lockimpl.Info) string { return runner.CapabilityReference(info) }
 
 // ShortScenarios are the scenarios -short runs, by kind (the reference's
 // name, ReferenceFor): the fewest, about a second each, with which every
@@ -116,10 +116,13 @@ func ReferenceFor(info lockimpl.Info) string { return runner.KindReference(info)
 //     kind's code can make;
 //   - fenced: gc-pause (the resource must stay valid behind the fence);
 //   - reentrant, watchdog: reentrant-expiry (local-reentrant);
+//   - simple: slow-acquire-reply (deadline-from-reply), server-clock-ahead
+//     (server-clock-deadline), acquire-times-out (unknown-acquire-held);
 //   - reentrant: own-commands (reentrant-no-owner-check,
 //     reentrant-early-free: the lock's own commands, no fault);
 //   - watchdog: renewal-starved (a watchdog that does not stop at its
-//     local deadline), clock-jump-under-holder (renew-false-success);
+//     local deadline), clock-jump-under-holder (renew-false-success),
+//     renewal-times-out (renew-timeout-ack);
 //   - redlock: slow-acquire (redlock-no-validity), minority-quorum
 //     (redlock-minority-quorum);
 //   - simple-wait: failover, the one scenario with replicas (9s).
@@ -127,10 +130,10 @@ func ReferenceFor(info lockimpl.Info) string { return runner.KindReference(info)
 // A scenario that does not apply to the lock is left out as in the full
 // run.
 var ShortScenarios = map[string][]string{
-	"simple":      append(slices.Clone(shortBase), "slow-acquire-reply", "server-clock-ahead"),
+	"simple":      append(slices.Clone(shortBase), "slow-acquire-reply", "server-clock-ahead", "acquire-times-out"),
 	"fenced":      append(slices.Clone(shortBase), "gc-pause"),
 	"reentrant":   append(slices.Clone(shortBase), "reentrant-expiry", "own-commands"),
-	"watchdog":    append(slices.Clone(shortBase), "reentrant-expiry", "renewal-starved", "clock-jump-under-holder"),
+	"watchdog":    append(slices.Clone(shortBase), "reentrant-expiry", "renewal-starved", "clock-jump-under-holder", "renewal-times-out"),
 	"redlock":     append(slices.Clone(shortBase), "slow-acquire", "minority-quorum"),
 	"simple-wait": {"failover"},
 }

@@ -24,7 +24,17 @@ func newRenewer(env lockimpl.Env) (lockimpl.Locker, error) {
 		return nil, err
 	}
 	o := env.Options.WithDefaults()
-	return &renewer{Locker: in, env: env, o: o}, nil
+	return &renewer{Locker: in, env: env, o: o, every: o.RenewInterval}, nil
+}
+
+// newLateRenewer is newRenewer renewing at 0.8×TTL whatever the renew
+// interval, as redis-semaphore does: late, but safe.
+func newLateRenewer(env lockimpl.Env) (lockimpl.Locker, error) {
+	l, err := newRenewer(env)
+	if r, ok := l.(*renewer); ok {
+		r.every = r.o.TTL * 8 / 10
+	}
+	return l, err
 }
 
 // NewRenewerForTest is newRenewer for the package's external tests.
@@ -32,8 +42,9 @@ var NewRenewerForTest = newRenewer
 
 type renewer struct {
 	lockimpl.Locker
-	env lockimpl.Env
-	o   lockimpl.Options
+	env   lockimpl.Env
+	o     lockimpl.Options
+	every time.Duration // between renewals
 }
 
 func (r *renewer) Acquire(ctx context.Context, key string) (lockimpl.Lease, error) {
@@ -60,7 +71,7 @@ func (r *renewer) renew(l lockimpl.Lease, err error) (lockimpl.Lease, error) {
 	go func() {
 		defer close(rl.done)
 		for {
-			if r.env.Clock.Sleep(ctx, r.o.RenewInterval) != nil {
+			if r.env.Clock.Sleep(ctx, r.every) != nil {
 				return
 			}
 			start := r.env.Clock.Now()

@@ -68,7 +68,9 @@ func TestTextAndSummaryLeadWithIncidents(t *testing.T) {
 	// No violations: no incident lines.
 	r.Violations, r.Incidents = nil, nil
 	buf.Reset()
-	WriteText(&buf, r)
+	if err := WriteText(&buf, r); err != nil {
+		t.Fatal(err)
+	}
 	if strings.Contains(buf.String(), "incident") {
 		t.Errorf("a run without incidents prints one:\n%s", buf.String())
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -20,9 +21,7 @@ import (
 // certain) is found by the record too, with the same culprit and victim at
 // the same moment; what only the record found is listed.
 func TestCommandRecordAgreesWithObserver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs scenarios on redis-server")
-	}
+	testenv.Long(t)
 	cells := []struct{ scenario, lock string }{
 		{"stall-unlock", "get-del"},
 		{"stall-unlock", "simple"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/report/metrics"
@@ -215,9 +215,8 @@ func TestRunnerErrorsWrap(t *testing.T) {
 // and the run's keys spread over the shards: the observer sees server
 // events from more than one node.
 func TestRunOnRedisCluster(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not on PATH")
-	}
+	testenv.Long(t)
+	testenv.Need(t, "redis-server")
 	s, err := scenarios.Parse([]byte("name: cluster-smoke\ntopology: cluster\nduration: 1500ms\nlock: {ttl: 500ms}\nworkload: {clients: 4, keys: 12}\n"), "cluster-smoke.yaml")
 	if err != nil {
 		t.Fatal(err)

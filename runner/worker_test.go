@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -72,9 +72,8 @@ func runWorkers(t *testing.T, addr, name, runID string) []string {
 // history records each client's clock uncertainty and the workers' keys
 // and barrier are gone from the server afterwards.
 func TestWorkersMergeLikeOneProcess(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not on PATH")
-	}
+	testenv.Long(t)
+	testenv.Need(t, "redis-server")
 	addr, admin := userRedis(t, "")
 	for _, tc := range []struct {
 		scenario string

@@ -60,7 +60,7 @@ type Scenario struct {
 	// Locks the scenario is meant for (matrix default); empty = all. The
 	// list names built-ins, each standing for its capabilities too: a
 	// user's lock, or a new correct built-in, runs wherever the built-in
-	// of its kind is listed (runner.StandsByKind, runner.StandIn). Broken
+	// of its kind is listed (runner.StandsByCapabilities, runner.StandIn). Broken
 	// locks, controls and adapters run only where they are named.
 	Locks []string `yaml:"locks"`
 	// Workload drives the clients.

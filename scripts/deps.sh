@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need from Debian's packages, where missing:
 # redis-server, redis-sentinel, redis-tools (redis-benchmark for bench),
-# libxml2-utils (xmllint: the JUnit schema check), and
+# libxml2-utils (xmllint: the JUnit schema check), gcc (the clock shim the
+# clock faults preload), and
 # docker.io (dockerd, for the docker backend's tests). Needs root (apt-get).
 set -euo pipefail
 missing=()
@@ -9,6 +10,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
 command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 if [ "${LOCKCHAOS_NO_DOCKER:-}" = "" ] && ! command -v dockerd >/dev/null 2>&1; then
   missing+=(docker.io)
 fi

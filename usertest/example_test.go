@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // copyExample copies examples/customlock into a temporary directory, as a
@@ -86,9 +88,7 @@ var mutants = []mutant{{
 // bug in each (a renewal without its owner check, a release without its
 // owner check) fails the same runs with the checker's violation.
 func TestExampleAsShippedAndItsMutants(t *testing.T) {
-	if testing.Short() {
-		t.Skip("copies a module and runs the conformance suite on four locks")
-	}
+	testenv.Long(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	dir := copyExample(t, nil)

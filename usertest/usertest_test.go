@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // root is the checkout of this module (the package directory's parent).
@@ -73,9 +75,7 @@ func run(t *testing.T, cmd *exec.Cmd) (string, error) {
 // vets, which compiles its conformance test) from the module cache; the
 // binary lists seq-lock among the locks and runs gc-pause on it as expected.
 func TestCustomBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module and runs a scenario")
-	}
+	testenv.Long(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	ex := filepath.Join(root(t), "examples", "customlock")
@@ -171,9 +171,7 @@ func TestBroken(t *testing.T) { locktest.Run(t, "my-broken-lock", mylock.New(tru
 // blocks in under 80 lines, passes locktest.Run -short with the correct
 // release and fails it, naming the violation, with a plain DEL.
 func TestFreshModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module and runs the conformance suite twice")
-	}
+	testenv.Long(t)
 	if n := strings.Count(freshLock, "\n"); n >= 80 {
 		t.Fatalf("the fresh lock is %d lines; the point is under 80", n)
 	}

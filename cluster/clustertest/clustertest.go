@@ -7,13 +7,13 @@ package clustertest
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // Cluster is a started deployment that remembers every pid it saw.
@@ -27,13 +27,9 @@ type Cluster struct {
 // test ends.
 func Start(tb testing.TB, spec cluster.Spec) *Cluster {
 	tb.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		tb.Skip("redis-server not on PATH")
-	}
+	testenv.Need(tb, "redis-server")
 	if spec.Topology == cluster.Sentinel {
-		if _, err := exec.LookPath("redis-sentinel"); err != nil {
-			tb.Skip("redis-sentinel not on PATH")
-		}
+		testenv.Need(tb, "redis-sentinel")
 	}
 	spec.Backend, spec.Dir = cluster.Process, tb.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)

@@ -18,9 +18,9 @@ import (
 // built-in does not, a listed lock with its capabilities stands for it (the
 // redlock-like lock and redsync on a cluster). The matrix runs with a
 // context already done: it decides every cell's applicability and starts
-// none. (runner's TestNewCorrectLockRunsWhereItsKindRuns places a new correct
-// built-in of each kind the same way.)
-func TestUserLockRunsWhereItsKindRuns(t *testing.T) {
+// none. (runner's TestNewCorrectLockRunsWhereItsReferenceRuns places a new correct
+// reference of each set of capabilities the same way.)
+func TestUserLockRunsWhereItsReferenceRuns(t *testing.T) {
 	all, err := scenarios.All()
 	if err != nil {
 		t.Fatal(err)
@@ -39,8 +39,8 @@ func TestUserLockRunsWhereItsKindRuns(t *testing.T) {
 		user := bi
 		user.Name, user.Kind, user.Description = "test-user-like-"+builtin, lockimpl.User, "test"
 		lockimpl.Register(user, never)
-		if got := runner.KindReference(user); got != builtin {
-			t.Errorf("%s: kind reference %s, want %s", user.Name, got, builtin)
+		if got := runner.CapabilityReference(user); got != builtin {
+			t.Errorf("%s: capability reference %s, want %s", user.Name, got, builtin)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()

@@ -9,10 +9,10 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
-// KindReference names the built-in correct lock of info's kind: the lock a
+// CapabilityReference names the built-in correct lock of info's capabilities: the lock a
 // user's lock with these capabilities is measured against (its bar in
 // locktest, its stand-in in a scenario's locks: list).
-func KindReference(info lockimpl.Info) string {
+func CapabilityReference(info lockimpl.Info) string {
 	switch {
 	case info.NeedsReplicas:
 		return "simple-wait"
@@ -35,34 +35,34 @@ func sameCapabilities(a, b lockimpl.Info) bool {
 		a.NeedsReplicas == b.NeedsReplicas && (a.MinNodes > 0) == (b.MinNodes > 0)
 }
 
-// StandsByKind says whether a lock's applicability and expectations come
+// StandsByCapabilities says whether a lock's applicability and expectations come
 // from its capabilities rather than from its own name in the catalog: a
 // user's lock, or a correct built-in that is not itself the reference of
-// its kind (KindReference). Every correct built-in today is the reference
-// of its kind, so it runs only where it is named (or in a scenario with no
+// its capabilities (CapabilityReference). Every correct built-in today is the reference
+// of its capabilities, so it runs only where it is named (or in a scenario with no
 // locks: list); a new correct built-in with, say, simple's capabilities
 // runs wherever simple runs, without a catalog edit. Broken locks,
 // controls and adapters stay where they are named: a control is placed on
 // the scenarios that catch it, an adapter where its faults reach it.
-func StandsByKind(info lockimpl.Info) bool {
-	return info.Kind == lockimpl.User || info.Kind == lockimpl.Correct && KindReference(info) != info.Name
+func StandsByCapabilities(info lockimpl.Info) bool {
+	return info.Kind == lockimpl.User || info.Kind == lockimpl.Correct && CapabilityReference(info) != info.Name
 }
 
-// StandIn is, for a lock that stands by its kind (StandsByKind) in a
+// StandIn is, for a lock that stands by its capabilities (StandsByCapabilities) in a
 // scenario whose locks: list does not name it, the listed built-in it
-// stands with: the built-in of its kind (KindReference) when listed, else
+// stands with: the reference of its capabilities (CapabilityReference) when listed, else
 // a listed lock with the same capabilities (a correct one first). A
 // scenario's list names built-ins for the capabilities they stand for, so
-// such a lock runs wherever the built-in of its kind runs. judge says
+// such a lock runs wherever the reference of its capabilities runs. judge says
 // whether that lock's expectation judges it (a correct lock or a correct
 // control's); when false, the scenario's default does. ok is false when no
 // listed lock stands for it.
 func StandIn(info lockimpl.Info, s *scenarios.Scenario) (name string, judge, ok bool) {
-	if !StandsByKind(info) || len(s.Locks) == 0 || slices.Contains(s.Locks, info.Name) {
+	if !StandsByCapabilities(info) || len(s.Locks) == 0 || slices.Contains(s.Locks, info.Name) {
 		return "", false, false
 	}
 	correct := func(i lockimpl.Info) bool { return i.Kind == lockimpl.Correct || i.Kind == lockimpl.Control }
-	if ref := KindReference(info); slices.Contains(s.Locks, ref) {
+	if ref := CapabilityReference(info); slices.Contains(s.Locks, ref) {
 		if ri, _, err := lockimpl.Lookup(ref); err == nil {
 			return ref, correct(ri), true
 		}
@@ -84,9 +84,9 @@ func StandIn(info lockimpl.Info, s *scenarios.Scenario) (name string, judge, ok 
 }
 
 // ExpectationFor is the expectation lock is judged by in s: its own entry;
-// else, for a lock that stands by its kind (StandsByKind), the expectation of the correct built-in it
+// else, for a lock that stands by its capabilities (StandsByCapabilities), the expectation of the correct built-in it
 // stands with (StandIn in a scenario with a locks: list, the built-in of
-// its kind, KindReference, in one without) with every "invalid" relaxed to
+// its capabilities, CapabilityReference, in one without) with every "invalid" relaxed to
 // "any": the built-in's expected failures show a limit of the design, and
 // doing better than the built-in is no failure; else the scenario's
 // default.
@@ -104,10 +104,10 @@ func ExpectationFor(s *scenarios.Scenario, lock string) map[string]string {
 // expectationFor is ExpectationFor for a lock without an entry of its own.
 func expectationFor(s *scenarios.Scenario, info lockimpl.Info) map[string]string {
 	lock := info.Name
-	if !StandsByKind(info) {
+	if !StandsByCapabilities(info) {
 		return s.Expectation(lock)
 	}
-	name, judge := KindReference(info), true
+	name, judge := CapabilityReference(info), true
 	if len(s.Locks) > 0 {
 		var ok bool
 		if name, judge, ok = StandIn(info, s); !ok {
@@ -137,14 +137,14 @@ func RelaxInvalid(exp map[string]string) map[string]string {
 }
 
 // listed says why a lock not named by a scenario's locks: list may still run
-// in it (a lock that stands by its kind, standing with a listed built-in),
+// in it (a lock that stands by its capabilities, standing with a listed built-in),
 // or why not.
 func listed(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
 	if len(s.Locks) == 0 || slices.Contains(s.Locks, info.Name) {
 		return true, ""
 	}
 	meant := "scenario is meant for " + strings.Join(s.Locks, ", ")
-	if !StandsByKind(info) {
+	if !StandsByCapabilities(info) {
 		return false, meant
 	}
 	if _, _, ok := StandIn(info, s); !ok {
@@ -158,7 +158,7 @@ func listed(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
 
 // Applicable says whether a lock can run in a scenario's topology. A
 // scenario's locks: list names built-ins; a user's lock runs where the
-// built-in of its kind (or one with its capabilities) is listed (StandIn).
+// reference of its capabilities (or a lock with the same capabilities) is listed (StandIn).
 func Applicable(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
 	if ok, why := listed(info, s); !ok {
 		return false, why

@@ -11,10 +11,10 @@ import (
 )
 
 // A new correct built-in with the capabilities of each correct built-in
-// is placed as a user's lock of its kind is (campaign's
-// TestUserLockRunsWhereItsKindRuns), without a catalog edit; a broken lock
+// is placed as a user's lock with its capabilities is (campaign's
+// TestUserLockRunsWhereItsReferenceRuns), without a catalog edit; a broken lock
 // stays where it is named.
-func TestNewCorrectLockRunsWhereItsKindRuns(t *testing.T) {
+func TestNewCorrectLockRunsWhereItsReferenceRuns(t *testing.T) {
 	all, err := scenarios.All()
 	if err != nil {
 		t.Fatal(err)
@@ -29,29 +29,29 @@ func TestNewCorrectLockRunsWhereItsKindRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		newCorrectLockRunsWhereItsKindRuns(t, all, bi)
+		newCorrectLockRunsWhereItsReferenceRuns(t, all, bi)
 	}
 	// A broken lock stays where it is named.
-	if br, _, _ := lockimpl.Lookup("get-del"); runner.StandsByKind(br) {
-		t.Errorf("a broken lock stands by its kind")
+	if br, _, _ := lockimpl.Lookup("get-del"); runner.StandsByCapabilities(br) {
+		t.Errorf("a broken lock stands by its capabilities")
 	}
 }
 
-// newCorrectLockRunsWhereItsKindRuns: a new correct built-in with the
+// newCorrectLockRunsWhereItsReferenceRuns: a new correct built-in with the
 // capabilities of the correct built-in bi runs wherever bi runs and is
 // judged by bi's expectation (invalid relaxed to any) where the scenario
-// names none of its own, without a catalog edit (runner.StandsByKind); bi,
-// the reference of its kind, runs only where it is named. The new lock is
+// names none of its own, without a catalog edit (runner.StandsByCapabilities); bi,
+// the reference of its capabilities, runs only where it is named. The new lock is
 // not registered: Applicable and the expectation take its Info.
-func newCorrectLockRunsWhereItsKindRuns(t *testing.T, all []*scenarios.Scenario, bi lockimpl.Info) {
+func newCorrectLockRunsWhereItsReferenceRuns(t *testing.T, all []*scenarios.Scenario, bi lockimpl.Info) {
 	t.Helper()
-	if runner.StandsByKind(bi) {
-		t.Errorf("%s stands by its kind: it is the reference of its kind", bi.Name)
+	if runner.StandsByCapabilities(bi) {
+		t.Errorf("%s stands by its capabilities: it is the reference of its capabilities", bi.Name)
 	}
 	nl := bi
 	nl.Name = "test-correct-like-" + bi.Name
-	if !runner.StandsByKind(nl) {
-		t.Fatalf("%s does not stand by its kind", nl.Name)
+	if !runner.StandsByCapabilities(nl) {
+		t.Fatalf("%s does not stand by its capabilities", nl.Name)
 	}
 	for _, s := range all {
 		b, _ := runner.Applicable(bi, s)
