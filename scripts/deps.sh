@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the tests need from Debian's packages, where missing:
 # redis-server, redis-sentinel, redis-tools (redis-benchmark for bench),
-# libxml2-utils (xmllint: the JUnit schema check), and
-# docker.io (dockerd, for the docker backend's tests). Needs root (apt-get).
+# libxml2-utils (xmllint: the JUnit schema check),
+# docker.io (dockerd, for the docker backend's tests), and chromium (optional:
+# the browser test of report.html and card.html, which skips without it unless
+# LOCKCHAOS_REQUIRE_CHROMIUM=1; LOCKCHAOS_NO_CHROMIUM=1 leaves it out). Needs
+# root (apt-get).
 set -euo pipefail
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
@@ -11,6 +14,9 @@ command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
 if [ "${LOCKCHAOS_NO_DOCKER:-}" = "" ] && ! command -v dockerd >/dev/null 2>&1; then
   missing+=(docker.io)
+fi
+if [ "${LOCKCHAOS_NO_CHROMIUM:-}" = "" ] && ! command -v chromium >/dev/null 2>&1; then
+  missing+=(chromium)
 fi
 if ((${#missing[@]})); then
   echo "deps: installing ${missing[*]}"
