@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -49,6 +50,9 @@ type CardOptions struct {
 	// BenchClients clients (default 4), beside the yardsticks.
 	BenchDuration time.Duration
 	BenchClients  int
+	// Explore explores each lock this long (0: no exploration) against its
+	// reference; its findings join the card's.
+	Explore time.Duration
 	// OnProgress is told what runs and the time left.
 	OnProgress func(CardProgress)
 }
@@ -72,7 +76,7 @@ type cardStep struct {
 	s    *scenarios.Scenario
 	lock string
 	seed uint64
-	kind string // run | margins | bench
+	kind string // run | margins | bench | explore
 	cell int
 }
 
@@ -124,13 +128,20 @@ func RunCard(ctx context.Context, o CardOptions) (*metrics.Card, error) {
 	for _, l := range o.Locks {
 		if o.Margin != "" {
 			h := inputHash("margins", build, card.Ran.Backend, lockInputs(l, infos[l]), o.Margin, fmt.Sprint(o.MarginSeeds))
-			steps = append(steps, cardStep{what: "margins " + l, cost: time.Duration(len(explore.Templates(explore.DefaultTopology(infos[l])))) * 40 * time.Second,
+			steps = append(steps, cardStep{what: "margins " + l, cost: time.Duration(marginTemplates(infos[l], o.Margin)) * 20 * time.Second * time.Duration(o.MarginSeeds),
 				hash: h, dir: filepath.Join(o.Cache, "margins", l+"-"+h[:12]), lock: l, kind: "margins"})
 		}
 		if o.BenchDuration > 0 {
 			h := inputHash("bench", build, card.Ran.Backend, lockInputs(l, infos[l]), o.BenchDuration.String(), fmt.Sprint(o.BenchClients))
 			steps = append(steps, cardStep{what: "bench " + l, cost: o.BenchDuration + 15*time.Second, hash: h,
 				dir: filepath.Join(o.Cache, "bench", l+"-"+h[:12]), lock: l, kind: "bench"})
+		}
+	}
+	if o.Explore > 0 {
+		for _, l := range o.Locks {
+			h := inputHash("explore", build, card.Ran.Backend, lockInputs(l, infos[l]), o.Explore.String())
+			steps = append(steps, cardStep{what: "explore " + l, cost: o.Explore + 10*time.Second, hash: h,
+				dir: filepath.Join(o.Cache, "explore", l+"-"+h[:12]), lock: l, kind: "explore"})
 		}
 	}
 	card.Ran.Runs = len(steps)
@@ -286,6 +297,9 @@ func loadStep(st cardStep) (any, bool) {
 	case "margins":
 		var r []explore.Margin
 		return r, json.Unmarshal(f.Result, &r) == nil
+	case "explore":
+		var r explore.Report
+		return &r, json.Unmarshal(f.Result, &r) == nil
 	default:
 		var r metrics.Bench
 		return &r, json.Unmarshal(f.Result, &r) == nil
@@ -326,6 +340,17 @@ func (cr *cardRun) runStep(ctx context.Context, mo *MatrixOptions, st cardStep, 
 			return nil, false
 		}
 		r = ms
+	case "explore":
+		e, err := explore.New(explore.Config{Lock: st.lock, Out: st.dir, Budget: min(cr.o.Explore, max(time.Until(deadlineOr(ctx)), time.Second)), Parallel: 1,
+			Progress: func(p explore.Progress) { cr.progress("explore "+st.lock+": "+p.String(), false) }})
+		if err != nil {
+			return nil, false
+		}
+		rep, err := e.Run(ctx)
+		if err != nil || rep == nil {
+			return nil, false
+		}
+		r = rep
 	case "bench":
 		b, err := RunBench(ctx, BenchOptions{Locks: []string{st.lock}, Clients: cr.o.BenchClients, Keys: 1, Duration: cr.o.BenchDuration,
 			Out: st.dir, Setup: mo.Setup, Ceiling: true})
@@ -420,6 +445,17 @@ func scenarioFamily(s *scenarios.Scenario) string {
 	return fam
 }
 
+// marginTemplates counts the margin templates filter picks for the lock.
+func marginTemplates(info lockimpl.Info, filter string) int {
+	n := 0
+	for _, t := range explore.Templates(explore.DefaultTopology(info)) {
+		if filter == "all" || strings.Contains(t.Name, filter) {
+			n++
+		}
+	}
+	return n
+}
+
 // fillCard sums the runs into the card's columns.
 func fillCard(card *metrics.Card, o CardOptions, list []*scenarios.Scenario, infos map[string]lockimpl.Info, steps []cardStep, results []any) {
 	fam := map[string]string{}
@@ -510,6 +546,18 @@ func fillCard(card *metrics.Card, o CardOptions, list []*scenarios.Scenario, inf
 			for _, m := range r {
 				cols[st.lock].Margins = append(cols[st.lock].Margins, metrics.CardMargin{Template: m.Template, Family: m.Family, Unit: m.Unit,
 					At: m.Lock, Lo: m.Range[0], Hi: m.Range[1], Falling: m.Falling, Checks: m.LockChecks})
+			}
+		case *explore.Report:
+			cols[st.lock].Explored = &metrics.CardExplore{Budget: r.Budget.String(), Schedules: r.Schedules, Findings: len(r.Findings),
+				Limits: len(r.Limits), Dir: st.dir}
+			for _, f := range r.Findings {
+				fam := "none"
+				if len(f.Minimal.Faults) > 0 {
+					fam = history.FaultFamily(f.Minimal.Faults[0].Spec.Kind)
+				}
+				card.Findings = append(card.Findings, metrics.CardFinding{Lock: st.lock, Scenario: fmt.Sprintf("explore finding %d (%s)", f.N, f.Cause),
+					Family: fam, Invalid: f.Lock.Fails, Runs: f.Lock.N, Causes: []string{f.Cause}, Dir: cmp.Or(f.RunDir, f.Dir), Replay: f.Replay,
+					Reference: fmt.Sprintf("%s %d/%d", r.Reference, f.Ref.Fails, f.Ref.N)})
 			}
 		case *metrics.Bench:
 			if len(r.Locks) > 0 {

@@ -24,6 +24,7 @@ type cardFlags struct {
 	margin      string
 	marginSeeds int
 	bench       time.Duration
+	explore     time.Duration
 	parallel    int
 }
 
@@ -33,7 +34,8 @@ func newCardCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "card --locks L1,L2,...",
 		Short: "Put locks side by side: safety by fault family, margins, loss detection, cost, findings (card.html, card.md)",
 		Long: `Card runs each lock in the scenarios over the seeds (the matrix), bisects
-its safety margins (--margin) and benches it (--bench), and writes one
+its safety margins (--margin), benches it (--bench) and explores it against
+its reference (--explore), and writes one
 self-contained card.html and card.md with a column per lock: safety by fault
 family, the smallest failing magnitude as a multiple of the TTL, how late the
 holder learns it lost the key, throughput against redis-benchmark's ceiling
@@ -61,6 +63,7 @@ listed as not run.`,
 	fl.StringVar(&f.margin, "margin", "", "bisect the margin templates whose name contains this (all: every one); empty: no margins")
 	fl.IntVar(&f.marginSeeds, "margin-seeds", 1, "seeds run at each bisection step")
 	fl.DurationVar(&f.bench, "bench", 5*time.Second, "bench each lock this long beside the yardsticks (0: no bench)")
+	fl.DurationVar(&f.explore, "explore", 0, "explore each lock this long against its reference (0: no exploration); its findings join the card's")
 	fl.IntVar(&f.parallel, "parallel", 0, "runs at once at most (0: automatic, as matrix)")
 	_ = cmd.MarkFlagRequired("locks")
 	return cmd
@@ -75,14 +78,14 @@ func (f *cardFlags) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	if err != nil {
 		return exitWith(ExitBadInput, fmt.Errorf("--seeds: %v", err))
 	}
-	if f.budget < 0 || f.bench < 0 || f.parallel < 0 {
-		return exitWith(ExitBadInput, fmt.Errorf("--budget, --bench and --parallel must not be negative"))
+	if f.budget < 0 || f.bench < 0 || f.explore < 0 || f.parallel < 0 {
+		return exitWith(ExitBadInput, fmt.Errorf("--budget, --bench, --explore and --parallel must not be negative"))
 	}
 	if f.out == "" {
 		f.out = filepath.Join("runs", "card-"+time.Now().Format("20060102-150405"))
 	}
 	o := campaign.CardOptions{Locks: f.locks, Scenarios: list, Seeds: seeds, Cache: f.cache, Budget: f.budget,
-		Parallel: f.parallel, Margin: f.margin, MarginSeeds: f.marginSeeds, BenchDuration: f.bench}
+		Parallel: f.parallel, Margin: f.margin, MarginSeeds: f.marginSeeds, BenchDuration: f.bench, Explore: f.explore}
 	if err := f.cf.apply(&o.Setup); err != nil {
 		return err
 	}

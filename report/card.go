@@ -180,6 +180,24 @@ func cardTables(c *metrics.Card, dir string) []cardTable {
 		}))},
 	}
 	tables = append(tables, cost)
+	explored := false
+	for _, l := range c.Locks {
+		explored = explored || l.Explored != nil
+	}
+	if explored {
+		tables = append(tables, cardTable{Title: "Exploration (random fault schedules against the lock's reference)", Head: head, Rows: []cardRow{
+			{"schedules / findings / limits", col(func(l metrics.CardLock) cardCell {
+				if l.Explored == nil {
+					return cardCell{Text: "not explored", Class: "none"}
+				}
+				e := l.Explored
+				cl := "good"
+				if e.Findings > 0 {
+					cl = "bad"
+				}
+				return cardCell{Text: fmt.Sprintf("%d in %s / %d / %d", e.Schedules, e.Budget, e.Findings, e.Limits), Class: cl}
+			})}}})
+	}
 	ran := cardTable{Title: "What ran", Head: []string{"", ""}}
 	add := func(k, v string) { ran.Rows = append(ran.Rows, cardRow{k, []cardCell{{Text: v}}}) }
 	add("lockchaos", c.Ran.Lockchaos)
@@ -284,6 +302,9 @@ func (f cardFinding) causes() string {
 }
 
 func (f cardFinding) expected() string {
+	if f.Reference != "" {
+		return " (reference " + f.Reference + ")"
+	}
 	if f.Expected {
 		return " (the scenario expects it: a limit of the design)"
 	}
@@ -298,11 +319,19 @@ func (f cardFinding) Text() string {
 func cardFindings(c *metrics.Card, dir string) []cardFinding {
 	var out []cardFinding
 	for _, f := range c.Findings {
-		link := f.Dir
-		if rel, err := filepath.Rel(dir, f.Dir); err == nil {
-			link = rel
+		target := f.Dir
+		if _, err := os.Stat(filepath.Join(f.Dir, "report.html")); err == nil {
+			target = filepath.Join(f.Dir, "report.html")
 		}
-		out = append(out, cardFinding{f, filepath.ToSlash(filepath.Join(link, "report.html"))})
+		link := target
+		if abs, err := filepath.Abs(target); err == nil {
+			if d, err := filepath.Abs(dir); err == nil {
+				if rel, err := filepath.Rel(d, abs); err == nil {
+					link = rel
+				}
+			}
+		}
+		out = append(out, cardFinding{f, filepath.ToSlash(link)})
 	}
 	return out
 }

@@ -38,6 +38,18 @@ type CardLock struct {
 	Margins []CardMargin          `json:"margins,omitempty"`
 	Loss    *CardLoss             `json:"loss,omitempty"`
 	Bench   *CardBench            `json:"bench,omitempty"`
+	// Explored is the lock's exploration, when the card ran one.
+	Explored *CardExplore `json:"explored,omitempty"`
+}
+
+// CardExplore sums a lock's exploration: schedules tried, findings (each
+// also a CardFinding), schedules its reference failed too (limits).
+type CardExplore struct {
+	Budget    string `json:"budget"`
+	Schedules int    `json:"schedules"`
+	Findings  int    `json:"findings"`
+	Limits    int    `json:"limits"`
+	Dir       string `json:"dir"`
 }
 
 // FamilyRate counts one family's runs of a lock by verdict.
@@ -103,6 +115,9 @@ type CardFinding struct {
 	// that runs it again.
 	Dir    string `json:"dir"`
 	Replay string `json:"replay"`
+	// Reference is the reference lock's rate on an explored finding's
+	// schedule ("simple 0/5").
+	Reference string `json:"reference,omitempty"`
 }
 
 // CardRan says what ran: the harness, the servers, the machine, the seeds,
