@@ -35,7 +35,10 @@ func TestCardReusesRuns(t *testing.T) {
 		Budget: 4 * time.Minute}
 	o.Setup.Backend = "process"
 	var seen []CardProgress
-	o.OnProgress = func(p CardProgress) { seen = append(seen, p); t.Logf("[%d/%d ~%s] reused=%v %s", p.Done, p.Total, p.Left, p.Reused, p.Doing) }
+	o.OnProgress = func(p CardProgress) {
+		seen = append(seen, p)
+		t.Logf("[%d/%d ~%s] reused=%v %s", p.Done, p.Total, p.Left, p.Reused, p.Doing)
+	}
 	first, err := RunCard(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
