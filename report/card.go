@@ -56,8 +56,24 @@ func WriteCard(dir string, c *metrics.Card) error {
 		}
 		plots[i].Src = u
 	}
+	// Each plot follows the table it pictures: the heat map the safety
+	// table, the margins chart the margins table (the rest at the end).
+	tables := cardTables(c, dir)
+	var rest []htmlPlot
+	for _, p := range plots {
+		placed := false
+		for i := range tables {
+			if tables[i].kind == plotKind[p.File] && tables[i].Plot == nil {
+				tables[i].Plot, placed = &p, true
+				break
+			}
+		}
+		if !placed {
+			rest = append(rest, p)
+		}
+	}
 	var b bytes.Buffer
-	if err := cardTemplate.Execute(&b, cardHTML{Card: c, Plots: plots, Tables: cardTables(c, dir), Dir: dir}); err != nil {
+	if err := cardTemplate.Execute(&b, cardHTML{Card: c, Plots: rest, Tables: tables, Dir: dir}); err != nil {
 		return err
 	}
 	return writeBytes(filepath.Join(dir, "card.html"), b.Bytes())
@@ -65,12 +81,18 @@ func WriteCard(dir string, c *metrics.Card) error {
 
 func isNoData(err error) bool { return err != nil && strings.Contains(err.Error(), errNoData.Error()) }
 
-// cardTable is one section of the card: a header row (the locks) and rows.
+// cardTable is one section of the card: a header row (the locks) and rows,
+// and in the HTML the plot that pictures it.
 type cardTable struct {
 	Title string
 	Head  []string
 	Rows  []cardRow
+	Plot  *htmlPlot
+	kind  string // safety | margins | "" (no plot)
 }
+
+// plotKind is the table each plot follows.
+var plotKind = map[string]string{CardGridPlot: "safety", CardMarginsPlot: "margins"}
 
 type cardRow struct {
 	Name  string
@@ -102,7 +124,7 @@ func cardTables(c *metrics.Card, dir string) []cardTable {
 			return cardCell{Text: strings.TrimSpace(l.Library + " " + l.Version)}
 		})},
 	}}
-	safety := cardTable{Title: "Safety by fault family (invalid runs / runs, over every seed)", Head: head}
+	safety := cardTable{Title: "Safety by fault family (invalid runs / runs, over every seed)", Head: head, kind: "safety"}
 	for _, f := range c.Families {
 		safety.Rows = append(safety.Rows, cardRow{f, col(func(l metrics.CardLock) cardCell {
 			r, ok := l.Safety[f]
@@ -221,7 +243,7 @@ func cardTables(c *metrics.Card, dir string) []cardTable {
 
 // marginTable: per template a row, each lock's smallest failing magnitude.
 func marginTable(c *metrics.Card, head []string) cardTable {
-	t := cardTable{Title: "Margins (smallest failing magnitude)", Head: head}
+	t := cardTable{Title: "Margins (smallest failing magnitude)", Head: head, kind: "margins"}
 	var names []string
 	seen := map[string]bool{}
 	for _, l := range c.Locks {
@@ -520,6 +542,7 @@ code{background:#f4f4f4;padding:1px 4px}
 <table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{.Class}}">{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}</table>
+{{with .Plot}}<figure class="plot"><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>{{end}}
 {{end}}
 {{range .Plots}}<figure class="plot"><h2>{{.Title}}</h2><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>
 {{end}}
