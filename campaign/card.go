@@ -403,12 +403,19 @@ func lockInputs(lock string, info lockimpl.Info) string {
 var adapterModules = map[string]string{
 	"redsync":     "github.com/go-redsync/redsync/v4",
 	"redislock":   "github.com/bsm/redislock",
-	"rueidislock": "github.com/redis/rueidis/rueidislock",
+	"rueidislock": "github.com/redis/rueidis", // rueidislock is a package of rueidis's module
 }
 
 // LockLibrary is the library a lock is and its version as built into this
 // binary: a built-in is lockchaos's own.
 func LockLibrary(lock string, info lockimpl.Info) (lib, version string) {
+	bi, _ := debug.ReadBuildInfo()
+	return lockLibrary(lock, info, bi)
+}
+
+// lockLibrary reads an adapter's module version from bi (nil, or a test
+// binary's, which lists no modules: "(unknown)").
+func lockLibrary(lock string, info lockimpl.Info, bi *debug.BuildInfo) (lib, version string) {
 	mod, ok := adapterModules[lock]
 	if !ok {
 		if info.Kind == lockimpl.Adapter {
@@ -416,7 +423,7 @@ func LockLibrary(lock string, info lockimpl.Info) (lib, version string) {
 		}
 		return "lockchaos built-in", ""
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	if bi != nil {
 		for _, d := range bi.Deps {
 			if d.Path == mod {
 				return mod, d.Version
