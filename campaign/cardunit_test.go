@@ -1,8 +1,10 @@
 package campaign
 
 import (
+	"context"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -63,5 +65,29 @@ func TestCardInputHash(t *testing.T) {
 				t.Errorf("adapter %s has no module in adapterModules: the card cannot tell its version", l.Name)
 			}
 		}
+	}
+}
+
+// TestCardBudgetLeavesOut: what the budget leaves out is listed as not run
+// and its cells say so; nothing is saved for it.
+func TestCardBudgetLeavesOut(t *testing.T) {
+	s, err := scenarios.Load("gc-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := CardOptions{Locks: []string{"simple"}, Scenarios: []*scenarios.Scenario{s}, Cache: t.TempDir(), Budget: time.Nanosecond}
+	o.Setup.Backend = "process"
+	c, err := RunCard(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Ran.NotRun) != 1 || c.Ran.NotRun[0] != "run gc-pause simple seed 1" || c.Ran.Reused != 0 {
+		t.Errorf("not run %v, reused %d; want the one run left out", c.Ran.NotRun, c.Ran.Reused)
+	}
+	if len(c.Cells) != 1 || c.Cells[0].Outcome != "not run" {
+		t.Errorf("cells %+v, want gc-pause×simple not run", c.Cells)
+	}
+	if fr := c.Locks[0].Safety["client-freeze"]; fr.Runs != 0 {
+		t.Errorf("client-freeze %+v from no run", fr)
 	}
 }
