@@ -53,7 +53,7 @@ type CardOptions struct {
 	// Explore explores each lock this long (0: no exploration) against its
 	// reference; its findings join the card's.
 	Explore time.Duration
-	// OnProgress is told what runs and the time left.
+	// OnProgress is told what runs and the time left (one call at a time).
 	OnProgress func(CardProgress)
 }
 
@@ -199,6 +199,7 @@ type cardRun struct {
 	results []any
 	began   time.Time
 	mu      sync.Mutex
+	tell    sync.Mutex // one OnProgress call at a time
 	done    int
 	reused  int
 	left    time.Duration
@@ -268,6 +269,8 @@ func (cr *cardRun) progress(what string, reused bool) {
 	if cr.o.Budget > 0 {
 		p.Left = min(p.Left, max(cr.o.Budget-time.Since(cr.began), 0))
 	}
+	cr.tell.Lock()
+	defer cr.tell.Unlock()
 	cr.o.OnProgress(p)
 }
 
