@@ -110,13 +110,9 @@ func (f *matrixFlags) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 // options checks the flags and makes the matrix's options of them.
 func (f *matrixFlags) options(cmd *cobra.Command) (campaign.MatrixOptions, error) {
 	var o campaign.MatrixOptions
-	var list []*scenarios.Scenario
-	for _, n := range f.scens {
-		s, err := scenarios.Load(strings.TrimSpace(n))
-		if err != nil {
-			return o, exitWith(ExitBadInput, fmt.Errorf("--scenarios: %v", err))
-		}
-		list = append(list, s)
+	list, err := loadScenarios(f.scens)
+	if err != nil {
+		return o, err
 	}
 	if f.parallel < 0 || f.parallel > 64 {
 		return o, exitWith(ExitBadInput, fmt.Errorf("--parallel: %d is not in 0..64 (0: automatic)", f.parallel))
@@ -142,8 +138,21 @@ func (f *matrixFlags) options(cmd *cobra.Command) (campaign.MatrixOptions, error
 		}
 		o.Shard = &sh
 	}
-	err := f.cf.apply(&o.Setup)
+	err = f.cf.apply(&o.Setup)
 	return o, err
+}
+
+// loadScenarios loads --scenarios' names or files.
+func loadScenarios(names []string) ([]*scenarios.Scenario, error) {
+	var list []*scenarios.Scenario
+	for _, n := range names {
+		s, err := scenarios.Load(strings.TrimSpace(n))
+		if err != nil {
+			return nil, exitWith(ExitBadInput, fmt.Errorf("--scenarios: %v", err))
+		}
+		list = append(list, s)
+	}
+	return list, nil
 }
 
 func newMatrixMergeCmd(stdout, stderr io.Writer) *cobra.Command {

@@ -2,8 +2,12 @@
 # Installs what the tests need from Debian's packages, where missing:
 # redis-server, redis-sentinel, redis-tools (redis-benchmark for bench),
 # libxml2-utils (xmllint: the JUnit schema check), gcc (the clock shim the
-# clock faults preload), and
-# docker.io (dockerd, for the docker backend's tests). Needs root (apt-get).
+# clock faults preload), faketime and libfaketime (a driver process's clock,
+# docs/driver-protocol.md), docker.io (dockerd, for the docker backend's
+# tests), and chromium (optional: the browser test of report.html and
+# card.html, which skips without it unless LOCKCHAOS_REQUIRE_CHROMIUM=1;
+# LOCKCHAOS_NO_CHROMIUM=1 leaves it out). Needs root (apt-get). The drivers'
+# own libraries (Python, Node, Java) are installed by scripts/drivers.sh.
 set -euo pipefail
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
@@ -11,8 +15,13 @@ command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
 command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+command -v faketime >/dev/null 2>&1 || missing+=(faketime)
+[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || [ -e /usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1 ] || missing+=(libfaketime)
 if [ "${LOCKCHAOS_NO_DOCKER:-}" = "" ] && ! command -v dockerd >/dev/null 2>&1; then
   missing+=(docker.io)
+fi
+if [ "${LOCKCHAOS_NO_CHROMIUM:-}" = "" ] && ! command -v chromium >/dev/null 2>&1; then
+  missing+=(chromium)
 fi
 if ((${#missing[@]})); then
   echo "deps: installing ${missing[*]}"

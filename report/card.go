@@ -1,0 +1,553 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/lockchaos/lockchaos/report/metrics"
+)
+
+// Card plots' files, beside card.html (which embeds them).
+const (
+	CardMarginsPlot = "card-margins.png"
+	CardGridPlot    = "card-verdicts.png"
+)
+
+// WriteCard writes card.json, card.md, card.html and the card's plots into
+// dir. card.html embeds the plots and needs nothing but itself; its links
+// to run directories are relative to dir.
+func WriteCard(dir string, c *metrics.Card) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := metrics.WriteJSON(filepath.Join(dir, "card.json"), c); err != nil {
+		return err
+	}
+	var plots []htmlPlot
+	if err := PlotCardGrid(c, filepath.Join(dir, CardGridPlot)); err == nil {
+		plots = append(plots, htmlPlot{Title: "Verdicts by fault family", Caption: "Share of each lock's runs of a family's scenarios found invalid, over every seed (green: none; red: all); the label is invalid/runs.", File: CardGridPlot})
+	} else if !isNoData(err) {
+		return err
+	}
+	if err := PlotCardMargins(c, filepath.Join(dir, CardMarginsPlot)); err == nil {
+		plots = append(plots, htmlPlot{Title: "Safety margins", Caption: "Per margin template, the smallest fault magnitude (×TTL) at which each lock failed a safety check; a hollow ring past the dashed line: it did not fail in the range searched.", File: CardMarginsPlot})
+	} else if !isNoData(err) {
+		return err
+	}
+	md := CardMarkdown(c, dir)
+	if err := writeBytes(filepath.Join(dir, "card.md"), []byte(md)); err != nil {
+		return err
+	}
+	for i := range plots {
+		u, err := dataURI(filepath.Join(dir, plots[i].File))
+		if err != nil {
+			return err
+		}
+		plots[i].Src = u
+	}
+	// Each plot follows the table it pictures: the heat map the safety
+	// table, the margins chart the margins table (the rest at the end).
+	tables := cardTables(c, dir)
+	var rest []htmlPlot
+	for _, p := range plots {
+		placed := false
+		for i := range tables {
+			if tables[i].kind == plotKind[p.File] && tables[i].Plot == nil {
+				tables[i].Plot, placed = &p, true
+				break
+			}
+		}
+		if !placed {
+			rest = append(rest, p)
+		}
+	}
+	var b bytes.Buffer
+	if err := cardTemplate.Execute(&b, cardHTML{Card: c, Plots: rest, Tables: tables, Dir: dir}); err != nil {
+		return err
+	}
+	return writeBytes(filepath.Join(dir, "card.html"), b.Bytes())
+}
+
+func isNoData(err error) bool { return err != nil && strings.Contains(err.Error(), errNoData.Error()) }
+
+// cardTable is one section of the card: a header row (the locks) and rows,
+// and in the HTML the plot that pictures it.
+type cardTable struct {
+	Title string
+	Head  []string
+	Rows  []cardRow
+	Plot  *htmlPlot
+	kind  string // safety | margins | "" (no plot)
+}
+
+// plotKind is the table each plot follows.
+var plotKind = map[string]string{CardGridPlot: "safety", CardMarginsPlot: "margins"}
+
+type cardRow struct {
+	Name  string
+	Cells []cardCell
+}
+
+type cardCell struct {
+	Text  string
+	Href  string
+	Class string // good | bad | none
+}
+
+// cardTables are the card's sections, shared by the Markdown and the HTML.
+func cardTables(c *metrics.Card, dir string) []cardTable {
+	head := []string{""}
+	for _, l := range c.Locks {
+		head = append(head, l.Name)
+	}
+	col := func(f func(l metrics.CardLock) cardCell) []cardCell {
+		var out []cardCell
+		for _, l := range c.Locks {
+			out = append(out, f(l))
+		}
+		return out
+	}
+	what := cardTable{Title: "Locks", Head: head, Rows: []cardRow{
+		{"kind", col(func(l metrics.CardLock) cardCell { return cardCell{Text: l.Kind} })},
+		{"library", col(func(l metrics.CardLock) cardCell {
+			return cardCell{Text: strings.TrimSpace(l.Library + " " + l.Version)}
+		})},
+	}}
+	safety := cardTable{Title: "Safety by fault family (invalid runs / runs, over every seed)", Head: head, kind: "safety"}
+	for _, f := range c.Families {
+		safety.Rows = append(safety.Rows, cardRow{f, col(func(l metrics.CardLock) cardCell {
+			r, ok := l.Safety[f]
+			if !ok || r.Runs == 0 {
+				return cardCell{Text: "n/a", Class: "none"}
+			}
+			cell := cardCell{Text: fmt.Sprintf("valid %d/%d", r.Valid, r.Runs), Class: "good"}
+			if r.Invalid > 0 {
+				cell = cardCell{Text: fmt.Sprintf("invalid %d/%d", r.Invalid, r.Runs), Class: "bad"}
+			}
+			if r.Unknown > 0 {
+				cell.Text += fmt.Sprintf(", unknown %d", r.Unknown)
+			}
+			if r.Unexpected > 0 {
+				cell.Text += fmt.Sprintf(" (%d not as expected)", r.Unexpected)
+			}
+			return cell
+		})})
+	}
+	tables := []cardTable{what, safety}
+	if m := marginTable(c, head); len(m.Rows) > 0 {
+		tables = append(tables, m)
+	}
+	loss := cardTable{Title: "Loss detection (how late the holder learned its key was lost)", Head: head}
+	lossCell := func(f func(*metrics.CardLoss) string) func(l metrics.CardLock) cardCell {
+		return func(l metrics.CardLock) cardCell {
+			if l.Loss == nil {
+				return cardCell{Text: "no loss", Class: "none"}
+			}
+			return cardCell{Text: f(l.Loss)}
+		}
+	}
+	loss.Rows = []cardRow{
+		{"p50 / p99 / max", col(lossCell(func(d *metrics.CardLoss) string {
+			return fmt.Sprintf("%.0f / %.0f / %.0f ms", d.P50MS, d.P99MS, d.MaxMS)
+		}))},
+		{"never learned", col(lossCell(func(d *metrics.CardLoss) string {
+			return fmt.Sprintf("%d/%d losses (%.0f%%) in %d runs", d.Never, d.Losses, 100*float64(d.Never)/float64(max(d.Losses, 1)), d.Runs)
+		}))},
+	}
+	tables = append(tables, loss)
+	cost := cardTable{Title: "Liveness and cost (bench, no faults)", Head: head}
+	benchCell := func(f func(*metrics.CardBench) string) func(l metrics.CardLock) cardCell {
+		return func(l metrics.CardLock) cardCell {
+			if l.Bench == nil {
+				return cardCell{Text: "not benched", Class: "none"}
+			}
+			return cardCell{Text: f(l.Bench)}
+		}
+	}
+	pct := func(a, b float64) string {
+		if b <= 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f%%", 100*a/b)
+	}
+	cost.Rows = []cardRow{
+		{"throughput (cycles/s)", col(benchCell(func(b *metrics.CardBench) string { return fmt.Sprintf("%.0f", b.Lock.Throughput) }))},
+		{"vs redis-benchmark ceiling", col(benchCell(func(b *metrics.CardBench) string {
+			return pct(b.Lock.Throughput, b.CeilingCS) + fmt.Sprintf(" of %.0f", b.CeilingCS)
+		}))},
+		{"vs bare go-redis", col(benchCell(func(b *metrics.CardBench) string {
+			return pct(b.Lock.Throughput, b.GoRedisCS) + fmt.Sprintf(" of %.0f", b.GoRedisCS)
+		}))},
+		{"hand-off p50 / p99", col(benchCell(func(b *metrics.CardBench) string {
+			h := b.Lock.LatencyUS["handoff"]
+			return metrics.FormatUS(h.P50) + " / " + metrics.FormatUS(h.P99)
+		}))},
+		{"fairness (Jain)", col(benchCell(func(b *metrics.CardBench) string { return fmt.Sprintf("%.3f", b.Lock.Fairness) }))},
+		{"server CPU per cycle", col(benchCell(func(b *metrics.CardBench) string {
+			if b.Lock.Server == nil {
+				return "–"
+			}
+			return fmt.Sprintf("%.1f µs, %.1f commands", b.Lock.Server.UsecPerCycle, b.Lock.Server.CommandsPerCycle)
+		}))},
+	}
+	tables = append(tables, cost)
+	explored := false
+	for _, l := range c.Locks {
+		explored = explored || l.Explored != nil
+	}
+	if explored {
+		tables = append(tables, cardTable{Title: "Exploration (random fault schedules against the lock's reference)", Head: head, Rows: []cardRow{
+			{"schedules / findings / limits", col(func(l metrics.CardLock) cardCell {
+				if l.Explored == nil {
+					return cardCell{Text: "not explored", Class: "none"}
+				}
+				e := l.Explored
+				cl := "good"
+				if e.Findings > 0 {
+					cl = "bad"
+				}
+				return cardCell{Text: fmt.Sprintf("%d in %s / %d / %d", e.Schedules, e.Budget, e.Findings, e.Limits), Class: cl}
+			})}}})
+	}
+	ran := cardTable{Title: "What ran", Head: []string{"", ""}}
+	add := func(k, v string) { ran.Rows = append(ran.Rows, cardRow{k, []cardCell{{Text: v}}}) }
+	add("lockchaos", c.Ran.Lockchaos)
+	add("backend", c.Ran.Backend)
+	add("redis", c.Ran.Redis)
+	add("machine", c.Ran.Machine)
+	add("date", c.Ran.Date)
+	add("seeds", fmt.Sprint(c.Ran.Seeds))
+	add("scenarios", fmt.Sprint(len(c.Scenarios)))
+	budget := c.Ran.Budget
+	if budget == "" {
+		budget = "none"
+	}
+	add("budget / wall time", fmt.Sprintf("%s / %.0f s", budget, c.Ran.WallS))
+	add("steps (reused)", fmt.Sprintf("%d (%d reused from %s)", c.Ran.Runs, c.Ran.Reused, c.Ran.Cache))
+	if len(c.Ran.NotRun) > 0 {
+		add("not run (budget)", strings.Join(c.Ran.NotRun, "; "))
+	}
+	return append(tables, ran)
+}
+
+// marginTable: per template a row, each lock's smallest failing magnitude.
+func marginTable(c *metrics.Card, head []string) cardTable {
+	t := cardTable{Title: "Margins (smallest failing magnitude)", Head: head, kind: "margins"}
+	var names []string
+	seen := map[string]bool{}
+	for _, l := range c.Locks {
+		for _, m := range l.Margins {
+			if !seen[m.Template] {
+				seen[m.Template] = true
+				names = append(names, m.Template)
+			}
+		}
+	}
+	for _, n := range names {
+		var cells []cardCell
+		for _, l := range c.Locks {
+			cell := cardCell{Text: "–", Class: "none"}
+			for _, m := range l.Margins {
+				if m.Template == n {
+					cell = marginCell(m)
+				}
+			}
+			cells = append(cells, cell)
+		}
+		t.Rows = append(t.Rows, cardRow{n, cells})
+	}
+	return t
+}
+
+func marginCell(m metrics.CardMargin) cardCell {
+	switch {
+	case m.At < 0 && m.Unit == "rate":
+		return cardCell{Text: "never", Class: "good"}
+	case m.At < 0:
+		return cardCell{Text: fmt.Sprintf("never (≤%g×TTL)", m.Hi), Class: "good"}
+	case m.Unit == "rate" && m.Falling:
+		return cardCell{Text: fmt.Sprintf("rate ≤%.2f", m.At), Class: "bad"}
+	case m.Unit == "rate":
+		return cardCell{Text: fmt.Sprintf("rate ≥%.2f", m.At), Class: "bad"}
+	}
+	return cardCell{Text: fmt.Sprintf("%.2f×TTL", m.At), Class: "bad"}
+}
+
+// CardMarkdown is card.md: the card's tables and findings; run links are
+// relative to dir.
+func CardMarkdown(c *metrics.Card, dir string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Lock report card\n\n")
+	for _, t := range cardTables(c, dir) {
+		fmt.Fprintf(&b, "## %s\n\n| %s |\n|%s\n", t.Title, strings.Join(t.Head, " | "), strings.Repeat(" --- |", len(t.Head)))
+		for _, r := range t.Rows {
+			var cs []string
+			for _, cell := range r.Cells {
+				cs = append(cs, strings.ReplaceAll(cell.Text, "|", "\\|"))
+			}
+			fmt.Fprintf(&b, "| %s | %s |\n", r.Name, strings.Join(cs, " | "))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## Findings\n\n")
+	if len(c.Findings) == 0 {
+		b.WriteString("No run was invalid.\n")
+	}
+	for _, f := range cardFindings(c, dir) {
+		fmt.Fprintf(&b, "- **%s** in [%s](%s) (%s): invalid on %d/%d seeds%s%s. Replay: `%s`\n", f.Lock, f.Scenario, f.Link, f.Family,
+			f.Invalid, f.Runs, f.causes(), f.expected(), f.Replay)
+	}
+	return b.String()
+}
+
+type cardFinding struct {
+	metrics.CardFinding
+	Link string
+}
+
+func (f cardFinding) causes() string {
+	if len(f.Causes) == 0 {
+		return ""
+	}
+	return "; causes: " + strings.Join(f.Causes, ", ")
+}
+
+func (f cardFinding) expected() string {
+	if f.Reference != "" {
+		return " (reference " + f.Reference + ")"
+	}
+	if f.Expected {
+		return " (the scenario expects it: a limit of the design)"
+	}
+	return " (NOT expected by the scenario)"
+}
+
+// Text is the finding's sentence for the HTML.
+func (f cardFinding) Text() string {
+	return fmt.Sprintf("invalid on %d/%d seeds%s%s", f.Invalid, f.Runs, f.causes(), f.expected())
+}
+
+func cardFindings(c *metrics.Card, dir string) []cardFinding {
+	var out []cardFinding
+	for _, f := range c.Findings {
+		target := f.Dir
+		if _, err := os.Stat(filepath.Join(f.Dir, "report.html")); err == nil {
+			target = filepath.Join(f.Dir, "report.html")
+		}
+		link := target
+		if abs, err := filepath.Abs(target); err == nil {
+			if d, err := filepath.Abs(dir); err == nil {
+				if rel, err := filepath.Rel(d, abs); err == nil {
+					link = rel
+				}
+			}
+		}
+		out = append(out, cardFinding{f, filepath.ToSlash(link)})
+	}
+	return out
+}
+
+// PlotCardGrid writes the verdict heat map: locks (columns) × fault
+// families (rows), each cell coloured by the share of its runs found
+// invalid, labelled invalid/runs.
+func PlotCardGrid(c *metrics.Card, path string) error {
+	var cells []heatCell
+	for fi, f := range c.Families {
+		for li, l := range c.Locks {
+			r, ok := l.Safety[f]
+			if !ok || r.Runs == 0 {
+				cells = append(cells, heatCell{x: li, y: fi, label: "n/a", rate: -1})
+				continue
+			}
+			cells = append(cells, heatCell{x: li, y: fi, label: fmt.Sprintf("%d/%d", r.Invalid, r.Runs), rate: float64(r.Invalid) / float64(r.Runs)})
+		}
+	}
+	if len(cells) == 0 {
+		return fmt.Errorf("plot card grid: %w", errNoData)
+	}
+	p := newPlot("invalid runs by fault family", "", "")
+	p.Add(heatCells(cells))
+	var xt, yt plot.ConstantTicks
+	for i, l := range c.Locks {
+		xt = append(xt, plot.Tick{Value: float64(i), Label: l.Name})
+	}
+	for i, f := range c.Families {
+		yt = append(yt, plot.Tick{Value: -float64(i), Label: f})
+	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = xt, yt
+	p.X.Min, p.X.Max = -0.5, float64(len(c.Locks))-0.5
+	p.Y.Min, p.Y.Max = -float64(len(c.Families))+0.5, 0.5
+	p.X.Tick.Length, p.Y.Tick.Length = 0, 0
+	p.X.Padding, p.Y.Padding = 0, 0
+	p.X.LineStyle.Width, p.Y.LineStyle.Width = 0, 0
+	l := &legend{}
+	for _, v := range []float64{0, 0.5, 1} {
+		l.add(fmt.Sprintf("%.0f%% invalid", 100*v), bandThumb2{heatColor(v)})
+	}
+	l.add("n/a", bandThumb2{verdictColors["n/a"]})
+	w := vg.Length(2.6+1.15*float64(len(c.Locks)))*vg.Inch + l.width()
+	h := vg.Length(1.3+0.4*float64(len(c.Families))) * vg.Inch
+	return savePlot(p, l, w, h, trimExt(path))
+}
+
+type heatCell struct {
+	x, y  int
+	label string
+	rate  float64 // -1: n/a
+}
+
+type heatCells []heatCell
+
+// heatColor runs from the valid green (0) to the invalid red (1).
+func heatColor(rate float64) color.RGBA {
+	g, r := verdictColors["valid"], verdictColors["invalid"]
+	mix := func(a, b uint8) uint8 { return uint8(math.Round(float64(a)*(1-rate) + float64(b)*rate)) }
+	return color.RGBA{mix(g.R, r.R), mix(g.G, r.G), mix(g.B, r.B), 0xff}
+}
+
+func (hc heatCells) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	sty := p.X.Tick.Label
+	sty.Rotation = 0
+	sty.Font.Size = 9
+	sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
+	for _, cell := range hc {
+		x, y := float64(cell.x), -float64(cell.y)
+		x0, x1 := trX(x-0.5)+1.5, trX(x+0.5)-1.5
+		y0, y1 := trY(y-0.5)+1.5, trY(y+0.5)-1.5
+		col := verdictColors["n/a"]
+		tsty := sty
+		tsty.Color = colBlack
+		if cell.rate >= 0 {
+			col = heatColor(cell.rate)
+			tsty.Color = color.White
+		}
+		c.FillPolygon(col, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
+		c.FillText(tsty, vg.Point{X: (x0 + x1) / 2, Y: (y0 + y1) / 2}, cell.label)
+	}
+}
+
+// PlotCardMargins writes one chart of every lock's margins (×TTL
+// templates): per template a row, per lock a marker of its own colour and
+// shape at its smallest failing magnitude, or a hollow one past the
+// searched range where it never failed.
+func PlotCardMargins(c *metrics.Card, path string) error {
+	var names []string
+	idx := map[string]int{}
+	hi := 0.0
+	for _, l := range c.Locks {
+		for _, m := range l.Margins {
+			if m.Unit != "×TTL" {
+				continue
+			}
+			if _, ok := idx[m.Template]; !ok {
+				idx[m.Template] = len(names)
+				names = append(names, m.Template)
+			}
+			hi = max(hi, m.Hi)
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("plot card margins: %w", errNoData)
+	}
+	p := newPlot("safety margins of every lock", "smallest failing magnitude (×TTL)", "")
+	p.X.Min, p.X.Max = 0, hi*1.3
+	p.Y.Min, p.Y.Max = -float64(len(names))+0.4, 0.6
+	var yt plot.ConstantTicks
+	for i, n := range names {
+		yt = append(yt, plot.Tick{Value: -float64(i), Label: n})
+	}
+	p.Y.Tick.Marker, p.Y.Tick.Length = yt, 0
+	p.Add(vlines{{x: hi, label: "searched to " + fmt.Sprint(hi), col: colGrey}})
+	glyphs := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
+	l := &legend{}
+	n := len(c.Locks)
+	for li, lk := range c.Locks {
+		col := palette[li%len(palette)]
+		g := glyphs[li%len(glyphs)]
+		dy := 0.0
+		if n > 1 {
+			dy = 0.6 * (float64(li)/float64(n-1) - 0.5)
+		}
+		var fail, never plotter.XYs
+		for _, m := range lk.Margins {
+			if m.Unit != "×TTL" {
+				continue
+			}
+			y := -float64(idx[m.Template]) + dy
+			if m.At < 0 {
+				never = append(never, plotter.XY{X: hi * (1.06 + 0.04*float64(li)), Y: y})
+			} else {
+				fail = append(fail, plotter.XY{X: m.At, Y: y})
+			}
+		}
+		for _, s := range []struct {
+			xy    plotter.XYs
+			shape draw.GlyphDrawer
+		}{{fail, g}, {never, draw.RingGlyph{}}} {
+			if len(s.xy) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(s.xy)
+			if err != nil {
+				return fmt.Errorf("plot card margins: %w", err)
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: 4.5, Shape: s.shape}
+			p.Add(sc)
+		}
+		l.add(lk.Name, marginThumb{col, g})
+	}
+	l.add("never (ring, past the line)", marginThumb{colGrey, draw.RingGlyph{}})
+	h := vg.Length(1.2+0.42*float64(len(names))) * vg.Inch
+	return savePlot(p, l, 10*vg.Inch+l.width(), h, trimExt(path))
+}
+
+type cardHTML struct {
+	Card   *metrics.Card
+	Plots  []htmlPlot
+	Tables []cardTable
+	Dir    string
+}
+
+// Findings for the template.
+func (d cardHTML) Findings() []cardFinding { return cardFindings(d.Card, d.Dir) }
+
+var cardTemplate = template.Must(template.New("card").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>lockchaos report card</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:0.5em 0 1.5em}
+th,td{border:1px solid #ccc;padding:4px 10px;text-align:left;font-size:14px}
+th{background:#f0f0f0}
+td.good{background:#e3f1e0}td.bad{background:#f9dcdc}td.none{color:#888}
+img{max-width:100%;border:1px solid #ddd}
+figure{margin:1em 0}
+code{background:#f4f4f4;padding:1px 4px}
+</style></head><body>
+<h1>Lock report card</h1>
+<p>{{len .Card.Locks}} locks, {{len .Card.Scenarios}} scenarios, seeds {{.Card.Ran.Seeds}}, backend {{.Card.Ran.Backend}}, {{.Card.Ran.Date}}.</p>
+{{range .Tables}}<h2>{{.Title}}</h2>
+<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{.Class}}">{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{end}}</table>
+{{with .Plot}}<figure class="plot"><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>{{end}}
+{{end}}
+{{range .Plots}}<figure class="plot"><h2>{{.Title}}</h2><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>
+{{end}}
+<h2>Findings</h2>
+{{with .Findings}}<ul>{{range .}}<li><b>{{.Lock}}</b> in <a href="{{.Link}}">{{.Scenario}}</a> ({{.Family}}): {{.Text}}. Replay: <code>{{.Replay}}</code></li>
+{{end}}</ul>{{else}}<p>No run was invalid.</p>{{end}}
+</body></html>
+`))
