@@ -53,9 +53,10 @@ type Options struct {
 // Workload is the set of clients of one run.
 type Workload struct {
 	cfg       Config
-	closed    bool            // Close ran
-	clients   []*Client       // the clients this process drives, in id order
-	byID      map[int]*Client // the same, by id
+	closed    bool                  // Close ran
+	brokenErr atomic.Pointer[error] // the lock's own failure (Broken)
+	clients   []*Client             // the clients this process drives, in id order
+	byID      map[int]*Client       // the same, by id
 	res       *Resource
 	keyNames  []string // as history events name the keys: k0, k1, ...
 	srvKeys   []string // as the locks (and the server) name them: <prefix>{k0}, ...
@@ -255,6 +256,20 @@ const SilentRenewals = "declares Renews but reported no renewal through Env.Note
 // renewals through Env.Note without declaring Renews (locktest fails such a
 // lock).
 const UndeclaredRenewals = "reported renewals through Env.Note but does not declare Renews"
+
+// broke records the first error by which the lock itself failed
+// (lockimpl.ErrBroken): the clients stop and the run fails with it.
+func (w *Workload) broke(err error) {
+	w.brokenErr.CompareAndSwap(nil, &err)
+}
+
+// Broken is the error by which the lock itself failed, nil while it works.
+func (w *Workload) Broken() error {
+	if p := w.brokenErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // LockConfig is the lock's effective configuration, when it reports one.
 func (w *Workload) LockConfig() map[string]any { return w.config }
