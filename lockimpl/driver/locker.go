@@ -113,6 +113,9 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 		return nil, err
 	}
 	l.p, l.hello = p, m
+	p.mu.Lock()
+	p.onReply = l.onReply
+	p.mu.Unlock()
 	fail := func(err error) (lockimpl.Locker, error) {
 		_ = p.stop()
 		return nil, err
@@ -241,11 +244,29 @@ func (l *Locker) acquire(ctx context.Context, key string, wait time.Duration) (l
 	}
 	switch m.Type {
 	case TypeAcquired:
-		if m.Lease == "" {
+		l.mu.Lock()
+		ls := l.leases[m.Lease] // onReply made it
+		l.mu.Unlock()
+		if m.Lease == "" || ls == nil {
 			l.p.fail(&Error{Msg: "acquired without a lease", Line: fmt.Sprintf("%+v", m)})
 			return nil, l.p.brokenErr()
 		}
-		ls := &lease{l: l, name: m.Lease, key: key, token: m.Token, depth: max(m.Depth, 1)}
+		return ls, nil
+	case TypeNotAcquired:
+		return nil, lockimpl.ErrNotAcquired
+	case TypeIndetermined, TypeError:
+		return nil, l.indeterminate(m)
+	}
+	return nil, l.protocolBreak("acquire", m)
+}
+
+// onReply keeps the leases as the driver's lines come, in their order:
+// an acquired line makes its lease before the events that follow it are
+// handled, a definite release ends it.
+func (l *Locker) onReply(req *Request, m Reply) {
+	switch {
+	case req.Type == "acquire" && m.Type == TypeAcquired && m.Lease != "":
+		ls := &lease{l: l, name: m.Lease, key: req.Key, token: m.Token, depth: max(m.Depth, 1)}
 		if m.Fence != nil {
 			ls.fence, ls.fenced = *m.Fence, true
 		}
@@ -258,13 +279,11 @@ func (l *Locker) acquire(ctx context.Context, key string, wait time.Duration) (l
 		l.mu.Lock()
 		l.leases[m.Lease] = ls
 		l.mu.Unlock()
-		return ls, nil
-	case TypeNotAcquired:
-		return nil, lockimpl.ErrNotAcquired
-	case TypeIndetermined, TypeError:
-		return nil, l.indeterminate(m)
+	case req.Type == "release":
+		l.mu.Lock()
+		delete(l.leases, req.Lease)
+		l.mu.Unlock()
 	}
-	return nil, l.protocolBreak("acquire", m)
 }
 
 func (l *Locker) protocolBreak(req string, m Reply) error {
@@ -408,8 +427,5 @@ func (s *lease) release(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	delete(l.leases, s.name)
-	l.mu.Unlock()
 	return l.outcome("release", TypeReleased, m)
 }

@@ -121,6 +121,10 @@ type proc struct {
 	stdin  io.WriteCloser
 	stderr *tail
 	events func(Reply)
+	// onReply, when set, sees each answer with its request in the reader's
+	// order, before its caller does: a lease is known before an event
+	// about it that follows its acquired line. Set under mu.
+	onReply func(req *Request, m Reply)
 
 	wmu    sync.Mutex // one line at a time on stdin
 	mu     sync.Mutex
@@ -128,7 +132,7 @@ type proc struct {
 	// pending are the requests awaiting an answer; abandoned, those whose
 	// caller gave up (its context ended): a late answer to them is no
 	// protocol break.
-	pending   map[int64]chan Reply
+	pending   map[int64]waiter
 	abandoned map[int64]bool
 	broken    chan struct{} // closed by fail
 	err       *Error
@@ -142,6 +146,11 @@ type proc struct {
 	frozen   atomic.Bool
 	frozenAt time.Time
 	frozenNS atomic.Int64
+}
+
+type waiter struct {
+	ch  chan Reply
+	req *Request
 }
 
 // start starts a driver in its own process group (killed with lockchaos:
@@ -158,7 +167,7 @@ func start(s *Spec, name string, events func(Reply)) (*proc, error) {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.SysProcAttr = sysProcAttr()
-	p := &proc{name: name, cmd: cmd, stderr: &tail{}, events: events, pending: map[int64]chan Reply{},
+	p := &proc{name: name, cmd: cmd, stderr: &tail{}, events: events, pending: map[int64]waiter{},
 		abandoned: map[int64]bool{}, broken: make(chan struct{}), readDone: make(chan struct{}), exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
@@ -226,14 +235,18 @@ func (p *proc) handle(line []byte) {
 		return
 	}
 	p.mu.Lock()
-	ch, ok := p.pending[m.InReplyTo]
+	w, ok := p.pending[m.InReplyTo]
+	onReply := p.onReply
 	delete(p.pending, m.InReplyTo)
 	late := p.abandoned[m.InReplyTo]
 	delete(p.abandoned, m.InReplyTo)
 	p.mu.Unlock()
 	switch {
 	case ok:
-		ch <- m
+		if onReply != nil {
+			onReply(w.req, m)
+		}
+		w.ch <- m
 	case !late:
 		p.fail(&Error{Msg: fmt.Sprintf("a reply to id %d, which no request in flight has", m.InReplyTo), Line: string(line)})
 	}
@@ -242,6 +255,9 @@ func (p *proc) handle(line []byte) {
 // fail breaks the driver once: every request in flight and every later one
 // fails with err, and its process group is killed.
 func (p *proc) fail(e *Error) {
+	if !p.killed.Load() {
+		e.Stderr = p.stderr.last()
+	}
 	p.mu.Lock()
 	if p.err != nil {
 		p.mu.Unlock()
@@ -251,11 +267,6 @@ func (p *proc) fail(e *Error) {
 	p.err = e
 	close(p.broken)
 	p.mu.Unlock()
-	if !p.killed.Load() {
-		// The stderr of a driver that just exited may still be arriving.
-		time.Sleep(20 * time.Millisecond)
-		e.Stderr = p.stderr.last()
-	}
 	p.killed.Store(true)
 	p.signal(syscall.SIGKILL)
 }
@@ -285,7 +296,7 @@ func (p *proc) send(req *Request) (int64, chan Reply, error) {
 	id := p.nextID
 	req.ID = id
 	ch := make(chan Reply, 1)
-	p.pending[id] = ch
+	p.pending[id] = waiter{ch, req}
 	p.mu.Unlock()
 	b, _ := json.Marshal(req)
 	b = append(b, '\n')
