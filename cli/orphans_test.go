@@ -15,14 +15,14 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 )
 
-// startHarness starts `lockchaos run smoke` on backend and waits until
+// startHarness starts `lockchaos run smoke` with lock on backend and waits until
 // ready(pid) says its servers are up; it returns the harness's process.
 // The harness is killed at the end of the test in any case.
-func startHarness(t *testing.T, bin, backend string, ready func(pid int) bool) *exec.Cmd {
+func startHarness(t *testing.T, bin, backend, lock string, ready func(pid int) bool) *exec.Cmd {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	var stdout, stderr syncBuffer
-	args := []string{"run", "smoke", "--lock", "simple", "--backend", backend, "--duration", "60s", "--out", dir, "-q"}
+	args := []string{"run", "smoke", "--lock", lock, "--backend", backend, "--duration", "60s", "--out", dir, "-q"}
 	if backend == "docker" {
 		args = append(args, "--image", cluster.TestImage()) // never the default: it may be pulled
 	}
@@ -70,7 +70,7 @@ func TestSIGKILLLeavesNoServersProcess(t *testing.T) {
 	runSlot(t)
 	bin := lockchaosBinary(t)
 	var servers []int
-	cmd := startHarness(t, bin, "process", func(pid int) bool {
+	cmd := startHarness(t, bin, "process", "simple", func(pid int) bool {
 		servers = servers[:0]
 		for _, k := range descendants(pid) {
 			if comm(k) == "redis-server" {
@@ -113,7 +113,7 @@ func TestSIGKILLLeavesNoContainersDocker(t *testing.T) {
 		}
 		return strings.Fields(string(out))
 	}
-	cmd := startHarness(t, bin, "docker", func(pid int) bool { return len(containers(pid)) > 0 })
+	cmd := startHarness(t, bin, "docker", "simple", func(pid int) bool { return len(containers(pid)) > 0 })
 	pid := cmd.Process.Pid
 	t.Cleanup(func() {
 		for _, id := range containers(pid) {

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	drvOnce sync.Once
+	drvPath string
+	drvErr  error
+)
+
+// driverBinary builds cmd/lockchaos-driver (the built-in locks over the
+// driver protocol) once per test binary, beside lockchaosBinary's (removed
+// with it by TestMain).
+func driverBinary(t *testing.T) string {
+	t.Helper()
+	lockchaosBinary(t)
+	drvOnce.Do(func() {
+		bin := filepath.Join(binDir, "lockchaos-driver")
+		cmd := exec.Command("go", "build", "-o", bin, "github.com/lockchaos/lockchaos/cmd/lockchaos-driver")
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			drvErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		drvPath = bin
+	})
+	if drvErr != nil {
+		t.Fatal(drvErr)
+	}
+	return drvPath
+}
+
+// The built-ins through the driver protocol, on real servers: smoke is
+// valid and names the library; in gc-pause the pause stops the driver
+// process (its state T, read from /proc during the pause) and the
+// watchdog's lease expires during it, as the in-process lock's does.
+func TestDriverLockEndToEnd(t *testing.T) {
+	if os.Getenv("LOCKCHAOS_LONG") == "" {
+		t.Skip("long tier: LOCKCHAOS_LONG=1 runs it (scripts/test.sh does)")
+	}
+	runSlot(t)
+	drv := driverBinary(t)
+	dir := t.TempDir()
+
+	out := filepath.Join(dir, "smoke")
+	code, stdout, stderr := lockchaos(t, "run", "smoke", "--lock", "exec:"+drv+" simple", "--backend", "process", "--duration", "2s", "--out", out, "-q", "--expect")
+	wantExit(t, code, 0, stdout, stderr)
+	r := readResults(t, out)
+	if r.Lock != "go-simple" || r.Verdict != "valid" || r.LockConfig["library"] != "lockchaos/lockimpl.simple" {
+		t.Errorf("smoke: lock %s verdict %s config %v", r.Lock, r.Verdict, r.LockConfig)
+	}
+	if !strings.Contains(stdout, "lock go-simple (lockchaos/lockimpl.simple") {
+		t.Errorf("the report does not name the library:\n%s", stdout)
+	}
+
+	out = filepath.Join(dir, "gc-pause")
+	code, stdout, stderr = lockchaos(t, "run", "gc-pause", "--lock", "exec:"+drv+" watchdog", "--backend", "process", "--out", out, "-q", "--expect")
+	wantExit(t, code, 0, stdout, stderr)
+	r = readResults(t, out)
+	stopped := false
+	for _, f := range r.Faults {
+		if f.Kind == "pause-client" && f.Applied {
+			stopped = f.Effect["driver_state"] == "T"
+			t.Logf("pause-client effect: %v", f.Effect)
+		}
+	}
+	if !stopped {
+		t.Errorf("no pause-client with the driver stopped (state T): %+v", r.Faults)
+	}
+	if r.Verdict != "invalid" {
+		t.Errorf("gc-pause through the driver: verdict %s, want invalid (the lease expires during the pause)", r.Verdict)
+	}
+}
+
+// A lockchaos killed by SIGKILL while it runs a driver lock leaves no
+// driver behind (Pdeathsig), checked by pid.
+func TestSIGKILLLeavesNoDriver(t *testing.T) {
+	if os.Getenv("LOCKCHAOS_LONG") == "" {
+		t.Skip("long tier: LOCKCHAOS_LONG=1 runs it (scripts/test.sh does)")
+	}
+	runSlot(t)
+	bin, drv := lockchaosBinary(t), driverBinary(t)
+	var drivers []int
+	cmd := startHarness(t, bin, "process", "exec:"+drv+" simple", func(pid int) bool {
+		drivers = drivers[:0]
+		for _, k := range descendants(pid) {
+			if strings.HasPrefix(comm(k), "lockchaos-dri") { // comm is cut at 15 bytes
+				drivers = append(drivers, k)
+			}
+		}
+		return len(drivers) > 0
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range drivers {
+		for !gone(pid) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !gone(pid) {
+			t.Errorf("driver %d still runs 10s after its lockchaos was killed", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	t.Logf("%d drivers, each gone after SIGKILL of lockchaos", len(drivers))
+}
