@@ -200,8 +200,18 @@ func (l *Locker) calibrate() error {
 	return nil
 }
 
-// at is a driver time on the client's clock.
+// at is a driver time on the client's clock, by the offset measured at
+// start (the times of notes, of which only durations are read).
 func (l *Locker) at(ns int64) time.Time { return time.Unix(0, ns+l.off) }
+
+// deadline is a driver's deadline_ns, given in a line stamped t1, on the
+// client's clock as it reads now: the validity left at t1, less the half
+// round trip the line took. A client clock fault (a skew of Env.Clock)
+// then moves it as it moves an in-process lock's deadline, taken by that
+// clock, while the driver's own clock runs unfaulted.
+func (l *Locker) deadline(ns, t1 int64) time.Time {
+	return l.env.Clock.Now().Add(time.Duration(ns-t1) - l.rtt/2)
+}
 
 // Reentrant reports the driver's capability.
 func (l *Locker) Reentrant() bool { return slices.Contains(l.hello.Capabilities, "reentrant") }
@@ -271,7 +281,7 @@ func (l *Locker) onReply(req *Request, m Reply) {
 			ls.fence, ls.fenced = *m.Fence, true
 		}
 		if m.DeadlineNS != nil {
-			ls.deadline = l.at(*m.DeadlineNS)
+			ls.deadline = l.deadline(*m.DeadlineNS, m.T1)
 		}
 		if slices.Contains(l.hello.Reports, "lost") {
 			ls.lost = make(chan struct{})
@@ -313,7 +323,7 @@ func (l *Locker) event(m Reply) {
 		switch m.Outcome {
 		case "ok":
 			if m.DeadlineNS != nil {
-				ls.setDeadline(l.at(*m.DeadlineNS))
+				ls.setDeadline(l.deadline(*m.DeadlineNS, m.T1))
 			}
 		case "not_owner":
 			n.Err = lockimpl.ErrNotOwner
@@ -341,7 +351,7 @@ func (l *Locker) Extend(ctx context.Context, ls lockimpl.Lease, ttl time.Duratio
 		return err
 	}
 	if m.Type == TypeExtended && m.DeadlineNS != nil {
-		dl.setDeadline(l.at(*m.DeadlineNS))
+		dl.setDeadline(l.deadline(*m.DeadlineNS, m.T1))
 	}
 	return l.outcome("extend", TypeExtended, m)
 }
