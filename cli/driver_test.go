@@ -7,9 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 )
 
 var (
@@ -100,18 +98,6 @@ func TestSIGKILLLeavesNoDriver(t *testing.T) {
 		}
 		return len(drivers) > 0
 	})
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range drivers {
-		for !gone(pid) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if !gone(pid) {
-			t.Errorf("driver %d still runs 10s after its lockchaos was killed", pid)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
+	killWantGone(t, cmd, "driver", drivers)
 	t.Logf("%d drivers, each gone after SIGKILL of lockchaos", len(drivers))
 }

@@ -79,16 +79,24 @@ func TestSIGKILLLeavesNoServersProcess(t *testing.T) {
 		}
 		return len(servers) > 0
 	})
+	killWantGone(t, cmd, "redis-server", servers)
+}
+
+// killWantGone kills the harness cmd with SIGKILL and fails the test for
+// each of pids (its what) still running 10s later (killing it then).
+func killWantGone(t *testing.T, cmd *exec.Cmd, what string, pids []int) {
+	t.Helper()
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range servers {
+	for _, pid := range pids {
 		for !gone(pid) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		if !gone(pid) {
-			t.Errorf("redis-server %d still runs 10s after its harness was killed", pid)
+			t.Errorf("%s %d still runs 10s after its harness was killed", what, pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }
