@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -37,8 +38,10 @@ type server struct {
 	conns  []redis.UniversalClient
 	opts   lockimpl.Options
 	leases map[string]*held
-	byTok  map[string]*held
-	n      int
+	// byTok are the held leases by key and token, outermost first (a
+	// reentrant lock's levels share one token).
+	byTok map[string][]*held
+	n     int
 }
 
 type held struct {
@@ -55,7 +58,7 @@ func Serve(lock string, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s := &server{lock: lock, info: info, base: time.Now(), out: bufio.NewWriter(out), leases: map[string]*held{}, byTok: map[string]*held{}}
+	s := &server{lock: lock, info: info, base: time.Now(), out: bufio.NewWriter(out), leases: map[string]*held{}, byTok: map[string][]*held{}}
 	defer s.close()
 	work := make(chan driver.Request, 16)
 	done := make(chan struct{})
@@ -216,14 +219,17 @@ func (s *server) init(req driver.Request) error {
 // note pushes a renewal or a loss of a held lease.
 func (s *server) note(n lockimpl.Note) {
 	s.mu.Lock()
-	h := s.byTok[n.Key+"\x00"+n.Token]
+	hs := slices.Clone(s.byTok[n.Key+"\x00"+n.Token])
 	s.mu.Unlock()
-	if h == nil {
+	if len(hs) == 0 {
 		return
 	}
+	h := hs[0] // a renewal is the outermost lease's; a loss every level's
 	switch n.Kind {
 	case lockimpl.NoteLost:
-		s.lost(h, n.Start, fmt.Sprint(n.Err))
+		for _, h := range hs {
+			s.lost(h, n.Start, fmt.Sprint(n.Err))
+		}
 	case lockimpl.NoteRenew:
 		m := driver.Reply{Type: driver.TypeRenewal, Lease: h.name, T0: s.monoAt(n.Start), T1: s.monoAt(n.End), Outcome: "ok"}
 		switch {
@@ -272,7 +278,8 @@ func (s *server) acquire(req driver.Request) driver.Reply {
 		s.n++
 		h := &held{name: "L" + strconv.Itoa(s.n), lease: l, done: make(chan struct{})}
 		s.leases[h.name] = h
-		s.byTok[l.Key()+"\x00"+l.Token()] = h
+		k := l.Key() + "\x00" + l.Token()
+		s.byTok[k] = append(s.byTok[k], h)
 		s.mu.Unlock()
 		m.Type, m.Lease, m.Token, m.Depth = driver.TypeAcquired, h.name, l.Token(), l.Depth()
 		if f, ok := l.Fence(); ok {
@@ -311,8 +318,9 @@ func (s *server) release(req driver.Request) driver.Reply {
 	t1 := time.Now()
 	s.mu.Lock()
 	delete(s.leases, h.name)
-	if s.byTok[h.lease.Key()+"\x00"+h.lease.Token()] == h {
-		delete(s.byTok, h.lease.Key()+"\x00"+h.lease.Token())
+	k := h.lease.Key() + "\x00" + h.lease.Token()
+	if s.byTok[k] = slices.DeleteFunc(s.byTok[k], func(x *held) bool { return x == h }); len(s.byTok[k]) == 0 {
+		delete(s.byTok, k)
 	}
 	s.mu.Unlock()
 	close(h.done)
