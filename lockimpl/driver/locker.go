@@ -248,7 +248,7 @@ func (l *Locker) bound(wait time.Duration) time.Duration {
 }
 
 func (l *Locker) acquire(ctx context.Context, key string, wait time.Duration) (lockimpl.Lease, error) {
-	m, err := l.p.call(ctx, &Request{Type: "acquire", Key: key, TTLMS: ms(l.opts.TTL), WaitMS: ms(wait)}, l.bound(wait))
+	m, err := l.gated(ctx, &Request{Type: "acquire", Key: key, TTLMS: ms(l.opts.TTL), WaitMS: ms(wait)}, l.bound(wait), TypeAcquired, TypeNotAcquired)
 	if err != nil {
 		return nil, err
 	}
@@ -294,6 +294,31 @@ func (l *Locker) onReply(req *Request, m Reply) {
 		delete(l.leases, req.Lease)
 		l.mu.Unlock()
 	}
+}
+
+// gated sends a request through the harness's client gate (Env.Gate), as
+// an in-process lock's command passes it: before, it waits out a freeze of
+// the client and fails when the client crashed or is cut off (reset or
+// drop, on a single node), or is stalled; after, an answer of type ok
+// (the lock taken or freed) or refused (the server answered) fires the
+// in-acquire and in-release points. It gates what lockchaos asks the
+// driver, not the commands the driver's library sends on its own
+// (renewals): those meet only the link faults of its proxies.
+func (l *Locker) gated(ctx context.Context, req *Request, bound time.Duration, ok, refused string) (Reply, error) {
+	g := l.env.Gate
+	if g == nil {
+		return l.p.call(ctx, req, bound)
+	}
+	node := 0
+	if len(l.env.Endpoints) > 1 {
+		node = -1 // a multi-node lock's request goes to every node: no one node's cut stops it
+	}
+	if err := g.Before(ctx, node, req.Type); err != nil {
+		return Reply{}, err
+	}
+	m, err := l.p.call(ctx, req, bound)
+	g.After(node, err == nil && (m.Type == ok || m.Type == refused), err == nil && m.Type == ok)
+	return m, err
 }
 
 func (l *Locker) protocolBreak(req string, m Reply) error {
@@ -433,7 +458,7 @@ func (s *lease) Release(ctx context.Context) error {
 
 func (s *lease) release(ctx context.Context) error {
 	l := s.l
-	m, err := l.p.call(ctx, &Request{Type: "release", Lease: s.name}, l.bound(0))
+	m, err := l.gated(ctx, &Request{Type: "release", Lease: s.name}, l.bound(0), TypeReleased, TypeNotOwner)
 	if err != nil {
 		return err
 	}
