@@ -5,9 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 var (
@@ -74,6 +77,34 @@ func TestDriverLockEndToEnd(t *testing.T) {
 	}
 	if !stopped {
 		t.Errorf("no pause-client with the driver stopped (state T): %+v", r.Faults)
+	}
+	// The servers' command record names the driver's connections as the
+	// client's: its commands are there before the pause, none during it
+	// (the watchdog's renewals stopped with the process).
+	for _, f := range r.Faults {
+		if f.Kind != "pause-client" || !f.Applied {
+			continue
+		}
+		var c int
+		fmt.Sscanf(f.Target, "client %d", &c)
+		from, _ := strconv.ParseFloat(f.Effect["paused_at_ms"], 64)
+		to, _ := strconv.ParseFloat(f.Effect["resumed_at_ms"], 64)
+		before, during := 0, 0
+		if _, err := history.ScanFile(history.FileIn(out), func(e *history.Event) error {
+			switch t := float64(e.T) / 1e6; {
+			case e.Op != history.OpCommand || e.Client != c:
+			case t < from:
+				before++
+			case t > from+5 && t < to-5:
+				during++
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if before == 0 || during > 0 {
+			t.Errorf("client %d's commands in the command record: %d before its pause, %d during it; want some, then none", c, before, during)
+		}
 	}
 	if r.Verdict != "invalid" {
 		t.Errorf("gc-pause through the driver: verdict %s, want invalid (the lease expires during the pause)", r.Verdict)
