@@ -20,10 +20,13 @@ type Locker struct {
 	hello Reply
 	env   lockimpl.Env
 	opts  lockimpl.Options
-	// off maps the driver's monotonic nanoseconds to the client's clock:
-	// client time = driver time + off (measured by pings at start).
-	off int64
-	rtt time.Duration
+	// off maps the driver's monotonic nanoseconds to this process's
+	// monotonic clock: base + (driver time + off), measured by pings at
+	// start to within rtt/2 (the same clock, CLOCK_MONOTONIC, read by two
+	// processes: no drift to correct).
+	base time.Time
+	off  int64
+	rtt  time.Duration
 
 	mu     sync.Mutex
 	leases map[string]*lease
@@ -180,10 +183,11 @@ func topology(eps []lockimpl.Endpoint) string {
 // against the midpoint of the driver's t0 and t1.
 func (l *Locker) calibrate() error {
 	best := time.Duration(-1)
+	l.base = time.Now()
 	for i := 0; i < 7; i++ {
-		a := l.env.Clock.Now()
+		a := time.Now()
 		m, err := l.p.call(context.Background(), &Request{Type: "ping"}, ReplyMargin)
-		b := l.env.Clock.Now()
+		b := time.Now()
 		if err != nil {
 			return err
 		}
@@ -192,7 +196,7 @@ func (l *Locker) calibrate() error {
 		}
 		if rtt := b.Sub(a); best < 0 || rtt < best {
 			best = rtt
-			mid := a.UnixNano() + int64(rtt/2)
+			mid := int64(a.Sub(l.base) + rtt/2)
 			l.off = mid - (m.T0+m.T1)/2
 		}
 	}
@@ -200,18 +204,24 @@ func (l *Locker) calibrate() error {
 	return nil
 }
 
-// at is a driver time on the client's clock, by the offset measured at
-// start (the times of notes, of which only durations are read).
-func (l *Locker) at(ns int64) time.Time { return time.Unix(0, ns+l.off) }
-
-// deadline is a driver's deadline_ns, given in a line stamped t1, on the
-// client's clock as it reads now: the validity left at t1, less the half
-// round trip the line took. A client clock fault (a skew of Env.Clock)
-// then moves it as it moves an in-process lock's deadline, taken by that
-// clock, while the driver's own clock runs unfaulted.
-func (l *Locker) deadline(ns, t1 int64) time.Time {
-	return l.env.Clock.Now().Add(time.Duration(ns-t1) - l.rtt/2)
+// at is a driver time on the client's clock as it reads now: the time
+// from now to the driver's time, by the offset measured at start, added
+// to the client's clock. A client clock fault (a skew of Env.Clock) moves
+// it as it moves an in-process lock's times, taken by that clock, while
+// the driver's own clock runs unfaulted. It does not depend on how long a
+// line took to arrive (a reply late by a loaded scheduler).
+func (l *Locker) at(ns int64) time.Time {
+	t := l.base.Add(time.Duration(ns + l.off))
+	return l.env.Clock.Now().Add(time.Until(t))
 }
+
+// deadline is a driver's deadline_ns on the client's clock, early by the
+// offset's uncertainty (rtt/2): a holder never believes longer than the
+// driver's lock said. (A deadline taken as the validity left at the
+// reply's t1 from when the reply arrived believed too long by the reply's
+// delay: 6 ms under load, and a client wrote after its key expired in
+// slow-acquire-reply.)
+func (l *Locker) deadline(ns int64) time.Time { return l.at(ns).Add(-l.rtt / 2) }
 
 // Reentrant reports the driver's capability.
 func (l *Locker) Reentrant() bool { return slices.Contains(l.hello.Capabilities, "reentrant") }
@@ -281,7 +291,7 @@ func (l *Locker) onReply(req *Request, m Reply) {
 			ls.fence, ls.fenced = *m.Fence, true
 		}
 		if m.DeadlineNS != nil {
-			ls.deadline = l.deadline(*m.DeadlineNS, m.T1)
+			ls.deadline = l.deadline(*m.DeadlineNS)
 		}
 		if slices.Contains(l.hello.Reports, "lost") {
 			ls.lost = make(chan struct{})
@@ -348,7 +358,7 @@ func (l *Locker) event(m Reply) {
 		switch m.Outcome {
 		case "ok":
 			if m.DeadlineNS != nil {
-				ls.setDeadline(l.deadline(*m.DeadlineNS, m.T1))
+				ls.setDeadline(l.deadline(*m.DeadlineNS))
 			}
 		case "not_owner":
 			n.Err = lockimpl.ErrNotOwner
@@ -376,7 +386,7 @@ func (l *Locker) Extend(ctx context.Context, ls lockimpl.Lease, ttl time.Duratio
 		return err
 	}
 	if m.Type == TypeExtended && m.DeadlineNS != nil {
-		dl.setDeadline(l.deadline(*m.DeadlineNS, m.T1))
+		dl.setDeadline(l.deadline(*m.DeadlineNS))
 	}
 	return l.outcome("extend", TypeExtended, m)
 }
