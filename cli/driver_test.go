@@ -64,6 +64,13 @@ func TestDriverLockEndToEnd(t *testing.T) {
 		t.Errorf("the report does not name the library:\n%s", stdout)
 	}
 
+	// An option the driver does not declare stops the run at start.
+	code, stdout, stderr = lockchaos(t, "run", "smoke", "--lock", "exec:"+drv+" simple", "--lock-opt", "colour=blue", "--backend", "process", "--duration", "1s", "--out", filepath.Join(dir, "opt"), "-q")
+	wantExit(t, code, ExitBadInput, stdout, stderr)
+	if !strings.Contains(stderr, "lock option colour=blue: driver go-simple (lockchaos/lockimpl.simple (devel)) understands no options") {
+		t.Errorf("an undeclared option: %s", stderr)
+	}
+
 	out = filepath.Join(dir, "gc-pause")
 	code, stdout, stderr = lockchaos(t, "run", "gc-pause", "--lock", "exec:"+drv+" watchdog", "--backend", "process", "--out", out, "-q", "--expect")
 	wantExit(t, code, 0, stdout, stderr)
@@ -131,4 +138,24 @@ func TestSIGKILLLeavesNoDriver(t *testing.T) {
 	})
 	killWantGone(t, cmd, "driver", drivers)
 	t.Logf("%d drivers, each gone after SIGKILL of lockchaos", len(drivers))
+}
+
+// A driver lock that cannot start, and a --lock-opt that is no key=value,
+// are bad input named in the error.
+func TestDriverBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--lock", "exec:./no-such-driver"}, `--lock exec:./no-such-driver: driver exec:./no-such-driver: cannot start`},
+		{[]string{"--lock", "exec:/bin/cat"}, `a line without in_reply_to that is no event (lost, renewal): line "{\"id\":1,\"type\":\"hello\",\"protocol\":1}"`},
+		{[]string{"--lock", "./no-such-lock.yaml"}, "lock file ./no-such-lock.yaml"},
+		{[]string{"--lock-opt", "version"}, `--lock-opt "version": not key=value`},
+	} {
+		code, stdout, stderr := lockchaos(t, append([]string{"run", "smoke", "--duration", "1s", "--out", filepath.Join(t.TempDir(), "r")}, tc.args...)...)
+		wantExit(t, code, ExitBadInput, stdout, stderr)
+		if !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: stderr\n%s\nwant %s", tc.args, stderr, tc.want)
+		}
+	}
 }
