@@ -89,32 +89,52 @@ func TestDriverLockEndToEnd(t *testing.T) {
 	// client's: its commands are there before the pause, none during it
 	// (the watchdog's renewals stopped with the process).
 	for _, f := range r.Faults {
-		if f.Kind != "pause-client" || !f.Applied {
-			continue
-		}
-		var c int
-		fmt.Sscanf(f.Target, "client %d", &c)
-		from, _ := strconv.ParseFloat(f.Effect["paused_at_ms"], 64)
-		to, _ := strconv.ParseFloat(f.Effect["resumed_at_ms"], 64)
-		before, during := 0, 0
-		if _, err := history.ScanFile(history.FileIn(out), func(e *history.Event) error {
-			switch t := float64(e.T) / 1e6; {
-			case e.Op != history.OpCommand || e.Client != c:
-			case t < from:
-				before++
-			case t > from+5 && t < to-5:
-				during++
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if before == 0 || during > 0 {
-			t.Errorf("client %d's commands in the command record: %d before its pause, %d during it; want some, then none", c, before, during)
+		if f.Kind == "pause-client" && f.Applied {
+			from, _ := strconv.ParseFloat(f.Effect["paused_at_ms"], 64)
+			to, _ := strconv.ParseFloat(f.Effect["resumed_at_ms"], 64)
+			quietDuring(t, out, f.Target, from, to)
 		}
 	}
 	if r.Verdict != "invalid" {
 		t.Errorf("gc-pause through the driver: verdict %s, want invalid (the lease expires during the pause)", r.Verdict)
+	}
+
+	// A cut holder's driver does not renew through the cut (its links
+	// are cut as well as its gate), and the run is as in process.
+	out = filepath.Join(dir, "holder-partitioned")
+	code, stdout, stderr = lockchaos(t, "run", "holder-partitioned", "--lock", "exec:"+drv+" watchdog", "--backend", "process", "--out", out, "-q", "--expect")
+	wantExit(t, code, 0, stdout, stderr)
+	for _, f := range readResults(t, out).Faults {
+		if f.Kind == "cut-client" && f.Applied {
+			quietDuring(t, out, f.Target, f.AtMS, f.HealedMS)
+		}
+	}
+}
+
+// quietDuring checks that the client named by target ("client N") has
+// commands in the command record of run dir before from (ms), and none
+// between from and to.
+func quietDuring(t *testing.T, dir, target string, from, to float64) {
+	t.Helper()
+	var c int
+	if _, err := fmt.Sscanf(target, "client %d", &c); err != nil {
+		t.Fatalf("target %q: %v", target, err)
+	}
+	before, during := 0, 0
+	if _, err := history.ScanFile(history.FileIn(dir), func(e *history.Event) error {
+		switch t := float64(e.T) / 1e6; {
+		case e.Op != history.OpCommand || e.Client != c:
+		case t < from:
+			before++
+		case t > from+5 && t < to-5:
+			during++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if before == 0 || during > 0 {
+		t.Errorf("%s: client %d's commands in the command record: %d before %.0f ms, %d from then to %.0f ms; want some, then none", dir, c, before, from, during, to)
 	}
 }
 
