@@ -123,6 +123,11 @@ func (f *benchFlags) check() error {
 	if err := f.cf.apply(&o.Setup); err != nil {
 		return err
 	}
+	locks, err := resolveLocks(o.Locks)
+	if err != nil {
+		return err
+	}
+	o.Locks = locks
 	o.Overhead, o.Ceiling = f.overhead, !f.noCeil
 	if o.Out == "" {
 		o.Out = filepath.Join("runs", "bench-"+time.Now().Format("20060102-150405"))

@@ -58,6 +58,10 @@ the budget cut short (saved, inconclusive), 3 bad input, 4 infrastructure.`,
 			if cfg.Lock == "" {
 				return exitWith(ExitBadInput, fmt.Errorf("--lock: missing"))
 			}
+			var err error
+			if cfg.Lock, err = resolveLock(cfg.Lock); err != nil {
+				return err
+			}
 			if cfg.Parallel > 2 {
 				return exitWith(ExitBadInput, fmt.Errorf("--parallel: %d: at most 2 runs at once", cfg.Parallel))
 			}

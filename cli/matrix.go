@@ -130,7 +130,11 @@ func (f *matrixFlags) options(cmd *cobra.Command) (campaign.MatrixOptions, error
 			return o, exitWith(ExitBadInput, fmt.Errorf("--seeds: %v", err))
 		}
 	}
-	o = campaign.MatrixOptions{Locks: f.locks, Scenarios: list, Out: f.out, Parallel: f.parallel, Retries: f.retries, Seeds: seeds, Plots: f.plots}
+	locks, err := resolveLocks(f.locks)
+	if err != nil {
+		return o, err
+	}
+	o = campaign.MatrixOptions{Locks: locks, Scenarios: list, Out: f.out, Parallel: f.parallel, Retries: f.retries, Seeds: seeds, Plots: f.plots}
 	if cmd.Flags().Changed("shard") {
 		sh, err := campaign.ParseShard(f.shard)
 		if err != nil {

@@ -16,14 +16,14 @@ import (
 	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
-// startHarness starts `lockchaos run smoke` on backend and waits until
+// startHarness starts `lockchaos run smoke` with lock on backend and waits until
 // ready(pid) says its servers are up; it returns the harness's process.
 // The harness is killed at the end of the test in any case.
-func startHarness(t *testing.T, bin, backend string, ready func(pid int) bool) *exec.Cmd {
+func startHarness(t *testing.T, bin, backend, lock string, ready func(pid int) bool) *exec.Cmd {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	var stdout, stderr syncBuffer
-	args := []string{"run", "smoke", "--lock", "simple", "--backend", backend, "--duration", "60s", "--out", dir, "-q"}
+	args := []string{"run", "smoke", "--lock", lock, "--backend", backend, "--duration", "60s", "--out", dir, "-q"}
 	if backend == "docker" {
 		args = append(args, "--image", cluster.TestImage()) // never the default: it may be pulled
 	}
@@ -71,7 +71,7 @@ func TestSIGKILLLeavesNoServersProcess(t *testing.T) {
 	runSlot(t)
 	bin := lockchaosBinary(t)
 	var servers []int
-	cmd := startHarness(t, bin, "process", func(pid int) bool {
+	cmd := startHarness(t, bin, "process", "simple", func(pid int) bool {
 		servers = servers[:0]
 		for _, k := range descendants(pid) {
 			if comm(k) == "redis-server" {
@@ -80,16 +80,24 @@ func TestSIGKILLLeavesNoServersProcess(t *testing.T) {
 		}
 		return len(servers) > 0
 	})
+	killWantGone(t, cmd, "redis-server", servers)
+}
+
+// killWantGone kills the harness cmd with SIGKILL and fails the test for
+// each of pids (its what) still running 10s later (killing it then).
+func killWantGone(t *testing.T, cmd *exec.Cmd, what string, pids []int) {
+	t.Helper()
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range servers {
+	for _, pid := range pids {
 		for !gone(pid) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		if !gone(pid) {
-			t.Errorf("redis-server %d still runs 10s after its harness was killed", pid)
+			t.Errorf("%s %d still runs 10s after its harness was killed", what, pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }
@@ -111,7 +119,7 @@ func TestSIGKILLLeavesNoContainersDocker(t *testing.T) {
 		}
 		return strings.Fields(string(out))
 	}
-	cmd := startHarness(t, bin, "docker", func(pid int) bool { return len(containers(pid)) > 0 })
+	cmd := startHarness(t, bin, "docker", "simple", func(pid int) bool { return len(containers(pid)) > 0 })
 	pid := cmd.Process.Pid
 	t.Cleanup(func() {
 		for _, id := range containers(pid) {

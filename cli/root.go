@@ -109,6 +109,7 @@ inconclusive, 3 bad input, 4 infrastructure failure.`,
 		Version: readBuildInfo().short(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	discoverDrivers(stderr)
 	root.AddCommand(newRunCmd(stdout, stderr), newCheckCmd(stdout), newReportCmd(stdout), newListCmd(stdout), newExportCmd(stdout), newCleanCmd(stdout),
 		newWorkerCmd(stdout, stderr), newMergeCmd(stdout), newK8sCmd(stdout))
 	for _, extra := range extraCommands {

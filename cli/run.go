@@ -65,6 +65,7 @@ type overrideFlags struct {
 	keys     int
 	seed     uint64
 	ttl      time.Duration
+	lockOpts []string
 }
 
 func (f *overrideFlags) add(cmd *cobra.Command) {
@@ -74,6 +75,7 @@ func (f *overrideFlags) add(cmd *cobra.Command) {
 	fl.IntVar(&f.keys, "keys", 0, "number of lock keys (overrides the scenario)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for keys, timings and fault schedule (overrides the scenario)")
 	fl.DurationVar(&f.ttl, "ttl", 0, "lock TTL (overrides the scenario)")
+	fl.StringArrayVar(&f.lockOpts, "lock-opt", nil, "a lock option key=value, repeatable: into the scenario's lock.extra (a driver lock refuses one it does not declare)")
 }
 
 // load loads scenario name (a built-in or a file) with the flags applied;
@@ -116,6 +118,11 @@ func (f *overrideFlags) apply(cmd *cobra.Command, s *scenarios.Scenario) error {
 	if fl.Changed("seed") {
 		s.Seed = f.seed
 	}
+	extra, err := lockOpts(f.lockOpts, s.Lock.Extra)
+	if err != nil {
+		return err
+	}
+	s.Lock.Extra = extra
 	if fl.Changed("ttl") {
 		if f.ttl < time.Millisecond {
 			return fmt.Errorf("--ttl: %v is below 1ms", f.ttl)
@@ -179,6 +186,9 @@ instead (0 = the harness found exactly what the scenario expects).`,
 			if err != nil {
 				return exitWith(ExitBadInput, err)
 			}
+			if lock, err = resolveLock(lock); err != nil {
+				return err
+			}
 			o := runner.Options{Scenario: s, Lock: lock, Out: out, Expect: expect, Thresholds: thresholds}
 			if err := cf.apply(&o.Setup); err != nil {
 				return err
@@ -200,7 +210,7 @@ instead (0 = the harness found exactly what the scenario expects).`,
 	ci.add(cmd)
 	mf.add(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&lock, "lock", "simple", "lock implementation (lockchaos list locks)")
+	fl.StringVar(&lock, "lock", "simple", "lock implementation (lockchaos list locks), exec:<driver command> or a lock file (docs/driver-protocol.md)")
 	fl.StringVar(&out, "out", "", "run directory (created; must not hold files)")
 	fl.BoolVar(&expect, "expect", false, "exit 0 when the verdicts match the scenario's expectation for the lock")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress display")

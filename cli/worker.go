@@ -54,6 +54,9 @@ and --workers.`,
 			if !cmd.Flags().Changed("backend") {
 				cf.backend = "external"
 			}
+			if lock, err = resolveLock(lock); err != nil {
+				return err
+			}
 			o := runner.Options{Scenario: s, Lock: lock, Out: out, Worker: &wk}
 			if err := cf.apply(&o.Setup); err != nil {
 				return err

@@ -106,6 +106,9 @@ type ClientControl interface {
 type Hit struct {
 	Client   int
 	From, To int64
+	// Effect is what a lock in a process of its own measured of the
+	// fault (lockimpl.Process): the stopped process's state, its kill.
+	Effect map[string]string
 }
 
 // NewRand is Env.Rand for a run's seed: a seeded source behind a mutex,

@@ -40,6 +40,9 @@ func (p *pauseClient) Start(ctx context.Context, env *Env) (Outcome, error) {
 		out.Effect["paused_at_ms"] = ms(h.From)
 		out.Effect["resumed_at_ms"] = ms(h.To)
 		out.Effect["paused_ms"] = ms(h.To - h.From)
+		for k, v := range h.Effect {
+			out.Effect[k] = v
+		}
 	}
 	return out, nil
 }

@@ -91,7 +91,24 @@ var (
 	ErrIndeterminate = errors.New("outcome unknown")
 	// ErrLeaseLost: an operation found the lease already lost.
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrBroken: the lock implementation itself failed (a driver process
+	// that exited, broke the protocol or stopped answering). An error
+	// wrapping it ends the client's loop and fails the run with it.
+	ErrBroken = errors.New("lock implementation broken")
 )
+
+// Process is implemented by Lockers whose client runs in a process of its
+// own (a driver, lockimpl/driver): the client faults act on that process
+// together with the harness side of the client. Freeze stops every thread
+// of it (SIGSTOP), its renewal timers too, and returns the effect measured
+// (e.g. the process state); Thaw continues it (SIGCONT); Kill ends it at
+// once (SIGKILL), holding what it holds.
+type Process interface {
+	Locker
+	Freeze() (effect map[string]string, err error)
+	Thaw() error
+	Kill() error
+}
 
 // IsIndeterminate reports whether err means the server may have applied the
 // command: a timeout, a cancelled context mid-command, or a broken connection.

@@ -97,7 +97,7 @@ func WriteSummaryMarkdown(w io.Writer, r *metrics.Results, timelines map[int]str
 // made: the violations' and the incidents' timelines.
 func writeSummaryMarkdown(w io.Writer, r *metrics.Results, art artifacts) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## lockchaos: %s / %s\n\n", orDash(r.Scenario), orDash(r.Lock))
+	fmt.Fprintf(&b, "## lockchaos: %s / %s%s\n\n", orDash(r.Scenario), orDash(r.Lock), library(r))
 	fmt.Fprintf(&b, "**[%s]** verdict **%s**%s · exit %d · backend %s · topology %s · seed %d\n\n",
 		Marker(r.ExitCode), orDash(r.Verdict), outcomeSuffix(r.Outcome), r.ExitCode, orDash(r.Backend), orDash(r.Topology), r.Seed)
 	for _, section := range summarySections {

@@ -19,8 +19,8 @@ const maxTextViolations = 5
 // latency table, thresholds and notes.
 func WriteText(w io.Writer, r *metrics.Results) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s · lock %s · backend %s · topology %s · seed %d\n",
-		orDash(r.Scenario), orDash(r.Lock), orDash(r.Backend), orDash(r.Topology), r.Seed)
+	fmt.Fprintf(&b, "%s · lock %s%s · backend %s · topology %s · seed %d\n",
+		orDash(r.Scenario), orDash(r.Lock), library(r), orDash(r.Backend), orDash(r.Topology), r.Seed)
 	fmt.Fprintf(&b, "verdict: %s%s · exit %d\n", strings.ToUpper(orDash(r.Verdict)), outcomeSuffix(r.Outcome), r.ExitCode)
 	writeTextIncidents(&b, r)
 	writeTextChecks(&b, r)
@@ -233,4 +233,15 @@ func plural2(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// library names the library and version a lock reports in its
+// configuration (a driver lock's hello: " (redis 5.0.8)"), or "".
+func library(r *metrics.Results) string {
+	lib, _ := r.LockConfig["library"].(string)
+	ver, _ := r.LockConfig["version"].(string)
+	if lib == "" {
+		return ""
+	}
+	return " (" + strings.TrimSpace(lib+" "+ver) + ")"
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/lockimpl/driver"
 	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/workloads"
@@ -171,7 +172,7 @@ func (r *run) clusterSpec() cluster.Spec {
 	if s.Topology == cluster.Single {
 		spec.Nodes = 1
 	}
-	if needs.Links {
+	if needs.Links || driverCut(o.Lock, s) {
 		spec.Links = s.Workload.Clients
 	}
 	return spec
@@ -391,4 +392,17 @@ func (r *run) evaluate() (*Outcome, error) {
 		return out, &Error{Class: class, Err: context.Canceled}
 	}
 	return out, nil
+}
+
+// driverCut says whether a driver lock (a lock in a process of its own)
+// meets a client cut or stall in s: the client then needs links, which
+// the cut and the stall fault too (workloads.Workload.Cut), since the
+// driver's own commands (renewals) do not pass the client's gate.
+func driverCut(lock string, s *scenarios.Scenario) bool {
+	if _, ok := driver.Lookup(lock); !ok {
+		return false
+	}
+	return slices.ContainsFunc(s.Faults, func(f faults.Spec) bool {
+		return f.Kind == history.FaultCutClient || f.Kind == history.FaultStallCommands
+	})
 }

@@ -211,7 +211,13 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := r.stop(ctx); err != nil {
 		return nil, err
 	}
-	return r.evaluate()
+	out, err := r.evaluate()
+	if berr := r.w.Broken(); berr != nil && err == nil {
+		// A lock that broke (a driver process that exited or broke the
+		// protocol) fails the run, its history checked for what ran.
+		return out, fail(Infra, "lock %s: %w", r.o.Lock, berr)
+	}
+	return out, err
 }
 
 // PrepareDir makes a run directory: a new one, or an empty one (a run is

@@ -81,7 +81,7 @@ func (c *Client) run(ctx context.Context, stop <-chan struct{}, tickets <-chan i
 			default:
 			}
 		}
-		if err := c.cycle(ctx, stop, c.w.pickKey(c), sched); errors.Is(err, ErrCrashed) || ctx.Err() != nil {
+		if err := c.cycle(ctx, stop, c.w.pickKey(c), sched); errors.Is(err, ErrCrashed) || ctx.Err() != nil || c.w.Broken() != nil {
 			return
 		}
 		sleep(c.w.sample(c.rng, cfg.Think), stop)
@@ -267,6 +267,9 @@ func (c *Client) acquire(ctx context.Context, k int, depth int, ev *history.Even
 	if err != nil && !errors.Is(err, lockimpl.ErrNotAcquired) {
 		ev.Err = err.Error()
 	}
+	if errors.Is(err, lockimpl.ErrBroken) {
+		c.w.broke(err)
+	}
 	ev.Depth = depth
 	return nil, ev, err
 }
@@ -290,6 +293,9 @@ func (c *Client) release(l lockimpl.Lease, remaining int) int64 {
 	}
 	if err != nil {
 		ev.Err = err.Error()
+	}
+	if errors.Is(err, lockimpl.ErrBroken) {
+		c.w.broke(err)
 	}
 	rec.Record(ev)
 	if c.hRelease != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
 // gate is one client's fault state: armed pauses, crashes and watches
@@ -190,7 +191,16 @@ func (g *gate) checkpoint(point string) error {
 		g.dead = true
 		t := g.c.rec.Now()
 		g.unlock()
-		stop.shot.reply <- faults.Hit{Client: g.c.ID, From: t, To: t}
+		var eff map[string]string
+		if p, ok := g.c.lk.(lockimpl.Process); ok {
+			// A lock in a process of its own dies with the client,
+			// holding what it holds.
+			eff = map[string]string{"process_killed": "true"}
+			if err := p.Kill(); err != nil {
+				eff = map[string]string{"process_kill_error": err.Error()}
+			}
+		}
+		stop.shot.reply <- faults.Hit{Client: g.c.ID, From: t, To: t, Effect: eff}
 		close(stop.shot.reply)
 		return ErrCrashed
 	}
@@ -211,7 +221,22 @@ func (g *gate) checkpoint(point string) error {
 
 func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
 	t0 := g.c.rec.Now()
+	// A lock in a process of its own (a driver) is stopped with the
+	// client, every thread of it (SIGSTOP): its renewals stop as well.
+	p, _ := g.c.lk.(lockimpl.Process)
+	var eff map[string]string
+	if p != nil {
+		var err error
+		if eff, err = p.Freeze(); err != nil {
+			eff = map[string]string{"process_freeze_error": err.Error()}
+		}
+	}
 	time.Sleep(a.d) // a stop-the-world pause is not interruptible
+	if p != nil {
+		if err := p.Thaw(); err != nil {
+			eff["process_thaw_error"] = err.Error()
+		}
+	}
 	t1 := g.c.rec.Now()
 	g.frozenNS.Add(t1 - t0)
 	g.mu.Lock()
@@ -219,7 +244,7 @@ func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
 	g.unlock()
 	close(ch)
 	g.c.rec.Record(&history.Event{T: t0, End: t1, Client: g.c.ID, Key: g.c.curKey(), Op: history.OpPause, Detail: point})
-	a.shot.reply <- faults.Hit{Client: g.c.ID, From: t0, To: t1}
+	a.shot.reply <- faults.Hit{Client: g.c.ID, From: t0, To: t1, Effect: eff}
 	close(a.shot.reply)
 }
 

@@ -53,9 +53,11 @@ type Options struct {
 // Workload is the set of clients of one run.
 type Workload struct {
 	cfg       Config
-	closed    bool            // Close ran
-	clients   []*Client       // the clients this process drives, in id order
-	byID      map[int]*Client // the same, by id
+	closed    bool                  // Close ran
+	brokenErr atomic.Pointer[error] // the lock's own failure (Broken)
+	cl        *cluster.Cluster      // for the links of locks in a process of their own
+	clients   []*Client             // the clients this process drives, in id order
+	byID      map[int]*Client       // the same, by id
 	res       *Resource
 	keyNames  []string // as history events name the keys: k0, k1, ...
 	srvKeys   []string // as the locks (and the server) name them: <prefix>{k0}, ...
@@ -102,7 +104,7 @@ func New(o Options) (*Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Workload{cfg: o.Config, res: NewResource(o.Config.Resource, o.Config.Keys, o.Config.Stock),
+	w := &Workload{cl: o.Cluster, cfg: o.Config, res: NewResource(o.Config.Resource, o.Config.Keys, o.Config.Stock),
 		reentrant: info.Reentrant, honour: *o.Config.HonourLost, lockInfo: info, rec: o.Rec, prefix: o.KeyPrefix,
 		lockOpts: o.LockOptions.WithDefaults()}
 	w.holders = make([]holderCount, o.Config.Keys)
@@ -255,6 +257,20 @@ const SilentRenewals = "declares Renews but reported no renewal through Env.Note
 // renewals through Env.Note without declaring Renews (locktest fails such a
 // lock).
 const UndeclaredRenewals = "reported renewals through Env.Note but does not declare Renews"
+
+// broke records the first error by which the lock itself failed
+// (lockimpl.ErrBroken): the clients stop and the run fails with it.
+func (w *Workload) broke(err error) {
+	w.brokenErr.CompareAndSwap(nil, &err)
+}
+
+// Broken is the error by which the lock itself failed, nil while it works.
+func (w *Workload) Broken() error {
+	if p := w.brokenErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // LockConfig is the lock's effective configuration, when it reports one.
 func (w *Workload) LockConfig() map[string]any { return w.config }
@@ -476,7 +492,12 @@ func (w *Workload) Stall(c int, commands []string, d time.Duration) func() {
 		}
 	}
 	g.unlock()
+	undoLinks := func() {}
+	if len(commands) == 0 { // a stall of some commands only cannot be told apart on the wire
+		undoLinks = w.processLinks(c, nil, "delay", d)
+	}
 	return func() {
+		undoLinks()
 		g.mu.Lock()
 		g.stallD, g.stallOn = 0, nil
 		g.unlock()
@@ -498,11 +519,56 @@ func (w *Workload) Cut(c int, nodes []int, mode string) (func(), error) {
 		g.cuts[n] = mode
 	}
 	g.unlock()
+	undoLinks := w.processLinks(c, nodes, mode, 0)
 	return func() {
+		undoLinks()
 		g.mu.Lock()
 		for _, n := range nodes {
 			delete(g.cuts, n)
 		}
 		g.unlock()
 	}, nil
+}
+
+// processLinks faults the links of client c to nodes (indexes of its
+// endpoints) when its lock runs in a process of its own (a driver,
+// lockimpl.Process) and the cluster gave the client links (nodes nil:
+// all of them): the commands
+// that process's library sends on its own (renewals) do not pass the
+// gate, so a cut (mode reset or drop) or a stall (mode delay, by d) must
+// meet them on the wire, as it meets an in-process lock's at the gate.
+func (w *Workload) processLinks(c int, nodes []int, mode string, d time.Duration) (undo func()) {
+	cl := w.cl
+	if _, ok := w.byID[c].lk.(lockimpl.Process); !ok || cl == nil || c >= cl.Spec.Links {
+		return func() {}
+	}
+	if nodes == nil {
+		for i := range cl.Endpoints() {
+			nodes = append(nodes, i)
+		}
+	}
+	dir := "both"
+	if mode == "delay" {
+		dir = "to-node"
+	}
+	var undos []func()
+	seen := map[*cluster.Node]bool{}
+	for _, i := range nodes {
+		n := cl.Nodes[0] // a client's links: to the master, or one per independent master
+		if cl.Spec.Topology == cluster.Independent && i >= 0 && i < len(cl.Nodes) {
+			n = cl.Nodes[i]
+		}
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if u, err := cl.LinkFault(c, n, mode, dir, d); err == nil {
+			undos = append(undos, u)
+		}
+	}
+	return func() {
+		for _, u := range undos {
+			u()
+		}
+	}
 }

@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+var (
+	drvOnce sync.Once
+	drvPath string
+	drvErr  error
+)
+
+// driverBinary builds cmd/lockchaos-driver (the built-in locks over the
+// driver protocol) once per test binary, beside lockchaosBinary's (removed
+// with it by TestMain).
+func driverBinary(t *testing.T) string {
+	t.Helper()
+	lockchaosBinary(t)
+	drvOnce.Do(func() {
+		bin := filepath.Join(binDir, "lockchaos-driver")
+		cmd := exec.Command("go", "build", "-o", bin, "github.com/lockchaos/lockchaos/cmd/lockchaos-driver")
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			drvErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		drvPath = bin
+	})
+	if drvErr != nil {
+		t.Fatal(drvErr)
+	}
+	return drvPath
+}
+
+// The built-ins through the driver protocol, on real servers: smoke is
+// valid and names the library; in gc-pause the pause stops the driver
+// process (its state T, read from /proc during the pause) and the
+// watchdog's lease expires during it, as the in-process lock's does.
+func TestDriverLockEndToEnd(t *testing.T) {
+	if os.Getenv("LOCKCHAOS_LONG") == "" {
+		t.Skip("long tier: LOCKCHAOS_LONG=1 runs it (scripts/test.sh does)")
+	}
+	runSlot(t)
+	drv := driverBinary(t)
+	dir := t.TempDir()
+
+	out := filepath.Join(dir, "smoke")
+	code, stdout, stderr := lockchaos(t, "run", "smoke", "--lock", "exec:"+drv+" simple", "--backend", "process", "--duration", "2s", "--out", out, "-q", "--expect")
+	wantExit(t, code, 0, stdout, stderr)
+	r := readResults(t, out)
+	if r.Lock != "go-simple" || r.Verdict != "valid" || r.LockConfig["library"] != "lockchaos/lockimpl.simple" {
+		t.Errorf("smoke: lock %s verdict %s config %v", r.Lock, r.Verdict, r.LockConfig)
+	}
+	if !strings.Contains(stdout, "lock go-simple (lockchaos/lockimpl.simple") {
+		t.Errorf("the report does not name the library:\n%s", stdout)
+	}
+
+	// An option the driver does not declare stops the run at start.
+	code, stdout, stderr = lockchaos(t, "run", "smoke", "--lock", "exec:"+drv+" simple", "--lock-opt", "colour=blue", "--backend", "process", "--duration", "1s", "--out", filepath.Join(dir, "opt"), "-q")
+	wantExit(t, code, ExitBadInput, stdout, stderr)
+	if !strings.Contains(stderr, "lock option colour=blue: driver go-simple (lockchaos/lockimpl.simple (devel)) understands no options") {
+		t.Errorf("an undeclared option: %s", stderr)
+	}
+
+	out = filepath.Join(dir, "gc-pause")
+	code, stdout, stderr = lockchaos(t, "run", "gc-pause", "--lock", "exec:"+drv+" watchdog", "--backend", "process", "--out", out, "-q", "--expect")
+	wantExit(t, code, 0, stdout, stderr)
+	r = readResults(t, out)
+	stopped := false
+	for _, f := range r.Faults {
+		if f.Kind == "pause-client" && f.Applied {
+			stopped = f.Effect["driver_state"] == "T"
+			t.Logf("pause-client effect: %v", f.Effect)
+		}
+	}
+	if !stopped {
+		t.Errorf("no pause-client with the driver stopped (state T): %+v", r.Faults)
+	}
+	// The servers' command record names the driver's connections as the
+	// client's: its commands are there before the pause, none during it
+	// (the watchdog's renewals stopped with the process).
+	for _, f := range r.Faults {
+		if f.Kind == "pause-client" && f.Applied {
+			from, _ := strconv.ParseFloat(f.Effect["paused_at_ms"], 64)
+			to, _ := strconv.ParseFloat(f.Effect["resumed_at_ms"], 64)
+			quietDuring(t, out, f.Target, from, to)
+		}
+	}
+	if r.Verdict != "invalid" {
+		t.Errorf("gc-pause through the driver: verdict %s, want invalid (the lease expires during the pause)", r.Verdict)
+	}
+
+	// A cut holder's driver does not renew through the cut (its links
+	// are cut as well as its gate), and the run is as in process.
+	out = filepath.Join(dir, "holder-partitioned")
+	code, stdout, stderr = lockchaos(t, "run", "holder-partitioned", "--lock", "exec:"+drv+" watchdog", "--backend", "process", "--out", out, "-q", "--expect")
+	wantExit(t, code, 0, stdout, stderr)
+	for _, f := range readResults(t, out).Faults {
+		if f.Kind == "cut-client" && f.Applied {
+			quietDuring(t, out, f.Target, f.AtMS, f.HealedMS)
+		}
+	}
+}
+
+// quietDuring checks that the client named by target ("client N") has
+// commands in the command record of run dir before from (ms), and none
+// between from and to.
+func quietDuring(t *testing.T, dir, target string, from, to float64) {
+	t.Helper()
+	var c int
+	if _, err := fmt.Sscanf(target, "client %d", &c); err != nil {
+		t.Fatalf("target %q: %v", target, err)
+	}
+	before, during := 0, 0
+	if _, err := history.ScanFile(history.FileIn(dir), func(e *history.Event) error {
+		switch t := float64(e.T) / 1e6; {
+		case e.Op != history.OpCommand || e.Client != c:
+		case t < from:
+			before++
+		case t > from+5 && t < to-5:
+			during++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if before == 0 || during > 0 {
+		t.Errorf("%s: client %d's commands in the command record: %d before %.0f ms, %d from then to %.0f ms; want some, then none", dir, c, before, from, during, to)
+	}
+}
+
+// A lockchaos killed by SIGKILL while it runs a driver lock leaves no
+// driver behind (Pdeathsig), checked by pid.
+func TestSIGKILLLeavesNoDriver(t *testing.T) {
+	if os.Getenv("LOCKCHAOS_LONG") == "" {
+		t.Skip("long tier: LOCKCHAOS_LONG=1 runs it (scripts/test.sh does)")
+	}
+	runSlot(t)
+	bin, drv := lockchaosBinary(t), driverBinary(t)
+	var drivers []int
+	cmd := startHarness(t, bin, "process", "exec:"+drv+" simple", func(pid int) bool {
+		drivers = drivers[:0]
+		for _, k := range descendants(pid) {
+			if strings.HasPrefix(comm(k), "lockchaos-dri") { // comm is cut at 15 bytes
+				drivers = append(drivers, k)
+			}
+		}
+		return len(drivers) > 0
+	})
+	killWantGone(t, cmd, "driver", drivers)
+	t.Logf("%d drivers, each gone after SIGKILL of lockchaos", len(drivers))
+}
+
+// A driver lock that cannot start, and a --lock-opt that is no key=value,
+// are bad input named in the error.
+func TestDriverBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--lock", "exec:./no-such-driver"}, `--lock exec:./no-such-driver: driver exec:./no-such-driver: cannot start`},
+		{[]string{"--lock", "exec:/bin/cat"}, `a line without in_reply_to that is no event (lost, renewal): line "{\"id\":1,\"type\":\"hello\",\"protocol\":1}"`},
+		{[]string{"--lock", "./no-such-lock.yaml"}, "lock file ./no-such-lock.yaml"},
+		{[]string{"--lock-opt", "version"}, `--lock-opt "version": not key=value`},
+	} {
+		code, stdout, stderr := lockchaos(t, append([]string{"run", "smoke", "--duration", "1s", "--out", filepath.Join(t.TempDir(), "r")}, tc.args...)...)
+		wantExit(t, code, ExitBadInput, stdout, stderr)
+		if !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: stderr\n%s\nwant %s", tc.args, stderr, tc.want)
+		}
+	}
+}

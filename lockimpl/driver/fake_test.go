@@ -1,0 +1,118 @@
+package driver
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// The fake drivers of these tests are this test binary run again with
+// LOCKCHAOS_FAKE_DRIVER set to a mode (TestMain): they test the adapter's
+// handling of the protocol, not a lock. Modes:
+//
+//	good        a lock in memory: acquires key "busy" never, "unknown"
+//	            indeterminately, any other key at once (pushing a renewal,
+//	            then lost, for key "lose"); release of a lost lease: not_owner
+//	crash       writes to stderr and exits 3 before hello
+//	malformed   answers hello, then writes a line that is not JSON
+//	wrong-id    answers hello with another id
+//	never       answers hello and init, never an acquire
+//	break       answers an acquire with "released"
+//	event       answers hello, then pushes an unknown event
+const fakeEnv = "LOCKCHAOS_FAKE_DRIVER"
+
+func fakeMain(mode string) {
+	base := time.Now()
+	mono := func() int64 { return int64(time.Since(base)) }
+	out := bufio.NewWriter(os.Stdout)
+	send := func(m map[string]any) {
+		b, _ := json.Marshal(m)
+		out.Write(append(b, '\n'))
+		out.Flush()
+	}
+	if mode == "crash" {
+		fmt.Fprintln(os.Stderr, "fake: cannot load the library: boom")
+		os.Exit(3)
+	}
+	sc := bufio.NewScanner(os.Stdin)
+	n := 0
+	lost := map[string]bool{}
+	for sc.Scan() {
+		var req map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			fmt.Fprintln(os.Stderr, "fake: bad request", err)
+			os.Exit(2)
+		}
+		id := int64(req["id"].(float64))
+		typ := req["type"].(string)
+		reply := func(t string, kv ...any) {
+			m := map[string]any{"in_reply_to": id, "type": t, "t0": mono(), "t1": mono()}
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[kv[i].(string)] = kv[i+1]
+			}
+			send(m)
+		}
+		switch {
+		case typ == "hello" && mode == "wrong-id":
+			id += 7
+			reply("hello_ok")
+		case typ == "hello":
+			reply("hello_ok", "protocol", 1, "name", "fake-"+mode, "library", "fakelib", "version", "0.0.1", "language", "go",
+				"capabilities", []string{"renews"}, "reports", []string{"deadline", "lost", "fence", "renewals"}, "options", []string{"flavour"})
+			switch mode {
+			case "malformed":
+				fmt.Fprintln(os.Stdout, "not json")
+			case "event":
+				send(map[string]any{"type": "surprise"})
+			}
+		case typ == "ping":
+			reply("pong")
+		case typ == "init":
+			reply("init_ok")
+		case typ == "shutdown":
+			reply("shutdown_ok")
+			return
+		case typ == "acquire" && mode == "never":
+			// no answer
+		case typ == "acquire" && mode == "break":
+			reply("released")
+		case typ == "acquire":
+			key := req["key"].(string)
+			switch key {
+			case "busy":
+				reply("not_acquired")
+			case "unknown":
+				reply("indeterminate", "error", "timeout after 250ms")
+			default:
+				n++
+				lease := fmt.Sprintf("L%d", n)
+				ttl := int64(req["ttl_ms"].(float64)) * int64(time.Millisecond)
+				reply("acquired", "lease", lease, "token", "tok-"+lease, "depth", 1, "fence", n, "deadline_ns", mono()+ttl)
+				if key == "lose" {
+					t0 := mono()
+					send(map[string]any{"type": "renewal", "lease": lease, "t0": t0, "t1": t0 + int64(time.Millisecond), "outcome": "ok", "deadline_ns": t0 + 2*ttl})
+					send(map[string]any{"type": "lost", "lease": lease, "t": mono(), "reason": "key gone"})
+					lost[lease] = true
+				}
+			}
+		case typ == "release":
+			if lost[req["lease"].(string)] {
+				reply("not_owner")
+			} else {
+				reply("released")
+			}
+		default:
+			reply("error", "error", "unsupported: "+typ)
+		}
+	}
+}
+
+// fakeSpec is the spec of a fake driver in mode.
+func fakeSpec(mode string) *Spec {
+	exe, _ := os.Executable()
+	return &Spec{Name: "fake-" + strings.ReplaceAll(mode, " ", "-"), Command: []string{exe, "-test.run=^$"},
+		Env: map[string]string{fakeEnv: mode}, base: os.TempDir()}
+}

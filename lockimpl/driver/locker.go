@@ -1,0 +1,476 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockchaos/lockchaos/lockimpl"
+)
+
+// Locker is one client's driver process behind the lockimpl.Locker API.
+type Locker struct {
+	p     *proc
+	spec  *Spec
+	hello Reply
+	env   lockimpl.Env
+	opts  lockimpl.Options
+	// off maps the driver's monotonic nanoseconds to this process's
+	// monotonic clock: base + (driver time + off), measured by pings at
+	// start to within rtt/2 (the same clock, CLOCK_MONOTONIC, read by two
+	// processes: no drift to correct).
+	base time.Time
+	off  int64
+	rtt  time.Duration
+
+	mu     sync.Mutex
+	leases map[string]*lease
+}
+
+var (
+	_ lockimpl.Locker     = (*Locker)(nil)
+	_ lockimpl.Process    = (*Locker)(nil)
+	_ lockimpl.Configured = (*Locker)(nil)
+	_ lockimpl.Reentrant  = (*Locker)(nil)
+)
+
+// hello starts the driver of s and checks its hello.
+func hello(s *Spec, name string, events func(Reply)) (*proc, Reply, error) {
+	p, err := start(s, name, events)
+	if err != nil {
+		return nil, Reply{}, err
+	}
+	m, err := p.call(context.Background(), &Request{Type: "hello", Protocol: Protocol}, StartTimeout)
+	if err == nil {
+		err = checkHello(s, name, m)
+	}
+	if err != nil {
+		if e, ok := err.(*Error); ok && e.Driver == "" {
+			e.Driver = name
+		}
+		_ = p.stop()
+		return nil, Reply{}, err
+	}
+	return p, m, nil
+}
+
+func checkHello(s *Spec, name string, m Reply) error {
+	line := fmt.Sprintf("%+v", m)
+	switch {
+	case m.Type != TypeHelloOK:
+		return &Error{Driver: name, Msg: "answered hello with " + m.Type + " " + m.Error, Line: line}
+	case m.Protocol != Protocol:
+		return &Error{Driver: name, Msg: fmt.Sprintf("speaks protocol %d, lockchaos %d", m.Protocol, Protocol)}
+	case m.Name == "":
+		return &Error{Driver: name, Msg: "hello_ok without a name"}
+	}
+	if _, err := infoOf(m.Name, m.Capabilities); err != nil {
+		return &Error{Driver: name, Msg: "hello_ok: " + err.Error()}
+	}
+	if s.Capabilities != nil && !sameCaps(*s.Capabilities, m.Capabilities) {
+		return &Error{Driver: name, Msg: fmt.Sprintf("its lock file %s says capabilities %v, its hello %v", s.File, *s.Capabilities, m.Capabilities)}
+	}
+	if s.Library != "" && m.Library != s.Library {
+		return &Error{Driver: name, Msg: fmt.Sprintf("its lock file %s says library %q, its hello %q", s.File, s.Library, m.Library)}
+	}
+	for _, r := range m.Reports {
+		if !slices.Contains([]string{"deadline", "lost", "fence", "renewals"}, r) {
+			return &Error{Driver: name, Msg: fmt.Sprintf("hello_ok: reports %q: not one of deadline, lost, fence, renewals", r)}
+		}
+	}
+	return nil
+}
+
+// Probe starts the driver of s for its hello, then stops it.
+func Probe(s *Spec) (Reply, error) {
+	p, m, err := hello(s, s.label(), nil)
+	if err != nil {
+		return Reply{}, err
+	}
+	return m, p.stop()
+}
+
+// New starts one client's driver: hello, the options checked against the
+// ones it declares, init with the client's endpoints (its link proxies),
+// connection name and key prefix, and pings that map its clock to the
+// client's.
+func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
+	l := &Locker{spec: s, env: env, opts: env.Options.WithDefaults(), leases: map[string]*lease{}}
+	if l.env.Clock == nil {
+		l.env.Clock = lockimpl.RealClock{}
+	}
+	extra := map[string]string{}
+	for k, v := range s.Options {
+		extra[k] = v
+	}
+	for k, v := range env.Options.Extra {
+		extra[k] = v
+	}
+	p, m, err := hello(s, s.Name, l.event)
+	if err != nil {
+		return nil, err
+	}
+	l.p, l.hello = p, m
+	p.mu.Lock()
+	p.onReply = l.onReply
+	p.mu.Unlock()
+	fail := func(err error) (lockimpl.Locker, error) {
+		_ = p.stop()
+		return nil, err
+	}
+	for _, k := range sortedKeys(extra) {
+		if !slices.Contains(m.Options, k) {
+			return fail(fmt.Errorf("lock option %s=%s: driver %s (%s %s) understands %s", k, extra[k], s.Name, m.Library, m.Version, optList(m.Options)))
+		}
+	}
+	o := l.opts
+	client := env.ClientID
+	req := &Request{Type: "init", Client: &client, ConnName: env.ConnName, KeyPrefix: env.KeyPrefix, Topology: topology(env.Endpoints),
+		Options: &InitOptions{TTLMS: o.TTL.Milliseconds(), AcquireTimeoutMS: o.AcquireTimeout.Milliseconds(), CommandTimeoutMS: o.CommandTimeout.Milliseconds(),
+			RetryDelayMS: o.RetryDelay.Milliseconds(), RenewIntervalMS: o.RenewInterval.Milliseconds(), Extra: extra}}
+	for _, ep := range env.Endpoints {
+		req.Endpoints = append(req.Endpoints, EndpointMsg{Addr: ep.Addr, MasterName: ep.MasterName, Sentinels: ep.SentinelAddrs, Cluster: ep.ClusterAddrs, Password: ep.Password})
+	}
+	r, err := p.call(context.Background(), req, StartTimeout)
+	if err == nil && r.Type != TypeInitOK {
+		err = &Error{Driver: s.Name, Msg: "answered init with " + r.Type + ": " + r.Error}
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := l.calibrate(); err != nil {
+		return fail(err)
+	}
+	return l, nil
+}
+
+func optList(o []string) string {
+	if len(o) == 0 {
+		return "no options"
+	}
+	return "only " + strings.Join(o, ", ")
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// topology is init's topology for the endpoints.
+func topology(eps []lockimpl.Endpoint) string {
+	switch {
+	case len(eps) > 1:
+		return "independent"
+	case len(eps) == 1 && eps[0].MasterName != "":
+		return "sentinel"
+	case len(eps) == 1 && len(eps[0].ClusterAddrs) > 0:
+		return "cluster"
+	}
+	return "single"
+}
+
+// calibrate measures the offset of the driver's monotonic clock to the
+// client's: of 7 pings, the one with the shortest round trip, its midpoint
+// against the midpoint of the driver's t0 and t1.
+func (l *Locker) calibrate() error {
+	best := time.Duration(-1)
+	l.base = time.Now()
+	for i := 0; i < 7; i++ {
+		a := time.Now()
+		m, err := l.p.call(context.Background(), &Request{Type: "ping"}, ReplyMargin)
+		b := time.Now()
+		if err != nil {
+			return err
+		}
+		if m.Type != TypePong || m.T1 < m.T0 {
+			return &Error{Driver: l.spec.Name, Msg: fmt.Sprintf("answered ping with %s (t0 %d, t1 %d): want pong with t1 >= t0", m.Type, m.T0, m.T1)}
+		}
+		if rtt := b.Sub(a); best < 0 || rtt < best {
+			best = rtt
+			mid := int64(a.Sub(l.base) + rtt/2)
+			l.off = mid - (m.T0+m.T1)/2
+		}
+	}
+	l.rtt = best
+	return nil
+}
+
+// at is a driver time on the client's clock as it reads now: the time
+// from now to the driver's time, by the offset measured at start, added
+// to the client's clock. A client clock fault (a skew of Env.Clock) moves
+// it as it moves an in-process lock's times, taken by that clock, while
+// the driver's own clock runs unfaulted. It does not depend on how long a
+// line took to arrive (a reply late by a loaded scheduler).
+func (l *Locker) at(ns int64) time.Time {
+	t := l.base.Add(time.Duration(ns + l.off))
+	return l.env.Clock.Now().Add(time.Until(t))
+}
+
+// deadline is a driver's deadline_ns on the client's clock, early by the
+// offset's uncertainty (rtt/2): a holder never believes longer than the
+// driver's lock said. (A deadline taken as the validity left at the
+// reply's t1 from when the reply arrived believed too long by the reply's
+// delay: 6 ms under load, and a client wrote after its key expired in
+// slow-acquire-reply.)
+func (l *Locker) deadline(ns int64) time.Time { return l.at(ns).Add(-l.rtt / 2) }
+
+// Reentrant reports the driver's capability.
+func (l *Locker) Reentrant() bool { return slices.Contains(l.hello.Capabilities, "reentrant") }
+
+// Config is the lock's configuration for results.json: the library and the
+// version its driver runs, and how lockchaos talks to it.
+func (l *Locker) Config() map[string]any {
+	h := l.hello
+	c := map[string]any{"driver": h.Name, "library": h.Library, "version": h.Version, "language": h.Language,
+		"protocol": h.Protocol, "capabilities": h.Capabilities, "reports": h.Reports, "command": l.spec.Command,
+		"clock_ping_rtt_us": l.rtt.Microseconds()}
+	if l.spec.File != "" {
+		c["lock_file"] = l.spec.File
+	}
+	return c
+}
+
+// Acquire waits up to the acquire timeout.
+func (l *Locker) Acquire(ctx context.Context, key string) (lockimpl.Lease, error) {
+	return l.acquire(ctx, key, l.opts.AcquireTimeout)
+}
+
+// TryAcquire makes one attempt (wait_ms 0).
+func (l *Locker) TryAcquire(ctx context.Context, key string) (lockimpl.Lease, error) {
+	return l.acquire(ctx, key, 0)
+}
+
+func ms(d time.Duration) *int64 { v := d.Milliseconds(); return &v }
+
+// bound is a request's own bound (its wait plus two command timeouts)
+// plus the margin.
+func (l *Locker) bound(wait time.Duration) time.Duration {
+	return wait + 2*l.opts.CommandTimeout + ReplyMargin
+}
+
+func (l *Locker) acquire(ctx context.Context, key string, wait time.Duration) (lockimpl.Lease, error) {
+	m, err := l.gated(ctx, &Request{Type: "acquire", Key: key, TTLMS: ms(l.opts.TTL), WaitMS: ms(wait)}, l.bound(wait), TypeAcquired, TypeNotAcquired)
+	if err != nil {
+		return nil, err
+	}
+	switch m.Type {
+	case TypeAcquired:
+		l.mu.Lock()
+		ls := l.leases[m.Lease] // onReply made it
+		l.mu.Unlock()
+		if m.Lease == "" || ls == nil {
+			l.p.fail(&Error{Msg: "acquired without a lease", Line: fmt.Sprintf("%+v", m)})
+			return nil, l.p.brokenErr()
+		}
+		return ls, nil
+	case TypeNotAcquired:
+		return nil, lockimpl.ErrNotAcquired
+	case TypeIndetermined, TypeError:
+		return nil, l.indeterminate(m)
+	}
+	return nil, l.protocolBreak("acquire", m)
+}
+
+// onReply keeps the leases as the driver's lines come, in their order:
+// an acquired line makes its lease before the events that follow it are
+// handled, a definite release ends it.
+func (l *Locker) onReply(req *Request, m Reply) {
+	switch {
+	case req.Type == "acquire" && m.Type == TypeAcquired && m.Lease != "":
+		ls := &lease{l: l, name: m.Lease, key: req.Key, token: m.Token, depth: max(m.Depth, 1)}
+		if m.Fence != nil {
+			ls.fence, ls.fenced = *m.Fence, true
+		}
+		if m.DeadlineNS != nil {
+			ls.deadline = l.deadline(*m.DeadlineNS)
+		}
+		if slices.Contains(l.hello.Reports, "lost") {
+			ls.lost = make(chan struct{})
+		}
+		l.mu.Lock()
+		l.leases[m.Lease] = ls
+		l.mu.Unlock()
+	case req.Type == "release":
+		l.mu.Lock()
+		delete(l.leases, req.Lease)
+		l.mu.Unlock()
+	}
+}
+
+// gated sends a request through the harness's client gate (Env.Gate), as
+// an in-process lock's command passes it: before, it waits out a freeze of
+// the client and fails when the client crashed or is cut off (reset or
+// drop, on a single node), or is stalled; after, an answer of type ok
+// (the lock taken or freed) or refused (the server answered) fires the
+// in-acquire and in-release points. It gates what lockchaos asks the
+// driver, not the commands the driver's library sends on its own
+// (renewals): those meet only the link faults of its proxies.
+func (l *Locker) gated(ctx context.Context, req *Request, bound time.Duration, ok, refused string) (Reply, error) {
+	g := l.env.Gate
+	if g == nil {
+		return l.p.call(ctx, req, bound)
+	}
+	node := 0
+	if len(l.env.Endpoints) > 1 {
+		node = -1 // a multi-node lock's request goes to every node: no one node's cut stops it
+	}
+	if err := g.Before(ctx, node, req.Type); err != nil {
+		return Reply{}, err
+	}
+	m, err := l.p.call(ctx, req, bound)
+	g.After(node, err == nil && (m.Type == ok || m.Type == refused), err == nil && m.Type == ok)
+	return m, err
+}
+
+func (l *Locker) protocolBreak(req string, m Reply) error {
+	l.p.fail(&Error{Msg: "answered " + req + " with " + m.Type, Line: fmt.Sprintf("%+v", m)})
+	return l.p.brokenErr()
+}
+
+// event handles a pushed event: lost closes the lease's Lost channel and
+// notes the loss; renewal notes the attempt (Env.Note).
+func (l *Locker) event(m Reply) {
+	l.mu.Lock()
+	ls := l.leases[m.Lease]
+	l.mu.Unlock()
+	if ls == nil {
+		return // a lease released already (a renewal racing its release)
+	}
+	switch m.Type {
+	case TypeLost:
+		ls.once.Do(func() {
+			if ls.lost != nil {
+				close(ls.lost)
+			}
+		})
+		l.note(lockimpl.Note{Kind: lockimpl.NoteLost, Key: ls.key, Token: ls.token, Start: l.at(m.T), End: l.at(m.T), Err: lockimpl.ErrLeaseLost})
+	case TypeRenewal:
+		n := lockimpl.Note{Kind: lockimpl.NoteRenew, Key: ls.key, Token: ls.token, Start: l.at(m.T0), End: l.at(m.T1)}
+		switch m.Outcome {
+		case "ok":
+			if m.DeadlineNS != nil {
+				ls.setDeadline(l.deadline(*m.DeadlineNS))
+			}
+		case "not_owner":
+			n.Err = lockimpl.ErrNotOwner
+		default:
+			n.Err = fmt.Errorf("%w: driver renewal: %s %s", lockimpl.ErrIndeterminate, m.Outcome, m.Error)
+		}
+		l.note(n)
+	}
+}
+
+func (l *Locker) note(n lockimpl.Note) {
+	if l.env.Note != nil {
+		l.env.Note(n)
+	}
+}
+
+// Extend extends a lease by ttl where the driver's library can.
+func (l *Locker) Extend(ctx context.Context, ls lockimpl.Lease, ttl time.Duration) error {
+	dl, ok := ls.(*lease)
+	if !ok || dl.l != l {
+		return fmt.Errorf("driver %s: Extend of a lease it did not give", l.spec.Name)
+	}
+	m, err := l.p.call(ctx, &Request{Type: "extend", Lease: dl.name, TTLMS: ms(ttl)}, l.bound(0))
+	if err != nil {
+		return err
+	}
+	if m.Type == TypeExtended && m.DeadlineNS != nil {
+		dl.setDeadline(l.deadline(*m.DeadlineNS))
+	}
+	return l.outcome("extend", TypeExtended, m)
+}
+
+// outcome is the error of a release's or an extend's answer m (success
+// type ok): nil, not owner, indeterminate, or a protocol break.
+func (l *Locker) outcome(req, ok string, m Reply) error {
+	switch m.Type {
+	case ok:
+		return nil
+	case TypeNotOwner:
+		return lockimpl.ErrNotOwner
+	case TypeIndetermined, TypeError:
+		return l.indeterminate(m)
+	}
+	return l.protocolBreak(req, m)
+}
+
+// indeterminate is the error of an indeterminate or error answer.
+func (l *Locker) indeterminate(m Reply) error {
+	return fmt.Errorf("%w: driver %s: %s: %s", lockimpl.ErrIndeterminate, l.spec.Name, m.Type, m.Error)
+}
+
+// Freeze stops the driver's process group (SIGSTOP); the effect is its
+// process state read from /proc once stopped ('T').
+func (l *Locker) Freeze() (map[string]string, error) {
+	st, err := l.p.freeze()
+	return map[string]string{"driver_pid": fmt.Sprint(l.p.pid), "driver_state": st}, err
+}
+
+// Thaw continues it (SIGCONT).
+func (l *Locker) Thaw() error { return l.p.thaw() }
+
+// Kill ends it at once (SIGKILL of its group): a crashed client.
+func (l *Locker) Kill() error {
+	l.p.killed.Store(true)
+	return l.p.signal(syscall.SIGKILL)
+}
+
+// Pid is the driver's process id (its process group's too).
+func (l *Locker) Pid() int { return l.p.pid }
+
+// Err is the driver's failure, nil while it works.
+func (l *Locker) Err() error { return l.p.brokenErr() }
+
+// Close shuts the driver down and kills its process group.
+func (l *Locker) Close() error { return l.p.stop() }
+
+// lease is one hold, named by the driver.
+type lease struct {
+	l      *Locker
+	name   string
+	key    string
+	token  string
+	depth  int
+	fence  uint64
+	fenced bool
+
+	dmu      sync.Mutex
+	deadline time.Time
+	lost     chan struct{}
+	once     sync.Once
+	released sync.Once
+	relErr   error
+}
+
+func (s *lease) Key() string             { return s.key }
+func (s *lease) Token() string           { return s.token }
+func (s *lease) Fence() (uint64, bool)   { return s.fence, s.fenced }
+func (s *lease) Depth() int              { return s.depth }
+func (s *lease) Lost() <-chan struct{}   { return s.lost }
+func (s *lease) setDeadline(t time.Time) { s.dmu.Lock(); s.deadline = t; s.dmu.Unlock() }
+func (s *lease) Deadline() (t time.Time) { s.dmu.Lock(); t = s.deadline; s.dmu.Unlock(); return }
+func (s *lease) String() string          { return "driver lease " + s.name }
+func (s *lease) Release(ctx context.Context) error {
+	s.released.Do(func() { s.relErr = s.release(ctx) })
+	return s.relErr
+}
+
+func (s *lease) release(ctx context.Context) error {
+	l := s.l
+	m, err := l.gated(ctx, &Request{Type: "release", Lease: s.name}, l.bound(0), TypeReleased, TypeNotOwner)
+	if err != nil {
+		return err
+	}
+	return l.outcome("release", TypeReleased, m)
+}
