@@ -40,8 +40,8 @@ var (
 )
 
 // hello starts the driver of s and checks its hello.
-func hello(s *Spec, name string, events func(Reply)) (*proc, Reply, error) {
-	p, err := start(s, name, events)
+func hello(s *Spec, name string, events func(Reply), extra map[string]string) (*proc, Reply, error) {
+	p, err := start(s, name, events, extra)
 	if err != nil {
 		return nil, Reply{}, err
 	}
@@ -88,7 +88,7 @@ func checkHello(s *Spec, name string, m Reply) error {
 
 // Probe starts the driver of s for its hello, then stops it.
 func Probe(s *Spec) (Reply, error) {
-	p, m, err := hello(s, s.label(), nil)
+	p, m, err := hello(s, s.label(), nil, nil)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -111,7 +111,7 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 	for k, v := range env.Options.Extra {
 		extra[k] = v
 	}
-	p, m, err := hello(s, s.Name, l.event)
+	p, m, err := hello(s, s.Name, l.event, extra)
 	if err != nil {
 		return nil, err
 	}

@@ -154,8 +154,12 @@ type waiter struct {
 }
 
 // start starts a driver in its own process group (killed with lockchaos:
-// Pdeathsig on Linux) and reads its stdout.
-func start(s *Spec, name string, events func(Reply)) (*proc, error) {
+// Pdeathsig on Linux) and reads its stdout. The lock options (extra, the
+// lock file's and --lock-opt's) are also in its environment, since some
+// choose what the process is before hello (which library version a
+// launcher runs, whether a lock renews): LOCKCHAOS_LOCK_OPTS ("k=v,k=v",
+// sorted) and LOCKCHAOS_LOCK_VERSION (the version option alone).
+func start(s *Spec, name string, events func(Reply), extra map[string]string) (*proc, error) {
 	argv, err := s.argv()
 	if err != nil {
 		return nil, &Error{Driver: name, Msg: err.Error()}
@@ -166,6 +170,7 @@ func start(s *Spec, name string, events func(Reply)) (*proc, error) {
 	for k, v := range s.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	cmd.Env = append(cmd.Env, optionEnv(extra)...)
 	cmd.SysProcAttr = sysProcAttr()
 	p := &proc{name: name, cmd: cmd, stderr: &tail{}, events: events, pending: map[int64]waiter{},
 		abandoned: map[int64]bool{}, broken: make(chan struct{}), readDone: make(chan struct{}), exited: make(chan struct{})}
@@ -454,4 +459,20 @@ func procState(pid int) string {
 		return ""
 	}
 	return string(b[i+2])
+}
+
+// optionEnv is the environment that carries a driver's lock options.
+func optionEnv(extra map[string]string) []string {
+	if len(extra) == 0 {
+		return nil
+	}
+	var kv []string
+	for _, k := range sortedKeys(extra) {
+		kv = append(kv, k+"="+extra[k])
+	}
+	env := []string{"LOCKCHAOS_LOCK_OPTS=" + strings.Join(kv, ",")}
+	if v := extra["version"]; v != "" {
+		env = append(env, "LOCKCHAOS_LOCK_VERSION="+v)
+	}
+	return env
 }
