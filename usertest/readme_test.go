@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The README's "Three ways in" snippets are the example module's files,
+// The README's "Four ways in" snippets are the example module's files,
 // verbatim, so what a reader copies is what TestCustomBinary compiles (go
 // build and go vet ./... there, tests included).
 func TestReadmeSnippetsAreCompiledFiles(t *testing.T) {
@@ -16,9 +16,9 @@ func TestReadmeSnippetsAreCompiledFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(readme), "\n## Three ways in\n")
+	_, sec, ok := strings.Cut(string(readme), "\n## Four ways in\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Three ways in" section`)
+		t.Fatal(`README.md has no "## Four ways in" section`)
 	}
 	sec, _, _ = strings.Cut(sec, "\n## ")
 	files := map[string]string{}
