@@ -278,8 +278,11 @@ public final class Main {
         if (!eps.isArray() || eps.size() == 0) {
             return reply(id, "error").put("error", "init without endpoints");
         }
-        if (!variant.multi().isEmpty() && !topology.equals("independent")) {
-            return reply(id, "error").put("error", variant.name() + " needs independent masters, not " + topology);
+        // A multi-node lock runs over independent masters, or over one server (a RedLock of one
+        // lock, as the built-in redlock runs on a single node); behind Sentinel or in a Cluster
+        // its masters are not independent.
+        if (!variant.multi().isEmpty() && !topology.equals("independent") && !topology.equals("single")) {
+            return reply(id, "error").put("error", variant.name() + " needs independent masters or one server, not " + topology);
         }
         long t0 = System.nanoTime();
         for (int attempt = 1; ; attempt++) {
