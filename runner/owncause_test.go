@@ -27,7 +27,7 @@ func TestOwnCommandCauses(t *testing.T) {
 		{"minority-quorum", "redlock-minority-quorum", checker.CheckMutex, checker.CauseMinorityQuorum, " held n"},
 		{"own-commands", "reentrant-no-owner-check", checker.CheckMutex, checker.CauseForeignReentry, "HINCRBY by client "},
 		{"own-commands", "reentrant-early-free", checker.CheckReentrancy, checker.CauseFreedAboveZero, "script's DEL deleted the key"},
-		{"own-commands", "fenced-random", checker.CheckFencing, checker.CauseFenceNotMonotonic, "not from INCR: client "},
+		{"own-fence", "fenced-random", checker.CheckFencing, checker.CauseFenceNotMonotonic, "not from INCR: client "},
 	} {
 		t.Run(tc.lock, func(t *testing.T) {
 			s, err := scenarios.Load(tc.scenario)
