@@ -228,8 +228,9 @@ def test_lock_file_starts_the_driver(driver_python, drivers, lock):
         lf = yaml.safe_load(f)
     library, caps, _, _ = LOCKS[lock]
     assert lf["name"] == lock and lf["library"] == library and lf["capabilities"] == caps
-    if lock != "my-lock":
-        assert lf["version"]["env"] == "LOCKCHAOS_LOCK_VERSION" and "{version}" in " ".join(lf["version"]["setup"])
+    # The lock-file format refuses fields lockchaos does not know: another version reaches
+    # the driver as LOCKCHAOS_LOCK_VERSION, which run.sh installs and runs (test_install).
+    assert set(lf) <= {"name", "description", "command", "dir", "env", "options", "library", "language", "capabilities"}
     d = drivers(lf["command"], env=lf["env"], cwd=os.path.join(where, lf["dir"]))
     h = d.hello()
     assert h["name"] == lock and h["library"] == library and h["capabilities"] == caps
