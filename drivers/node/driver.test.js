@@ -135,9 +135,13 @@ test('release after the lease expired is not_owner (no renewal)', async () => {
   const d = await ready('node-redlock', [shared], {}, ['--opt', 'auto_extend=false']);
   const key = newKey();
   const r = await d.request({ type: 'acquire', key, ttl_ms: 1000, wait_ms: 0 });
+  // The library's validity is counted in Date.now's 1 ms steps from each
+  // attempt's start: an extend in the same millisecond gives the same
+  // deadline. 20 ms apart, the extended one is later by about that much.
+  await sleep(20);
   const e = await d.request({ type: 'extend', lease: r.lease, ttl_ms: 1000 });
   assert.equal(e.type, 'extended');
-  assert.ok(e.deadline_ns > r.deadline_ns);
+  assert.ok(e.deadline_ns - r.deadline_ns >= 15e6, `extend moved the deadline ${(e.deadline_ns - r.deadline_ns) / 1e6} ms`);
   await shared.admin.del(key);
   assert.equal((await d.request({ type: 'extend', lease: r.lease, ttl_ms: 1000 })).type, 'not_owner');
 });
