@@ -24,7 +24,7 @@ func TestWaitSubscriptionEndsWithItsClient(t *testing.T) {
 	s := startServer(t)
 	before := healthChecks()
 	for i := 0; i < 3; i++ {
-		o := lockimpl.Options{TTL: 5 * time.Second, AcquireTimeout: 300 * time.Millisecond, Wait: "pubsub"}
+		o := lockimpl.Options{TTL: 5 * time.Second, AcquireTimeout: 5 * time.Second, Wait: "pubsub"}
 		conns := s.lockerEnvConns()
 		a, err := lockimpl.New("simple", lockimpl.Env{Options: o, Conns: conns[:1]})
 		if err != nil {
@@ -36,12 +36,23 @@ func TestWaitSubscriptionEndsWithItsClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		la := mustAcquire(t, a, "waker")
-		// b waits past its quick retries, so it subscribes.
-		go func() { time.Sleep(100 * time.Millisecond); mustRelease(t, la) }()
+		// b waits past its quick retries, so it subscribes: a is released
+		// once b's subscription's health check runs (or after 3 s, when
+		// the check below says it never did), not after a fixed time that
+		// a loaded machine's retries outlast.
+		released := make(chan struct{})
+		go func() {
+			defer close(released)
+			for end := time.Now().Add(3 * time.Second); healthChecks() <= before && time.Now().Before(end); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			mustRelease(t, la)
+		}()
 		lb, err := b.Acquire(context.Background(), "waker")
 		if err != nil {
 			t.Fatalf("waiting acquire: %v", err)
 		}
+		<-released // its reply read before the connections close
 		mustRelease(t, lb)
 		if healthChecks() <= before && i == 0 {
 			t.Fatal("no pub/sub health check while subscribed: the wait did not subscribe, so this test shows nothing")

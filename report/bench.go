@@ -83,6 +83,32 @@ func BenchMarkdown(b *metrics.Bench) string {
 			metrics.FormatUS(l.LatencyUS["acquire"].P50), metrics.FormatUS(l.LatencyUS["acquire"].P99), fmtOpt(ho), ratio,
 			metrics.FormatUS(l.LatencyUS["cycle"].P99), l.FailedAcq, l.Fairness, cmds, usec, ovh)
 	}
+	sb.WriteString(pipeLines(locks))
+	return sb.String()
+}
+
+// pipeLines shows apart what the lock-client protocol cost the driver
+// locks (metrics.OpPipe): per request, and per cycle against the cycle.
+func pipeLines(locks []metrics.BenchLock) string {
+	var sb strings.Builder
+	for _, l := range locks {
+		p := l.LatencyUS[metrics.OpPipe]
+		if p.Count == 0 {
+			continue
+		}
+		if sb.Len() == 0 {
+			sb.WriteString("\nThe driver locks' numbers above include the lock-client protocol: each request's round trip less the driver's own time in it (its t0–t1), by lock:\n\n")
+		}
+		fmt.Fprintf(&sb, "- %s: %s p50, %s p99 per request (%d requests)", l.Lock, metrics.FormatUS(p.P50), metrics.FormatUS(p.P99), p.Count)
+		if l.Cycles > 0 {
+			perCycle := p.Mean * float64(p.Count) / float64(l.Cycles)
+			fmt.Fprintf(&sb, "; %s a cycle", metrics.FormatUS(perCycle))
+			if c := l.LatencyUS[metrics.OpCycle]; c.Mean > 0 {
+				fmt.Fprintf(&sb, ", %.0f%% of the mean cycle (%s)", 100*perCycle/c.Mean, metrics.FormatUS(c.Mean))
+			}
+		}
+		sb.WriteString(".\n")
+	}
 	return sb.String()
 }
 

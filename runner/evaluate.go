@@ -36,6 +36,9 @@ type EvalOptions struct {
 	// Phases times the run's phases up to the check (nil: a saved run's
 	// check, timed from now); Evaluate marks check and report.
 	Phases *metrics.PhaseTimer
+	// Pipe is a driver lock's protocol cost per request (metrics.OpPipe),
+	// nil for an in-process lock.
+	Pipe *metrics.Latency
 }
 
 // Evaluate checks a run directory's history, compares the verdicts with the
@@ -108,6 +111,9 @@ func newResults(s *scenarios.Scenario, lock string, eo EvalOptions, cres *checke
 	r.Incidents = orEmpty(cres.Incidents)
 	r.LossDetection = cres.LossDetection
 	metrics.FillStats(r, an)
+	if eo.Pipe != nil && eo.Pipe.Count > 0 {
+		r.Stats.LatencyUS[metrics.OpPipe] = *eo.Pipe
+	}
 	return r
 }
 
@@ -206,6 +212,9 @@ func CheckDir(dir string, eo EvalOptions) (*metrics.Results, Class, error) {
 	}
 	if old, err := metrics.ReadResults(filepath.Join(dir, "results.json")); err == nil {
 		eo.LockConfig = old.LockConfig
+		if p, ok := old.Stats.LatencyUS[metrics.OpPipe]; ok && eo.Pipe == nil {
+			eo.Pipe = &p
+		}
 		if old.Phases != nil && eo.Phases == nil {
 			// The run's phases stand; check and report are this check's.
 			eo.Phases = metrics.NewPhaseTimer()
@@ -229,7 +238,11 @@ func RenderDir(dir string) (*metrics.Results, error) {
 	if err != nil {
 		return nil, fail(BadInput, "%w", err)
 	}
+	pipe, measured := r.Stats.LatencyUS[metrics.OpPipe] // the run's, not the history's
 	metrics.FillStats(r, an)
+	if measured {
+		r.Stats.LatencyUS[metrics.OpPipe] = pipe
+	}
 	if err := report.Render(dir, r, an); err != nil {
 		return r, fail(Infra, "%w", err)
 	}

@@ -381,7 +381,12 @@ func (r *run) evaluate() (*Outcome, error) {
 	if r.o.NoHistory {
 		return out, nil
 	}
-	res, class, err := Evaluate(r.o.Out, r.s, r.o.Lock, EvalOptions{Expect: r.o.Expect, Thresholds: r.o.Thresholds, Notes: r.notes,
+	var pipe *metrics.Latency
+	if h := r.w.PipeCost(); h != nil {
+		l := metrics.Summarize(h)
+		pipe = &l
+	}
+	res, class, err := Evaluate(r.o.Out, r.s, r.o.Lock, EvalOptions{Expect: r.o.Expect, Thresholds: r.o.Thresholds, Notes: r.notes, Pipe: pipe,
 		LockConfig: r.w.LockConfig(), Backend: r.cl.Backend, Interrupted: r.interrupted, StoppedBy: r.stoppedBy,
 		Notifications: r.notify.Mode, CommandRecord: r.recStatus.Mode, NoPlots: r.o.NoPlots, Checked: checked, Phases: r.pt})
 	out.Results, out.Class = res, class

@@ -272,6 +272,29 @@ func (w *Workload) Broken() error {
 	return nil
 }
 
+// PipeCost is, for a lock behind a process of its own (a driver lock),
+// what the lock-client protocol cost per request over every client: the
+// round trip less the driver's own time, in ns. Nil for an in-process lock.
+func (w *Workload) PipeCost() *hdrhistogram.Histogram {
+	var all *hdrhistogram.Histogram
+	for _, c := range w.clients {
+		pc, ok := c.lk.(interface {
+			PipeCost() *hdrhistogram.Histogram
+		})
+		if !ok {
+			continue
+		}
+		if h := pc.PipeCost(); h != nil {
+			if all == nil {
+				all = h
+			} else {
+				all.Merge(h)
+			}
+		}
+	}
+	return all
+}
+
 // LockConfig is the lock's effective configuration, when it reports one.
 func (w *Workload) LockConfig() map[string]any { return w.config }
 

@@ -120,6 +120,14 @@ func TestGoodDriver(t *testing.T) {
 	if st := procState(pid); st == "T" {
 		t.Errorf("state %s after thaw", st)
 	}
+	// The protocol's cost per answered request: the calibration's 7 pings
+	// and the requests above (the frozen spell counts none), each a round
+	// trip over two pipes less the driver's own time.
+	if h := l.PipeCost(); h == nil {
+		t.Error("no pipe cost recorded")
+	} else if n, p50 := h.TotalCount(), time.Duration(h.ValueAtQuantile(50)); n < 7+5 || p50 <= 0 || p50 > time.Second {
+		t.Errorf("pipe cost: %d requests, p50 %v: want at least 12 requests, p50 above 0 and under 1s", n, p50)
+	}
 	cfg := l.Config()
 	if cfg["library"] != "fakelib" || cfg["version"] != "0.0.1" {
 		t.Errorf("config %v: want the library and version of hello", cfg)

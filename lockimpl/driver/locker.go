@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
@@ -222,6 +224,10 @@ func (l *Locker) at(ns int64) time.Time {
 // delay: 6 ms under load, and a client wrote after its key expired in
 // slow-acquire-reply.)
 func (l *Locker) deadline(ns int64) time.Time { return l.at(ns).Add(-l.rtt / 2) }
+
+// PipeCost is the protocol's cost per answered request so far (ns): the
+// round trip less the driver's own time in it (nil before any).
+func (l *Locker) PipeCost() *hdrhistogram.Histogram { return l.p.pipeCost() }
 
 // Reentrant reports the driver's capability.
 func (l *Locker) Reentrant() bool { return slices.Contains(l.hello.Capabilities, "reentrant") }

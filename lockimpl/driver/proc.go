@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
@@ -146,6 +148,37 @@ type proc struct {
 	frozen   atomic.Bool
 	frozenAt time.Time
 	frozenNS atomic.Int64
+
+	// pipe: each answered request's round trip less the driver's own time
+	// in it (t1-t0), in ns: what the protocol costs on top of the library
+	// (bench shows it apart). A request the driver spent stopped in is not
+	// counted.
+	pipeMu sync.Mutex
+	pipe   *hdrhistogram.Histogram
+}
+
+// pipeSample records a request's pipe cost: rtt less the driver's t1-t0.
+func (p *proc) pipeSample(rtt time.Duration, m Reply) {
+	if m.T0 == 0 || m.T1 < m.T0 {
+		return
+	}
+	v := max(int64(rtt)-(m.T1-m.T0), 0)
+	p.pipeMu.Lock()
+	defer p.pipeMu.Unlock()
+	if p.pipe == nil {
+		p.pipe = hdrhistogram.New(1, 60_000_000_000, 3)
+	}
+	_ = p.pipe.RecordValue(v)
+}
+
+// pipeCost is a copy of the pipe costs recorded so far (nil before any).
+func (p *proc) pipeCost() *hdrhistogram.Histogram {
+	p.pipeMu.Lock()
+	defer p.pipeMu.Unlock()
+	if p.pipe == nil {
+		return nil
+	}
+	return hdrhistogram.Import(p.pipe.Export())
 }
 
 type waiter struct {
@@ -325,6 +358,7 @@ var errAbandoned = errors.New("driver: the caller gave up waiting")
 // abandons the request (its answer, when it comes, is dropped) with an
 // indeterminate error. done, when not nil, ends the wait too (a Stop).
 func (p *proc) call(ctx interface{ Done() <-chan struct{} }, req *Request, bound time.Duration) (Reply, error) {
+	sent := time.Now()
 	id, ch, err := p.send(req)
 	if err != nil {
 		return Reply{}, err
@@ -337,6 +371,9 @@ func (p *proc) call(ctx interface{ Done() <-chan struct{} }, req *Request, bound
 	for {
 		select {
 		case m := <-ch:
+			if p.frozenNS.Load() == fz0 && !p.frozen.Load() {
+				p.pipeSample(time.Since(sent), m)
+			}
 			return m, nil
 		case <-p.broken:
 			select {

@@ -28,6 +28,15 @@ const (
 // Ops lists the latency distributions in display order.
 var Ops = []string{OpAcquire, OpRelease, OpCycle, OpHandoff}
 
+// OpPipe is a driver lock's protocol cost per request (the round trip
+// less the driver's own time in it): in LatencyUS beside Ops, measured by
+// the run rather than read from the history (Summarize of
+// workloads.Workload.PipeCost), and kept when a saved run is checked again.
+const OpPipe = "pipe"
+
+// Summarize is the results.json summary (µs) of a histogram in ns.
+func Summarize(h *hdrhistogram.Histogram) Latency { return summarize(h) }
+
 // Histogram range: 1µs .. 60s, values recorded in nanoseconds.
 const (
 	histLowestNS  = 1_000
