@@ -232,8 +232,8 @@ func (g gatedClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []
 }
 
 // errorResult is rueidis.NewErrorResult for every release of rueidis:
-// that function came with v1.0.77 (of the versions the Go module proxy
-// serves, v1.0.69 lacks it), and scripts/bisect-go.sh builds this adapter
+// v1.0.77 has that function and v1.0.71, the release the Go module proxy
+// serves before it, lacks it, and scripts/bisect-go.sh builds this adapter
 // against older releases. RedisResult has kept one unexported field
 // `err error` from v1.0.14 to v1.0.79 (rueidis' own mock package builds
 // results the same way); it is found by name and type, and a release
