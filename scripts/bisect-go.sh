@@ -39,6 +39,8 @@
 #   unknown        neither (a check unknown, or the runs timed out before a verdict)
 #   does not build tidy or build failed (the API changed, or the version is not served)
 # Exit 0 when every version got a verdict, 1 when the script itself failed.
+# BISECT_GO_FAKE="V=fails V=passes V=does_not_build …" (tests only) stands for
+# the builds and runs, to check the choice of versions and the summary.
 set -euo pipefail
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
@@ -125,7 +127,15 @@ try() {
 	cp "$work/go.mod.orig" "$work/go.mod"
 	cp "$work/go.sum.orig" "$work/go.sum"
 	echo "bisect-go: $v: build" >&2
-	if ! (cd "$work" && export GOFLAGS=-mod=mod &&
+	if [[ -n ${BISECT_GO_FAKE:-} ]]; then
+		# Tests of the bisection only: "V=VERDICT ..." stands for each
+		# version's build and runs (TestBisectGoLogic).
+		verdict=$(tr ' ' '\n' <<<"$BISECT_GO_FAKE" | awk -F= -v v="$v" '$1 == v { gsub(/_/, " ", $2); print $2 }')
+		[[ -n $verdict ]] || { echo "bisect-go: BISECT_GO_FAKE has no $v" >&2; exit 1; }
+		note=fake
+		for c in "${checklist[@]}"; do bad[$c]=0; done
+		if [[ $verdict == "does not build" ]]; then built=no; else inbin=$v; fi
+	elif ! (cd "$work" && export GOFLAGS=-mod=mod &&
 		timeout "$build_timeout" go mod edit -require="$module@$v" &&
 		timeout "$build_timeout" go mod tidy &&
 		pin "$v" &&
@@ -215,7 +225,13 @@ else
 	fi
 fi
 
-# The table and the summary, from versions.tsv.
+# The table and the summary, from versions.tsv, oldest first (a bisection
+# tries them out of order).
+{
+	head -1 "$tsv"
+	tail -n +2 "$tsv" | sort -t "$(printf '\t')" -k1,1V
+} >"$tsv.sorted"
+mv "$tsv.sorted" "$tsv"
 md="$out/versions.md"
 {
 	echo "# $lock ($module): $scenario over seeds $seeds"
