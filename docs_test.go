@@ -60,6 +60,31 @@ func TestReadmeIsAFrontDoor(t *testing.T) {
 	if n := strings.Count(string(b), "\n"); n > readmeMaxLines {
 		t.Errorf("README.md has %d lines; at most %d (move a topic into a page under docs/)", n, readmeMaxLines)
 	}
+	for _, p := range unlinked(t, "README.md", filepath.Join("docs", "*.md")) {
+		t.Errorf("%s is not linked from README.md: add a line for it to the README's Documentation section", p)
+	}
+}
+
+// TestFindingsIndex holds docs/findings.md to its role: every finding's
+// page under docs/findings/ is linked from it (and so two clicks from the
+// README, whose Documentation section links the index).
+func TestFindingsIndex(t *testing.T) {
+	for _, p := range unlinked(t, "docs/findings.md", filepath.Join("docs", "findings", "*.md")) {
+		t.Errorf("%s is not linked from docs/findings.md: add it to the index", p)
+	}
+	if pages, _ := filepath.Glob(filepath.Join("docs", "findings", "*.md")); len(pages) == 0 {
+		t.Error("docs/findings/ has no page: the index links none")
+	}
+}
+
+// unlinked lists the files matching pattern that the Markdown page from
+// (a repository-relative path) does not link to.
+func unlinked(t *testing.T, from, pattern string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.FromSlash(from))
+	if err != nil {
+		t.Fatal(err)
+	}
 	links, err := mdLinks(string(b))
 	if err != nil {
 		t.Fatal(err)
@@ -67,17 +92,19 @@ func TestReadmeIsAFrontDoor(t *testing.T) {
 	linked := map[string]bool{}
 	for _, l := range links {
 		p, _, _ := strings.Cut(l.target, "#")
-		linked[path.Clean(p)] = true
+		linked[path.Join(path.Dir(from), p)] = true
 	}
-	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	pages, err := filepath.Glob(pattern)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []string
 	for _, p := range pages {
 		if !linked[filepath.ToSlash(p)] {
-			t.Errorf("%s is not linked from README.md: add a line for it to the README's Documentation section", p)
+			out = append(out, p)
 		}
 	}
+	return out
 }
 
 // TestLinkCheckerFindsBrokenLinks runs the checker on a repository of its own
@@ -178,6 +205,11 @@ func docFiles(root string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docs/*.md: %w", err)
 	}
+	findings, err := filepath.Glob(filepath.Join(root, "docs", "findings", "*.md"))
+	if err != nil {
+		return nil, fmt.Errorf("docs/findings/*.md: %w", err)
+	}
+	pages = append(pages, findings...)
 	for _, p := range pages {
 		rel, err := filepath.Rel(root, p)
 		if err != nil {

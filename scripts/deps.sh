@@ -6,7 +6,8 @@
 # docs/driver-protocol.md), docker.io (dockerd, for the docker backend's
 # tests), and chromium (optional: the browser test of report.html and
 # card.html, which skips without it unless LOCKCHAOS_REQUIRE_CHROMIUM=1;
-# LOCKCHAOS_NO_CHROMIUM=1 leaves it out). Needs root (apt-get). The drivers'
+# LOCKCHAOS_NO_CHROMIUM=1 leaves it out), jq (scripts/bisect-go.sh reads runs'
+# results.json with it). Needs root (apt-get). The drivers'
 # own libraries (Python, Node, Java) are installed by scripts/drivers.sh.
 set -euo pipefail
 missing=()
@@ -15,6 +16,7 @@ command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
 command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 command -v faketime >/dev/null 2>&1 || missing+=(faketime)
 [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || [ -e /usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1 ] || missing+=(libfaketime)
 if [ "${LOCKCHAOS_NO_DOCKER:-}" = "" ] && ! command -v dockerd >/dev/null 2>&1; then

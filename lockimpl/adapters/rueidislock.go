@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lockchaos/lockchaos/lockimpl"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
@@ -200,7 +202,7 @@ type gatedClient struct {
 
 func (g gatedClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	if err := g.gate.Before(ctx, 0, cmdName(cmd.Commands())); err != nil {
-		return rueidis.NewErrorResult(err)
+		return errorResult(err)
 	}
 	r := g.Client.Do(ctx, cmd)
 	g.gate.After(0, answered(r.Error()), r.Error() == nil)
@@ -215,7 +217,7 @@ func (g gatedClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []
 	if err := g.gate.Before(ctx, 0, name); err != nil {
 		out := make([]rueidis.RedisResult, len(multi))
 		for i := range out {
-			out[i] = rueidis.NewErrorResult(err)
+			out[i] = errorResult(err)
 		}
 		return out
 	}
@@ -226,6 +228,24 @@ func (g gatedClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []
 		ans = ans && answered(x.Error())
 	}
 	g.gate.After(0, ans, ok)
+	return r
+}
+
+// errorResult is rueidis.NewErrorResult for every release of rueidis:
+// v1.0.77 has that function and v1.0.71, the release the Go module proxy
+// serves before it, lacks it, and scripts/bisect-go.sh builds this adapter
+// against older releases. RedisResult has kept one unexported field
+// `err error` from v1.0.14 to v1.0.79 (rueidis' own mock package builds
+// results the same way); it is found by name and type, and a release
+// without it panics here rather than return a result without its error
+// (TestRueidisErrorResult).
+func errorResult(err error) rueidis.RedisResult {
+	var r rueidis.RedisResult
+	f, ok := reflect.TypeOf(r).FieldByName("err")
+	if !ok || f.Type != reflect.TypeFor[error]() {
+		panic("rueidislock adapter: rueidis.RedisResult has no field err error")
+	}
+	*(*error)(unsafe.Add(unsafe.Pointer(&r), f.Offset)) = err
 	return r
 }
 
