@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,21 +28,31 @@ type Locker struct {
 	base time.Time
 	off  int64
 	rtt  time.Duration
+	// mono maps the driver's monotonic times to the harness's clock: by
+	// off from calibrate, again after each change of a faked monotonic
+	// clock (SetProcessClock).
+	mono atomic.Pointer[monoMap]
+	// fc is the driver's libfaketime when Env.ClockFile asked for it
+	// (fcWhy: why it has none).
+	fc    *fakeClock
+	fcWhy error
 
 	mu     sync.Mutex
 	leases map[string]*lease
 }
 
 var (
-	_ lockimpl.Locker     = (*Locker)(nil)
-	_ lockimpl.Process    = (*Locker)(nil)
-	_ lockimpl.Configured = (*Locker)(nil)
-	_ lockimpl.Reentrant  = (*Locker)(nil)
+	_ lockimpl.Locker       = (*Locker)(nil)
+	_ lockimpl.Process      = (*Locker)(nil)
+	_ lockimpl.Configured   = (*Locker)(nil)
+	_ lockimpl.Reentrant    = (*Locker)(nil)
+	_ lockimpl.ProcessClock = (*Locker)(nil)
+	_ lockimpl.LoopBlocker  = (*Locker)(nil)
 )
 
 // hello starts the driver of s and checks its hello.
-func hello(s *Spec, name string, events func(Reply), extra map[string]string) (*proc, Reply, error) {
-	p, err := start(s, name, events, extra)
+func hello(s *Spec, name string, events func(Reply), extra map[string]string, env ...string) (*proc, Reply, error) {
+	p, err := start(s, name, events, extra, env...)
 	if err != nil {
 		return nil, Reply{}, err
 	}
@@ -78,6 +89,9 @@ func checkHello(s *Spec, name string, m Reply) error {
 	if s.Library != "" && m.Library != s.Library {
 		return &Error{Driver: name, Msg: fmt.Sprintf("its lock file %s says library %q, its hello %q", s.File, s.Library, m.Library)}
 	}
+	if s.Extensions != nil && !sameCaps(s.Extensions, m.Extensions) {
+		return &Error{Driver: name, Msg: fmt.Sprintf("its lock file %s says extensions %v, its hello %v", s.File, s.Extensions, m.Extensions)}
+	}
 	for _, r := range m.Reports {
 		if !slices.Contains([]string{"deadline", "lost", "fence", "renewals"}, r) {
 			return &Error{Driver: name, Msg: fmt.Sprintf("hello_ok: reports %q: not one of deadline, lost, fence, renewals", r)}
@@ -111,7 +125,14 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 	for k, v := range env.Options.Extra {
 		extra[k] = v
 	}
-	p, m, err := hello(s, s.Name, l.event, extra)
+	var fenv []string
+	if env.ClockFile != "" {
+		if l.fc, l.fcWhy = newFakeClock(s, env.ClockFile); l.fc != nil {
+			fenv = l.fc.env()
+			l.fc.started = time.Now()
+		}
+	}
+	p, m, err := hello(s, s.Name, l.event, extra, fenv...)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +222,7 @@ func (l *Locker) calibrate() error {
 		}
 	}
 	l.rtt = best
+	l.mono.Store(&monoMap{anchor: l.base, m: -l.off, rate: 1})
 	return nil
 }
 
@@ -211,8 +233,7 @@ func (l *Locker) calibrate() error {
 // the driver's own clock runs unfaulted. It does not depend on how long a
 // line took to arrive (a reply late by a loaded scheduler).
 func (l *Locker) at(ns int64) time.Time {
-	t := l.base.Add(time.Duration(ns + l.off))
-	return l.env.Clock.Now().Add(time.Until(t))
+	return l.env.Clock.Now().Add(time.Until(l.real(ns)))
 }
 
 // deadline is a driver's deadline_ns on the client's clock, early by the
@@ -222,6 +243,9 @@ func (l *Locker) at(ns int64) time.Time {
 // delay: 6 ms under load, and a client wrote after its key expired in
 // slow-acquire-reply.)
 func (l *Locker) deadline(ns int64) time.Time { return l.at(ns).Add(-l.rtt / 2) }
+
+// hasExtension: the driver's hello declares the optional request.
+func (l *Locker) hasExtension(x string) bool { return slices.Contains(l.hello.Extensions, x) }
 
 // Reentrant reports the driver's capability.
 func (l *Locker) Reentrant() bool { return slices.Contains(l.hello.Capabilities, "reentrant") }
@@ -235,6 +259,15 @@ func (l *Locker) Config() map[string]any {
 		"clock_ping_rtt_us": l.rtt.Microseconds()}
 	if l.spec.File != "" {
 		c["lock_file"] = l.spec.File
+	}
+	if len(h.Extensions) > 0 {
+		c["extensions"] = h.Extensions
+	}
+	switch {
+	case l.fc != nil:
+		c["clock"] = map[string]any{"libfaketime": l.fc.lib, "timestamp_file": l.fc.file, "monotonic_faked": l.fc.mono}
+	case l.fcWhy != nil:
+		c["clock"] = map[string]any{"error": l.fcWhy.Error()}
 	}
 	return c
 }
