@@ -128,7 +128,7 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 	var fenv []string
 	if env.ClockFile != "" {
 		if l.fc, l.fcWhy = newFakeClock(s, env.ClockFile); l.fc != nil {
-			fenv = l.fc.env()
+			fenv = l.fc.env(s)
 			l.fc.started = time.Now()
 		}
 	}
