@@ -235,6 +235,9 @@ func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
 		if b, ok := g.c.lk.(lockimpl.LoopBlocker); ok {
 			var err error
 			if eff, err = b.BlockLoop(a.d); err != nil {
+				if eff == nil {
+					eff = map[string]string{}
+				}
 				eff[history.EffectReason] = "block-loop: " + err.Error()
 			}
 		} else {
