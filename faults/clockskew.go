@@ -67,7 +67,7 @@ func (k *clockSkew) Start(_ context.Context, env *Env) (Outcome, error) {
 	}
 	if err != nil {
 		out.Applied = false
-		out.Effect[history.EffectReason] = "the client's lock process: " + err.Error()
+		out.Effect[history.EffectReason] = "the clock of the client's lock process did not take it: " + err.Error()
 	}
 	return out, nil
 }

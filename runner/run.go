@@ -308,7 +308,7 @@ func (r *run) startWorkload(ctx context.Context) error {
 		if lib, err := driver.FindFaketime(); err != nil {
 			r.notes = append(r.notes, "client clock faults do not reach the driver processes: "+err.Error())
 		} else {
-			r.notes = append(r.notes, fmt.Sprintf("the driver processes of %d client(s) run under libfaketime (%s): the client clock faults set their clocks too", len(clocks), lib))
+			r.notes = append(r.notes, fmt.Sprintf("the driver processes of %d client(s) start under libfaketime (%s): the client clock faults set their clocks too, measured inside each", len(clocks), lib))
 		}
 	}
 	w, err := workloads.New(workloads.Options{Config: s.Workload, Lock: r.o.Lock, LockOptions: s.Lock, Cluster: r.cl,

@@ -288,8 +288,8 @@ func (l *Locker) SetProcessClock(off time.Duration, rate float64) (map[string]st
 			eff["faketime"] = spec
 			eff["driver_offset_after_ms"] = msStr(s.wall)
 			eff["expected_offset_ms"] = msStr(expect(s.mid))
-			return eff, fmt.Errorf("did not take effect: the driver's wall clock is %s ms off the real one %v after the change, expected %s ms",
-				msStr(s.wall), ClockTakesEffect, msStr(expect(s.mid)))
+			return eff, fmt.Errorf("driver pid %d: its wall clock was %s ms off the real one %v after the change, expected %s ms: libfaketime did not reach it (a program that reads the clock without libc, such as a Go one, is out of its reach)",
+				l.p.pid, msStr(s.wall), ClockTakesEffect, msStr(expect(s.mid)))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

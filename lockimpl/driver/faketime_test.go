@@ -94,7 +94,7 @@ func TestProcessClockNotTakingEffectIsAnError(t *testing.T) {
 	}
 	l := lk.(*Locker)
 	defer l.Close()
-	if eff, err := l.SetProcessClock(time.Second, 1); err == nil || !strings.Contains(err.Error(), "did not take effect") {
+	if eff, err := l.SetProcessClock(time.Second, 1); err == nil || !strings.Contains(err.Error(), "libfaketime did not reach it") {
 		t.Errorf("a clock that ignores the file: %v, %v", err, eff)
 	}
 	if eff, err := l.BlockLoop(10 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "no block_loop") {
