@@ -227,11 +227,13 @@ func (l *Locker) calibrate() error {
 }
 
 // at is a driver time on the client's clock as it reads now: the time
-// from now to the driver's time, by the offset measured at start, added
-// to the client's clock. A client clock fault (a skew of Env.Clock) moves
-// it as it moves an in-process lock's times, taken by that clock, while
-// the driver's own clock runs unfaulted. It does not depend on how long a
-// line took to arrive (a reply late by a loaded scheduler).
+// from now to the driver's time, by the offset measured at start (and
+// again after each change of a faked monotonic clock, SetProcessClock),
+// added to the client's clock. A client clock fault (a skew of Env.Clock)
+// moves it as it moves an in-process lock's times, taken by that clock;
+// the driver's monotonic clock is real unless libfaketime fakes it too.
+// It does not depend on how long a line took to arrive (a reply late by a
+// loaded scheduler).
 func (l *Locker) at(ns int64) time.Time {
 	return l.env.Clock.Now().Add(time.Until(l.real(ns)))
 }
