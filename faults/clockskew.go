@@ -12,7 +12,7 @@ import (
 func init() {
 	Register(Kind{
 		Name:        history.FaultClockSkew,
-		Description: "a client's clock runs with an offset (params.offset) and/or at a rate (params.rate, 1.1 = 10% fast) until healed",
+		Description: "a client's clock runs with an offset (params.offset) and/or at a rate (params.rate, 1.1 = 10% fast) until healed; a driver lock's process too (libfaketime)",
 		Validate:    func(s Spec) error { return validClientTarget(s.Target) },
 		New: func(s Scheduled) (Injector, error) {
 			off, rate, err := skewParams(s.Spec.Params)
@@ -57,12 +57,26 @@ func (k *clockSkew) Start(_ context.Context, env *Env) (Outcome, error) {
 		return Outcome{Target: k.s.Spec.Target, Effect: map[string]string{history.EffectReason: err.Error()}}, nil
 	}
 	k.c = c
-	env.Clients.SetClock(c, k.off, k.rate)
-	return Outcome{Target: fmt.Sprintf("client %d", c), Applied: true,
-		Effect: map[string]string{"offset": k.off.String(), "rate": strconv.FormatFloat(k.rate, 'f', -1, 64)}}, nil
+	out := Outcome{Target: fmt.Sprintf("client %d", c), Applied: true,
+		Effect: map[string]string{"offset": k.off.String(), "rate": strconv.FormatFloat(k.rate, 'f', -1, 64)}}
+	// A lock in a process of its own (a driver) has its process's clock
+	// set too (libfaketime), measured inside the process.
+	eff, err := env.Clients.SetClock(c, k.off, k.rate)
+	for key, v := range eff {
+		out.Effect[key] = v
+	}
+	if err != nil {
+		out.Applied = false
+		out.Effect[history.EffectReason] = "the clock of the client's lock process did not take it: " + err.Error()
+	}
+	return out, nil
 }
 
 func (k *clockSkew) Heal(_ context.Context, env *Env) (map[string]string, error) {
-	env.Clients.SetClock(k.c, 0, 1)
-	return map[string]string{"offset": "0s", "rate": "1"}, nil
+	out := map[string]string{"offset": "0s", "rate": "1"}
+	eff, err := env.Clients.SetClock(k.c, 0, 1)
+	for key, v := range eff {
+		out[key] = v
+	}
+	return out, err
 }

@@ -91,8 +91,17 @@ type ClientControl interface {
 	// Watch reports the first of clients cs to reach point, and when, without
 	// stopping it: the trigger of a fault with When. Same channel contract.
 	Watch(ctx context.Context, cs []int, point string) <-chan Hit
-	// SetClock skews client c's clock (offset, rate; 0,1 = real).
-	SetClock(c int, offset time.Duration, rate float64)
+	// BlockLoop is Pause for a client whose lock runs in a process with an
+	// event loop (a Node driver): the client is frozen for d and the
+	// process's event loop is blocked instead of the process stopped.
+	// Same channel contract; the Hit's Effect has EffectReason when the
+	// loop could not be blocked.
+	BlockLoop(ctx context.Context, cs []int, point string, d time.Duration) <-chan Hit
+	// SetClock skews client c's clock (offset, rate; 0,1 = real), and its
+	// lock's process's clock when the lock runs in one, returning what
+	// was measured inside that process; an error says the process's clock
+	// did not take it.
+	SetClock(c int, offset time.Duration, rate float64) (map[string]string, error)
 	// Stall delays the listed commands (lower-case names; empty = all) of
 	// client c by d each until undo is called.
 	Stall(c int, commands []string, d time.Duration) (undo func())

@@ -114,7 +114,7 @@ func FaultFamily(kind string) string {
 // itself reads: the faults package writes them through these names and the
 // checker and report read them through FaultView, so a rename is one edit.
 const (
-	ParamMode      = "mode"      // restart-node: empty | aof | delayed; failover: kill | manual; cut-client, partition, link: reset | drop | delay
+	ParamMode      = "mode"      // restart-node: empty | aof | delayed; failover: kill | manual; cut-client, partition, link: reset | drop | delay; pause-client: sigstop | block-loop
 	ParamDelta     = "delta"     // clock-jump, clock-skew: a duration
 	ParamRate      = "rate"      // clock-drift, clock-skew: a factor
 	ParamDelay     = "delay"     // stall-commands, restart-node (delayed), link: a duration

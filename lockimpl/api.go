@@ -110,6 +110,23 @@ type Process interface {
 	Kill() error
 }
 
+// ProcessClock is implemented by Process lockers whose process can run
+// with a clock of its own (a driver started under libfaketime, Env.ClockFile):
+// a client clock fault sets it as it sets the client's Clock (the clock
+// reads real time + offset from now on, advancing at rate) and returns the
+// effect measured inside the process; an error says it did not take effect.
+type ProcessClock interface {
+	SetProcessClock(offset time.Duration, rate float64) (effect map[string]string, err error)
+}
+
+// LoopBlocker is implemented by Process lockers whose process can block its
+// own event loop for a while (a Node driver's block_loop): a pause of the
+// client that leaves the process running, unlike Freeze. It returns when
+// the loop is free again, with the effect measured.
+type LoopBlocker interface {
+	BlockLoop(d time.Duration) (effect map[string]string, err error)
+}
+
 // IsIndeterminate reports whether err means the server may have applied the
 // command: a timeout, a cancelled context mid-command, or a broken connection.
 func IsIndeterminate(err error) bool {
@@ -180,6 +197,12 @@ type Env struct {
 	// own client gives every connection (CLIENT SETNAME), as Conns' are
 	// named: the harness's command record ties commands to clients by it.
 	ConnName string
+	// ClockFile, when set, asks a lock whose client runs in a process of
+	// its own (a driver) to start that process with its clocks faked from
+	// this file (libfaketime's timestamp file), so that the client clock
+	// faults reach inside it (ProcessClock). Set only for the clients a
+	// run's clock faults may hit.
+	ClockFile string
 }
 
 // CommandGate is the harness's per-client fault gate (Env.Gate).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -76,6 +78,9 @@ func resolve(o Options) (*run, error) {
 	}
 	if info.NoCluster != "" && s.Topology == cluster.RedisCluster {
 		return nil, badField("lock", "%s cannot run on Redis Cluster (scenario %s): %s", o.Lock, s.Name, info.NoCluster)
+	}
+	if err := blockLoopLock(o.Lock, s); err != nil {
+		return nil, err
 	}
 	if o.History != "" && o.History != HistoryCompact && o.History != HistoryJSONL {
 		return nil, badField("history", "%q is not %s or %s", o.History, HistoryCompact, HistoryJSONL)
@@ -298,8 +303,16 @@ func (r *run) startWorkload(ctx context.Context) error {
 	// the clients' ones, which cost three HdrHistogram records a cycle
 	// (0.9 µs of a bench cycle's CPU: each client's counts, 130 kB a
 	// histogram, are out of cache by its next cycle; issue 27).
+	clocks := driverClocks(r.o.Lock, s, r.o.Out)
+	if len(clocks) > 0 {
+		if lib, err := driver.FindFaketime(); err != nil {
+			r.notes = append(r.notes, "client clock faults do not reach the driver processes: "+err.Error())
+		} else {
+			r.notes = append(r.notes, fmt.Sprintf("the driver processes of %d client(s) start under libfaketime (%s): the client clock faults set their clocks too, measured inside each", len(clocks), lib))
+		}
+	}
 	w, err := workloads.New(workloads.Options{Config: s.Workload, Lock: r.o.Lock, LockOptions: s.Lock, Cluster: r.cl,
-		Rec: r.rec, Seed: s.Seed, Conn: r.o.Conn, KeyPrefix: r.prefix, ClientIDs: r.clientIDs, RunID: r.runID})
+		Rec: r.rec, Seed: s.Seed, Conn: r.o.Conn, KeyPrefix: r.prefix, ClientIDs: r.clientIDs, RunID: r.runID, ClockFiles: clocks})
 	if err != nil {
 		return fail(BadInput, "workload: %w", err)
 	}
@@ -410,4 +423,51 @@ func driverCut(lock string, s *scenarios.Scenario) bool {
 	return slices.ContainsFunc(s.Faults, func(f faults.Spec) bool {
 		return f.Kind == history.FaultCutClient || f.Kind == history.FaultStallCommands
 	})
+}
+
+// driverClocks are the timestamp files of the clients whose driver process
+// runs under libfaketime: a driver lock's clients that a clock-skew fault
+// of s may hit (client:N, else all of them), in <out>/clients/cN.faketime.
+// Other runs start no driver under it.
+func driverClocks(lock string, s *scenarios.Scenario, out string) map[int]string {
+	if _, ok := driver.Lookup(lock); !ok {
+		return nil
+	}
+	m := map[int]string{}
+	file := func(c int) string { return filepath.Join(out, "clients", fmt.Sprintf("c%d.faketime", c)) }
+	for _, f := range s.Faults {
+		if f.Kind != history.FaultClockSkew {
+			continue
+		}
+		if n, ok := strings.CutPrefix(f.Target, "client:"); ok {
+			if c, err := strconv.Atoi(n); err == nil {
+				m[c] = file(c)
+				continue
+			}
+		}
+		for c := 0; c < s.Workload.Clients; c++ {
+			m[c] = file(c)
+		}
+	}
+	return m
+}
+
+// blockLoopLock refuses a pause-client of mode block-loop for a lock that
+// cannot block an event loop: only a driver lock whose lock file declares
+// the block_loop extension can. A driver known by its hello only (exec:)
+// is left to the fault, which records it as not taken effect.
+func blockLoopLock(lock string, s *scenarios.Scenario) error {
+	for i, f := range s.Faults {
+		if f.Kind != history.FaultPauseClient || f.Params[history.ParamMode] != faults.PauseBlockLoop {
+			continue
+		}
+		sp, ok := driver.Lookup(lock)
+		switch {
+		case !ok:
+			return badField("lock", "%s has no event loop to block (scenario %s, faults[%d]: pause-client mode %s): only a driver lock that declares the block_loop extension (the Node drivers)", lock, s.Name, i, faults.PauseBlockLoop)
+		case sp.Capabilities != nil && !slices.Contains(sp.Extensions, "block_loop"):
+			return badField("lock", "%s does not declare the block_loop extension (its lock file %s: extensions %v; scenario %s, faults[%d]: pause-client mode %s): only the Node drivers block their event loop", lock, sp.Label(), sp.Extensions, s.Name, i, faults.PauseBlockLoop)
+		}
+	}
+	return nil
 }

@@ -82,6 +82,10 @@ const (
 	armPause armKind = iota
 	armCrash
 	armWatch // report the moment, do not stop the client
+	// armBlockLoop freezes the client as armPause does, and blocks its
+	// lock's event loop (lockimpl.LoopBlocker) instead of stopping its
+	// process.
+	armBlockLoop
 )
 
 // armedFault waits in one or more gates for a point; the first gate to reach
@@ -225,13 +229,33 @@ func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {
 	// client, every thread of it (SIGSTOP): its renewals stop as well.
 	p, _ := g.c.lk.(lockimpl.Process)
 	var eff map[string]string
+	if a.kind == armBlockLoop {
+		// The process goes on running; its event loop is busy for d.
+		p = nil
+		if b, ok := g.c.lk.(lockimpl.LoopBlocker); ok {
+			var err error
+			if eff, err = b.BlockLoop(a.d); err != nil {
+				if eff == nil {
+					eff = map[string]string{}
+				}
+				eff[history.EffectReason] = "block-loop: " + err.Error()
+			}
+		} else {
+			eff = map[string]string{history.EffectReason: "block-loop: lock " + g.c.w.lockInfo.Name + " has no event loop lockchaos can block (a driver that declares block_loop)"}
+		}
+		if left := a.d - time.Duration(g.c.rec.Now()-t0); left > 0 {
+			time.Sleep(left)
+		}
+	}
 	if p != nil {
 		var err error
 		if eff, err = p.Freeze(); err != nil {
 			eff = map[string]string{"process_freeze_error": err.Error()}
 		}
 	}
-	time.Sleep(a.d) // a stop-the-world pause is not interruptible
+	if a.kind != armBlockLoop {
+		time.Sleep(a.d) // a stop-the-world pause is not interruptible
+	}
 	if p != nil {
 		if err := p.Thaw(); err != nil {
 			eff["process_thaw_error"] = err.Error()

@@ -48,6 +48,10 @@ type Options struct {
 	// share of Config.Clients: ids I, I+N, ...); the others run elsewhere.
 	// An open loop's rate is shared out in proportion. Default: all.
 	ClientIDs []int
+	// ClockFiles, by client id, are the timestamp files of the clients
+	// whose lock runs in a process of its own and whose clock a fault may
+	// set: that process runs under libfaketime (lockimpl.Env.ClockFile).
+	ClockFiles map[int]string
 }
 
 // Workload is the set of clients of one run.
@@ -179,7 +183,7 @@ func (w *Workload) addClient(o Options, id int) error {
 		c.gate.quorum = len(conns)/2 + 1
 	}
 	env := lockimpl.Env{ClientID: id, Conns: conns, Endpoints: LockEndpoints(eps), Clock: c.clock, Options: o.LockOptions, Note: c.note, Gate: &c.gate,
-		KeyPrefix: string(o.KeyPrefix)}
+		KeyPrefix: string(o.KeyPrefix), ClockFile: o.ClockFiles[id]}
 	if o.RunID != "" {
 		env.ConnName = cluster.ConnName(o.RunID, id)
 	}
@@ -497,9 +501,27 @@ func (w *Workload) gates(cs []int) []*gate {
 	return out
 }
 
-// SetClock skews client c's clock.
-func (w *Workload) SetClock(c int, offset time.Duration, rate float64) {
-	w.byID[c].clock.Set(offset, rate)
+// SetClock skews client c's clock, and the clock of its lock's process
+// when it runs in one (lockimpl.Process): through lockimpl.ProcessClock,
+// whose measured effect it returns. A process whose clock cannot be set
+// is an error: the fault did not reach it.
+func (w *Workload) SetClock(c int, offset time.Duration, rate float64) (map[string]string, error) {
+	cl := w.byID[c]
+	cl.clock.Set(offset, rate)
+	if pc, ok := cl.lk.(lockimpl.ProcessClock); ok {
+		return pc.SetProcessClock(offset, rate)
+	}
+	if _, ok := cl.lk.(lockimpl.Process); ok {
+		return nil, fmt.Errorf("client %d's lock runs in a process whose clock lockchaos cannot set", c)
+	}
+	return nil, nil
+}
+
+// BlockLoop pauses the first of clients cs to reach point for d as Pause
+// does, but blocks its lock's event loop (lockimpl.LoopBlocker) instead
+// of stopping its process.
+func (w *Workload) BlockLoop(ctx context.Context, cs []int, point string, d time.Duration) <-chan faults.Hit {
+	return arm(ctx, w.gates(cs), point, armBlockLoop, d)
 }
 
 // Stall delays the listed commands of client c by d until undo.

@@ -221,3 +221,32 @@ func TestEveryPointIsReached(t *testing.T) {
 		}
 	}
 }
+
+// A block-loop pause of a client whose lock has no event loop to block (an
+// in-process lock) still freezes the client for its duration, and says
+// that the loop was not blocked (the fault records it as not taken
+// effect); a clock skew of an in-process lock's client reaches its clock
+// only, with nothing measured in a process and no error.
+func TestBlockLoopWithoutALoopSaysSo(t *testing.T) {
+	c := startRedis(t)
+	cfg := workloads.Config{Clients: 2, Keys: 1, Hold: workloads.Range{Min: 2 * time.Millisecond, Max: 2 * time.Millisecond}}
+	var hit faults.Hit
+	var got bool
+	_, _ = runFor(t, c, cfg, 500*time.Millisecond, func(w *workloads.Workload) {
+		time.Sleep(100 * time.Millisecond)
+		hit, got = <-w.BlockLoop(context.Background(), []int{0}, "now", 150*time.Millisecond)
+		if eff, err := w.SetClock(1, time.Second, 1); eff != nil || err != nil {
+			t.Errorf("SetClock of an in-process lock: %v, %v", eff, err)
+		}
+		w.SetClock(1, 0, 1)
+	})
+	if !got {
+		t.Fatal("the client never paused")
+	}
+	if d := time.Duration(hit.To - hit.From); d < 150*time.Millisecond {
+		t.Errorf("paused %v, want >= 150ms", d)
+	}
+	if r := hit.Effect[history.EffectReason]; r == "" {
+		t.Errorf("effect %v: no reason for a loop that was not blocked", hit.Effect)
+	}
+}

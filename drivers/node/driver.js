@@ -89,7 +89,7 @@ const needLock = (f) => async (req) => {
 };
 
 const HANDLERS = {
-  hello: async () => ({ type: 'hello_ok', protocol: 1, ...identity(), options: spec.options }),
+  hello: async () => ({ type: 'hello_ok', protocol: 1, ...identity(), options: spec.options, extensions: ['block_loop'] }),
   init,
   acquire: needLock((r) => lock.acquire(r)),
   release: needLock((r) => lock.release(r)),

@@ -22,6 +22,9 @@ import (
 //	never       answers hello and init, never an acquire
 //	break       answers an acquire with "released"
 //	event       answers hello, then pushes an unknown event
+//	faketime    its clock request reads libfaketime's timestamp file as
+//	            libfaketime would (a Go program's clocks do not pass libc);
+//	            it declares block_loop and sleeps through one
 const fakeEnv = "LOCKCHAOS_FAKE_DRIVER"
 
 func fakeMain(mode string) {
@@ -61,7 +64,8 @@ func fakeMain(mode string) {
 			reply("hello_ok")
 		case typ == "hello":
 			reply("hello_ok", "protocol", 1, "name", "fake-"+mode, "library", "fakelib", "version", "0.0.1", "language", "go",
-				"capabilities", []string{"renews"}, "reports", []string{"deadline", "lost", "fence", "renewals"}, "options", []string{"flavour"})
+				"capabilities", []string{"renews"}, "reports", []string{"deadline", "lost", "fence", "renewals"}, "options", []string{"flavour"},
+				"extensions", map[bool][]string{true: {"block_loop"}}[mode == "faketime"])
 			switch mode {
 			case "malformed":
 				fmt.Fprintln(os.Stdout, "not json")
@@ -70,6 +74,12 @@ func fakeMain(mode string) {
 			}
 		case typ == "ping":
 			reply("pong")
+		case typ == "clock":
+			reply("clock_ok", "mono_ns", mono(), "wall_ns", fakeWall(mode, base))
+		case typ == "block_loop" && mode == "faketime":
+			t0 := mono()
+			time.Sleep(time.Duration(req["ms"].(float64)) * time.Millisecond)
+			reply("block_loop_ok", "t0", t0, "t1", mono())
 		case typ == "init":
 			reply("init_ok")
 		case typ == "shutdown":
@@ -115,4 +125,21 @@ func fakeSpec(mode string) *Spec {
 	exe, _ := os.Executable()
 	return &Spec{Name: "fake-" + strings.ReplaceAll(mode, " ", "-"), Command: []string{exe, "-test.run=^$"},
 		Env: map[string]string{fakeEnv: mode}, base: os.TempDir()}
+}
+
+// fakeWall is the fake's wall clock: the real one, or in mode faketime
+// what libfaketime makes of its timestamp file ("+O xR": S + O + (now − S) × R
+// for the process's start S).
+func fakeWall(mode string, start time.Time) int64 {
+	now := time.Now()
+	if mode != "faketime" {
+		return now.UnixNano()
+	}
+	b, _ := os.ReadFile(os.Getenv("FAKETIME_TIMESTAMP_FILE"))
+	var o, r float64
+	if n, _ := fmt.Sscanf(strings.TrimSpace(string(b)), "%g x%g", &o, &r); n != 2 {
+		return now.UnixNano()
+	}
+	el := float64(now.Sub(start)) * r
+	return start.UnixNano() + int64(o*1e9) + int64(el)
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,21 +30,31 @@ type Locker struct {
 	base time.Time
 	off  int64
 	rtt  time.Duration
+	// mono maps the driver's monotonic times to the harness's clock: by
+	// off from calibrate, again after each change of a faked monotonic
+	// clock (SetProcessClock).
+	mono atomic.Pointer[monoMap]
+	// fc is the driver's libfaketime when Env.ClockFile asked for it
+	// (fcWhy: why it has none).
+	fc    *fakeClock
+	fcWhy error
 
 	mu     sync.Mutex
 	leases map[string]*lease
 }
 
 var (
-	_ lockimpl.Locker     = (*Locker)(nil)
-	_ lockimpl.Process    = (*Locker)(nil)
-	_ lockimpl.Configured = (*Locker)(nil)
-	_ lockimpl.Reentrant  = (*Locker)(nil)
+	_ lockimpl.Locker       = (*Locker)(nil)
+	_ lockimpl.Process      = (*Locker)(nil)
+	_ lockimpl.Configured   = (*Locker)(nil)
+	_ lockimpl.Reentrant    = (*Locker)(nil)
+	_ lockimpl.ProcessClock = (*Locker)(nil)
+	_ lockimpl.LoopBlocker  = (*Locker)(nil)
 )
 
 // hello starts the driver of s and checks its hello.
-func hello(s *Spec, name string, events func(Reply), extra map[string]string) (*proc, Reply, error) {
-	p, err := start(s, name, events, extra)
+func hello(s *Spec, name string, events func(Reply), extra map[string]string, env ...string) (*proc, Reply, error) {
+	p, err := start(s, name, events, extra, env...)
 	if err != nil {
 		return nil, Reply{}, err
 	}
@@ -80,6 +91,9 @@ func checkHello(s *Spec, name string, m Reply) error {
 	if s.Library != "" && m.Library != s.Library {
 		return &Error{Driver: name, Msg: fmt.Sprintf("its lock file %s says library %q, its hello %q", s.File, s.Library, m.Library)}
 	}
+	if s.Extensions != nil && !sameCaps(s.Extensions, m.Extensions) {
+		return &Error{Driver: name, Msg: fmt.Sprintf("its lock file %s says extensions %v, its hello %v", s.File, s.Extensions, m.Extensions)}
+	}
 	for _, r := range m.Reports {
 		if !slices.Contains([]string{"deadline", "lost", "fence", "renewals"}, r) {
 			return &Error{Driver: name, Msg: fmt.Sprintf("hello_ok: reports %q: not one of deadline, lost, fence, renewals", r)}
@@ -113,7 +127,14 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 	for k, v := range env.Options.Extra {
 		extra[k] = v
 	}
-	p, m, err := hello(s, s.Name, l.event, extra)
+	var fenv []string
+	if env.ClockFile != "" {
+		if l.fc, l.fcWhy = newFakeClock(s, env.ClockFile); l.fc != nil {
+			fenv = l.fc.env(s)
+			l.fc.started = time.Now()
+		}
+	}
+	p, m, err := hello(s, s.Name, l.event, extra, fenv...)
 	if err != nil {
 		return nil, err
 	}
@@ -203,18 +224,20 @@ func (l *Locker) calibrate() error {
 		}
 	}
 	l.rtt = best
+	l.mono.Store(&monoMap{anchor: l.base, m: -l.off, rate: 1})
 	return nil
 }
 
 // at is a driver time on the client's clock as it reads now: the time
-// from now to the driver's time, by the offset measured at start, added
-// to the client's clock. A client clock fault (a skew of Env.Clock) moves
-// it as it moves an in-process lock's times, taken by that clock, while
-// the driver's own clock runs unfaulted. It does not depend on how long a
-// line took to arrive (a reply late by a loaded scheduler).
+// from now to the driver's time, by the offset measured at start (and
+// again after each change of a faked monotonic clock, SetProcessClock),
+// added to the client's clock. A client clock fault (a skew of Env.Clock)
+// moves it as it moves an in-process lock's times, taken by that clock;
+// the driver's monotonic clock is real unless libfaketime fakes it too.
+// It does not depend on how long a line took to arrive (a reply late by a
+// loaded scheduler).
 func (l *Locker) at(ns int64) time.Time {
-	t := l.base.Add(time.Duration(ns + l.off))
-	return l.env.Clock.Now().Add(time.Until(t))
+	return l.env.Clock.Now().Add(time.Until(l.real(ns)))
 }
 
 // deadline is a driver's deadline_ns on the client's clock, early by the
@@ -229,6 +252,9 @@ func (l *Locker) deadline(ns int64) time.Time { return l.at(ns).Add(-l.rtt / 2) 
 // round trip less the driver's own time in it (nil before any).
 func (l *Locker) PipeCost() *hdrhistogram.Histogram { return l.p.pipeCost() }
 
+// hasExtension: the driver's hello declares the optional request.
+func (l *Locker) hasExtension(x string) bool { return slices.Contains(l.hello.Extensions, x) }
+
 // Reentrant reports the driver's capability.
 func (l *Locker) Reentrant() bool { return slices.Contains(l.hello.Capabilities, "reentrant") }
 
@@ -241,6 +267,15 @@ func (l *Locker) Config() map[string]any {
 		"clock_ping_rtt_us": l.rtt.Microseconds()}
 	if l.spec.File != "" {
 		c["lock_file"] = l.spec.File
+	}
+	if len(h.Extensions) > 0 {
+		c["extensions"] = h.Extensions
+	}
+	switch {
+	case l.fc != nil:
+		c["clock"] = map[string]any{"libfaketime": l.fc.lib, "timestamp_file": l.fc.file, "monotonic_faked": l.fc.mono}
+	case l.fcWhy != nil:
+		c["clock"] = map[string]any{"error": l.fcWhy.Error()}
 	}
 	return c
 }

@@ -192,7 +192,7 @@ type waiter struct {
 // choose what the process is before hello (which library version a
 // launcher runs, whether a lock renews): LOCKCHAOS_LOCK_OPTS ("k=v,k=v",
 // sorted) and LOCKCHAOS_LOCK_VERSION (the version option alone).
-func start(s *Spec, name string, events func(Reply), extra map[string]string) (*proc, error) {
+func start(s *Spec, name string, events func(Reply), extra map[string]string, moreEnv ...string) (*proc, error) {
 	argv, err := s.argv()
 	if err != nil {
 		return nil, &Error{Driver: name, Msg: err.Error()}
@@ -204,6 +204,7 @@ func start(s *Spec, name string, events func(Reply), extra map[string]string) (*
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Env = append(cmd.Env, optionEnv(extra)...)
+	cmd.Env = append(cmd.Env, moreEnv...)
 	cmd.SysProcAttr = sysProcAttr()
 	p := &proc{name: name, cmd: cmd, stderr: &tail{}, events: events, pending: map[int64]waiter{},
 		abandoned: map[int64]bool{}, broken: make(chan struct{}), readDone: make(chan struct{}), exited: make(chan struct{})}

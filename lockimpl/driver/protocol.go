@@ -31,6 +31,8 @@ type Request struct {
 	TTLMS  *int64 `json:"ttl_ms,omitempty"`
 	WaitMS *int64 `json:"wait_ms,omitempty"`
 	Lease  string `json:"lease,omitempty"`
+	// block_loop (an extension)
+	MS *int64 `json:"ms,omitempty"`
 }
 
 // EndpointMsg is one endpoint of init.
@@ -66,6 +68,9 @@ type Reply struct {
 	Capabilities []string `json:"capabilities,omitempty"`
 	Reports      []string `json:"reports,omitempty"`
 	Options      []string `json:"options,omitempty"`
+	// Extensions are the optional requests the driver answers
+	// (block_loop).
+	Extensions []string `json:"extensions,omitempty"`
 	// acquired, extended, renewal, lost
 	Lease      string  `json:"lease,omitempty"`
 	Token      string  `json:"token,omitempty"`
@@ -100,6 +105,7 @@ const (
 	TypePong         = "pong"
 	TypeClockOK      = "clock_ok"
 	TypeShutdownOK   = "shutdown_ok"
+	TypeBlockLoopOK  = "block_loop_ok"
 	TypeLost         = "lost"
 	TypeRenewal      = "renewal"
 )

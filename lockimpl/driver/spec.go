@@ -30,6 +30,10 @@ type Spec struct {
 	Library      string    `yaml:"library"`
 	Language     string    `yaml:"language"`
 	Capabilities *[]string `yaml:"capabilities"`
+	// Extensions are the optional requests its hello declares
+	// (block_loop), so that a fault that needs one is refused before the
+	// run; nil: not said.
+	Extensions []string `yaml:"extensions"`
 
 	// File is the lock file's path ("" for exec:); base is the folder
 	// Dir and the command are relative to.
@@ -168,7 +172,7 @@ func Register(s *Spec) (string, error) {
 			name = h.Name
 		}
 		caps = h.Capabilities
-		s.Library, s.Language = h.Library, h.Language
+		s.Library, s.Language, s.Extensions = h.Library, h.Language, h.Extensions
 		cs := slices.Clone(caps)
 		s.Capabilities = &cs
 	}
@@ -211,6 +215,9 @@ func (s *Spec) label() string {
 	}
 	return "exec:" + strings.Join(s.Command, " ")
 }
+
+// Label names the driver: its lock file, or its command.
+func (s *Spec) Label() string { return s.label() }
 
 // Lookup returns the spec of a registered driver lock.
 func Lookup(name string) (*Spec, bool) {
