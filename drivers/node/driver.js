@@ -15,7 +15,7 @@
 // (the "Node's event loop blocked" fault: timers, renewals and replies all
 // wait), then answers block_loop_ok with t0/t1.
 const readline = require('node:readline');
-const { mono, line, log, parseOpts } = require('./lib/proto');
+const { mono, line, log, parseOpts, boolOpt } = require('./lib/proto');
 const { load } = require('./lib/load');
 const clientsMod = require('./lib/clients');
 const { nodeRedlock, sesamecareRedlock } = require('./lib/redlock');
@@ -55,7 +55,11 @@ async function init(req) {
   opts = { ...opts, ...extra };
   if (extra.version && extra.version !== lib.version) lib = load(spec.pkg, extra.version);
   const t0 = mono();
-  clients = await clientsMod.connect(req, spec.clientOptions ? spec.clientOptions(req) : {});
+  // offline_queue (ioredis enableOfflineQueue): "false" fails a command at once while its
+  // connection is down (a cut or reset link) instead of queueing it until commandTimeout.
+  const ioOpts = { ...(spec.clientOptions ? spec.clientOptions(req) : {}) };
+  if (opts.offline_queue !== undefined) ioOpts.enableOfflineQueue = boolOpt(opts.offline_queue, true);
+  clients = await clientsMod.connect(req, ioOpts);
   lock = spec.create(lib.mod, clients, req, opts, line);
   defaultTtl = (req.options && req.options.ttl_ms) || 0;
   const t1 = mono();

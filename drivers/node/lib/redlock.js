@@ -17,7 +17,7 @@
 const { mono, wallToMono, boolOpt, intOpt, sleep, leaseOf } = require('./proto');
 const { definiteNo } = require('./clients');
 
-const OPTIONS = ['version', 'auto_extend', 'renew_interval_ms', 'retry', 'retry_jitter_ms', 'drift_factor'];
+const OPTIONS = ['version', 'auto_extend', 'renew_interval_ms', 'retry', 'retry_jitter_ms', 'drift_factor', 'offline_queue'];
 
 function describe(opts) {
   const auto = boolOpt(opts.auto_extend, true);

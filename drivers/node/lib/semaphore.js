@@ -17,7 +17,7 @@
 const { mono, intOpt, leaseOf } = require('./proto');
 const { tap, journalRun, definiteNo } = require('./clients');
 
-const OPTIONS = ['version', 'renew_interval_ms'];
+const OPTIONS = ['version', 'renew_interval_ms', 'offline_queue'];
 
 function describe(multi) {
   return (opts) => {

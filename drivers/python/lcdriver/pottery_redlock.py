@@ -45,7 +45,7 @@ class PotteryRedlock(BaseLock):
     library = "pottery"
     capabilities = ["multi-node"]
     reports = []
-    own_options = ["num_extensions"]
+    own_options = ["num_extensions", "retry_delay_ms"]
 
     def connect(self):
         import pottery
@@ -58,6 +58,11 @@ class PotteryRedlock(BaseLock):
         self.clients = clients(self)
         ping_all(self.clients)
         self.num_extensions = int(self.extra.get("num_extensions", 3))  # the library's default
+        # A waiting acquire sleeps uniform(0, Redlock._RETRY_DELAY) between rounds, 200 ms by
+        # default: retry_delay_ms sets it in a subclass (Redlock has __slots__), else the library's.
+        rd = self.extra.get("retry_delay_ms")
+        if rd not in (None, ""):
+            self.Redlock = type("Redlock", (pottery.Redlock,), {"__slots__": (), "_RETRY_DELAY": float(rd) / 1000.0})
         # auto_release_time is in seconds since pottery 3.0, in milliseconds before.
         self.unit = 1000.0 if int(self.version().split(".")[0]) >= 3 else 1
         self.errors = _Errors()

@@ -12,6 +12,7 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -22,6 +23,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.Redisson;
@@ -32,6 +34,7 @@ import org.redisson.api.RedissonClient;
 import org.redisson.client.RedisConnectionException;
 import org.redisson.client.RedisTimeoutException;
 import org.redisson.client.codec.StringCodec;
+import org.redisson.api.options.CommonOptions;
 import org.redisson.config.BaseConfig;
 import org.redisson.config.ClusterServersConfig;
 import org.redisson.config.Config;
@@ -57,7 +60,7 @@ import org.redisson.config.SubscriptionMode;
  */
 public final class Main {
     static final ObjectMapper JSON = new ObjectMapper();
-    static final Set<String> OPTIONS = Set.of("version", "watchdog_timeout_ms", "retry_attempts");
+    static final Set<String> OPTIONS = Set.of("version", "watchdog_timeout_ms", "retry_attempts", "master_timeout_ms", "warmup", "retry");
 
     /** What a lock name means: its lease, its nodes and what it tells lockchaos. */
     record Variant(String name, boolean watchdog, String multi, List<String> capabilities) {
@@ -94,6 +97,11 @@ public final class Main {
     final Map<String, Integer> held = new HashMap<>();  // key -> leases not yet released
     long leaseSeq;
     long ttlDefault = 30000;
+    // retry=driver (multi-node locks): a waiting acquire is one tryLock(0, ttl) after another,
+    // retry_delay_ms ± half apart, until wait_ms, instead of the library's tryLock(wait_ms, ttl).
+    boolean driverRetry;
+    long perMasterMs; // master_timeout_ms on independent masters, else 0
+    long retryDelayMs = 10;
 
     Main(Variant variant, PrintStream out) {
         this.variant = variant;
@@ -272,6 +280,12 @@ public final class Main {
                     + " builds it, run.sh picks it by LOCKCHAOS_LOCK_VERSION");
         }
         ttlDefault = opts.path("ttl_ms").asLong(ttlDefault);
+        String retry = extra.path("retry").asText("library");
+        if (!retry.equals("library") && !retry.equals("driver")) {
+            return reply(id, "error").put("error", "retry=" + retry + ": want library or driver");
+        }
+        driverRetry = retry.equals("driver") && !variant.multi().isEmpty();
+        retryDelayMs = Math.max(1, opts.path("retry_delay_ms").asLong(10));
         String topology = req.path("topology").asText("single");
         String connName = req.path("conn_name").asText("");
         JsonNode eps = req.path("endpoints");
@@ -284,6 +298,12 @@ public final class Main {
         if (!variant.multi().isEmpty() && !topology.equals("independent") && !topology.equals("single")) {
             return reply(id, "error").put("error", variant.name() + " needs independent masters or one server, not " + topology);
         }
+        // RedissonRedLock asks the masters one after another, and a master that does not answer
+        // costs it a whole timeout, twice when it then unlocks that master: master_timeout_ms,
+        // where set, is the timeout of each master's lock (CommonOptions.timeout, the lock's own
+        // commands only) instead of command_timeout_ms, a short one as the Redlock algorithm asks.
+        perMasterMs = topology.equals("independent") && !variant.multi().isEmpty() && eps.size() > 1
+                ? extra.path("master_timeout_ms").asLong(0) : 0;
         long t0 = System.nanoTime();
         for (int attempt = 1; ; attempt++) {
             try {
@@ -324,8 +344,34 @@ public final class Main {
                 return reply(id, "error").put("error", "connect: " + describe(e)).put("t0", t0).put("t1", System.nanoTime());
             }
         }
+        if (extra.path("warmup").asBoolean(false)) {
+            warmUpLock(req.path("key_prefix").asText("") + "lockchaos-warmup");
+        }
         long t1 = System.nanoTime();
         return reply(id, "init_ok").put("t0", t0).put("t1", t1);
+    }
+
+    /**
+     * --lock-opt warmup=true: three acquires and releases of a key of the driver's own (under
+     * key_prefix) before init answers, as a long-running service is warm: a cold JVM's first
+     * RedLock acquire (classes, the lock scripts' NOSCRIPT and SCRIPT LOAD on every master, C1)
+     * took 0.8-1.3 s on this machine, longer than a scenario's first trigger waits.
+     */
+    void warmUpLock(String key) {
+        RLock lock = lockFor(key);
+        try {
+            for (int i = 0; i < 3; i++) {
+                boolean ok = variant.watchdog() ? lock.tryLock(0, TimeUnit.MILLISECONDS)
+                        : lock.tryLock(0, ttlDefault, TimeUnit.MILLISECONDS);
+                if (ok) {
+                    lock.unlock();
+                }
+            }
+        } catch (Throwable e) {
+            System.err.println("lockchaos driver: warm-up: " + describe(e));
+        } finally {
+            locks.remove(key);
+        }
     }
 
     /** Redisson's configuration for one endpoint, dialling only the addresses given. */
@@ -444,7 +490,9 @@ public final class Main {
             }
             RLock[] each = new RLock[clients.size()];
             for (int i = 0; i < each.length; i++) {
-                each[i] = clients.get(i).getLock(k);
+                each[i] = perMasterMs > 0
+                        ? clients.get(i).getLock(CommonOptions.name(k).timeout(Duration.ofMillis(perMasterMs)))
+                        : clients.get(i).getLock(k);
             }
             return variant.multi().equals("redlock") ? new RedissonRedLock(each) : new RedissonMultiLock(each);
         });
@@ -463,8 +511,29 @@ public final class Main {
         Throwable err = null;
         long t0 = System.nanoTime();
         try {
-            ok = variant.watchdog() ? lock.tryLock(wait, TimeUnit.MILLISECONDS)
-                    : lock.tryLock(wait, ttl, TimeUnit.MILLISECONDS);
+            if (driverRetry && wait > 0) {
+                // RedissonMultiLock.tryLock(wait, lease) sets each master's key with a lease of
+                // 2 x wait until every master has answered (then PEXPIREs them to the lease) and
+                // waits up to wait/n on each held master in turn; tryLock(0, lease) is one round
+                // with the lease itself, retried here until wait_ms.
+                long end = t0 + wait * 1_000_000L;
+                for (;;) {
+                    ok = variant.watchdog() ? lock.tryLock(0, TimeUnit.MILLISECONDS)
+                            : lock.tryLock(0, ttl, TimeUnit.MILLISECONDS);
+                    long left = end - System.nanoTime();
+                    if (ok || left <= 0) {
+                        break;
+                    }
+                    long d = retryDelayMs + ThreadLocalRandom.current().nextLong(-retryDelayMs / 2, retryDelayMs / 2 + 1);
+                    Thread.sleep(Math.max(0, Math.min(d, left / 1_000_000L)));
+                    if (System.nanoTime() >= end) {
+                        break;
+                    }
+                }
+            } else {
+                ok = variant.watchdog() ? lock.tryLock(wait, TimeUnit.MILLISECONDS)
+                        : lock.tryLock(wait, ttl, TimeUnit.MILLISECONDS);
+            }
         } catch (Throwable e) {
             err = e;
         }
