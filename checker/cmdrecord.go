@@ -46,11 +46,12 @@ func (m *model) cmdFallbackAfter() int64 { return max(2*m.ttl, 1e9) }
 
 // What a recorded command did to a key.
 const (
-	cmdSet    uint8 = iota // SET family: the value is the owner's token
-	cmdDel                 // DEL, UNLINK, GETDEL
-	cmdExpire              // PEXPIRE family: the TTL changes
-	cmdHash                // HSET, HINCRBY, ...: a hash lock's write
-	cmdHDel                // HDEL: may remove the key
+	cmdSet     uint8 = iota // SET family: the value is the owner's token
+	cmdDel                  // DEL, UNLINK, GETDEL
+	cmdExpire               // PEXPIRE family: the TTL changes
+	cmdHash                 // HSET, HINCRBY, ...: a hash lock's write
+	cmdHDel                 // HDEL: may remove the key
+	cmdRestore              // RESTORE, RESTORE-ASKING: a migrated key arrives, its owner not named
 )
 
 // cmdEvent is one key change of a recorded command. It has two times. t
@@ -242,6 +243,55 @@ func (m *model) addCmdArgs(args []string, t, h int64, node int16, client int32, 
 	case "HDEL":
 		ev.op = cmdHDel
 		add(args[1], ev)
+	case "RESTORE", "RESTORE-ASKING":
+		// A slot migration's copy of a key (RESTORE key ttl payload
+		// [REPLACE] [ABSTTL] ...): the key is there, with whatever
+		// owner it had on the source (the payload is a dump, not a
+		// token). Replayed as an absent key, a SET NX that found it
+		// would read as won, and the real owner's release as a
+		// foreign DEL (cluster-slot-migration/redis-py seed 1).
+		if len(args) < 3 {
+			return
+		}
+		ev.op = cmdRestore
+		abs := false
+		for _, a := range args[4:] {
+			abs = abs || strings.EqualFold(a, "ABSTTL")
+		}
+		switch v := num(args[2]); {
+		case v > 0 && abs:
+			ev.abs = m.unixToRun(v * 1e6)
+		case v > 0:
+			ev.ttl = v * 1e6
+		}
+		add(args[1], ev)
+	case "MIGRATE":
+		// MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH ...]
+		// [KEYS key...]: the source's copy goes (the harness's, not a
+		// client's call), unless COPY.
+		if len(args) < 6 {
+			return
+		}
+		keys := []string{args[3]}
+		for i := 6; i < len(args); i++ {
+			switch strings.ToUpper(args[i]) {
+			case "COPY":
+				return
+			case "AUTH":
+				i++
+			case "AUTH2":
+				i += 2
+			case "KEYS":
+				keys = args[i+1:]
+				i = len(args)
+			}
+		}
+		ev.op = cmdDel
+		for _, k := range keys {
+			if k != "" {
+				add(k, ev)
+			}
+		}
 	case "INCR", "INCRBY":
 		m.noteIncr(args[1], ev)
 	}
@@ -249,7 +299,7 @@ func (m *model) addCmdArgs(args []string, t, h int64, node int16, client int32, 
 
 // cmdNames are the commands the replay reads, upper-case.
 var cmdNames = []string{"SET", "SETNX", "SETEX", "PSETEX", "DEL", "UNLINK", "GETDEL", "PEXPIRE", "EXPIRE", "PEXPIREAT", "EXPIREAT",
-	"HSET", "HSETNX", "HINCRBY", "HINCRBYFLOAT", "HMSET", "HDEL"}
+	"HSET", "HSETNX", "HINCRBY", "HINCRBYFLOAT", "HMSET", "HDEL", "RESTORE", "RESTORE-ASKING", "MIGRATE"}
 
 // cmdName is a command's name in upper case: one of cmdNames' strings
 // when it is one, so that the events kept (a window's worth) do not each
@@ -528,6 +578,9 @@ func (m *model) replay(k int32, kd *keyData, s *cmdStep) {
 		if st.present {
 			st.unknown = true
 		}
+	case cmdRestore:
+		// Present, owner unknown until its next write or delete.
+		*st = keyState{present: true, unknown: true, owner: -1, setT: c.h, exp: s.exp(0), lastT: c.h}
 	}
 }
 

@@ -305,3 +305,29 @@ func TestCommandRecordUnknownAfterGap(t *testing.T) {
 		t.Errorf("a release of the client's own key after a record gap was blamed: %+v", r.Violations)
 	}
 }
+
+// A slot migration moves the holder's key to another node (MIGRATE on the
+// source, RESTORE-ASKING on the target, both the harness's). A waiter's SET
+// NX that reaches the target in between finds the key and fails; the
+// holder's release then deletes its own key there, and the waiter's retry
+// with the same token takes it. Replaying the RESTORE as nothing made that
+// SET NX a win and the release a foreign DEL
+// (cluster-slot-migration/redis-py seed 1).
+func TestCommandRecordMigratedKeyKeepsItsOwner(t *testing.T) {
+	b := newHB(map[string]any{history.MetaCommandRecord: "monitor", history.MetaKeyPrefix: "p:", "topology": "cluster", "ttl_ms": 1000.0})
+	b.acqTok(2, 0, 1, 1001, "tokC", 0, 1).cmdOn("n1", 2, 1, []string{"SET", recKey, "tokC", "NX", "PX", "1000"})
+	b.acqTok(0, 10, 341, 1341, "tokA", 0, 1).cmdOn("n1", 0, 20, []string{"SET", recKey, "tokA", "NX", "PX", "1000"})
+	b.cmdOn("n2", -1, 300, []string{"RESTORE-ASKING", recKey, "700", "\x00 tokC\n"})
+	b.cmdOn("n1", -1, 301, []string{"MIGRATE", "127.0.0.1", "7001", "", "0", "5000", "KEYS", recKey})
+	b.cmdOn("n2", 0, 310, []string{"SET", recKey, "tokA", "NX", "PX", "1000"}) // finds the restored key
+	b.add(history.Event{T: 332 * ms, Client: 2, Key: "k", Op: history.OpCommand, Node: "n2",
+		Cmd: &history.Command{Conn: "127.0.0.1:1", Args: []string{"EVALSHA", "sha", "1", recKey, "tokC"}, Inner: [][]string{{"GET", recKey}, {"DEL", recKey}}}})
+	b.rel(2, 330, 335, 0)
+	b.cmdOn("n2", 0, 340, []string{"SET", recKey, "tokA", "NX", "PX", "1000"})
+	b.rel(0, 400, 401, 0)
+	r := Check(b.ev, Options{})
+	if r.OwnershipSource != SourceCommandRecord {
+		t.Fatalf("ownership source %q, want the record", r.OwnershipSource)
+	}
+	wantVerdicts(t, r, map[string]Verdict{CheckUnlock: Valid})
+}
