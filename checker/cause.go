@@ -51,6 +51,11 @@ const (
 	// CauseFenceNotMonotonic: a fence not above one granted before, with no
 	// fault that lost the counter: it did not come from the counter.
 	CauseFenceNotMonotonic = "fence-not-monotonic"
+	// CauseNotGranted: the lock returned an acquire as held that the node
+	// had not granted: per the command record no write with its token ran
+	// by its return (lost in a cut link, queued on a frozen node), or its
+	// SET NX found the key held (grant.go).
+	CauseNotGranted = "acquire-not-granted"
 )
 
 // cause explains why hold b could start while hold a (another client's) was
@@ -65,6 +70,9 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 		return cause, expl
 	}
 	if cause, expl := m.ownCause(k, ai, bi, both); cause != "" {
+		return cause, expl
+	}
+	if cause, expl := m.grantCause(k, ai, bi, both); cause != "" {
 		return cause, expl
 	}
 	cause, expl := clientCause(key, a, b, ev, both)

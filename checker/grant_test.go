@@ -1,0 +1,61 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// An acquire the lock returned as held although the node had not granted
+// it (unknown-acquire-held under a frozen node or a cut link): client 0
+// holds k from 1 ms; client 1's acquire returns ok at 50 ms. Its SET either
+// ran only after that (queued on the frozen node), or ran and found client
+// 0's key. When the record shows it taking the key (client 0's key gone),
+// the cause is not this one.
+func TestAcquireNotGranted(t *testing.T) {
+	run := func(how string) *Result {
+		b := recordHB()
+		b.add(history.Event{T: 5 * ms, End: 6 * ms, Client: -1, Node: "n1", Op: history.OpFault,
+			Fault: &history.Fault{ID: 1, Kind: history.FaultPauseNode, Target: "node n1", Request: map[string]string{"duration": "70ms"}, Applied: true}})
+		b.acqTok(0, 0, 1, 101, "tokA", 0, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "NX", "PX", "100"})
+		b.acqTok(1, 2, 50, 150, "tokB", 0, 1)
+		switch how {
+		case "late":
+			b.cmd(1, 80, []string{"SET", recKey, "tokB", "NX", "PX", "100"})
+		case "refused":
+			b.cmd(1, 30, []string{"SET", recKey, "tokB", "NX", "PX", "100"})
+		case "granted":
+			b.cmd(0, 20, []string{"DEL", recKey}).cmd(1, 30, []string{"SET", recKey, "tokB", "NX", "PX", "100"})
+		}
+		b.add(history.Event{T: 75 * ms, End: 76 * ms, Client: -1, Op: history.OpHeal, Fault: &history.Fault{ID: 1, Kind: history.FaultPauseNode, Applied: true}})
+		b.rel(0, 90, 91, 0).rel(1, 95, 96, 0)
+		streamedSame(t, b)
+		return Check(b.ev, Options{})
+	}
+	for how, want := range map[string]string{
+		"late":    "client 1's acquire of k (0.002 s–0.050 s) returned as held, but the node had not granted it: no write with its token ran on any node by then, per the command record (node n1 was frozen from 0.005 s: fault 1)",
+		"refused": "its SET on n1 at 0.030 s found the key held by client 0 and did not take it",
+	} {
+		r := run(how)
+		wantOwnCause(t, r, CheckMutex, CauseNotGranted, want)
+		for _, in := range r.Incidents {
+			if in.Cause == CauseNotGranted && in.FaultID != 1 {
+				t.Errorf("%s: incident names fault %d, want the pause (1): %+v", how, in.FaultID, in)
+			}
+		}
+	}
+	for _, v := range run("granted").Violations {
+		if v.Cause == CauseNotGranted {
+			t.Errorf("the record shows client 1's SET taking the key, yet: %s", v.Explanation)
+		}
+	}
+	// Without the record nothing shows it.
+	b := recordHB()
+	b.acqTok(0, 0, 1, 101, "tokA", 0, 1).acqTok(1, 2, 50, 150, "tokB", 0, 1).rel(0, 90, 91, 0).rel(1, 95, 96, 0)
+	for _, v := range Check(b.ev, Options{NoCommandRecord: true}).Violations {
+		if v.Cause == CauseNotGranted || strings.Contains(v.Explanation, "not granted") {
+			t.Errorf("no record, yet: %s", v.Explanation)
+		}
+	}
+}
