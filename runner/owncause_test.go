@@ -65,3 +65,43 @@ func TestOwnCommandCauses(t *testing.T) {
 		})
 	}
 }
+
+// The node outages (catalog paused-master: the only node frozen;
+// master-partitioned: every client cut from it) with the control that takes
+// a timed-out acquire as held: every violation has a cause, and the
+// acquires the lock returned without the node's grant are named from the
+// command record (acquire-not-granted; before it, they were unknown).
+func TestNodeOutageCauses(t *testing.T) {
+	if os.Getenv("LOCKCHAOS_LONG") == "" {
+		t.Skip("long tier: LOCKCHAOS_LONG=1 runs it (scripts/test.sh does)")
+	}
+	for _, sc := range []string{"paused-master", "master-partitioned"} {
+		t.Run(sc, func(t *testing.T) {
+			s, err := scenarios.Load(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Seed = 1
+			res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: "unknown-acquire-held", Setup: runner.Setup{Backend: "process"}, Out: filepath.Join(t.TempDir(), "run")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res.Results
+			if r.Checks[checker.CheckMutex].Verdict != "invalid" {
+				t.Fatalf("mutex %s, want invalid (checks %v)", r.Checks[checker.CheckMutex].Verdict, r.Checks)
+			}
+			found := 0
+			for _, v := range r.Violations {
+				if v.Cause == checker.CauseUnknown || v.Cause == "" {
+					t.Errorf("cause %q: %s", v.Cause, v.Explanation)
+				}
+				if v.Cause == checker.CauseNotGranted && strings.Contains(v.Explanation, "returned as held, but the node had not granted it") {
+					found++
+				}
+			}
+			if found == 0 {
+				t.Errorf("no violation is %s: %+v", checker.CauseNotGranted, r.Violations)
+			}
+		})
+	}
+}
