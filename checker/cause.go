@@ -91,6 +91,10 @@ type evidence struct {
 	fs               map[string]*fault
 	expiredAt, delAt int64
 	p, pb            *pause
+	// np: the only node was frozen while a held the key, which the server
+	// expired as it resumed, before b acquired (nodePaused).
+	np  *fault
+	ttl int64
 }
 
 // causeEvidence gathers the evidence on holds ai and bi of key k, from a's
@@ -134,6 +138,21 @@ func (m *model) causeEvidence(k int32, ai, bi int32) evidence {
 			expiredAt = s.t
 		}
 	}
+	if expiredAt < 0 {
+		// A library that names its key after the lock's (rueidislock:
+		// "rueidislock:0:{k0}") has its server events there.
+		for _, lk := range m.libKeys(k) {
+			srv := m.kd[lk].srv
+			for i := m.srvFrom(lk, from); i < len(srv) && srv[i].t <= to+m.ttl; i++ {
+				if srv[i].kind == srvExpired {
+					if expiredAt < 0 || srv[i].t < expiredAt {
+						expiredAt = srv[i].t
+					}
+					break
+				}
+			}
+		}
+	}
 	var p *pause
 	for i, pp := range m.clients[a.client].pauses {
 		// From its acquire's invoke: a pause between the replies and the
@@ -153,7 +172,55 @@ func (m *model) causeEvidence(k int32, ai, bi int32) evidence {
 			break
 		}
 	}
-	return evidence{fs: fs, expiredAt: expiredAt, delAt: delAt, p: p, pb: pb}
+	return evidence{fs: fs, expiredAt: expiredAt, delAt: delAt, p: p, pb: pb, np: m.nodePaused(a, b, expiredAt), ttl: m.ttl}
+}
+
+// nodeResumeExpiry: how soon after a frozen node resumes it expires a key
+// whose TTL ran out in the freeze (its active expiry runs 10 times a
+// second), beyond the observer's lag.
+const nodeResumeExpiry = int64(100e6)
+
+// nodePaused is the freeze of the only node (pause-node) that lost hold a's
+// key to hold b: a acquired before the node resumed, b after, and the
+// server's first expiry of the key after a's acquire came in the freeze or
+// as the node resumed (nil when the record does not show that).
+func (m *model) nodePaused(a, b *hold, expiredAt int64) *fault {
+	if m.topo != "single" || expiredAt < 0 {
+		return nil
+	}
+	for _, f := range m.faults {
+		if f.kind == history.FaultPauseNode && f.applied && f.healRecorded && a.start < f.healT && b.start >= f.healT &&
+			expiredAt >= f.t && expiredAt <= f.healT+m.lag+nodeResumeExpiry {
+			return f
+		}
+	}
+	return nil
+}
+
+// libKeys are the keys a library names after lock key k: its own prefix
+// before "{k}" (keyspace.Prefix.Short), such as rueidislock's
+// "rueidislock:0:{k0}" (the record's name for it keeps the run's prefix
+// inside: "rueidislock:0:<prefix>{k0}"); a derived key of the harness
+// ("{k0}:fence") is none. None when the library names more than one key
+// after k (a majority of keys: one expiring loses nothing).
+func (m *model) libKeys(k int32) []int32 {
+	suf := ":{" + m.keys[k] + "}"
+	var out []int32
+	name := ""
+	for i, n := range m.keys {
+		if m.prefix != "" {
+			n = strings.ReplaceAll(n, m.prefix+"{", "{")
+		}
+		if !strings.HasSuffix(n, suf) || strings.HasPrefix(n, "{") {
+			continue
+		}
+		if name != "" && n != name {
+			return nil
+		}
+		name = n
+		out = append(out, int32(i))
+	}
+	return out
 }
 
 // nodeFaultCause: a fault on the servers lost a's key ("": none did).
@@ -213,6 +280,10 @@ func clientCause(key string, a, b *hold, ev evidence, both string) (string, stri
 		}
 		return CausePause, fmt.Sprintf("client %d's lease on %s%s while it was paused (%s–%s); client %d acquired at %s; client %d resumed at %s%s.",
 			a.client, key, exp, sec(p.t), sec(p.end), b.client, sec(b.start), a.client, sec(p.end), acted)
+	case ev.np != nil:
+		f := ev.np
+		return CausePause, fmt.Sprintf("%s was frozen from %s to %s (%.1f×TTL) while client %d held %s (acquired %s); the server expired the key at %s, as the node resumed, and client %d acquired it at %s while client %d still believed it held it%s.",
+			targetName(f), sec(f.t), sec(f.healT), float64(f.healT-f.t)/float64(max(ev.ttl, 1)), a.client, key, sec(a.start), sec(expiredAt), b.client, sec(b.start), a.client, acted)
 	case a.renewBad > 0:
 		return CauseRenewalFailed, fmt.Sprintf("client %d's renewals failed (%d refused or unanswered) and its key expired; %s.", a.client, a.renewBad, both)
 	case fs[history.FaultCutClient] != nil && fs[history.FaultCutClient].clientTarget == int(a.client) && fs[history.FaultCutClient].v.Nodes == "":

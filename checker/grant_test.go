@@ -59,3 +59,39 @@ func TestAcquireNotGranted(t *testing.T) {
 		}
 	}
 }
+
+// The only node frozen for 2×TTL right after client 0 acquired: the server
+// expires its key as the node resumes, and client 1 acquires; client 0
+// (a lock promising no deadline) still believes. The server's notification
+// may come on the library's own key ("rueidislock:0:{k}", rueidislock).
+// An expiry long after the resume is not the freeze's.
+func TestExpiredDuringNodePause(t *testing.T) {
+	run := func(key string, expiredAt int64) *Result {
+		b := newHB(nil)
+		b.add(history.Event{T: 1 * ms, Client: -1, Key: key, Op: history.OpServer, Node: "n1", Detail: "set"})
+		b.acq(0, 0, 2, 0, history.OK, 1)
+		b.add(history.Event{T: 3 * ms, End: 4 * ms, Client: -1, Node: "n1", Op: history.OpFault,
+			Fault: &history.Fault{ID: 1, Kind: history.FaultPauseNode, Target: "node n1", Request: map[string]string{"duration": "200ms"}, Applied: true}})
+		b.add(history.Event{T: 203 * ms, End: 204 * ms, Client: -1, Op: history.OpHeal, Fault: &history.Fault{ID: 1, Kind: history.FaultPauseNode, Applied: true}})
+		b.add(history.Event{T: expiredAt * ms, Client: -1, Key: key, Op: history.OpServer, Node: "n1", Detail: "expired"})
+		b.acq(1, 100, expiredAt+2, 0, history.OK, 1)
+		b.rel(0, expiredAt+50, expiredAt+51, 0).rel(1, expiredAt+60, expiredAt+61, 0)
+		return Check(b.ev, Options{})
+	}
+	for _, key := range []string{"k", "rueidislock:0:{k}"} {
+		r := run(key, 205)
+		for _, v := range causesOf(t, r, CheckMutex) {
+			if want := "node n1 was frozen from 0.003 s to 0.203 s (2.0×TTL) while client 0 held k (acquired 0.002 s); the server expired the key at 0.205 s, as the node resumed, and client 1 acquired it at 0.207 s"; v.Cause != CausePause || !strings.Contains(v.Explanation, want) {
+				t.Errorf("%s: cause %s, %q; want %s saying %q", key, v.Cause, v.Explanation, CausePause, want)
+			}
+		}
+		if in := r.Incidents[0]; in.FaultID != 1 || !strings.Contains(in.Sentence, "node n1 was frozen 0.20 s from 0.003 s while client 0 held k") {
+			t.Errorf("%s: incident %+v", key, in)
+		}
+	}
+	for _, v := range run("k", 600).Violations {
+		if v.Cause == CausePause {
+			t.Errorf("an expiry 0.4 s after the resume, yet: %s", v.Explanation)
+		}
+	}
+}

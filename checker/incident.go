@@ -68,7 +68,7 @@ var causeFaults = map[string][]string{
 	CauseEmptyRestart:       {history.FaultRestartNode, history.FaultKillNode},
 	CauseClockJump:          {history.FaultClockJump},
 	CauseClockDrift:         {history.FaultClockDrift},
-	CausePause:              {history.FaultPauseClient},
+	CausePause:              {history.FaultPauseClient, history.FaultPauseNode},
 	CausePartitioned:        {history.FaultCutClient},
 	CauseStalled:            {history.FaultStallCommands},
 	CauseClockSkew:          {history.FaultClockSkew},
@@ -373,6 +373,9 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 	}
 	switch inc.Cause {
 	case CausePause:
+		if f != nil && f.kind == history.FaultPauseNode && p == nil {
+			return fmt.Sprintf("%s was frozen %.2f s from %s while client %d held %s, and the server expired the key as it resumed", faultName(f), float64(f.healT-f.t)/1e9, sec(f.t), c, key)
+		}
 		return m.pauseHappened(l, p, pc)
 	case CauseFailover:
 		if f != nil && f.kind == history.FaultIsolateNode {
