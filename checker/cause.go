@@ -95,6 +95,9 @@ type evidence struct {
 	// expired as it resumed, before b acquired (nodePaused).
 	np  *fault
 	ttl int64
+	// cut: the clients' links to the only node were cut (partition) while
+	// a held the key, which expired in the cut (linkCut).
+	cut *fault
 }
 
 // causeEvidence gathers the evidence on holds ai and bi of key k, from a's
@@ -172,7 +175,7 @@ func (m *model) causeEvidence(k int32, ai, bi int32) evidence {
 			break
 		}
 	}
-	return evidence{fs: fs, expiredAt: expiredAt, delAt: delAt, p: p, pb: pb, np: m.nodePaused(a, b, expiredAt), ttl: m.ttl}
+	return evidence{fs: fs, expiredAt: expiredAt, delAt: delAt, p: p, pb: pb, np: m.nodePaused(a, b, expiredAt), ttl: m.ttl, cut: m.linkCut(a, expiredAt)}
 }
 
 // nodeResumeExpiry: how soon after a frozen node resumes it expires a key
@@ -191,6 +194,24 @@ func (m *model) nodePaused(a, b *hold, expiredAt int64) *fault {
 	for _, f := range m.faults {
 		if f.kind == history.FaultPauseNode && f.applied && f.healRecorded && a.start < f.healT && b.start >= f.healT &&
 			expiredAt >= f.t && expiredAt <= f.healT+m.lag+nodeResumeExpiry {
+			return f
+		}
+	}
+	return nil
+}
+
+// linkCut is the partition of the only node from the clients (requests
+// lost: direction both or to-node) that held hold a off while its key
+// expired: a acquired before the cut healed, and the server's first expiry
+// of the key after a's acquire came inside the cut (nil when the record
+// does not show that).
+func (m *model) linkCut(a *hold, expiredAt int64) *fault {
+	if m.topo != "single" || expiredAt < 0 {
+		return nil
+	}
+	for _, f := range m.faults {
+		if f.kind == history.FaultPartition && f.applied && f.healRecorded && (f.dir == "" || f.dir == "both" || f.dir == "to-node") &&
+			a.start < f.healT && expiredAt >= f.t && expiredAt <= f.healT+m.lag {
 			return f
 		}
 	}
@@ -288,6 +309,10 @@ func clientCause(key string, a, b *hold, ev evidence, both string) (string, stri
 		return CauseRenewalFailed, fmt.Sprintf("client %d's renewals failed (%d refused or unanswered) and its key expired; %s.", a.client, a.renewBad, both)
 	case fs[history.FaultCutClient] != nil && fs[history.FaultCutClient].clientTarget == int(a.client) && fs[history.FaultCutClient].v.Nodes == "":
 		return CausePartitioned, fmt.Sprintf("client %d was cut off from Redis at %s and its key expired; %s.", a.client, sec(fs[history.FaultCutClient].t), both)
+	case ev.cut != nil:
+		f := ev.cut
+		return CausePartitioned, fmt.Sprintf("every client was cut off from %s from %s to %s (partition, %s) and client %d's key expired at %s while it still held it; %s.",
+			targetName(f), sec(f.t), sec(f.healT), ifElse(f.dir == "", "both", f.dir), a.client, sec(expiredAt), both)
 	case fs[history.FaultStallCommands] != nil && fs[history.FaultStallCommands].clientTarget == int(a.client):
 		return CauseStalled, fmt.Sprintf("client %d's commands were delayed by %s and its key expired; %s.", a.client, fs[history.FaultStallCommands].v.Delay, both)
 	case fs[history.FaultClockSkew] != nil && fs[history.FaultClockSkew].clientTarget == int(a.client):

@@ -95,3 +95,36 @@ func TestExpiredDuringNodePause(t *testing.T) {
 		}
 	}
 }
+
+// Every client cut from the only node (partition, requests lost) right
+// after client 0 acquired: its key expires in the cut, and client 1
+// acquires when it heals while client 0 still believes (renew-timeout-ack:
+// its timed-out renewals count as acknowledged). With replies lost only
+// (from-node) the renewals still reach the node: not this cause.
+func TestHolderPartitionedByNodeCut(t *testing.T) {
+	run := func(dir string) *Result {
+		b := newHB(nil)
+		b.srv(1, "set").acq(0, 0, 2, 0, history.OK, 1)
+		b.add(history.Event{T: 3 * ms, End: 4 * ms, Client: -1, Node: "n1", Op: history.OpFault,
+			Fault: &history.Fault{ID: 1, Kind: history.FaultPartition, Target: "node n1", Request: map[string]string{"duration": "200ms", history.ParamDirection: dir, "mode": "drop"}, Applied: true}})
+		b.srv(101, "expired")
+		b.add(history.Event{T: 203 * ms, End: 204 * ms, Client: -1, Op: history.OpHeal, Fault: &history.Fault{ID: 1, Kind: history.FaultPartition, Applied: true}})
+		b.acq(1, 100, 207, 0, history.OK, 1)
+		b.rel(0, 250, 251, 0).rel(1, 260, 261, 0)
+		return Check(b.ev, Options{})
+	}
+	r := run("both")
+	for _, v := range causesOf(t, r, CheckMutex) {
+		if want := "every client was cut off from node n1 from 0.003 s to 0.203 s (partition, both) and client 0's key expired at 0.101 s while it still held it"; v.Cause != CausePartitioned || !strings.Contains(v.Explanation, want) {
+			t.Errorf("cause %s, %q; want %s saying %q", v.Cause, v.Explanation, CausePartitioned, want)
+		}
+	}
+	if in := r.Incidents[0]; in.FaultID != 1 || in.Cause != CausePartitioned {
+		t.Errorf("incident %+v", in)
+	}
+	for _, v := range causesOf(t, run("from-node"), CheckMutex) {
+		if v.Cause == CausePartitioned {
+			t.Errorf("replies lost only, yet: %s", v.Explanation)
+		}
+	}
+}

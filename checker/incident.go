@@ -69,7 +69,7 @@ var causeFaults = map[string][]string{
 	CauseClockJump:          {history.FaultClockJump},
 	CauseClockDrift:         {history.FaultClockDrift},
 	CausePause:              {history.FaultPauseClient, history.FaultPauseNode},
-	CausePartitioned:        {history.FaultCutClient},
+	CausePartitioned:        {history.FaultCutClient, history.FaultPartition},
 	CauseStalled:            {history.FaultStallCommands},
 	CauseClockSkew:          {history.FaultClockSkew},
 	CauseNotFreedAfterCrash: {history.FaultCrashClient},

@@ -137,6 +137,7 @@ type fault struct {
 	applied       bool
 	v             history.FaultView // its request and effect, typed
 	clientTarget  int               // -1 unless the target is a client
+	dir           string            // partition, latency: the direction asked
 	healRecorded  bool
 	// lasts is the duration the schedule asked for (0: none, or unknown):
 	// its heal is due then.
@@ -653,7 +654,7 @@ func (m *model) addFault(e *history.Event) {
 		return
 	}
 	f := &fault{id: e.Fault.ID, kind: e.Fault.Kind, target: e.Fault.Target, node: e.Node, t: e.T, end: max(e.End, e.T),
-		applied: e.Fault.Applied, v: e.Fault.View(), clientTarget: -1}
+		applied: e.Fault.Applied, v: e.Fault.View(), clientTarget: -1, dir: e.Fault.Request[history.ParamDirection]}
 	if d, err := time.ParseDuration(e.Fault.Request["duration"]); err == nil && d > 0 {
 		f.lasts = int64(d)
 	}
