@@ -61,7 +61,9 @@ func (m *model) notGranted(k int32, hi int32) string {
 	var ran []int
 	for i := range kd.cmds {
 		c := &kd.cmds[i]
-		if c.client != h.client || c.tok != tok || c.op != cmdSet && c.op != cmdHash || c.h < from || c.h > to {
+		// By token, on any connection: one the record names no client for
+		// (a library's own) may carry it.
+		if c.tok != tok || c.op != cmdSet && c.op != cmdHash || c.h < from || c.h > to {
 			continue
 		}
 		if i >= kd.cmdWalked {
