@@ -95,6 +95,8 @@ type evidence struct {
 	// expired as it resumed, before b acquired (nodePaused).
 	np  *fault
 	ttl int64
+	// npAt, cutAt: the expiry np's, cut's story tells.
+	npAt, cutAt int64
 	// cut: the clients' links to the only node were cut (partition) while
 	// a held the key, which expired in the cut (linkCut).
 	cut *fault
@@ -175,7 +177,9 @@ func (m *model) causeEvidence(k int32, ai, bi int32) evidence {
 			break
 		}
 	}
-	return evidence{fs: fs, expiredAt: expiredAt, delAt: delAt, p: p, pb: pb, np: m.nodePaused(a, b, expiredAt), ttl: m.ttl, cut: m.linkCut(a, expiredAt)}
+	np, npAt := m.nodePaused(k, a, b)
+	cut, cutAt := m.linkCut(k, a, b)
+	return evidence{fs: fs, expiredAt: expiredAt, delAt: delAt, p: p, pb: pb, np: np, npAt: npAt, ttl: m.ttl, cut: cut, cutAt: cutAt}
 }
 
 // nodeResumeExpiry: how soon after a frozen node resumes it expires a key
@@ -185,37 +189,59 @@ const nodeResumeExpiry = int64(100e6)
 
 // nodePaused is the freeze of the only node (pause-node) that lost hold a's
 // key to hold b: a acquired before the node resumed, b after, and the
-// server's first expiry of the key after a's acquire came in the freeze or
-// as the node resumed (nil when the record does not show that).
-func (m *model) nodePaused(a, b *hold, expiredAt int64) *fault {
-	if m.topo != "single" || expiredAt < 0 {
-		return nil
+// server expired the key in the freeze or as the node resumed, before b's
+// ack (nil when the record does not show that), with that expiry.
+func (m *model) nodePaused(k int32, a, b *hold) (*fault, int64) {
+	if m.topo != "single" {
+		return nil, -1
 	}
 	for _, f := range m.faults {
-		if f.kind == history.FaultPauseNode && f.applied && f.healRecorded && a.start < f.healT && b.start >= f.healT &&
-			expiredAt >= f.t && expiredAt <= f.healT+m.lag+nodeResumeExpiry {
-			return f
+		if f.kind != history.FaultPauseNode || !f.applied || !f.healRecorded || a.start >= f.healT || b.start < f.healT {
+			continue
+		}
+		if t := m.expiryIn(k, max(f.t, a.start), min(f.healT+m.lag+nodeResumeExpiry, b.start+m.lag)); t >= 0 {
+			return f, t
 		}
 	}
-	return nil
+	return nil, -1
 }
 
 // linkCut is the partition of the only node from the clients (requests
 // lost: direction both or to-node) that held hold a off while its key
-// expired: a acquired before the cut healed, and the server's first expiry
-// of the key after a's acquire came inside the cut (nil when the record
-// does not show that).
-func (m *model) linkCut(a *hold, expiredAt int64) *fault {
-	if m.topo != "single" || expiredAt < 0 {
-		return nil
+// expired: a acquired before the cut healed, and the server expired the
+// key inside the cut, before b's ack (nil when the record does not show
+// that), with that expiry.
+func (m *model) linkCut(k int32, a, b *hold) (*fault, int64) {
+	if m.topo != "single" {
+		return nil, -1
 	}
 	for _, f := range m.faults {
-		if f.kind == history.FaultPartition && f.applied && f.healRecorded && (f.dir == "" || f.dir == "both" || f.dir == "to-node") &&
-			a.start < f.healT && expiredAt >= f.t && expiredAt <= f.healT+m.lag {
-			return f
+		if f.kind != history.FaultPartition || !f.applied || !f.healRecorded || a.start >= f.healT || f.dir != "" && f.dir != "both" && f.dir != "to-node" {
+			continue
+		}
+		if t := m.expiryIn(k, max(f.t, a.start), min(f.healT+m.lag, b.start+m.lag)); t >= 0 {
+			return f, t
 		}
 	}
-	return nil
+	return nil, -1
+}
+
+// expiryIn is the first expiry the server reported of key k (or of the
+// library's key named after it, libKeys) in [lo, hi], or -1.
+func (m *model) expiryIn(k int32, lo, hi int64) int64 {
+	at := int64(-1)
+	for _, kk := range append([]int32{k}, m.libKeys(k)...) {
+		srv := m.kd[kk].srv
+		for i := m.srvFrom(kk, lo); i < len(srv) && srv[i].t <= hi; i++ {
+			if srv[i].kind == srvExpired {
+				if at < 0 || srv[i].t < at {
+					at = srv[i].t
+				}
+				break
+			}
+		}
+	}
+	return at
 }
 
 // libKeys are the keys a library names after lock key k: its own prefix
@@ -304,7 +330,7 @@ func clientCause(key string, a, b *hold, ev evidence, both string) (string, stri
 	case ev.np != nil:
 		f := ev.np
 		return CausePause, fmt.Sprintf("%s was frozen from %s to %s (%.1f×TTL) while client %d held %s (acquired %s); the server expired the key at %s, as the node resumed, and client %d acquired it at %s while client %d still believed it held it%s.",
-			targetName(f), sec(f.t), sec(f.healT), float64(f.healT-f.t)/float64(max(ev.ttl, 1)), a.client, key, sec(a.start), sec(expiredAt), b.client, sec(b.start), a.client, acted)
+			targetName(f), sec(f.t), sec(f.healT), float64(f.healT-f.t)/float64(max(ev.ttl, 1)), a.client, key, sec(a.start), sec(ev.npAt), b.client, sec(b.start), a.client, acted)
 	case a.renewBad > 0:
 		return CauseRenewalFailed, fmt.Sprintf("client %d's renewals failed (%d refused or unanswered) and its key expired; %s.", a.client, a.renewBad, both)
 	case fs[history.FaultCutClient] != nil && fs[history.FaultCutClient].clientTarget == int(a.client) && fs[history.FaultCutClient].v.Nodes == "":
@@ -312,7 +338,7 @@ func clientCause(key string, a, b *hold, ev evidence, both string) (string, stri
 	case ev.cut != nil:
 		f := ev.cut
 		return CausePartitioned, fmt.Sprintf("every client was cut off from %s from %s to %s (partition, %s) and client %d's key expired at %s while it still held it; %s.",
-			targetName(f), sec(f.t), sec(f.healT), ifElse(f.dir == "", "both", f.dir), a.client, sec(expiredAt), both)
+			targetName(f), sec(f.t), sec(f.healT), ifElse(f.dir == "", "both", f.dir), a.client, sec(ev.cutAt), both)
 	case fs[history.FaultStallCommands] != nil && fs[history.FaultStallCommands].clientTarget == int(a.client):
 		return CauseStalled, fmt.Sprintf("client %d's commands were delayed by %s and its key expired; %s.", a.client, fs[history.FaultStallCommands].v.Delay, both)
 	case fs[history.FaultClockSkew] != nil && fs[history.FaultClockSkew].clientTarget == int(a.client):

@@ -13,7 +13,8 @@ import (
 // never gave it. The command record shows it: the acquire returned ok, yet
 // no write with its token ran on any node by then, or its SET NX found the
 // key held by another client. The record must show the lock writing its
-// tokens at all (tokWritten), and be whole over the acquire.
+// tokens at all (tokWritten), and be whole over the acquire, answered while
+// a fault that leaves commands unanswered was in effect (unansweredWhy).
 
 // acqKey names an acquire that returned ok: its client and its ack.
 type acqKey struct {
@@ -41,6 +42,13 @@ func (m *model) notGranted(k int32, hi int32) string {
 	}
 	h := &m.holds[hi]
 	kd := m.kd[k]
+	// Only an acquire answered while a fault left commands unanswered:
+	// the record then says why, and a check with no such fault never
+	// looks back past what a stream keeps.
+	why := m.unansweredWhy(h)
+	if why == "" {
+		return ""
+	}
 	tok, ok := m.acqTok[acqKey{h.client, h.start}]
 	if !ok {
 		if h.start < m.tokCut {
@@ -74,7 +82,6 @@ func (m *model) notGranted(k int32, hi int32) string {
 		ran = append(ran, i)
 	}
 	lead := fmt.Sprintf("client %d's acquire of %s (%s–%s) returned as held, but the node had not granted it", h.client, m.keys[k], sec(h.acqT), sec(h.start))
-	why := m.unansweredWhy(h)
 	if len(ran) == 0 {
 		return fmt.Sprintf("%s: no write with its token ran on any node by then, per the command record%s", lead, why)
 	}
