@@ -51,6 +51,11 @@ const (
 	// CauseFenceNotMonotonic: a fence not above one granted before, with no
 	// fault that lost the counter: it did not come from the counter.
 	CauseFenceNotMonotonic = "fence-not-monotonic"
+	// CauseNotGranted: the lock returned an acquire as held that the node
+	// had not granted: per the command record no write with its token ran
+	// by its return (lost in a cut link, queued on a frozen node), or its
+	// SET NX found the key held (grant.go).
+	CauseNotGranted = "acquire-not-granted"
 )
 
 // cause explains why hold b could start while hold a (another client's) was
@@ -65,6 +70,9 @@ func (m *model) cause(k int32, ai, bi int32) (string, string) {
 		return cause, expl
 	}
 	if cause, expl := m.ownCause(k, ai, bi, both); cause != "" {
+		return cause, expl
+	}
+	if cause, expl := m.grantCause(k, ai, bi, both); cause != "" {
 		return cause, expl
 	}
 	cause, expl := clientCause(key, a, b, ev, both)
@@ -83,6 +91,15 @@ type evidence struct {
 	fs               map[string]*fault
 	expiredAt, delAt int64
 	p, pb            *pause
+	// np: the only node was frozen while a held the key, which the server
+	// expired as it resumed, before b acquired (nodePaused).
+	np  *fault
+	ttl int64
+	// npAt, cutAt: the expiry np's, cut's story tells.
+	npAt, cutAt int64
+	// cut: the clients' links to the only node were cut (partition) while
+	// a held the key, which expired in the cut (linkCut).
+	cut *fault
 }
 
 // causeEvidence gathers the evidence on holds ai and bi of key k, from a's
@@ -126,6 +143,21 @@ func (m *model) causeEvidence(k int32, ai, bi int32) evidence {
 			expiredAt = s.t
 		}
 	}
+	if expiredAt < 0 {
+		// A library that names its key after the lock's (rueidislock:
+		// "rueidislock:0:{k0}") has its server events there.
+		for _, lk := range m.libKeys(k) {
+			srv := m.kd[lk].srv
+			for i := m.srvFrom(lk, from); i < len(srv) && srv[i].t <= to+m.ttl; i++ {
+				if srv[i].kind == srvExpired {
+					if expiredAt < 0 || srv[i].t < expiredAt {
+						expiredAt = srv[i].t
+					}
+					break
+				}
+			}
+		}
+	}
 	var p *pause
 	for i, pp := range m.clients[a.client].pauses {
 		// From its acquire's invoke: a pause between the replies and the
@@ -145,7 +177,97 @@ func (m *model) causeEvidence(k int32, ai, bi int32) evidence {
 			break
 		}
 	}
-	return evidence{fs: fs, expiredAt: expiredAt, delAt: delAt, p: p, pb: pb}
+	np, npAt := m.nodePaused(k, a, b)
+	cut, cutAt := m.linkCut(k, a, b)
+	return evidence{fs: fs, expiredAt: expiredAt, delAt: delAt, p: p, pb: pb, np: np, npAt: npAt, ttl: m.ttl, cut: cut, cutAt: cutAt}
+}
+
+// nodeResumeExpiry: how soon after a frozen node resumes it expires a key
+// whose TTL ran out in the freeze (its active expiry runs 10 times a
+// second), beyond the observer's lag.
+const nodeResumeExpiry = int64(100e6)
+
+// nodePaused is the freeze of the only node (pause-node) that lost hold a's
+// key to hold b: a acquired before the node resumed, b after, and the
+// server expired the key in the freeze or as the node resumed, before b's
+// ack (nil when the record does not show that), with that expiry.
+func (m *model) nodePaused(k int32, a, b *hold) (*fault, int64) {
+	if m.topo != "single" {
+		return nil, -1
+	}
+	for _, f := range m.faults {
+		if f.kind != history.FaultPauseNode || !f.applied || !f.healRecorded || a.start >= f.healT || b.start < f.healT {
+			continue
+		}
+		if t := m.expiryIn(k, max(f.t, a.start), min(f.healT+m.lag+nodeResumeExpiry, b.start+m.lag)); t >= 0 {
+			return f, t
+		}
+	}
+	return nil, -1
+}
+
+// linkCut is the partition of the only node from the clients (requests
+// lost: direction both or to-node) that held hold a off while its key
+// expired: a acquired before the cut healed, and the server expired the
+// key inside the cut, before b's ack (nil when the record does not show
+// that), with that expiry.
+func (m *model) linkCut(k int32, a, b *hold) (*fault, int64) {
+	if m.topo != "single" {
+		return nil, -1
+	}
+	for _, f := range m.faults {
+		if f.kind != history.FaultPartition || !f.applied || !f.healRecorded || a.start >= f.healT || f.dir != "" && f.dir != "both" && f.dir != "to-node" {
+			continue
+		}
+		if t := m.expiryIn(k, max(f.t, a.start), min(f.healT+m.lag, b.start+m.lag)); t >= 0 {
+			return f, t
+		}
+	}
+	return nil, -1
+}
+
+// expiryIn is the first expiry the server reported of key k (or of the
+// library's key named after it, libKeys) in [lo, hi], or -1.
+func (m *model) expiryIn(k int32, lo, hi int64) int64 {
+	at := int64(-1)
+	for _, kk := range append([]int32{k}, m.libKeys(k)...) {
+		srv := m.kd[kk].srv
+		for i := m.srvFrom(kk, lo); i < len(srv) && srv[i].t <= hi; i++ {
+			if srv[i].kind == srvExpired {
+				if at < 0 || srv[i].t < at {
+					at = srv[i].t
+				}
+				break
+			}
+		}
+	}
+	return at
+}
+
+// libKeys are the keys a library names after lock key k: its own prefix
+// before "{k}" (keyspace.Prefix.Short), such as rueidislock's
+// "rueidislock:0:{k0}" (the record's name for it keeps the run's prefix
+// inside: "rueidislock:0:<prefix>{k0}"); a derived key of the harness
+// ("{k0}:fence") is none. None when the library names more than one key
+// after k (a majority of keys: one expiring loses nothing).
+func (m *model) libKeys(k int32) []int32 {
+	suf := ":{" + m.keys[k] + "}"
+	var out []int32
+	name := ""
+	for i, n := range m.keys {
+		if m.prefix != "" {
+			n = strings.ReplaceAll(n, m.prefix+"{", "{")
+		}
+		if !strings.HasSuffix(n, suf) || strings.HasPrefix(n, "{") {
+			continue
+		}
+		if name != "" && n != name {
+			return nil
+		}
+		name = n
+		out = append(out, int32(i))
+	}
+	return out
 }
 
 // nodeFaultCause: a fault on the servers lost a's key ("": none did).
@@ -205,10 +327,18 @@ func clientCause(key string, a, b *hold, ev evidence, both string) (string, stri
 		}
 		return CausePause, fmt.Sprintf("client %d's lease on %s%s while it was paused (%s–%s); client %d acquired at %s; client %d resumed at %s%s.",
 			a.client, key, exp, sec(p.t), sec(p.end), b.client, sec(b.start), a.client, sec(p.end), acted)
+	case ev.np != nil:
+		f := ev.np
+		return CausePause, fmt.Sprintf("%s was frozen from %s to %s (%.1f×TTL) while client %d held %s (acquired %s); the server expired the key at %s, as the node resumed, and client %d acquired it at %s while client %d still believed it held it%s.",
+			targetName(f), sec(f.t), sec(f.healT), float64(f.healT-f.t)/float64(max(ev.ttl, 1)), a.client, key, sec(a.start), sec(ev.npAt), b.client, sec(b.start), a.client, acted)
 	case a.renewBad > 0:
 		return CauseRenewalFailed, fmt.Sprintf("client %d's renewals failed (%d refused or unanswered) and its key expired; %s.", a.client, a.renewBad, both)
 	case fs[history.FaultCutClient] != nil && fs[history.FaultCutClient].clientTarget == int(a.client) && fs[history.FaultCutClient].v.Nodes == "":
 		return CausePartitioned, fmt.Sprintf("client %d was cut off from Redis at %s and its key expired; %s.", a.client, sec(fs[history.FaultCutClient].t), both)
+	case ev.cut != nil:
+		f := ev.cut
+		return CausePartitioned, fmt.Sprintf("every client was cut off from %s from %s to %s (partition, %s) and client %d's key expired at %s while it still held it; %s.",
+			targetName(f), sec(f.t), sec(f.healT), ifElse(f.dir == "", "both", f.dir), a.client, sec(ev.cutAt), both)
 	case fs[history.FaultStallCommands] != nil && fs[history.FaultStallCommands].clientTarget == int(a.client):
 		return CauseStalled, fmt.Sprintf("client %d's commands were delayed by %s and its key expired; %s.", a.client, fs[history.FaultStallCommands].v.Delay, both)
 	case fs[history.FaultClockSkew] != nil && fs[history.FaultClockSkew].clientTarget == int(a.client):

@@ -532,6 +532,9 @@ func (m *model) cmdStep(kd *keyData, c cmdEvent) cmdStep {
 			m.tokOwner = map[string]tokWriter{}
 		}
 		m.tokOwner[c.tok] = tokWriter{client: s.writer, t: c.h}
+		if m.tokAcq[c.tok].res == history.OK {
+			m.tokWritten = true
+		}
 	}
 	return s
 }

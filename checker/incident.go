@@ -68,11 +68,12 @@ var causeFaults = map[string][]string{
 	CauseEmptyRestart:       {history.FaultRestartNode, history.FaultKillNode},
 	CauseClockJump:          {history.FaultClockJump},
 	CauseClockDrift:         {history.FaultClockDrift},
-	CausePause:              {history.FaultPauseClient},
-	CausePartitioned:        {history.FaultCutClient},
+	CausePause:              {history.FaultPauseClient, history.FaultPauseNode},
+	CausePartitioned:        {history.FaultCutClient, history.FaultPartition},
 	CauseStalled:            {history.FaultStallCommands},
 	CauseClockSkew:          {history.FaultClockSkew},
 	CauseNotFreedAfterCrash: {history.FaultCrashClient},
+	CauseNotGranted:         {history.FaultPauseNode, history.FaultPartition, history.FaultCutClient},
 }
 
 // clientFault reports whether a fault kind is aimed at one client.
@@ -84,9 +85,7 @@ func clientFault(kind string) bool { return history.ClientFault(kind) }
 // TestEveryFaultKindIsExplained keeps causeFaults and uncaused covering
 // history.FaultKinds.
 var uncaused = map[string]string{
-	history.FaultPauseNode:      "a frozen node answers nobody: clients see timeouts (renewal-failed, expired-while-held)",
 	history.FaultReplicationLag: "lag alone loses nothing; the failover or restart that follows names the cause",
-	history.FaultPartition:      "a cut link shows as renewals that failed or a key that expired",
 	history.FaultLatency:        "a slow link shows as renewals that failed or acted-after-lease-expired",
 	history.FaultLink:           "one client's slow or cut link shows as renewal-overwrote-owner, renewal-failed or a key that expired",
 	history.FaultMigrateSlot:    "MIGRATE moves a key with its TTL: a migration loses nothing; commands it redirects fail and are retried",
@@ -374,6 +373,9 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 	}
 	switch inc.Cause {
 	case CausePause:
+		if f != nil && f.kind == history.FaultPauseNode && p == nil {
+			return fmt.Sprintf("%s was frozen %.2f s from %s while client %d held %s, and the server expired the key as it resumed", faultName(f), float64(f.healT-f.t)/1e9, sec(f.t), c, key)
+		}
 		return m.pauseHappened(l, p, pc)
 	case CauseFailover:
 		if f != nil && f.kind == history.FaultIsolateNode {
@@ -414,7 +416,7 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 		return fmt.Sprintf("client %d's key %s expired while it still held it", c, key)
 	case CauseLocalReentry:
 		return fmt.Sprintf("client %d re-entered %s after its key had expired at the server", c, key)
-	case CauseMinorityQuorum, CauseForeignReentry, CauseFreedAboveZero, CauseFenceNotMonotonic:
+	case CauseMinorityQuorum, CauseForeignReentry, CauseFreedAboveZero, CauseFenceNotMonotonic, CauseNotGranted:
 		if s := ownHappened(inc, vs); s != "" {
 			return s
 		}

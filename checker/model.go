@@ -137,6 +137,7 @@ type fault struct {
 	applied       bool
 	v             history.FaultView // its request and effect, typed
 	clientTarget  int               // -1 unless the target is a client
+	dir           string            // partition, latency: the direction asked
 	healRecorded  bool
 	// lasts is the duration the schedule asked for (0: none, or unknown):
 	// its heal is due then.
@@ -225,6 +226,8 @@ type keyData struct {
 	// a dropped hold, the latest dropped server event and renewal. A
 	// lookup that would have needed them makes the check inexact.
 	cutHold, cutSrv, cutUnanswered int64
+	// cutCmd: the latest recorded command dropped.
+	cutCmd int64
 	// droppedHeldTo: the latest end of a dropped hold.
 	droppedHeldTo int64
 
@@ -238,6 +241,9 @@ type keyData struct {
 	cmdFrees  []cmdFree
 	// The lock's own commands the own-command causes read (ownercause.go).
 	ownGrants, ownForeign, ownIncrs []ownCmd
+	// ownRefused: SET NXs of acquires that returned ok, which found the
+	// key held by another client (grant.go).
+	ownRefused []ownCmd
 	// snaps: the key's state at the record's loss probes (recordLoss).
 	snaps map[snapKey]snap
 }
@@ -294,6 +300,12 @@ type model struct {
 	// NX the replay cannot judge took the key when its acquire returned ok
 	// with its token. Streaming drops the old ones (pruneTokens).
 	tokAcq map[string]tokResult
+	// acqTok: the token each acquire that returned ok carried, by client
+	// and ack; tokWritten: the record showed a client writing an ok
+	// acquire's token; tokCut: acqTok was pruned up to here (grant.go).
+	acqTok     map[acqKey]string
+	tokWritten bool
+	tokCut     int64
 	// cmdJudged: the record was replayed up to here.
 	cmdJudged int64
 	tokOwner  map[string]tokWriter
@@ -333,7 +345,7 @@ func (m *model) setInexact(why string) {
 
 func newModel() *model {
 	return &model{keyIdx: map[string]int32{}, nodeIdx: map[string]int16{}, clients: map[int32]*clientState{}, observer: clientState{lastIdx: -1}, lastNodeIdx: -1,
-		faultBy: map[int]*fault{}, honours: true}
+		faultBy: map[int]*fault{}, honours: true, tokCut: math.MinInt64}
 }
 
 func (m *model) key(k string) int32 {
@@ -343,7 +355,7 @@ func (m *model) key(k string) int32 {
 	i := int32(len(m.keys))
 	m.keyIdx[k] = i
 	m.keys = append(m.keys, k)
-	m.kd = append(m.kd, &keyData{cutHold: math.MinInt64, cutSrv: math.MinInt64, cutUnanswered: math.MinInt64,
+	m.kd = append(m.kd, &keyData{cutHold: math.MinInt64, cutSrv: math.MinInt64, cutUnanswered: math.MinInt64, cutCmd: math.MinInt64,
 		droppedHeldTo: math.MinInt64})
 	return i
 }
@@ -549,6 +561,12 @@ func (m *model) addAcquire(e *history.Event) {
 			m.tokAcq = map[string]tokResult{}
 		}
 		m.tokAcq[e.Token] = tokResult{res: e.Result, t: max(e.T, e.End)}
+		if e.Result == history.OK {
+			if m.acqTok == nil {
+				m.acqTok = map[acqKey]string{}
+			}
+			m.acqTok[acqKey{int32(e.Client), e.End}] = e.Token
+		}
 	}
 	c := m.client(e.Client)
 	k := m.keyOf(c, e.Key)
@@ -636,7 +654,7 @@ func (m *model) addFault(e *history.Event) {
 		return
 	}
 	f := &fault{id: e.Fault.ID, kind: e.Fault.Kind, target: e.Fault.Target, node: e.Node, t: e.T, end: max(e.End, e.T),
-		applied: e.Fault.Applied, v: e.Fault.View(), clientTarget: -1}
+		applied: e.Fault.Applied, v: e.Fault.View(), clientTarget: -1, dir: e.Fault.Request[history.ParamDirection]}
 	if d, err := time.ParseDuration(e.Fault.Request["duration"]); err == nil && d > 0 {
 		f.lasts = int64(d)
 	}

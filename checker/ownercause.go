@@ -51,6 +51,13 @@ func (m *model) noteOwn(kd *keyData, s *cmdStep, before keyState) {
 		return
 	}
 	o := ownCmd{t: c.h, node: c.node, client: c.client, owner: -1, name: c.name, script: c.script}
+	if c.op == cmdSet && c.nx && c.tok != "" && before.present && !before.unknown && !s.maybe && before.owner != c.client &&
+		st.setT != c.h && m.tokAcq[c.tok].res == history.OK {
+		// An ok acquire's SET NX that found the key held: refused.
+		o.tok, o.owner = c.tok, before.owner
+		kd.ownRefused = append(kd.ownRefused, o)
+		return
+	}
 	switch {
 	case c.op == cmdHash && s.foreign:
 		o.owner = s.owner
@@ -90,6 +97,7 @@ func (m *model) pruneOwn(kd *keyData, cut int64) {
 	kd.ownGrants = slices.DeleteFunc(kd.ownGrants, old)
 	kd.ownForeign = slices.DeleteFunc(kd.ownForeign, old)
 	kd.ownIncrs = slices.DeleteFunc(kd.ownIncrs, old)
+	kd.ownRefused = slices.DeleteFunc(kd.ownRefused, old)
 }
 
 // inAcquire returns the notes in cs made by hold hi's client during its

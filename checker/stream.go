@@ -494,6 +494,7 @@ func (m *model) pruneKey(kd *keyData, cut int64, live []bool, renum []int32) {
 		j++
 	}
 	if j > 0 {
+		kd.cutCmd = max(kd.cutCmd, kd.cmds[j-1].h)
 		kd.cmds = kd.cmds[:copy(kd.cmds, kd.cmds[j:])]
 		kd.cmdWalked -= j
 	}

@@ -45,6 +45,12 @@ func (m *model) pruneTokens(cut int64) {
 			delete(m.tokAcq, tok)
 		}
 	}
+	for k := range m.acqTok {
+		if k.ack < before {
+			delete(m.acqTok, k)
+		}
+	}
+	m.tokCut = max(m.tokCut, before)
 	for tok, w := range m.tokOwner {
 		if w.t < before {
 			delete(m.tokOwner, tok)

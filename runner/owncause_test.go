@@ -65,3 +65,49 @@ func TestOwnCommandCauses(t *testing.T) {
 		})
 	}
 }
+
+// The node outages (catalog paused-master: the only node frozen;
+// master-partitioned: every client cut from it), seed 1: every violation
+// has a cause (before these causes, some were unknown). The control that
+// takes a timed-out acquire as held is named from the command record
+// (acquire-not-granted); rueidislock, whose holder believes through the
+// freeze, from the fault and the server's expiry of its own key as the
+// node resumed (expired-during-pause).
+func TestNodeOutageCauses(t *testing.T) {
+	if os.Getenv("LOCKCHAOS_LONG") == "" {
+		t.Skip("long tier: LOCKCHAOS_LONG=1 runs it (scripts/test.sh does)")
+	}
+	for _, tc := range []struct{ scenario, lock, cause, says string }{
+		{"paused-master", "unknown-acquire-held", checker.CauseNotGranted, "returned as held, but the node had not granted it"},
+		{"master-partitioned", "unknown-acquire-held", checker.CauseNotGranted, "returned as held, but the node had not granted it"},
+		{"paused-master", "rueidislock", checker.CausePause, "the server expired the key at "},
+	} {
+		t.Run(tc.scenario+"/"+tc.lock, func(t *testing.T) {
+			s, err := scenarios.Load(tc.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Seed = 1
+			res, err := runner.Run(context.Background(), runner.Options{Scenario: s, Lock: tc.lock, Setup: runner.Setup{Backend: "process"}, Out: filepath.Join(t.TempDir(), "run")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res.Results
+			if r.Checks[checker.CheckMutex].Verdict != "invalid" {
+				t.Fatalf("mutex %s, want invalid (checks %v)", r.Checks[checker.CheckMutex].Verdict, r.Checks)
+			}
+			found := 0
+			for _, v := range r.Violations {
+				if v.Cause == checker.CauseUnknown || v.Cause == "" {
+					t.Errorf("cause %q: %s", v.Cause, v.Explanation)
+				}
+				if v.Cause == tc.cause && strings.Contains(v.Explanation, tc.says) {
+					found++
+				}
+			}
+			if found == 0 {
+				t.Errorf("no violation is %s saying %q: %+v", tc.cause, tc.says, r.Violations)
+			}
+		})
+	}
+}
