@@ -89,7 +89,8 @@ the budget cut short (saved, inconclusive), 3 bad input, 4 infrastructure.`,
 			rep, err := e.Run(cmd.Context())
 			line("", true)
 			if rep == nil {
-				return exitWith(ExitInfra, err)
+				// A lock that does not run (bad input) or the machine.
+				return exitWith(max(ExitCodeOf(err), ExitBadInput), err)
 			}
 			printExplore(stdout, rep, c.Out)
 			if err != nil {

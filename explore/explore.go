@@ -443,6 +443,18 @@ func (e *Explorer) Run(ctx context.Context) (*Report, error) {
 					e.drop(sr)
 					return
 				}
+				if sr.Err != nil && runner.ClassOf(sr.Err) == runner.BadInput {
+					// The lock cannot run at all (an option it refuses, a
+					// driver that will not start as configured): every
+					// schedule would fail the same way, and an exploration
+					// of nothing must not end as one that found nothing.
+					once.Do(func() {
+						genErr = &runner.Error{Class: runner.BadInput, Err: fmt.Errorf("explore: lock %s does not run: %w", e.cfg.Lock, sr.Err)}
+					})
+					e.drop(sr)
+					cancel()
+					return
+				}
 				e.screened(ctx, i, s, sr)
 			}
 		}()

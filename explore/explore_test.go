@@ -2,14 +2,17 @@ package explore
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -92,5 +95,33 @@ func TestExploreWithAFakeOracle(t *testing.T) {
 	}
 	if len(rep.Coverage.Kinds) != 2 {
 		t.Errorf("coverage %+v", rep.Coverage)
+	}
+}
+
+// refusingOracle: the lock does not run at all (an option its driver
+// refuses): every run ends with a bad-input error and no results.
+type refusingOracle struct{ runs atomic.Int64 }
+
+func (o *refusingOracle) Run(_ context.Context, _ Schedule, lock string, seed uint64, dir string) RunResult {
+	o.runs.Add(1)
+	return RunResult{Lock: lock, Seed: seed, Dir: dir, Err: &runner.Error{Class: runner.BadInput, Err: errors.New("lock option x=1: refused")}}
+}
+
+// An exploration whose lock does not run stops at once with that error (a
+// bad input), rather than running out its budget and reporting no finding.
+func TestExploreOfALockThatDoesNotRun(t *testing.T) {
+	o := &refusingOracle{}
+	e, err := New(Config{Lock: "del-no-owner", Budget: 30 * time.Second, Seed: 1, Out: t.TempDir(), Oracle: o,
+		Kinds: []string{history.FaultPauseClient}, Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	rep, err := e.Run(context.Background())
+	if err == nil || runner.ClassOf(err) != runner.BadInput || !strings.Contains(err.Error(), "x=1: refused") {
+		t.Fatalf("report %+v, error %v: want the lock's bad-input error", rep, err)
+	}
+	if n := o.runs.Load(); n != 1 || time.Since(began) > 10*time.Second {
+		t.Errorf("%d runs in %v: want it to stop after the first", n, time.Since(began))
 	}
 }
