@@ -34,9 +34,6 @@ var Ops = []string{OpAcquire, OpRelease, OpCycle, OpHandoff}
 // workloads.Workload.PipeCost), and kept when a saved run is checked again.
 const OpPipe = "pipe"
 
-// Summarize is the results.json summary (µs) of a histogram in ns.
-func Summarize(h *hdrhistogram.Histogram) Latency { return summarize(h) }
-
 // Histogram range: 1µs .. 60s, values recorded in nanoseconds.
 const (
 	histLowestNS  = 1_000
@@ -551,13 +548,14 @@ func (z *analyzer) finish() {
 		st.Throughput = float64(cycles) / st.WorkloadS
 	}
 	for _, op := range Ops {
-		st.LatencyUS[op] = summarize(a.Histograms[op])
+		st.LatencyUS[op] = Summarize(a.Histograms[op])
 	}
 	a.Stats = st
 }
 
-// summarize turns a histogram (ns) into the results.json latency summary (µs).
-func summarize(h *hdrhistogram.Histogram) Latency {
+// Summarize turns a histogram (ns) into the results.json latency summary (µs):
+// the analysis's operations, and a driver lock's pipe cost (OpPipe).
+func Summarize(h *hdrhistogram.Histogram) Latency {
 	if h == nil || h.TotalCount() == 0 {
 		return Latency{}
 	}
