@@ -139,6 +139,9 @@ func RunCard(ctx context.Context, o CardOptions) (*metrics.Card, error) {
 	}
 	if o.Explore > 0 {
 		for _, l := range o.Locks {
+			if exploresItself(l, infos[l]) {
+				continue // fillCard says so in the column
+			}
 			h := inputHash("explore", build, card.Ran.Backend, lockInputs(l, infos[l]), o.Explore.String())
 			steps = append(steps, cardStep{what: "explore " + l, cost: o.Explore + 10*time.Second, hash: h,
 				dir: filepath.Join(o.Cache, "explore", l+"-"+h[:12]), lock: l, kind: "explore"})
@@ -457,6 +460,13 @@ func scenarioFamily(s *scenarios.Scenario) string {
 	return fam
 }
 
+// exploresItself: the lock is the reference of its own capabilities (a
+// correct built-in), so an exploration would compare it with itself and
+// could only find the machine's timing noise: the card does not run one.
+func exploresItself(lock string, info lockimpl.Info) bool {
+	return runner.CapabilityReference(info) == lock
+}
+
 // marginTemplates counts the margin templates filter picks for the lock.
 func marginTemplates(info lockimpl.Info, filter string) int {
 	n := 0
@@ -564,7 +574,7 @@ func fillCard(card *metrics.Card, o CardOptions, list []*scenarios.Scenario, inf
 			}
 		case *explore.Report:
 			cols[st.lock].Explored = &metrics.CardExplore{Budget: r.Budget.String(), Schedules: r.Schedules, Findings: len(r.Findings),
-				Limits: len(r.Limits), Dir: st.dir}
+				Limits: len(r.Limits), Dir: st.dir, Reference: r.Reference}
 			for _, f := range r.Findings {
 				fam := "none"
 				if len(f.Minimal.Faults) > 0 {
@@ -572,12 +582,19 @@ func fillCard(card *metrics.Card, o CardOptions, list []*scenarios.Scenario, inf
 				}
 				card.Findings = append(card.Findings, metrics.CardFinding{Lock: st.lock, Scenario: fmt.Sprintf("explore finding %d (%s)", f.N, f.Cause),
 					Family: fam, Invalid: f.Lock.Fails, Runs: f.Lock.N, Causes: []string{f.Cause}, Dir: cmp.Or(f.RunDir, f.Dir), Replay: f.Replay,
-					Reference: fmt.Sprintf("%s %d/%d", r.Reference, f.Ref.Fails, f.Ref.N)})
+					Reference: fmt.Sprintf("%s %d/%d", r.Reference, f.Ref.Fails, f.Ref.N), Unconfirmed: !f.Confirmed})
 			}
 		case *metrics.Bench:
 			if len(r.Locks) > 0 {
 				cols[st.lock].Bench = &metrics.CardBench{Lock: r.Locks[0], CeilingCS: r.CeilingCS, GoRedisCS: r.GoRedisCS,
 					Duration: r.Duration, Clients: r.Clients, Dir: st.dir}
+			}
+		}
+	}
+	if o.Explore > 0 {
+		for _, l := range o.Locks {
+			if exploresItself(l, infos[l]) {
+				cols[l].Explored = &metrics.CardExplore{Reference: l, Self: true}
 			}
 		}
 	}

@@ -50,7 +50,16 @@ func sampleCard() *metrics.Card {
 			Bench: bench(9000 + 1000*float64(i))})
 	}
 	c.Findings = []metrics.CardFinding{{Lock: "simple", Scenario: "gc-pause", Family: "client-freeze", Invalid: 2, Runs: 2,
-		Causes: []string{"expired-during-pause"}, Expected: true, Dir: "runs/gc-pause-simple", Replay: "lockchaos run gc-pause --lock simple --seed 1"}}
+		Causes: []string{"expired-during-pause"}, Expected: true, Dir: "runs/gc-pause-simple", Replay: "lockchaos run gc-pause --lock simple --seed 1"},
+		{Lock: "watchdog", Scenario: "gc-pause", Family: "client-freeze", Invalid: 1, Runs: 2,
+			Causes: []string{"expired-during-pause"}, Expected: true, Dir: "runs/gc-pause-watchdog", Replay: "lockchaos run gc-pause --lock watchdog --seed 1"},
+		{Lock: "redsync", Scenario: "smoke", Family: "none", Invalid: 1, Runs: 2,
+			Causes: []string{"expired-while-held"}, Dir: "runs/smoke-redsync", Replay: "lockchaos run smoke --lock redsync --seed 2"},
+		{Lock: "redsync", Scenario: "explore finding 1 (acquire-not-granted)", Family: "cut", Invalid: 3, Runs: 5, Causes: []string{"acquire-not-granted"},
+			Dir: "explore/redsync/findings/1", Replay: "lockchaos run explore/redsync/findings/1/scenario.yaml --lock redsync --expect",
+			Reference: "redlock 0/5", Unconfirmed: true}}
+	c.Locks[0].Explored = &metrics.CardExplore{Reference: "simple", Self: true}
+	c.Locks[2].Explored = &metrics.CardExplore{Budget: "1m0s", Schedules: 12, Findings: 1, Limits: 2, Reference: "redlock"}
 	return c
 }
 

@@ -213,11 +213,18 @@ func cardTables(c *metrics.Card, dir string) []cardTable {
 					return cardCell{Text: "not explored", Class: "none"}
 				}
 				e := l.Explored
+				if e.Self {
+					return cardCell{Text: "its own reference: not explored", Class: "none"}
+				}
 				cl := "good"
 				if e.Findings > 0 {
 					cl = "bad"
 				}
-				return cardCell{Text: fmt.Sprintf("%d in %s / %d / %d", e.Schedules, e.Budget, e.Findings, e.Limits), Class: cl}
+				vs := ""
+				if e.Reference != "" {
+					vs = " vs " + e.Reference
+				}
+				return cardCell{Text: fmt.Sprintf("%d in %s%s / %d / %d", e.Schedules, e.Budget, vs, e.Findings, e.Limits), Class: cl}
 			})}}})
 	}
 	ran := cardTable{Title: "What ran", Head: []string{"", ""}}
@@ -300,15 +307,75 @@ func CardMarkdown(c *metrics.Card, dir string) string {
 		}
 		b.WriteString("\n")
 	}
+	news, limits := splitFindings(cardFindings(c, dir))
 	b.WriteString("## Findings\n\n")
-	if len(c.Findings) == 0 {
-		b.WriteString("No run was invalid.\n")
+	if len(news) == 0 {
+		b.WriteString(noNews(c) + "\n")
 	}
-	for _, f := range cardFindings(c, dir) {
-		fmt.Fprintf(&b, "- **%s** in [%s](%s) (%s): invalid on %d/%d seeds%s%s. Replay: `%s`\n", f.Lock, f.Scenario, f.Link, f.Family,
-			f.Invalid, f.Runs, f.causes(), f.expected(), f.Replay)
+	for _, f := range news {
+		fmt.Fprintf(&b, "- **%s** in [%s](%s) (%s): %s. Replay: `%s`\n", f.Lock, f.Scenario, f.Link, f.Family, f.Text(), f.Replay)
+	}
+	if len(limits) > 0 {
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| scenario | family | causes | locks: invalid seeds / seeds |\n| --- | --- | --- | --- |\n", limitsTitle, limitsIntro)
+		for _, l := range limits {
+			var ls []string
+			for _, f := range l.Locks {
+				ls = append(ls, fmt.Sprintf("[%s %d/%d](%s)", f.Lock, f.Invalid, f.Runs, f.Link))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", l.Scenario, l.Family, l.Causes, strings.Join(ls, ", "))
+		}
 	}
 	return b.String()
+}
+
+const (
+	limitsTitle = "Limits of the design (invalid where the scenario expects it)"
+	limitsIntro = "Runs invalid where the scenario expects every lock of that design to fail " +
+		"(a failover that loses the key, a pause past the TTL without fencing): not news about " +
+		"one lock, but what the design cannot promise. One row per scenario; each link opens the " +
+		"first invalid seed's report."
+)
+
+// noNews is the Findings section's sentence when every invalid run was a
+// limit of the design.
+func noNews(c *metrics.Card) string {
+	if len(c.Findings) == 0 {
+		return "No run was invalid."
+	}
+	return "No finding: every invalid run is one its scenario expects (below)."
+}
+
+// cardLimit groups the expected failures of one scenario: every lock the
+// scenario expects to fail there and did.
+type cardLimit struct {
+	Scenario, Family, Causes string
+	Locks                    []cardFinding
+}
+
+// splitFindings separates the news (explored findings and runs no
+// scenario expects) from the limits of the design, grouped by scenario in
+// the order the findings came.
+func splitFindings(fs []cardFinding) (news []cardFinding, limits []cardLimit) {
+	at := map[string]int{}
+	for _, f := range fs {
+		if f.Reference != "" || !f.Expected {
+			news = append(news, f)
+			continue
+		}
+		i, ok := at[f.Scenario]
+		if !ok {
+			i = len(limits)
+			at[f.Scenario] = i
+			limits = append(limits, cardLimit{Scenario: f.Scenario, Family: f.Family})
+		}
+		limits[i].Locks = append(limits[i].Locks, f)
+		for _, c := range f.Causes {
+			if !strings.Contains(", "+limits[i].Causes+", ", ", "+c+", ") {
+				limits[i].Causes = strings.TrimPrefix(limits[i].Causes+", "+c, ", ")
+			}
+		}
+	}
+	return news, limits
 }
 
 type cardFinding struct {
@@ -324,6 +391,9 @@ func (f cardFinding) causes() string {
 }
 
 func (f cardFinding) expected() string {
+	if f.Reference != "" && f.Unconfirmed {
+		return " (reference " + f.Reference + "; inconclusive: the budget ended before its confirmation)"
+	}
 	if f.Reference != "" {
 		return " (reference " + f.Reference + ")"
 	}
@@ -520,8 +590,25 @@ type cardHTML struct {
 	Dir    string
 }
 
-// Findings for the template.
-func (d cardHTML) Findings() []cardFinding { return cardFindings(d.Card, d.Dir) }
+// News are the template's findings: explored, or not expected by their
+// scenario.
+func (d cardHTML) News() []cardFinding {
+	news, _ := splitFindings(cardFindings(d.Card, d.Dir))
+	return news
+}
+
+// Limits are the template's expected failures, by scenario.
+func (d cardHTML) Limits() []cardLimit {
+	_, limits := splitFindings(cardFindings(d.Card, d.Dir))
+	return limits
+}
+
+// NoNews is the sentence when there is no finding.
+func (d cardHTML) NoNews() string { return noNews(d.Card) }
+
+// LimitsTitle and LimitsIntro head the limits table.
+func (d cardHTML) LimitsTitle() string { return limitsTitle }
+func (d cardHTML) LimitsIntro() string { return limitsIntro }
 
 var cardTemplate = template.Must(template.New("card").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -547,7 +634,12 @@ code{background:#f4f4f4;padding:1px 4px}
 {{range .Plots}}<figure class="plot"><h2>{{.Title}}</h2><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>
 {{end}}
 <h2>Findings</h2>
-{{with .Findings}}<ul>{{range .}}<li><b>{{.Lock}}</b> in <a href="{{.Link}}">{{.Scenario}}</a> ({{.Family}}): {{.Text}}. Replay: <code>{{.Replay}}</code></li>
-{{end}}</ul>{{else}}<p>No run was invalid.</p>{{end}}
+{{with .News}}<ul>{{range .}}<li><b>{{.Lock}}</b> in <a href="{{.Link}}">{{.Scenario}}</a> ({{.Family}}): {{.Text}}. Replay: <code>{{.Replay}}</code></li>
+{{end}}</ul>{{else}}<p>{{.NoNews}}</p>{{end}}
+{{with .Limits}}<h2>{{$.LimitsTitle}}</h2>
+<p>{{$.LimitsIntro}}</p>
+<table><tr><th>scenario</th><th>family</th><th>causes</th><th>locks: invalid seeds / seeds</th></tr>
+{{range .}}<tr><td>{{.Scenario}}</td><td>{{.Family}}</td><td>{{.Causes}}</td><td>{{range $i, $f := .Locks}}{{if $i}}, {{end}}<a href="{{$f.Link}}">{{$f.Lock}} {{$f.Invalid}}/{{$f.Runs}}</a>{{end}}</td></tr>
+{{end}}</table>{{end}}
 </body></html>
 `))

@@ -45,11 +45,15 @@ type CardLock struct {
 // CardExplore sums a lock's exploration: schedules tried, findings (each
 // also a CardFinding), schedules its reference failed too (limits).
 type CardExplore struct {
-	Budget    string `json:"budget"`
+	Budget    string `json:"budget,omitempty"`
 	Schedules int    `json:"schedules"`
 	Findings  int    `json:"findings"`
 	Limits    int    `json:"limits"`
-	Dir       string `json:"dir"`
+	Dir       string `json:"dir,omitempty"`
+	Reference string `json:"reference,omitempty"`
+	// Self: the lock is its own reference (a correct built-in): not
+	// explored, since the comparison could only find timing noise.
+	Self bool `json:"self,omitempty"`
 }
 
 // FamilyRate counts one family's runs of a lock by verdict.
@@ -118,6 +122,9 @@ type CardFinding struct {
 	// Reference is the reference lock's rate on an explored finding's
 	// schedule ("simple 0/5").
 	Reference string `json:"reference,omitempty"`
+	// Unconfirmed: an explored finding whose confirmation the budget cut
+	// short (inconclusive).
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
 }
 
 // CardRan says what ran: the harness, the servers, the machine, the seeds,
