@@ -71,6 +71,14 @@ func TestDriverLockEndToEnd(t *testing.T) {
 		t.Errorf("an undeclared option: %s", stderr)
 	}
 
+	// matrix gives --lock-opt to every cell's lock: the driver refuses it
+	// there too, and the cell says why.
+	code, stdout, stderr = lockchaos(t, "matrix", "--locks", "exec:"+drv+" simple", "--scenarios", "smoke", "--seeds", "1", "--lock-opt", "colour=blue",
+		"--backend", "process", "--out", filepath.Join(dir, "matrix-opt"))
+	if code == 0 || !strings.Contains(stdout, "lock option colour=blue: driver go-simple") {
+		t.Errorf("matrix --lock-opt colour=blue: exit %d, the cell does not name the refused option:\n%s\n%s", code, stdout, stderr)
+	}
+
 	out = filepath.Join(dir, "gc-pause")
 	code, stdout, stderr = lockchaos(t, "run", "gc-pause", "--lock", "exec:"+drv+" watchdog", "--backend", "process", "--out", out, "-q", "--expect")
 	wantExit(t, code, 0, stdout, stderr)
@@ -176,6 +184,18 @@ func TestDriverBadInput(t *testing.T) {
 		wantExit(t, code, ExitBadInput, stdout, stderr)
 		if !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: stderr\n%s\nwant %s", tc.args, stderr, tc.want)
+		}
+	}
+	// matrix and explore take --lock-opt as run does, and refuse the same
+	// malformed one before anything runs.
+	for _, args := range [][]string{
+		{"matrix", "--locks", "simple", "--scenarios", "smoke", "--out", filepath.Join(t.TempDir(), "m")},
+		{"explore", "--lock", "simple", "--budget", "5s", "--out", filepath.Join(t.TempDir(), "e")},
+	} {
+		code, stdout, stderr := lockchaos(t, append(args, "--lock-opt", "version")...)
+		wantExit(t, code, ExitBadInput, stdout, stderr)
+		if !strings.Contains(stderr, `--lock-opt "version": not key=value`) {
+			t.Errorf("%s --lock-opt version: stderr\n%s", args[0], stderr)
 		}
 	}
 }

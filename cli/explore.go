@@ -25,6 +25,7 @@ func newExploreCmd(stdout, stderr io.Writer) *cobra.Command {
 		margin       bool
 		marginSeeds  int
 		marginFamily string
+		lockOptList  []string
 		ci           ciFlags
 	)
 	cmd := &cobra.Command{
@@ -68,7 +69,11 @@ the budget cut short (saved, inconclusive), 3 bad input, 4 infrastructure.`,
 			if kinds != "" {
 				cfg.Kinds = strings.Split(kinds, ",")
 			}
-			cfg.Oracle = explore.RunnerOracle{Backend: backend}
+			extra, err := lockOpts(lockOptList, nil)
+			if err != nil {
+				return exitWith(ExitBadInput, err)
+			}
+			cfg.Oracle = explore.RunnerOracle{Backend: backend, LockExtra: extra}
 			line := progressLine(stderr)
 			cfg.Progress = func(p explore.Progress) { line(p.String(), false) }
 			if err := ci.check(); err != nil {
@@ -105,6 +110,7 @@ the budget cut short (saved, inconclusive), 3 bad input, 4 infrastructure.`,
 	ci.add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Lock, "lock", "", "the lock to explore")
+	fl.StringArrayVar(&lockOptList, "lock-opt", nil, "a lock option key=value, repeatable: into every schedule's lock.extra (a driver lock's version=…; a built-in ignores it)")
 	fl.StringVar(&cfg.Reference, "reference", "", "the lock to compare with (default: the built-in correct lock of the same capabilities)")
 	fl.DurationVar(&cfg.Budget, "budget", 10*time.Minute, "hard bound on the whole exploration, shrinking included")
 	fl.Uint64Var(&cfg.Seed, "seed", 1, "exploration seed: the same seed draws the same schedules")

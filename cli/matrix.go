@@ -22,6 +22,7 @@ type matrixFlags struct {
 	cf       clusterFlags
 	locks    []string
 	scens    []string
+	lockOpts []string
 	out      string
 	parallel int
 	retries  int
@@ -62,6 +63,7 @@ directories into one matrix with the same exit-code rules.`,
 	f.ci.add(cmd)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.locks, "locks", nil, "locks to run, comma-separated (default: all registered)")
+	fl.StringArrayVar(&f.lockOpts, "lock-opt", nil, "a lock option key=value, repeatable: into every scenario's lock.extra (a driver lock's version=…; a built-in ignores it)")
 	fl.StringSliceVar(&f.scens, "scenarios", nil, "scenarios (names or files), comma-separated (default: the catalog)")
 	fl.StringVar(&f.out, "out", "", "directory for the matrix (default runs/matrix-<time>)")
 	fl.IntVar(&f.parallel, "parallel", 0, "cells run at once at most: 0 automatic (4 a core, packed by CPU appetite: busy cells alone while their clients run), 1 one at a time")
@@ -113,6 +115,11 @@ func (f *matrixFlags) options(cmd *cobra.Command) (campaign.MatrixOptions, error
 	list, err := loadScenarios(f.scens)
 	if err != nil {
 		return o, err
+	}
+	for _, s := range list {
+		if s.Lock.Extra, err = lockOpts(f.lockOpts, s.Lock.Extra); err != nil {
+			return o, exitWith(ExitBadInput, err)
+		}
 	}
 	if f.parallel < 0 || f.parallel > 64 {
 		return o, exitWith(ExitBadInput, fmt.Errorf("--parallel: %d is not in 0..64 (0: automatic)", f.parallel))

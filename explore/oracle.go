@@ -40,6 +40,10 @@ type Oracle interface {
 type RunnerOracle struct {
 	// Backend: process | embedded | auto (default).
 	Backend string
+	// LockExtra are the lock's options (lock.extra: a driver lock's
+	// version, say), given to the lock and to its reference, which ignores
+	// them when it is a built-in.
+	LockExtra map[string]string
 }
 
 // Run runs s on lock with seed into dir.
@@ -51,6 +55,7 @@ func (o RunnerOracle) Run(ctx context.Context, s Schedule, lock string, seed uin
 		return rr
 	}
 	sc.Seed = seed
+	sc.Lock.Extra = o.LockExtra
 	_ = os.RemoveAll(dir)
 	out, err := runner.Run(ctx, runner.Options{Scenario: sc, Lock: lock, Out: dir, Setup: runner.Setup{Backend: o.Backend}, NoPlots: true})
 	if out == nil || out.Results == nil {

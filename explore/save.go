@@ -216,6 +216,9 @@ func (e *Explorer) Scenario(f *Found) (*scenarios.Scenario, error) {
 		return nil, err
 	}
 	sc.Seed = f.Seed
+	if o, ok := e.cfg.Oracle.(RunnerOracle); ok {
+		sc.Lock.Extra = o.LockExtra // the replay runs the version explored
+	}
 	sc.Description = fmt.Sprintf("Found by lockchaos explore (seed %d, %s vs %s): %s fails %s (%s). %s Minimal schedule: %s. "+
 		"Lock fails %s seeds, reference %s %s.%s",
 		e.cfg.Seed, e.cfg.Lock, e.cfg.Reference, e.cfg.Lock, f.Check, f.Cause, strings.TrimSpace(f.Sentence), f.Minimal.Describe(),
