@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -263,5 +264,51 @@ func TestKilledHolderLeavesNoDriver(t *testing.T) {
 			t.Fatalf("driver %d still running 5s after its lockchaos was SIGKILLed (state %s)", pid, procState(pid))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cutGate is a gate whose link is cut (reset) for a release: Before fails
+// it as the harness's gate does (workloads/gate.go errCut).
+type cutGate struct{}
+
+func (cutGate) Before(_ context.Context, _ int, name string) error {
+	if name == "release" {
+		return &net.OpError{Op: "write", Net: "tcp", Err: errors.New("connection reset by lockchaos cut")}
+	}
+	return nil
+}
+func (cutGate) After(int, bool, bool) {}
+
+// TestReleaseOverACutLinkReachesTheLibrary: a release the gate refuses for a
+// cut still goes to the driver (its library stops renewing; redis-semaphore's
+// Mutex renewed such a lease for ever, and its only client never acquired
+// again), and its outcome is the gate's error.
+func TestReleaseOverACutLinkReachesTheLibrary(t *testing.T) {
+	env := testEnv(nil)
+	env.Gate = cutGate{}
+	lk, err := New(fakeSpec("good"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := lk.(*Locker)
+	defer l.Close()
+	ctx := context.Background()
+	ls, err := l.Acquire(ctx, "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var op *net.OpError
+	if err := ls.Release(ctx); !errors.As(err, &op) {
+		t.Fatalf("release over a cut link: %v, want the gate's network error", err)
+	}
+	_, err = l.TryAcquire(ctx, "count-releases")
+	if err == nil || !strings.Contains(err.Error(), "releases 1") {
+		t.Errorf("the driver's count: %v, want releases 1", err)
+	}
+	l.mu.Lock()
+	n := len(l.leases)
+	l.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d leases still tracked after the release", n)
 	}
 }

@@ -15,7 +15,9 @@ import (
 //
 //	good        a lock in memory: acquires key "busy" never, "unknown"
 //	            indeterminately, any other key at once (pushing a renewal,
-//	            then lost, for key "lose"); release of a lost lease: not_owner
+//	            then lost, for key "lose"); release of a lost lease: not_owner;
+//	            an acquire of key "count-releases" answers indeterminate with
+//	            "releases N", the release requests it has had
 //	crash       writes to stderr and exits 3 before hello
 //	malformed   answers hello, then writes a line that is not JSON
 //	wrong-id    answers hello with another id
@@ -43,6 +45,7 @@ func fakeMain(mode string) {
 	sc := bufio.NewScanner(os.Stdin)
 	n := 0
 	lost := map[string]bool{}
+	releases := 0
 	for sc.Scan() {
 		var req map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
@@ -96,6 +99,8 @@ func fakeMain(mode string) {
 				reply("not_acquired")
 			case "unknown":
 				reply("indeterminate", "error", "timeout after 250ms")
+			case "count-releases":
+				reply("indeterminate", "error", fmt.Sprintf("releases %d", releases))
 			default:
 				n++
 				lease := fmt.Sprintf("L%d", n)
@@ -109,6 +114,7 @@ func fakeMain(mode string) {
 				}
 			}
 		case typ == "release":
+			releases++
 			if lost[req["lease"].(string)] {
 				reply("not_owner")
 			} else {

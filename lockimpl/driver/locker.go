@@ -2,7 +2,9 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -365,6 +367,16 @@ func (l *Locker) gated(ctx context.Context, req *Request, bound time.Duration, o
 		node = -1 // a multi-node lock's request goes to every node: no one node's cut stops it
 	}
 	if err := g.Before(ctx, node, req.Type); err != nil {
+		var cut *net.OpError
+		if req.Type == "release" && errors.As(err, &cut) {
+			// A release over a cut link still runs in the library: its
+			// user's release() stops the renewal timer whatever the network
+			// does, and the driver's links are cut too. Refused here alone,
+			// the library would renew that lease for ever (redis-semaphore's
+			// Mutex: no acquire succeeded again, docs/findings.md). The
+			// outcome stays the gate's: the command could not be sent.
+			_, _ = l.p.call(ctx, req, bound) // the gate's error is the outcome
+		}
 		return Reply{}, err
 	}
 	m, err := l.p.call(ctx, req, bound)
