@@ -13,7 +13,8 @@ import (
 //   - a re-entry must report depth = the client's count + 1, or 1 when the
 //     lock found its key gone and took it afresh (a hash lock after expiry);
 //   - a re-entry that succeeded while another client held the key (by its
-//     belief) re-entered a lock that was no longer the client's;
+//     belief, from a hold it began after the re-entering client's own)
+//     re-entered a lock that was no longer the client's;
 //   - a del of the key during a release that leaves depth > 0 freed it early.
 //
 // Runs only when the history shows re-entries.
@@ -49,7 +50,16 @@ func (m *model) judgeReentries(c *ctx, k int32, kd *keyData) {
 				break
 			}
 		}
+		// Another client's belief counts only from a hold it began after
+		// the re-entering client's: one it began before and still
+		// believed in when this client acquired is the mutex check's
+		// overlap (that client's lease had run out, this one's acquire
+		// was granted), and the re-entry went into this client's own,
+		// live key. otherHolderAt returns the latest-begun such hold.
 		o := m.otherHolderAt(k, r.client, r.at)
+		if o >= 0 && m.holds[o].start < own.start {
+			o = -1
+		}
 		if o < 0 && expired < 0 {
 			continue
 		}
