@@ -59,7 +59,7 @@ async function init(req) {
   // connection is down (a cut or reset link) instead of queueing it until commandTimeout.
   const ioOpts = { ...(spec.clientOptions ? spec.clientOptions(req) : {}) };
   if (opts.offline_queue !== undefined) ioOpts.enableOfflineQueue = boolOpt(opts.offline_queue, true);
-  clients = await clientsMod.connect(req, ioOpts);
+  clients = await clientsMod.connect(req, ioOpts, undefined, lib.dir);
   lock = spec.create(lib.mod, clients, req, opts, line);
   defaultTtl = (req.options && req.options.ttl_ms) || 0;
   const t1 = mono();

@@ -3,7 +3,7 @@
 // client's proxies), every connection named conn_name (ioredis
 // connectionName, sent as CLIENT SETNAME on each connect and reconnect).
 const { AsyncLocalStorage } = require('node:async_hooks');
-const { load } = require('./load');
+const { ioredisFor } = require('./load');
 const { log } = require('./proto');
 
 function hostPort(addr) {
@@ -15,8 +15,10 @@ function hostPort(addr) {
 // connect makes one ioredis client per endpoint (independent masters: one
 // each; single, sentinel, cluster: the one endpoint) and waits until each
 // is ready, at most connectMs. extra: more ioredis options (keyPrefix).
-async function connect(init, extra = {}, connectMs = 5000) {
-  const Redis = load('ioredis').mod;
+// libDir: the lock library's directory, whose own ioredis (if its version
+// installed one) makes the clients (load.js ioredisFor).
+async function connect(init, extra = {}, connectMs = 5000, libDir = '') {
+  const Redis = ioredisFor(libDir);
   const o = init.options || {};
   const common = {
     connectionName: init.conn_name,

@@ -42,4 +42,19 @@ function load(pkg, version) {
   return { mod: req(pkg), version: String(pj.version).replace(/^v/, ''), dir: path.dirname(pjPath) };
 }
 
-module.exports = { load, pinned, versionDir, cacheRoot };
+// ioredisFor is the ioredis a lock library at libDir resolves itself: the
+// copy its version installed beside it (redis-semaphore 5.1.0-5.5.1 bring
+// their own and check their clients with instanceof against it), else the
+// driver's pinned one.
+function ioredisFor(libDir) {
+  if (libDir) {
+    try {
+      return createRequire(path.join(libDir, 'package.json'))('ioredis');
+    } catch (e) {
+      if (e.code !== 'MODULE_NOT_FOUND') throw e;
+    }
+  }
+  return load('ioredis').mod;
+}
+
+module.exports = { load, pinned, versionDir, cacheRoot, ioredisFor };
