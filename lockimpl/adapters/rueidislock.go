@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -36,9 +37,10 @@ import (
 // should wake it finds no gate. The adapter keeps the library's behaviour:
 // it is what the liveness check should see.
 type rueidislockLock struct {
-	env    lockimpl.Env
-	lk     rueidislock.Locker
-	noLoop bool
+	env     lockimpl.Env
+	lk      rueidislock.Locker
+	noLoop  bool
+	closing atomic.Bool // Close ends every lock's context: no loss
 }
 
 func init() {
@@ -46,7 +48,8 @@ func init() {
 		Name:        "rueidislock",
 		Kind:        lockimpl.Adapter,
 		Description: "rueidis v1.0.79 rueidislock on the first node (own rueidis client: go-redis hook faults such as in-acquire pauses do not reach it); auto-extended, Lost on loss",
-		// It extends its keys itself and reports none of it (no Env.Note):
+		// It extends its keys itself and reports none of it (only the
+		// loss, a NoteLost when the library cancels the lock's context):
 		// declared, so the results say its renewals are invisible.
 		Renews: true,
 	}, newRueidislock)
@@ -152,9 +155,20 @@ func (r *rueidislockLock) lease(key string, lctx context.Context, unlock func(),
 		cancelParent()
 		return nil, lockimpl.Classify("rueidislock acquire", key, err)
 	}
-	// Lost when the library cancels the lock's context.
+	// Lost when the library cancels the lock's context; the history is
+	// told when (a NoteLost, the told-lost event), unless the context ends
+	// because the lease is released or the Locker closes.
+	var ours atomic.Bool
+	context.AfterFunc(lctx, func() {
+		if !ours.Load() && !r.closing.Load() && r.env.Note != nil {
+			now := r.env.Clock.Now()
+			r.env.Note(lockimpl.Note{Kind: lockimpl.NoteLost, Key: key, Start: now, End: now, Err: lockimpl.ErrNotOwner})
+		}
+	})
 	return lockimpl.NewLease(lockimpl.LeaseFields{Key: key, Lost: lctx.Done(),
-		Release: func(ctx context.Context) error { return r.release(ctx, key, lctx, unlock) }}), nil
+		Release: func(ctx context.Context) error {
+			return r.release(ctx, key, lctx, func() { ours.Store(true); unlock() })
+		}}), nil
 }
 
 // release cancels the lock's context; rueidislock then deletes its key. A
@@ -189,6 +203,7 @@ func (r *rueidislockLock) Config() map[string]any {
 }
 
 func (r *rueidislockLock) Close() error {
+	r.closing.Store(true)
 	r.lk.Close()
 	return nil
 }
