@@ -44,8 +44,11 @@ with one line in OUT/findings.md; OUT/report.html indexes the findings
 (rates, schedules, replay commands, each finding's run report and
 timeline), the counts, the coverage and the limits, and is written whenever
 the exploration ends (budget, Ctrl-C). Schedules the reference fails too
-are limits of the design; schedules whose faults did not take effect are
-untried. --margin instead bisects, per fault family, the smallest magnitude
+are limits of the design; schedules the reference passed only because it
+could not acquire under a fault (none granted, some unanswered, on every
+seed, while the lock acquired under it on each run it failed) are
+reference-idle, not findings; schedules whose faults did not take effect
+are untried. --margin instead bisects, per fault family, the smallest magnitude
 (×TTL; a rate for the clock-rate templates) at which the lock and its
 reference fail, and plots it (OUT/margin.png, .svg, in OUT/report.html).
 
@@ -162,6 +165,9 @@ func printExplore(w io.Writer, r *explore.Report, out string) {
 	fmt.Fprintf(w, "explore %s against %s (%s, seed %d): %d schedules in %v (%.1f/min): %d passed, %d untried, %d limits of the design, %d findings",
 		r.Lock, r.Reference, r.Topology, r.Seed, r.Schedules, r.Elapsed.Round(time.Second), r.PerMinute,
 		r.Classes[explore.Passed], r.Classes[explore.Untried], r.Classes[explore.Limit], r.Confirmed())
+	if n := r.Classes[explore.RefIdle]; n > 0 {
+		fmt.Fprintf(w, ", %d where the reference could not acquire under the faults (not findings)", n)
+	}
 	if _, cut := r.FindingsByConfirmation(); cut > 0 {
 		fmt.Fprintf(w, ", %d candidates whose confirmation the budget cut short (saved, inconclusive)", cut)
 	}

@@ -64,6 +64,9 @@ type Config struct {
 // Progress is a snapshot for the progress line.
 type Progress struct {
 	Tried, Untried, Limits, Findings int
+	// Idle: schedules the reference passed only because it could not
+	// acquire under their faults (RefIdle).
+	Idle int
 	// Shrinking is the finding being shrunk (0: exploring) and Step the
 	// reduction under test.
 	Shrinking int
@@ -73,8 +76,12 @@ type Progress struct {
 }
 
 func (p Progress) String() string {
-	s := fmt.Sprintf("explore: %d schedules (%d untried, %d limits), %d findings, %.1f schedules/min, %v left",
-		p.Tried, p.Untried, p.Limits, p.Findings, p.PerMinute, p.Left.Round(time.Second))
+	idle := ""
+	if p.Idle > 0 {
+		idle = fmt.Sprintf(", %d reference idle", p.Idle)
+	}
+	s := fmt.Sprintf("explore: %d schedules (%d untried, %d limits%s), %d findings, %.1f schedules/min, %v left",
+		p.Tried, p.Untried, p.Limits, idle, p.Findings, p.PerMinute, p.Left.Round(time.Second))
 	if p.Shrinking > 0 {
 		s += fmt.Sprintf("; shrinking finding %d: %s", p.Shrinking, p.Step)
 	}
@@ -96,6 +103,10 @@ type Report struct {
 	Findings  []*Found      `json:"findings"`
 	// Limits are schedules the reference failed too (the design's limits).
 	Limits []Limited `json:"limits,omitempty"`
+	// Idle are schedules the lock failed and the reference passed only
+	// because it could not acquire under their faults (class RefIdle),
+	// each with its reason.
+	Idle []Limited `json:"reference_idle,omitempty"`
 	// Duplicates: schedules that showed an already saved finding again.
 	Duplicates int      `json:"duplicates"`
 	Coverage   Coverage `json:"coverage"`
@@ -104,10 +115,12 @@ type Report struct {
 	Stopped     bool `json:"stopped,omitempty"`
 }
 
-// Limited is a schedule under which the reference failed too.
+// Limited is a schedule under which the reference failed too (in
+// Report.Idle: could not acquire, Reason says under which fault).
 type Limited struct {
 	Schedule string   `json:"schedule"`
 	Checks   []string `json:"checks"`
+	Reason   string   `json:"reason,omitempty"`
 }
 
 // Found is one finding.
@@ -152,6 +165,9 @@ type Found struct {
 	// refAny are the checks the reference did not pass on every
 	// confirmation seed (its expectation says any for them).
 	refAny []string
+	// whyNot is the last confirmation's reason its check was not a
+	// finding (RefIdle: the reference could not acquire).
+	whyNot string
 }
 
 // FindingsByConfirmation counts the findings whose confirmation held and
@@ -179,6 +195,8 @@ type Refutation struct {
 	Schedule string `json:"schedule"`
 	Lock     Rate   `json:"lock_rate"`
 	Ref      Rate   `json:"reference_rate"`
+	// Reason: the reference passed idle (RefIdle), under which fault.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Coverage is the vocabulary the exploration touched (on runs whose faults
@@ -503,8 +521,8 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 	defer e.drop(append(lockRuns, refRuns...)...)
 	e.count(class)
 	switch class {
-	case Limit:
-		e.limit(s, vs)
+	case Limit, RefIdle:
+		e.limit(s, class, vs)
 	case Finding:
 		e.findings(ctx, s, vs, lockRuns, time.Since(e.start))
 	}
@@ -533,6 +551,8 @@ func (e *Explorer) count(c Class) {
 			p.Untried++
 		case Limit:
 			p.Limits++
+		case RefIdle:
+			p.Idle++
 		}
 	})
 }
@@ -568,17 +588,25 @@ func (e *Explorer) rerun(ctx context.Context, id int, s Schedule, sr RunResult) 
 }
 
 // limit records schedule s as a limit of the design (the checks the
-// reference fails too), up to 100 of them.
-func (e *Explorer) limit(s Schedule, vs []Verdict) {
-	var checks []string
+// reference fails too) or, class RefIdle, as one the reference passed
+// idle (the checks, with the first one's reason), up to 100 of each.
+func (e *Explorer) limit(s Schedule, class Class, vs []Verdict) {
+	l := Limited{Schedule: s.Describe()}
 	for _, v := range vs {
-		if v.Class == Limit {
-			checks = append(checks, v.Check)
+		if v.Class == class {
+			l.Checks = append(l.Checks, v.Check)
+			if l.Reason == "" {
+				l.Reason = v.Reason
+			}
 		}
 	}
 	e.mu.Lock()
-	if len(e.rep.Limits) < 100 {
-		e.rep.Limits = append(e.rep.Limits, Limited{Schedule: s.Describe(), Checks: checks})
+	list := &e.rep.Limits
+	if class == RefIdle {
+		list = &e.rep.Idle
+	}
+	if len(*list) < 100 {
+		*list = append(*list, l)
 	}
 	e.mu.Unlock()
 }
@@ -684,6 +712,8 @@ func (e *Explorer) still(n int, check string, seeds []uint64) Pred {
 				return false, nil
 			}
 		}
-		return true, nil
+		// A reduction under which the reference passes only because it
+		// cannot acquire under a fault is no finding (RefIdle).
+		return Idle(rs, refs, check) == "", nil
 	}
 }

@@ -107,7 +107,7 @@ type htmlData struct {
 	R                 *Report
 	Elapsed           string
 	Passed, Untried   int
-	LimitsN           int
+	LimitsN, IdleN    int
 	Findings          []htmlFinding
 	Kinds             []htmlKind
 	KindsTried        int
@@ -146,7 +146,7 @@ func (e *Explorer) writeHTML(rep *Report, margins []Margin, marginsDone bool) er
 	d.Title = fmt.Sprintf("lockchaos explore: %s against %s", d.Lock, d.Ref)
 	if rep != nil {
 		d.Elapsed = rep.Elapsed.Round(time.Second).String()
-		d.Passed, d.Untried, d.LimitsN = rep.Classes[Passed], rep.Classes[Untried], rep.Classes[Limit]
+		d.Passed, d.Untried, d.LimitsN, d.IdleN = rep.Classes[Passed], rep.Classes[Untried], rep.Classes[Limit], rep.Classes[RefIdle]
 		for _, f := range rep.Findings {
 			d.Findings = append(d.Findings, e.htmlFinding(f, rel))
 		}
@@ -274,6 +274,7 @@ const htmlSource = `<!DOCTYPE html>
 <tr><th>passed</th><td class="num">{{$.Passed}}</td></tr>
 <tr><th>untried (their faults did not take effect)</th><td class="num" id="count-untried">{{$.Untried}}</td></tr>
 <tr><th>limits of the design (the reference failed too)</th><td class="num" id="count-limits">{{$.LimitsN}}</td></tr>
+<tr><th>reference idle (it could not acquire under the faults: its pass is vacuous)</th><td class="num" id="count-idle">{{$.IdleN}}</td></tr>
 <tr><th>findings</th><td class="num" id="count-findings">{{len .Findings}}</td></tr>
 <tr><th>candidates not confirmed</th><td class="num">{{.Unconfirmed}}</td></tr>
 <tr><th>duplicates of a saved finding</th><td class="num">{{.Duplicates}}</td></tr>
@@ -314,6 +315,13 @@ const htmlSource = `<!DOCTYPE html>
 <table><tr><th>schedule</th><th>checks both failed</th></tr>
 {{range .Limits}}<tr><td>{{.Schedule}}</td><td>{{range $i, $c := .Checks}}{{if $i}}, {{end}}{{$c}}{{end}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">None seen.</p>{{end}}
+{{if .Idle}}
+<h2 id="reference-idle">Reference idle</h2>
+<p>Schedules the lock failed and the reference passed only because it acquired nothing under a fault, while the lock acquired under it on every run it failed (the first {{len .Idle}}): not findings.</p>
+<table><tr><th>schedule</th><th>checks</th><th>why</th></tr>
+{{range .Idle}}<tr><td>{{.Schedule}}</td><td>{{range $i, $c := .Checks}}{{if $i}}, {{end}}{{$c}}{{end}}</td><td class="reason">{{.Reason}}</td></tr>
+{{end}}</table>
+{{end}}
 {{end}}
 {{if .Margins}}
 <h2 id="margins">Margins</h2>

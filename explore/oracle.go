@@ -3,10 +3,12 @@ package explore
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/runner"
 )
@@ -27,8 +29,24 @@ type RunResult struct {
 	// incident sentence of its first violation.
 	Causes    map[string]string
 	Sentences map[string]string
-	Dir       string
-	Err       error
+	// Windows are, per fault kind of the schedule that took effect, what
+	// the run's acquires did while it was in effect (nil: not measured, the
+	// history unread).
+	Windows map[string]Window
+	Dir     string
+	Err     error
+}
+
+// Window is one fault kind's firings that took effect, each from its
+// start to its heal (or to the run's end when it was not healed), and the
+// acquires answered inside them: granted (ok) and unanswered (unknown: a
+// command timeout, a broken connection). A lock that acquired nothing
+// under a fault, every attempt unanswered, could not act while it was in
+// effect.
+type Window struct {
+	Firings int `json:"firings"`
+	OK      int `json:"ok"`
+	Unknown int `json:"unknown"`
 }
 
 // Oracle runs a schedule once.
@@ -68,7 +86,70 @@ func (o RunnerOracle) Run(ctx context.Context, s Schedule, lock string, seed uin
 	if ctx.Err() != nil || out.Interrupted {
 		rr.Err = fmt.Errorf("interrupted")
 	}
-	return FromResults(rr, s, out.Results)
+	rr = FromResults(rr, s, out.Results)
+	if out.Dir != "" {
+		dir = out.Dir
+	}
+	if w, err := Windows(history.FileIn(dir), out.Results.Faults); err == nil {
+		rr.Windows = w
+	}
+	return rr
+}
+
+// Windows counts, per fault kind, the acquires of the history at path
+// answered while a firing of it that took effect was in effect (from its
+// start to its heal, or to the run's end); every kind with such a firing
+// has an entry.
+func Windows(path string, fs []metrics.FaultSummary) (map[string]Window, error) {
+	type span struct {
+		kind     string
+		from, to int64 // to 0: not healed
+	}
+	var spans []span
+	out := map[string]Window{}
+	from := int64(math.MaxInt64)
+	for _, f := range fs {
+		if !f.Applied {
+			continue
+		}
+		sp := span{kind: f.Kind, from: int64(f.AtMS * 1e6)}
+		if f.HealedMS > 0 {
+			sp.to = int64(f.HealedMS * 1e6)
+		}
+		spans = append(spans, sp)
+		from = min(from, sp.from)
+		w := out[f.Kind]
+		w.Firings++
+		out[f.Kind] = w
+	}
+	if len(spans) == 0 {
+		return out, nil
+	}
+	_, err := history.ScanWindow(path, from, math.MaxInt64, func(e *history.Event) error {
+		if e.Op != history.OpAcquire || e.End == 0 || (e.Result != history.OK && e.Result != history.Unknown) {
+			return nil
+		}
+		in := map[string]bool{}
+		for _, sp := range spans {
+			if e.End >= sp.from && (sp.to == 0 || e.End <= sp.to) {
+				in[sp.kind] = true
+			}
+		}
+		for k := range in {
+			w := out[k]
+			if e.Result == history.OK {
+				w.OK++
+			} else {
+				w.Unknown++
+			}
+			out[k] = w
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // FromResults reads a run's results into rr.

@@ -24,6 +24,12 @@ const (
 	Untried Class = "untried"
 	// Passed: the lock passed on every seed its faults took effect.
 	Passed Class = "passed"
+	// RefIdle: the reference "passed" a check the lock failed, but could
+	// not act under the faults: on every seed it acquired nothing while
+	// one of them was in effect (each attempt unanswered), while on every
+	// run the lock failed the check it acquired at least once under it.
+	// Its pass is vacuous, not a finding.
+	RefIdle Class = "reference-idle"
 )
 
 // Rate is k failures in n runs with its 95% Wilson interval.
@@ -58,13 +64,17 @@ type Verdict struct {
 	// Cause and Sentence are from the lock's first failing run.
 	Cause    string `json:"cause,omitempty"`
 	Sentence string `json:"sentence,omitempty"`
+	// Reason says, for RefIdle, under which fault the reference could not
+	// acquire.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Classify applies the finding rule to the lock's and the reference's runs
 // of one schedule, check by check (checks sorted by name), and returns the
 // schedule's class: a finding if any check is one, else a limit, else
-// untried when a failure of the lock could not be judged (the reference's
-// faults did not take effect) or nothing was tried, else passed.
+// reference-idle (the reference's pass was vacuous: Idle), else untried
+// when a failure of the lock could not be judged (the reference's faults
+// did not take effect) or nothing was tried, else passed.
 func Classify(lockRuns, refRuns []RunResult) (Class, []Verdict) {
 	checks := map[string]bool{}
 	for _, r := range append(append([]RunResult{}, lockRuns...), refRuns...) {
@@ -120,6 +130,9 @@ func Classify(lockRuns, refRuns []RunResult) (Class, []Verdict) {
 			v.Class = Limit
 		case rn > 0 && rpass == rn:
 			v.Class = Finding
+			if why := Idle(lockRuns, refRuns, c); why != "" {
+				v.Class, v.Reason = RefIdle, why
+			}
 		default:
 			v.Class = Untried
 			failUntried = true // a failure the reference could not judge
@@ -132,10 +145,71 @@ func Classify(lockRuns, refRuns []RunResult) (Class, []Verdict) {
 		return Finding, out
 	case has[Limit]:
 		return Limit, out
+	case has[RefIdle]:
+		return RefIdle, out
 	case failUntried || !has[Passed]:
 		return Untried, out
 	}
 	return Passed, out
+}
+
+// Idle says why the reference's pass of check is vacuous, "" when it is
+// not: a fault kind under which, on every reference run, no acquire was
+// granted and at least one went unanswered, while on every run of the
+// lock that failed check at least one was granted. The rule is kept
+// narrow: a reference that was refused (the key held, as a correct lock
+// must refuse) or whose acquires were not measured is not idle, and a
+// lock run that failed without acquiring under the fault shows a
+// difference the reference's idleness does not explain.
+func Idle(lockRuns, refRuns []RunResult, check string) string {
+	var failing, refs []RunResult
+	for _, r := range lockRuns {
+		if r.Err == nil && r.Checks[check] == "invalid" {
+			failing = append(failing, r)
+		}
+	}
+	for _, r := range refRuns {
+		if r.Err == nil && r.Checks != nil {
+			refs = append(refs, r)
+		}
+	}
+	if len(failing) == 0 || len(refs) == 0 {
+		return ""
+	}
+	kinds := map[string]bool{}
+	for _, r := range failing {
+		for k := range r.Windows {
+			kinds[k] = true
+		}
+	}
+kinds:
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		lo, hi, unknown := -1, 0, 0
+		for _, r := range failing {
+			w, ok := r.Windows[k]
+			if !ok || w.OK == 0 {
+				continue kinds
+			}
+			if lo < 0 || w.OK < lo {
+				lo = w.OK
+			}
+			hi = max(hi, w.OK)
+		}
+		for _, r := range refs {
+			w, ok := r.Windows[k]
+			if !ok || w.OK > 0 || w.Unknown == 0 {
+				continue kinds
+			}
+			unknown += w.Unknown
+		}
+		grants := fmt.Sprint(lo)
+		if hi != lo {
+			grants = fmt.Sprintf("%d-%d", lo, hi)
+		}
+		return fmt.Sprintf("under %s the reference acquired nothing on %d seed(s) (%d attempts unanswered), the lock %s time(s) on each of its %d failing run(s)",
+			k, len(refs), unknown, grants, len(failing))
+	}
+	return ""
 }
 
 // FindingsOf are the verdicts of class Finding.

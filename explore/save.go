@@ -137,7 +137,7 @@ func (e *Explorer) confirmTrail(ctx context.Context, f *Found, s Schedule, trail
 // refute records that confirmation refuted schedule c, with the rates it
 // got.
 func (f *Found) refute(c Schedule) {
-	f.Refuted = append(f.Refuted, Refutation{Schedule: c.Describe(), Lock: f.Lock, Ref: f.Ref})
+	f.Refuted = append(f.Refuted, Refutation{Schedule: c.Describe(), Lock: f.Lock, Ref: f.Ref, Reason: f.whyNot})
 }
 
 // confirm runs s on ConfirmSeeds seeds, lock and reference, into the
@@ -170,7 +170,7 @@ func (e *Explorer) confirm(ctx context.Context, f *Found, s Schedule, sub string
 			return false, true
 		}
 		v = vs[i]
-		f.Lock, f.Ref = v.Lock, v.Ref
+		f.Lock, f.Ref, f.whyNot = v.Lock, v.Ref, v.Reason
 		if v.Class != Finding {
 			return false, true
 		}
@@ -298,6 +298,13 @@ func (e *Explorer) writeFindingsMD() error {
 			continue
 		}
 		b.WriteString(f.Line(e.cfg.Lock, e.cfg.Reference) + "\n")
+	}
+	if len(e.rep.Idle) > 0 {
+		fmt.Fprintf(&b, "\n## Not findings: the reference could not acquire (%d schedules)\n\n", e.rep.Classes[RefIdle])
+		b.WriteString("The lock failed these and the reference passed them only because it acquired nothing under a fault (its pass is vacuous):\n\n")
+		for _, l := range e.rep.Idle {
+			fmt.Fprintf(&b, "- %s (%s): %s.\n", l.Schedule, strings.Join(l.Checks, ", "), l.Reason)
+		}
 	}
 	return os.WriteFile(filepath.Join(e.cfg.Out, "findings.md"), []byte(b.String()), 0o644)
 }
