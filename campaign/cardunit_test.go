@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -89,5 +90,40 @@ func TestCardBudgetLeavesOut(t *testing.T) {
 	}
 	if fr := c.Locks[0].Safety["client-freeze"]; fr.Runs != 0 {
 		t.Errorf("client-freeze %+v from no run", fr)
+	}
+}
+
+// TestMarkKnownFindings: an expected failure is the lock's own (known) when
+// the scenario expects the built-in of its capabilities to pass that check,
+// and a limit of the design when the built-in is expected to fail it too.
+func TestMarkKnownFindings(t *testing.T) {
+	var list []*scenarios.Scenario
+	for _, name := range []string{"holder-partitioned-long", "restart-under-holder"} {
+		s, err := scenarios.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, s)
+	}
+	infos := map[string]lockimpl.Info{}
+	for _, l := range []string{"rueidislock", "simple", "watchdog"} {
+		info, _, err := lockimpl.Lookup(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos[l] = info
+	}
+	c := &metrics.Card{Findings: []metrics.CardFinding{
+		{Lock: "rueidislock", Scenario: "holder-partitioned-long", Expected: true}, // watchdog expected valid there
+		{Lock: "rueidislock", Scenario: "restart-under-holder", Expected: true},    // default: every lock invalid
+		{Lock: "simple", Scenario: "restart-under-holder", Expected: true},         // its own reference
+		{Lock: "rueidislock", Scenario: "holder-partitioned-long"},                 // not expected: news anyway
+		{Lock: "rueidislock", Scenario: "explore finding 1", Expected: true, Reference: "watchdog 0/5"},
+	}}
+	MarkKnownFindings(c, list, "process", infos)
+	for i, want := range []bool{true, false, false, false, false} {
+		if f := c.Findings[i]; f.Known != want {
+			t.Errorf("%s in %s (expected %v): known %v, want %v", f.Lock, f.Scenario, f.Expected, f.Known, want)
+		}
 	}
 }

@@ -53,6 +53,8 @@ func sampleCard() *metrics.Card {
 		Causes: []string{"expired-during-pause"}, Expected: true, Dir: "runs/gc-pause-simple", Replay: "lockchaos run gc-pause --lock simple --seed 1"},
 		{Lock: "watchdog", Scenario: "gc-pause", Family: "client-freeze", Invalid: 1, Runs: 2,
 			Causes: []string{"expired-during-pause"}, Expected: true, Dir: "runs/gc-pause-watchdog", Replay: "lockchaos run gc-pause --lock watchdog --seed 1"},
+		{Lock: "redsync", Scenario: "slow-acquire", Family: "client-freeze", Invalid: 2, Runs: 2, Expected: true, Known: true,
+			Causes: []string{"expired-during-pause"}, Dir: "runs/slow-acquire-redsync", Replay: "lockchaos run slow-acquire --lock redsync --seed 1"},
 		{Lock: "redsync", Scenario: "smoke", Family: "none", Invalid: 1, Runs: 2,
 			Causes: []string{"expired-while-held"}, Dir: "runs/smoke-redsync", Replay: "lockchaos run smoke --lock redsync --seed 2"},
 		{Lock: "redsync", Scenario: "explore finding 1 (acquire-not-granted)", Family: "cut", Invalid: 3, Runs: 5, Causes: []string{"acquire-not-granted"},

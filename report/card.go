@@ -358,7 +358,7 @@ type cardLimit struct {
 func splitFindings(fs []cardFinding) (news []cardFinding, limits []cardLimit) {
 	at := map[string]int{}
 	for _, f := range fs {
-		if f.Reference != "" || !f.Expected {
+		if f.Reference != "" || !f.Expected || f.Known {
 			news = append(news, f)
 			continue
 		}
@@ -396,6 +396,9 @@ func (f cardFinding) expected() string {
 	}
 	if f.Reference != "" {
 		return " (reference " + f.Reference + ")"
+	}
+	if f.Known {
+		return " (known: the scenario asserts it, and expects the built-in of the lock's capabilities to pass)"
 	}
 	if f.Expected {
 		return " (the scenario expects it: a limit of the design)"

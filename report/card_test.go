@@ -79,6 +79,8 @@ func TestWriteCard(t *testing.T) {
 		// News: a run its scenario does not expect, an explored finding.
 		"- **redsync** in [smoke](", "invalid on 1/2 seeds; causes: expired-while-held (NOT expected by the scenario). Replay: `lockchaos run smoke --lock redsync --seed 2`",
 		"(reference redlock 0/5; inconclusive: the budget ended before its confirmation)",
+		// A known finding: expected by the scenario, but not of the reference.
+		"- **redsync** in [slow-acquire](", "(known: the scenario asserts it, and expects the built-in of the lock's capabilities to pass). Replay: `lockchaos run slow-acquire --lock redsync --seed 1`",
 		// The limits of the design: one row a scenario, every lock in it.
 		"## Limits of the design", "| gc-pause | client-freeze | expired-during-pause | [simple 2/2](", "), [watchdog 1/2](",
 		// Exploration: against a reference, or not at all.

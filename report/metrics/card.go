@@ -122,6 +122,10 @@ type CardFinding struct {
 	// Reference is the reference lock's rate on an explored finding's
 	// schedule ("simple 0/5").
 	Reference string `json:"reference,omitempty"`
+	// Known: expected, but the lock's own: the scenario expects the
+	// built-in of the lock's capabilities to pass that check (a finding
+	// the catalog asserts), not a limit of the design.
+	Known bool `json:"known,omitempty"`
 	// Unconfirmed: an explored finding whose confirmation the budget cut
 	// short (inconclusive).
 	Unconfirmed bool `json:"unconfirmed,omitempty"`
