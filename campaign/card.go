@@ -419,13 +419,24 @@ func LockLibrary(lock string, info lockimpl.Info) (lib, version string) {
 	return lockLibrary(lock, info, bi)
 }
 
+// driverLibrary is the library and version a driver lock's hello named, as
+// its run recorded them (results.json lock_config).
+func driverLibrary(cfg map[string]any) (lib, version string) {
+	l, _ := cfg["library"].(string)
+	v, _ := cfg["version"].(string)
+	return l, v
+}
+
 // lockLibrary reads an adapter's module version from bi (nil, or a test
 // binary's, which lists no modules: "(unknown)").
 func lockLibrary(lock string, info lockimpl.Info, bi *debug.BuildInfo) (lib, version string) {
 	mod, ok := adapterModules[lock]
 	if !ok {
-		if info.Kind == lockimpl.Adapter {
+		switch info.Kind {
+		case lockimpl.Adapter:
 			return lock, "(unknown)"
+		case lockimpl.User:
+			return "(named by its runs)", "" // a driver's hello: driverLibrary
 		}
 		return "lockchaos built-in", ""
 	}
@@ -564,6 +575,9 @@ func fillCard(card *metrics.Card, o CardOptions, list []*scenarios.Scenario, inf
 			}
 			if card.Ran.Redis == "" {
 				card.Ran.Redis = res.Server
+			}
+			if lib, v := driverLibrary(res.LockConfig); lib != "" && infos[c.Lock].Kind == lockimpl.User {
+				col.Library, col.Version = lib, v // a driver names its library in its hello
 			}
 			if ld := res.LossDetection; ld != nil && ld.Losses > 0 {
 				if col.Loss == nil {

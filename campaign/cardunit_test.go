@@ -127,3 +127,14 @@ func TestMarkKnownFindings(t *testing.T) {
 		}
 	}
 }
+
+// TestDriverLibrary: a driver lock's column names the library and version
+// its hello gave, as the run recorded them.
+func TestDriverLibrary(t *testing.T) {
+	if lib, v := driverLibrary(map[string]any{"driver": "redis-py", "library": "redis", "version": "8.1.0"}); lib != "redis" || v != "8.1.0" {
+		t.Errorf("driverLibrary: %q %q, want redis 8.1.0", lib, v)
+	}
+	if lib, _ := driverLibrary(map[string]any{"key_prefix": "lc:"}); lib != "" {
+		t.Errorf("a built-in's lock config names library %q", lib)
+	}
+}
