@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -73,7 +74,8 @@ func WriteCard(dir string, c *metrics.Card) error {
 		}
 	}
 	var b bytes.Buffer
-	if err := cardTemplate.Execute(&b, cardHTML{Card: c, Plots: rest, Tables: tables, Dir: dir}); err != nil {
+	news, limits := splitFindings(cardFindings(c, dir))
+	if err := cardTemplate.Execute(&b, cardHTML{Card: c, Plots: rest, Tables: tables, News: news, Limits: limits}); err != nil {
 		return err
 	}
 	return writeBytes(filepath.Join(dir, "card.html"), b.Bytes())
@@ -357,6 +359,7 @@ type cardLimit struct {
 // the order the findings came.
 func splitFindings(fs []cardFinding) (news []cardFinding, limits []cardLimit) {
 	at := map[string]int{}
+	var causes [][]string // per limit, in the order first seen
 	for _, f := range fs {
 		if f.Reference != "" || !f.Expected || f.Known {
 			news = append(news, f)
@@ -367,13 +370,17 @@ func splitFindings(fs []cardFinding) (news []cardFinding, limits []cardLimit) {
 			i = len(limits)
 			at[f.Scenario] = i
 			limits = append(limits, cardLimit{Scenario: f.Scenario, Family: f.Family})
+			causes = append(causes, nil)
 		}
 		limits[i].Locks = append(limits[i].Locks, f)
 		for _, c := range f.Causes {
-			if !strings.Contains(", "+limits[i].Causes+", ", ", "+c+", ") {
-				limits[i].Causes = strings.TrimPrefix(limits[i].Causes+", "+c, ", ")
+			if !slices.Contains(causes[i], c) {
+				causes[i] = append(causes[i], c)
 			}
 		}
+	}
+	for i := range limits {
+		limits[i].Causes = strings.Join(causes[i], ", ")
 	}
 	return news, limits
 }
@@ -590,20 +597,10 @@ type cardHTML struct {
 	Card   *metrics.Card
 	Plots  []htmlPlot
 	Tables []cardTable
-	Dir    string
-}
-
-// News are the template's findings: explored, or not expected by their
-// scenario.
-func (d cardHTML) News() []cardFinding {
-	news, _ := splitFindings(cardFindings(d.Card, d.Dir))
-	return news
-}
-
-// Limits are the template's expected failures, by scenario.
-func (d cardHTML) Limits() []cardLimit {
-	_, limits := splitFindings(cardFindings(d.Card, d.Dir))
-	return limits
+	// News are the findings (explored, not expected by their scenario, or
+	// known); Limits the expected failures, by scenario (splitFindings).
+	News   []cardFinding
+	Limits []cardLimit
 }
 
 // NoNews is the sentence when there is no finding.
