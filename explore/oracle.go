@@ -129,13 +129,12 @@ func Windows(path string, fs []metrics.FaultSummary) (map[string]Window, error) 
 		if e.Op != history.OpAcquire || e.End == 0 || (e.Result != history.OK && e.Result != history.Unknown) {
 			return nil
 		}
-		in := map[string]bool{}
-		for _, sp := range spans {
-			if e.End >= sp.from && (sp.to == 0 || e.End <= sp.to) {
-				in[sp.kind] = true
+		for k := range out {
+			if !slices.ContainsFunc(spans, func(sp span) bool {
+				return sp.kind == k && e.End >= sp.from && (sp.to == 0 || e.End <= sp.to)
+			}) {
+				continue
 			}
-		}
-		for k := range in {
 			w := out[k]
 			if e.Result == history.OK {
 				w.OK++
