@@ -46,12 +46,18 @@ func TestServerClockJumpsBlameNoCorrectLock(t *testing.T) {
 	for _, lock := range []string{"simple", "watchdog", testlocks.PollRenew} {
 		for _, c := range cells {
 			t.Run(lock+"/"+c.name, func(t *testing.T) {
+				// The think time outlasts the polling interval (10 ms + up
+				// to 5 ms of jitter), so the waiting client takes the key
+				// at each hand-off and a trigger on client 0 is reached
+				// within a cycle: with a 10 ms think, a loaded CI machine
+				// once let client 1 re-take the key for the whole 674 ms
+				// after the fault was armed.
 				y := `name: server-clock
 topology: single
 duration: 1s
 recovery: 400ms
 lock: {ttl: 200ms}
-workload: {clients: 2, keys: 1, hold: 120ms, think: 10ms, resource: counter, honour_lost: true, mode: closed}
+workload: {clients: 2, keys: 1, hold: 120ms, think: 40ms, resource: counter, honour_lost: true, mode: closed}
 faults:
   - ` + c.fault + "\n"
 				s, err := scenarios.Parse([]byte(y), c.name)
