@@ -149,8 +149,8 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 				m.livenessGap(c, w, kd.failed[0].t, g, prev, hi)
 			}
 		}
-		if h.heldTo > prevEnd {
-			prevEnd, prev = h.heldTo, hi
+		if to := m.aliveHolding(h); to > prevEnd {
+			prevEnd, prev = to, hi
 		}
 	}
 	if !m.final {
@@ -162,6 +162,35 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 	} else if last > prevEnd {
 		m.livenessGap(c, w, prevEnd, last, prev, -1)
 	}
+}
+
+// aliveHolding is when hold h stopped keeping its key from the others: its
+// release, loss or last act, or, for a hold its client's crash ended, the
+// crash. Until it died the crashed client held the key (in the middle of
+// its write, say) and the key was rightly unavailable; from then on the
+// lock has TTL + ε to free it.
+func (m *model) aliveHolding(h *hold) int64 {
+	if h.how != endOpen {
+		return h.heldTo
+	}
+	if f := m.crashOf(h); f != nil {
+		return max(h.heldTo, f.crashAt)
+	}
+	return h.heldTo
+}
+
+// crashOf is the crash that ended open hold h: the first applied
+// crash-client of its client at or after the hold began (nil: none, the
+// run ended with it held).
+func (m *model) crashOf(h *hold) *fault {
+	var first *fault
+	for _, f := range m.faults {
+		if f.kind == history.FaultCrashClient && f.applied && f.clientTarget == int(h.client) && f.crashAt >= h.acqT &&
+			(first == nil || f.crashAt < first.crashAt) {
+			first = f
+		}
+	}
+	return first
 }
 
 // granted is when hold h's acquire took the key, as near as the history
@@ -215,9 +244,9 @@ func (m *model) livenessGap(c *ctx, w *keyWaits, x, y int64, prev, next int32) {
 		expl = fmt.Sprintf("from %s", sec(x))
 	}
 	for _, f := range m.faults {
-		if f.kind == history.FaultCrashClient && f.applied && f.t <= y && f.t >= x-allowed {
+		if f.kind == history.FaultCrashClient && f.applied && f.crashAt <= y && f.crashAt >= x-allowed {
 			cause = CauseNotFreedAfterCrash
-			expl = fmt.Sprintf("client %d crashed at %s (%s) and %s was never freed", f.clientTarget, sec(f.t), f.v.Point, key)
+			expl = fmt.Sprintf("client %d crashed at %s (%s) and %s was never freed", f.clientTarget, sec(f.crashAt), f.v.Point, key)
 			break
 		}
 	}

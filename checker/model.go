@@ -142,6 +142,10 @@ type fault struct {
 	// lasts is the duration the schedule asked for (0: none, or unknown):
 	// its heal is due then.
 	lasts int64
+	// crashAt is when a crash-client fault's client died: its effect's
+	// crashed_at_ms, else the end of its firing (it fires, waits for the
+	// client's point, crashes it and returns).
+	crashAt int64
 }
 
 type pause struct {
@@ -661,6 +665,12 @@ func (m *model) addFault(e *history.Event) {
 	if n, ok := strings.CutPrefix(f.target, "client "); ok {
 		if id, err := strconv.Atoi(n); err == nil {
 			f.clientTarget = id
+		}
+	}
+	if f.kind == history.FaultCrashClient {
+		f.crashAt = f.end
+		if v, err := strconv.ParseFloat(e.Fault.Effect[history.EffectCrashedAt], 64); err == nil && v >= 0 {
+			f.crashAt = int64(v * 1e6)
 		}
 	}
 	m.faults = append(m.faults, f)

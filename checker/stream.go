@@ -333,7 +333,7 @@ func (m *model) keepLatest(kd *keyData, keep []bool) {
 			continue
 		}
 		h := &m.holds[hi]
-		if lastEnd < 0 || h.heldTo > m.holds[lastEnd].heldTo {
+		if lastEnd < 0 || m.aliveHolding(h) > m.aliveHolding(&m.holds[lastEnd]) {
 			lastEnd = hi
 		}
 		if h.fence > 0 && (topFence < 0 || h.fence > m.holds[topFence].fence) {
@@ -428,7 +428,7 @@ func (s *Stream) dropHolds(keep []bool) []int32 {
 		h := &m.holds[i]
 		kd := m.kd[h.key]
 		kd.cutHold = max(kd.cutHold, h.start)
-		kd.droppedHeldTo = max(kd.droppedHeldTo, h.heldTo)
+		kd.droppedHeldTo = max(kd.droppedHeldTo, m.aliveHolding(h))
 	}
 	// summarizeLoss reads m.holds[i] before it is overwritten: holds only
 	// move down, and i >= n.

@@ -26,7 +26,7 @@ type crashClient struct{ s Scheduled }
 func (p *crashClient) Start(ctx context.Context, env *Env) (Outcome, error) {
 	out, h := atPoint(ctx, env, p.s.Spec, 4*env.TTL+time.Second, env.Clients.Crash)
 	if out.Applied {
-		out.Effect["crashed_at_ms"] = ms(h.From)
+		out.Effect[history.EffectCrashedAt] = ms(h.From)
 		for k, v := range h.Effect {
 			out.Effect[k] = v
 		}

@@ -126,11 +126,12 @@ const (
 	ParamDirection = "direction" // partition, latency, link: both | to-node | from-node
 	ParamOffset    = "offset"    // clock-skew: a duration
 
-	EffectNewMaster = "new_master" // failover, isolate-node: the promoted node
-	EffectOldMaster = "old_master" // failover, isolate-node: the master it replaced
-	EffectReason    = "reason"     // why a fault did not take effect
-	EffectError     = "error"      // the error that stopped it
-	EffectMechanism = "mechanism"  // clock faults: real-clock | ttl-rewrite
+	EffectNewMaster = "new_master"    // failover, isolate-node: the promoted node
+	EffectOldMaster = "old_master"    // failover, isolate-node: the master it replaced
+	EffectReason    = "reason"        // why a fault did not take effect
+	EffectError     = "error"         // the error that stopped it
+	EffectMechanism = "mechanism"     // clock faults: real-clock | ttl-rewrite
+	EffectCrashedAt = "crashed_at_ms" // crash-client: when the client died (run ms)
 )
 
 // FaultView is the typed reading of a fault event: the fields the checker's
