@@ -634,7 +634,7 @@ func fillCard(card *metrics.Card, o CardOptions, list []*scenarios.Scenario, inf
 					fam = history.FaultFamily(f.Minimal.Faults[0].Spec.Kind)
 				}
 				card.Findings = append(card.Findings, metrics.CardFinding{Lock: st.lock, Scenario: fmt.Sprintf("explore finding %d (%s)", f.N, f.Cause),
-					Family: fam, Invalid: f.Lock.Fails, Runs: f.Lock.N, Causes: []string{f.Cause}, Dir: cmp.Or(f.RunDir, f.Dir), Replay: f.Replay,
+					Family: fam, Invalid: f.Lock.Fails, Runs: f.Lock.N, Causes: []string{f.Cause}, Dir: cmp.Or(f.RunDir, f.Dir), Replay: f.Replay, ScenarioFile: filepath.Join(f.Dir, "scenario.yaml"),
 					Reference: fmt.Sprintf("%s %d/%d", r.Reference, f.Ref.Fails, f.Ref.N), Unconfirmed: !f.Confirmed})
 			}
 		case *metrics.Bench:

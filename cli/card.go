@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -103,7 +104,11 @@ func (f *cardFlags) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	if err := report.WriteCard(f.out, card); err != nil {
 		return exitWith(ExitInfra, err)
 	}
-	fmt.Fprint(stdout, report.CardMarkdown(card, f.out))
+	md, err := os.ReadFile(filepath.Join(f.out, "card.md"))
+	if err != nil {
+		return exitWith(ExitInfra, err)
+	}
+	stdout.Write(md)
 	fmt.Fprintf(stdout, "\ncard written to %s/card.html (%.0fs, %d of %d steps reused)\n", f.out, card.Ran.WallS, card.Ran.Reused, card.Ran.Runs)
 	return nil
 }

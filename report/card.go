@@ -27,9 +27,16 @@ const (
 
 // WriteCard writes card.json, card.md, card.html and the card's plots into
 // dir. card.html embeds the plots and needs nothing but itself; its links
-// to run directories are relative to dir.
+// to run directories are relative to dir. Each finding's evidence (its
+// run's report and, for an explored finding, its scenario) is copied under
+// dir/findings/, so the card and its findings travel together (into a
+// design review, a repository) without the cache of runs they came from.
 func WriteCard(dir string, c *metrics.Card) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	c, err := keepFindings(dir, c)
+	if err != nil {
 		return err
 	}
 	if err := metrics.WriteJSON(filepath.Join(dir, "card.json"), c); err != nil {
@@ -314,6 +321,9 @@ func CardMarkdown(c *metrics.Card, dir string) string {
 	if len(news) == 0 {
 		b.WriteString(noNews(c) + "\n")
 	}
+	if len(news) > 0 {
+		b.WriteString(newsIntro + "\n\n")
+	}
 	for _, f := range news {
 		fmt.Fprintf(&b, "- **%s** in [%s](%s) (%s): %s. Replay: `%s`\n", f.Lock, f.Scenario, f.Link, f.Family, f.Text(), f.Replay)
 	}
@@ -331,6 +341,8 @@ func CardMarkdown(c *metrics.Card, dir string) string {
 }
 
 const (
+	newsIntro = "Each finding's link opens its first failing run's report, kept with its scenario under " +
+		FindingsDir + "/ beside this card; a replay that names a file runs from this card's directory."
 	limitsTitle = "Limits of the design (invalid where the scenario expects it)"
 	limitsIntro = "Runs invalid where the scenario expects every lock of that design to fail " +
 		"(a failover that loses the key, a pause past the TTL without fencing): not news about " +
@@ -361,7 +373,7 @@ func splitFindings(fs []cardFinding) (news []cardFinding, limits []cardLimit) {
 	at := map[string]int{}
 	var causes [][]string // per limit, in the order first seen
 	for _, f := range fs {
-		if f.Reference != "" || !f.Expected || f.Known {
+		if isNews(f.CardFinding) {
 			news = append(news, f)
 			continue
 		}
@@ -383,6 +395,71 @@ func splitFindings(fs []cardFinding) (news []cardFinding, limits []cardLimit) {
 		limits[i].Causes = strings.Join(causes[i], ", ")
 	}
 	return news, limits
+}
+
+// isNews: an explored finding, or a run no scenario expects, or the lock's
+// own failure that a scenario asserts; the rest are limits of the design.
+func isNews(f metrics.CardFinding) bool { return f.Reference != "" || !f.Expected || f.Known }
+
+// FindingsDir is the card's directory of its findings' evidence.
+const FindingsDir = "findings"
+
+// keepFindings copies each news finding's evidence into
+// dir/findings/<n>-<lock>/: the first failing run's report.html and, where
+// the replay runs a file, that scenario as scenario.yaml. The card it
+// returns links to the copies and replays the copied scenario, by a path
+// relative to dir; c is not changed. dir/findings is the card's own: it is
+// replaced, after every source was read (a card rendered again from its
+// card.json has its sources there). Evidence already gone (a cache cleaned
+// since) leaves that finding's links as they were.
+func keepFindings(dir string, c *metrics.Card) (*metrics.Card, error) {
+	out := *c
+	out.Findings = slices.Clone(c.Findings)
+	type kept struct {
+		i                int
+		rel              string
+		report, scenario []byte
+	}
+	var keep []kept
+	for i, f := range out.Findings {
+		if !isNews(f) {
+			continue
+		}
+		k := kept{i: i, rel: filepath.Join(FindingsDir, fmt.Sprintf("%d-%s", len(keep)+1, f.Lock))}
+		k.report, _ = os.ReadFile(filepath.Join(f.Dir, "report.html"))
+		if f.ScenarioFile != "" {
+			k.scenario, _ = os.ReadFile(f.ScenarioFile)
+		}
+		keep = append(keep, k)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, FindingsDir)); err != nil {
+		return nil, err
+	}
+	for _, k := range keep {
+		f, to := &out.Findings[k.i], filepath.Join(dir, k.rel)
+		if k.report != nil {
+			if err := writeIn(to, "report.html", k.report); err != nil {
+				return nil, err
+			}
+			f.Dir = to
+		}
+		if k.scenario != nil {
+			if err := writeIn(to, "scenario.yaml", k.scenario); err != nil {
+				return nil, err
+			}
+			// Replayed from dir: the copy's path relative to it.
+			f.Replay = strings.Replace(f.Replay, f.ScenarioFile, filepath.ToSlash(filepath.Join(k.rel, "scenario.yaml")), 1)
+			f.ScenarioFile = filepath.Join(to, "scenario.yaml")
+		}
+	}
+	return &out, nil
+}
+
+func writeIn(dir, name string, b []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name), b, 0o644)
 }
 
 type cardFinding struct {
@@ -610,6 +687,9 @@ func (d cardHTML) NoNews() string { return noNews(d.Card) }
 func (d cardHTML) LimitsTitle() string { return limitsTitle }
 func (d cardHTML) LimitsIntro() string { return limitsIntro }
 
+// NewsIntro says where the findings' evidence is.
+func (d cardHTML) NewsIntro() string { return newsIntro }
+
 var cardTemplate = template.Must(template.New("card").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>lockchaos report card</title>
@@ -634,7 +714,7 @@ code{background:#f4f4f4;padding:1px 4px}
 {{range .Plots}}<figure class="plot"><h2>{{.Title}}</h2><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>
 {{end}}
 <h2>Findings</h2>
-{{with .News}}<ul>{{range .}}<li><b>{{.Lock}}</b> in <a href="{{.Link}}">{{.Scenario}}</a> ({{.Family}}): {{.Text}}. Replay: <code>{{.Replay}}</code></li>
+{{with .News}}<p>{{$.NewsIntro}}</p><ul>{{range .}}<li><b>{{.Lock}}</b> in <a href="{{.Link}}">{{.Scenario}}</a> ({{.Family}}): {{.Text}}. Replay: <code>{{.Replay}}</code></li>
 {{end}}</ul>{{else}}<p>{{.NoNews}}</p>{{end}}
 {{with .Limits}}<h2>{{$.LimitsTitle}}</h2>
 <p>{{$.LimitsIntro}}</p>

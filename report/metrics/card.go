@@ -119,6 +119,9 @@ type CardFinding struct {
 	// that runs it again.
 	Dir    string `json:"dir"`
 	Replay string `json:"replay"`
+	// ScenarioFile is the file Replay runs when it is not a catalog
+	// scenario (an explored finding's minimal schedule).
+	ScenarioFile string `json:"scenario_file,omitempty"`
 	// Reference is the reference lock's rate on an explored finding's
 	// schedule ("simple 0/5").
 	Reference string `json:"reference,omitempty"`
