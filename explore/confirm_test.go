@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // scriptedOracle: the lock fails mutex under a pause before the release of
@@ -68,6 +69,37 @@ func findWith(t *testing.T, o *scriptedOracle) *Found {
 		t.Fatalf("%d findings, %d unconfirmed", len(e.rep.Findings), e.rep.Unconfirmed)
 	}
 	return e.rep.Findings[0]
+}
+
+// optionedOracle is scriptedOracle running the lock with options.
+type optionedOracle struct{ *scriptedOracle }
+
+func (optionedOracle) LockOptions() map[string]string { return map[string]string{"version": "1.2.3"} }
+
+// A finding's scenario keeps the lock options its oracle ran the lock
+// with (any oracle that says them, not only RunnerOracle), so its replay
+// runs the version explored.
+func TestFindingScenarioKeepsTheLockOptions(t *testing.T) {
+	for _, o := range []Oracle{&scriptedOracle{refMinClients: 3}, optionedOracle{&scriptedOracle{refMinClients: 3}}} {
+		e, err := New(Config{Lock: "del-no-owner", Budget: time.Minute, Seed: 1, Out: t.TempDir(), Oracle: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := bigSchedule()
+		s.Clients = 4
+		e.finding(context.Background(), s, Verdict{Check: "mutex", Class: Finding, Cause: "expired-during-pause"}, []string{"mutex"}, []uint64{1}, time.Second)
+		if len(e.rep.Findings) != 1 {
+			t.Fatalf("%T: %d findings", o, len(e.rep.Findings))
+		}
+		sc, err := scenarios.LoadFile(filepath.Join(e.rep.Findings[0].Dir, "scenario.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, optioned := o.(LockOptioner)
+		if got := sc.Lock.Extra["version"]; optioned && got != "1.2.3" || !optioned && got != "" {
+			t.Errorf("%T: the saved scenario's lock.extra is %v", o, sc.Lock.Extra)
+		}
+	}
 }
 
 // A reduction under which the reference fails too (fewer clients) is not

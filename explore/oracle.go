@@ -54,6 +54,13 @@ type Oracle interface {
 	Run(ctx context.Context, s Schedule, lock string, seed uint64, dir string) RunResult
 }
 
+// LockOptioner is an Oracle that runs the lock with options (lock.extra: a
+// driver lock's version, say). A finding's saved scenario carries them, so
+// that its replay runs the lock as it was explored.
+type LockOptioner interface {
+	LockOptions() map[string]string
+}
+
 // RunnerOracle runs schedules with runner.Run on local servers.
 type RunnerOracle struct {
 	// Backend: process | embedded | auto (default).
@@ -63,6 +70,9 @@ type RunnerOracle struct {
 	// them when it is a built-in.
 	LockExtra map[string]string
 }
+
+// LockOptions are its LockExtra.
+func (o RunnerOracle) LockOptions() map[string]string { return o.LockExtra }
 
 // Run runs s on lock with seed into dir.
 func (o RunnerOracle) Run(ctx context.Context, s Schedule, lock string, seed uint64, dir string) RunResult {

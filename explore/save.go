@@ -216,8 +216,8 @@ func (e *Explorer) Scenario(f *Found) (*scenarios.Scenario, error) {
 		return nil, err
 	}
 	sc.Seed = f.Seed
-	if o, ok := e.cfg.Oracle.(RunnerOracle); ok {
-		sc.Lock.Extra = o.LockExtra // the replay runs the version explored
+	if o, ok := e.cfg.Oracle.(LockOptioner); ok {
+		sc.Lock.Extra = o.LockOptions() // the replay runs the version explored
 	}
 	sc.Description = fmt.Sprintf("Found by lockchaos explore (seed %d, %s vs %s): %s fails %s (%s). %s Minimal schedule: %s. "+
 		"Lock fails %s seeds, reference %s %s.%s",
