@@ -426,7 +426,9 @@ func keepFindings(dir string, c *metrics.Card) (*metrics.Card, error) {
 			continue
 		}
 		k := kept{i: i, rel: filepath.Join(FindingsDir, fmt.Sprintf("%d-%s", len(keep)+1, f.Lock))}
-		k.report, _ = os.ReadFile(filepath.Join(f.Dir, "report.html"))
+		if f.Dir != "" {
+			k.report, _ = os.ReadFile(filepath.Join(f.Dir, "report.html"))
+		}
 		if f.ScenarioFile != "" {
 			k.scenario, _ = os.ReadFile(f.ScenarioFile)
 		}
