@@ -184,9 +184,8 @@ func (m *model) aliveHolding(h *hold) int64 {
 // run ended with it held).
 func (m *model) crashOf(h *hold) *fault {
 	var first *fault
-	for _, f := range m.faults {
-		if f.kind == history.FaultCrashClient && f.applied && f.clientTarget == int(h.client) && f.crashAt >= h.acqT &&
-			(first == nil || f.crashAt < first.crashAt) {
+	for _, f := range m.client(int(h.client)).crashes {
+		if f.crashAt >= h.acqT && (first == nil || f.crashAt < first.crashAt) {
 			first = f
 		}
 	}

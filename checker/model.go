@@ -203,8 +203,9 @@ type clientState struct {
 	// pausesOutOfOrder: a pause began before the one recorded ahead of it
 	// (not in a history the runner writes): granted scans them all.
 	pausesOutOfOrder bool
-	ok               int64 // successful top-level acquires
-	tried            int64 // acquire calls
+	crashes          []*fault // the crash-client faults that took effect on it
+	ok               int64    // successful top-level acquires
+	tried            int64    // acquire calls
 }
 
 type keyData struct {
@@ -671,6 +672,10 @@ func (m *model) addFault(e *history.Event) {
 		f.crashAt = f.end
 		if v, err := strconv.ParseFloat(e.Fault.Effect[history.EffectCrashedAt], 64); err == nil && v >= 0 {
 			f.crashAt = int64(v * 1e6)
+		}
+		if f.applied && f.clientTarget >= 0 {
+			c := m.client(f.clientTarget)
+			c.crashes = append(c.crashes, f)
 		}
 	}
 	m.faults = append(m.faults, f)
