@@ -123,6 +123,17 @@ rounds:
 	return b, err
 }
 
+// NotBenched says, in a few words, why the bench cannot run a lock on
+// backend's servers ("": it can). A lock that waits for replicas (WAIT)
+// would complete no cycle on the masters without replicas the bench
+// starts; an external deployment may have them.
+func NotBenched(info lockimpl.Info, backend string) string {
+	if info.NeedsReplicas && backend != cluster.External {
+		return "needs replicas"
+	}
+	return ""
+}
+
 // resolve checks the options (bad ones are found before any server starts
 // or directory is made), makes the bench's directory and returns the
 // servers' spec and the key prefix every lock's run uses.
@@ -134,8 +145,13 @@ func (o *BenchOptions) resolve() (cluster.Spec, keyspace.Prefix, error) {
 		return cluster.Spec{}, "", fail(runner.BadInput, "bench: clients, keys and duration must be positive")
 	}
 	for _, l := range o.Locks {
-		if _, _, err := lockimpl.Lookup(l); err != nil {
+		info, _, err := lockimpl.Lookup(l)
+		if err != nil {
 			return cluster.Spec{}, "", badField("lock", "%w", err)
+		}
+		if why := NotBenched(info, o.Setup.Backend); why != "" {
+			return cluster.Spec{}, "", badField("lock", "%s %s: it waits for replicas (WAIT), and the bench's servers "+
+				"are masters without any, so it would complete no cycle (bench it on an external deployment that has replicas)", l, why)
 		}
 	}
 	topo := cluster.Independent

@@ -1,8 +1,16 @@
 package campaign
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/runner"
 )
 
 // bench --min-ratio: a lock at 0.96 of bare go-redis passes 0.95, one at
@@ -41,5 +49,27 @@ func TestRatioGate(t *testing.T) {
 	}
 	if err := RatioGate(&Bench{Locks: b.Locks[:1]}, 0.5); err == nil || !strings.Contains(err.Error(), "no bare go-redis") {
 		t.Errorf("no yardstick: %v", err)
+	}
+}
+
+// A lock that waits for replicas is refused by a bench on servers it
+// starts (masters without replicas: it would complete no cycle, as
+// simple-wait's 0 cycles/s in an earlier card showed), before any server
+// starts, naming the lock; the card leaves it out of its cost rows and
+// says why.
+func TestBenchRefusesALockThatNeedsReplicas(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bench")
+	_, err := RunBench(context.Background(), BenchOptions{Locks: []string{"simple-wait"}, Clients: 1, Keys: 1, Duration: time.Second,
+		Setup: runner.Setup{Backend: "process"}, Out: out})
+	var re *runner.Error
+	if !errors.As(err, &re) || re.Class != runner.BadInput || re.Field != "lock" || !strings.Contains(err.Error(), "simple-wait needs replicas") {
+		t.Fatalf("want bad input naming --lock simple-wait and its replicas, got %v", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the refused bench made its directory")
+	}
+	info, _, _ := lockimpl.Lookup("simple-wait")
+	if NotBenched(info, "external") != "" {
+		t.Error("an external deployment may have replicas: not refused there")
 	}
 }

@@ -131,7 +131,7 @@ func RunCard(ctx context.Context, o CardOptions) (*metrics.Card, error) {
 			steps = append(steps, cardStep{what: "margins " + l, cost: time.Duration(marginTemplates(infos[l], o.Margin)) * 20 * time.Second * time.Duration(o.MarginSeeds),
 				hash: h, dir: filepath.Join(o.Cache, "margins", l+"-"+h[:12]), lock: l, kind: "margins"})
 		}
-		if o.BenchDuration > 0 {
+		if o.BenchDuration > 0 && NotBenched(infos[l], o.Setup.Backend) == "" {
 			h := inputHash("bench", build, card.Ran.Backend, lockInputs(l, infos[l]), o.BenchDuration.String(), fmt.Sprint(o.BenchClients))
 			steps = append(steps, cardStep{what: "bench " + l, cost: o.BenchDuration + 15*time.Second, hash: h,
 				dir: filepath.Join(o.Cache, "bench", l+"-"+h[:12]), lock: l, kind: "bench"})
@@ -544,6 +544,9 @@ func fillCard(card *metrics.Card, o CardOptions, list []*scenarios.Scenario, inf
 	for _, l := range o.Locks {
 		lib, v := LockLibrary(l, infos[l])
 		card.Locks = append(card.Locks, metrics.CardLock{Name: l, Kind: string(infos[l].Kind), Library: lib, Version: v, Safety: map[string]metrics.FamilyRate{}})
+		if o.BenchDuration > 0 {
+			card.Locks[len(card.Locks)-1].NotBenched = NotBenched(infos[l], o.Setup.Backend)
+		}
 	}
 	for i := range card.Locks {
 		cols[card.Locks[i].Name] = &card.Locks[i]

@@ -2,11 +2,15 @@ package campaign
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -136,5 +140,37 @@ func TestDriverLibrary(t *testing.T) {
 	}
 	if lib, _ := driverLibrary(map[string]any{"key_prefix": "lc:"}); lib != "" {
 		t.Errorf("a built-in's lock config names library %q", lib)
+	}
+}
+
+// A lock the bench cannot run on its servers (simple-wait needs replicas)
+// gets no bench step, and its cost cells say why instead of a bench of 0
+// cycles/s.
+func TestCardDoesNotBenchALockThatNeedsReplicas(t *testing.T) {
+	s, err := scenarios.Load("gc-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := CardOptions{Locks: []string{"simple", "simple-wait"}, Scenarios: []*scenarios.Scenario{s}, Cache: t.TempDir(),
+		Budget: time.Nanosecond, BenchDuration: time.Second}
+	o.Setup.Backend = "process"
+	c, err := RunCard(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its steps: gc-pause × simple (simple-wait does not apply on a single
+	// node) and the bench of simple; none of simple-wait.
+	if c.Ran.Runs != 2 {
+		t.Errorf("%d steps, want 2: the run of simple and its bench", c.Ran.Runs)
+	}
+	if c.Locks[0].NotBenched != "" || c.Locks[1].NotBenched != "needs replicas" {
+		t.Errorf("not benched: %q, %q", c.Locks[0].NotBenched, c.Locks[1].NotBenched)
+	}
+	dir := t.TempDir()
+	if err := report.WriteCard(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	if md, _ := os.ReadFile(filepath.Join(dir, "card.md")); !strings.Contains(string(md), "| throughput (cycles/s) | not benched | n/a: needs replicas |") {
+		t.Errorf("card.md's cost rows do not say why simple-wait was not benched:\n%s", md)
 	}
 }

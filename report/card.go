@@ -178,6 +178,9 @@ func cardTables(c *metrics.Card, dir string) []cardTable {
 	cost := cardTable{Title: "Liveness and cost (bench, no faults)", Head: head}
 	benchCell := func(f func(*metrics.CardBench) string) func(l metrics.CardLock) cardCell {
 		return func(l metrics.CardLock) cardCell {
+			if l.Bench == nil && l.NotBenched != "" {
+				return cardCell{Text: "n/a: " + l.NotBenched, Class: "none"}
+			}
 			if l.Bench == nil {
 				return cardCell{Text: "not benched", Class: "none"}
 			}

@@ -38,6 +38,9 @@ type CardLock struct {
 	Margins []CardMargin          `json:"margins,omitempty"`
 	Loss    *CardLoss             `json:"loss,omitempty"`
 	Bench   *CardBench            `json:"bench,omitempty"`
+	// NotBenched says why the card did not bench it (a lock that needs
+	// replicas on servers without any).
+	NotBenched string `json:"not_benched,omitempty"`
 	// Explored is the lock's exploration, when the card ran one.
 	Explored *CardExplore `json:"explored,omitempty"`
 }
