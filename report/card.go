@@ -53,7 +53,10 @@ func WriteCard(dir string, c *metrics.Card) error {
 	} else if !isNoData(err) {
 		return err
 	}
-	md := CardMarkdown(c, dir)
+	// The tables and the findings, made once for card.md and card.html.
+	tables := cardTables(c, dir)
+	news, limits := splitFindings(cardFindings(c, dir))
+	md := cardMarkdown(c, tables, news, limits)
 	if err := writeBytes(filepath.Join(dir, "card.md"), []byte(md)); err != nil {
 		return err
 	}
@@ -66,7 +69,6 @@ func WriteCard(dir string, c *metrics.Card) error {
 	}
 	// Each plot follows the table it pictures: the heat map the safety
 	// table, the margins chart the margins table (the rest at the end).
-	tables := cardTables(c, dir)
 	var rest []htmlPlot
 	for _, p := range plots {
 		placed := false
@@ -81,7 +83,6 @@ func WriteCard(dir string, c *metrics.Card) error {
 		}
 	}
 	var b bytes.Buffer
-	news, limits := splitFindings(cardFindings(c, dir))
 	if err := cardTemplate.Execute(&b, cardHTML{Card: c, Plots: rest, Tables: tables, News: news, Limits: limits}); err != nil {
 		return err
 	}
@@ -303,12 +304,12 @@ func marginCell(m metrics.CardMargin) cardCell {
 	return cardCell{Text: fmt.Sprintf("%.2f×TTL", m.At), Class: "bad"}
 }
 
-// CardMarkdown is card.md: the card's tables and findings; run links are
-// relative to dir.
-func CardMarkdown(c *metrics.Card, dir string) string {
+// cardMarkdown is card.md: the card's tables and its findings (their run
+// links relative to the card's directory).
+func cardMarkdown(c *metrics.Card, tables []cardTable, news []cardFinding, limits []cardLimit) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Lock report card\n\n")
-	for _, t := range cardTables(c, dir) {
+	for _, t := range tables {
 		fmt.Fprintf(&b, "## %s\n\n| %s |\n|%s\n", t.Title, strings.Join(t.Head, " | "), strings.Repeat(" --- |", len(t.Head)))
 		for _, r := range t.Rows {
 			var cs []string
@@ -319,12 +320,10 @@ func CardMarkdown(c *metrics.Card, dir string) string {
 		}
 		b.WriteString("\n")
 	}
-	news, limits := splitFindings(cardFindings(c, dir))
 	b.WriteString("## Findings\n\n")
 	if len(news) == 0 {
 		b.WriteString(noNews(c) + "\n")
-	}
-	if len(news) > 0 {
+	} else {
 		b.WriteString(newsIntro + "\n\n")
 	}
 	for _, f := range news {
