@@ -79,11 +79,13 @@ type liveAcc struct {
 // want it, acquisitions succeed again after every fault heals, and no client
 // starves. Unavailability is the time between the end of one hold (its
 // release, loss or last act) and the next acquire ack, counted only while
-// some client was trying to acquire the key, and not counted while a
-// node-level fault (or the TTL after its heal) was in effect: that
-// unavailability is the fault's, and is reported as a statistic. A gap is
-// judged in the window of the ack that ends it; the gap left open at the end
-// of the record in the last window.
+// some client was trying to acquire the key and could act: not while a
+// node-level fault (or the TTL after its heal) was in effect, nor while
+// the waiting clients' own faults kept them from acting (paused, cut, their
+// acquire commands stalled: waiterBlocks). That unavailability is the
+// faults', and is reported as a statistic. A gap is judged in the window of
+// the ack that ends it; the gap left open at the end of the record in the
+// last window.
 func judgeLiveness(m *model, c *ctx) {
 	var faultSpans []span
 	for _, f := range m.faults {
@@ -92,27 +94,37 @@ func judgeLiveness(m *model, c *ctx) {
 		}
 	}
 	faultSpans = union(faultSpans)
+	b := m.blocks()
 	for k, kd := range m.kd {
-		m.judgeKeyLiveness(c, int32(k), kd, faultSpans)
+		m.judgeKeyLiveness(c, int32(k), kd, faultSpans, b)
 	}
 	m.firstAcksAfterHeals(&c.live)
 }
 
-// keyWaits are the spans in which clients waited for one key: all of them,
-// and outside the node faults' spans.
+// keyWaits are the spans in which clients waited for one key: all of them
+// (want), outside the node faults' spans (wantNoFault), and of those the
+// spans in which a waiter could act (canAct): the waits the lock answers
+// for.
 type keyWaits struct {
-	k                 int32
-	want, wantNoFault []span
+	k                         int32
+	kd                        *keyData
+	want, wantNoFault, canAct []span
+	waiters                   map[int32]bool
+	b                         waiterBlocks
 }
 
 // judgeKeyLiveness measures the gaps in one key's availability while
 // clients waited: between holds, and at the end of the run.
-func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span) {
+func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span, b waiterBlocks) {
 	a := &c.live
 	m.index(kd)
 	want := m.spans[:0]
+	var act []span
+	waiters := map[int32]bool{}
 	for _, f := range kd.failed {
 		want = append(want, span{f.t, f.end})
+		act = b.own(act, f.client, span{f.t, f.end})
+		waiters[f.client] = true
 		if m.in(f.t) {
 			a.attempts++
 			a.lastAttempt = max(a.lastAttempt, f.end)
@@ -124,6 +136,8 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 		g := m.granted(h)
 		grants = append(grants, g)
 		want = append(want, span{h.acqT, g})
+		act = b.own(act, h.client, span{h.acqT, g})
+		waiters[h.client] = true
 		if m.in(h.start) {
 			a.attempts++
 		}
@@ -133,10 +147,11 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 		return
 	}
 	m.spans = want
-	w := &keyWaits{k: k, want: union(want)}
+	w := &keyWaits{k: k, kd: kd, want: union(want), canAct: union(act), waiters: waiters, b: b}
 	w.wantNoFault = w.want
 	if len(faultSpans) > 0 {
 		w.wantNoFault = minus(w.want, faultSpans)
+		w.canAct = minus(w.canAct, faultSpans)
 	}
 	var prevEnd int64 = -1
 	var prev int32 = -1
@@ -219,13 +234,14 @@ func (m *model) granted(h *hold) int64 {
 }
 
 // livenessGap judges the key unavailable in [x, y) while clients waited,
-// after hold prev and until hold next (-1: none).
+// after hold prev and until hold next (-1: none), on the time in which a
+// waiter could act.
 func (m *model) livenessGap(c *ctx, w *keyWaits, x, y int64, prev, next int32) {
 	a := &c.live
 	if y <= x {
 		return
 	}
-	u := measure(w.wantNoFault, x, y)
+	u := measure(w.canAct, x, y)
 	a.worstFault = max(a.worstFault, measure(w.want, x, y)-u)
 	a.worst = max(a.worst, u)
 	allowed := m.ttl + c.o.Epsilon
@@ -245,19 +261,40 @@ func (m *model) livenessGap(c *ctx, w *keyWaits, x, y int64, prev, next int32) {
 	for _, f := range m.faults {
 		if f.kind == history.FaultCrashClient && f.applied && f.crashAt <= y && f.crashAt >= x-allowed {
 			cause = CauseNotFreedAfterCrash
-			expl = fmt.Sprintf("client %d crashed at %s (%s) and %s was never freed", f.clientTarget, sec(f.crashAt), f.v.Point, key)
+			expl = fmt.Sprintf("client %d crashed at %s (%s)", f.clientTarget, sec(f.crashAt), f.v.Point)
 			break
 		}
 	}
+	expl += m.freedSentence(w.kd, key, x, y)
 	if next >= 0 {
 		clients = append(clients, int(m.holds[next].client))
 		expl += fmt.Sprintf("; the next acquire succeeded only at %s", sec(y))
 	} else {
 		expl += "; no acquire succeeded again before the run ended"
 	}
+	expl += fmt.Sprintf(": %s of waiting in which a waiter could act, longer than the TTL allows", dur(u))
+	if sub := measure(w.wantNoFault, x, y) - u; sub > 0 {
+		expl += fmt.Sprintf(" (%s more not counted: %s)", dur(sub), w.b.why(w.waiters, x, y))
+	}
 	c.violate(Violation{Check: CheckLiveness, Key: key, Clients: clients, AtMS: history.MS(x), Window: [2]int64{x, y}, Cause: cause,
 		Detail:      fmt.Sprintf("%s was unavailable for %s while clients waited (allowed: TTL %s + ε %s)", key, dur(u), dur(m.ttl), dur(c.o.Epsilon)),
-		Explanation: expl + fmt.Sprintf(": %s of waiting, longer than the TTL allows.", dur(u))}, &a.count)
+		Explanation: expl + "."}, &a.count)
+}
+
+// freedSentence says what the servers' record shows of key at the end
+// of the wait [x, y): present since a write (never freed, when written
+// before x), or free since a delete or an expiry.
+func (m *model) freedSentence(kd *keyData, key string, x, y int64) string {
+	present, since, known := m.keyAtEnd(kd, y)
+	switch {
+	case !known:
+		return fmt.Sprintf("; the servers' record does not show %s", key)
+	case present && since < x:
+		return fmt.Sprintf("; %s was never freed by the servers' record", key)
+	case present:
+		return fmt.Sprintf("; %s was written at %s and not freed since, by the servers' record", key, sec(since))
+	}
+	return fmt.Sprintf("; %s was free from %s by the servers' record", key, sec(since))
 }
 
 // firstAcksAfterHeals: acquisitions succeed again after every fault heals:

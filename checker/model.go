@@ -126,6 +126,7 @@ type nested struct {
 // attempt is an acquire that did not succeed (for liveness).
 type attempt struct {
 	t, end int64
+	client int32
 }
 
 // fault is one fault firing with its heal.
@@ -139,6 +140,7 @@ type fault struct {
 	clientTarget  int               // -1 unless the target is a client
 	dir           string            // partition, latency: the direction asked
 	healRecorded  bool
+	healEff       map[string]string // what its heal measured (stall-commands: the commands it delayed)
 	// lasts is the duration the schedule asked for (0: none, or unknown):
 	// its heal is due then.
 	lasts int64
@@ -470,7 +472,7 @@ func (m *model) add(e *history.Event) {
 			return
 		}
 		if f := m.faultBy[e.Fault.ID]; f != nil {
-			f.healT, f.healRecorded = e.T, true
+			f.healT, f.healRecorded, f.healEff = e.T, true, e.Fault.Effect
 		}
 	case history.OpCommand:
 		m.addCommand(e)
@@ -579,7 +581,7 @@ func (m *model) addAcquire(e *history.Event) {
 	hi, holding := c.open.get(k)
 	if e.Result != history.OK {
 		if !holding {
-			m.kd[k].failed = append(m.kd[k].failed, attempt{e.T, e.End})
+			m.kd[k].failed = append(m.kd[k].failed, attempt{e.T, e.End, int32(e.Client)})
 		}
 		return
 	}

@@ -186,3 +186,78 @@ func TestShrinkRejectsAReferenceIdle(t *testing.T) {
 		}
 	}
 }
+
+// stalled is a run with a stall-commands firing that delayed n of its
+// acquire commands (-1: not measured).
+func stalled(r RunResult, n int) RunResult {
+	if _, ok := r.Checks["liveness"]; !ok {
+		r.Checks["liveness"] = "valid"
+	}
+	r.Windows = map[string]Window{history.FaultStallCommands: {Firings: 1, OK: 3, StalledInAcquire: n}}
+	return r
+}
+
+// Issue 44: a stall of SET slowed simple's acquires and not the
+// reference's (watchdog acquires with a script), and explore saved
+// simple's liveness failure as a finding. A stall whose measured effect on
+// the reference's acquires was nil while it delayed the lock's on every
+// failing run is no comparison: reference-idle, with its reason. Where it
+// touched the reference too, or was not measured, it is a finding.
+func TestAStallThatMissedTheReferenceIsNotAFinding(t *testing.T) {
+	lock := []RunResult{stalled(run(true, "liveness"), 4), stalled(run(true, "liveness"), 2), stalled(run(true), 3)}
+	ref := []RunResult{stalled(run(true), 0), stalled(run(true), 0), stalled(run(true), 0)}
+	got, vs := Classify(lock, ref)
+	if got != RefIdle {
+		t.Fatalf("%s, want %s (%+v)", got, RefIdle, vs)
+	}
+	for _, v := range vs {
+		if v.Check == "liveness" && !strings.Contains(v.Reason, "stall-commands delayed none of the reference's acquire commands on 3 seed(s) and at least 2 of the lock's on each of its 2 failing run(s)") {
+			t.Errorf("reason %q", v.Reason)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		lock, ref []RunResult
+	}{
+		{"the stall delayed the reference's acquires too", lock, []RunResult{stalled(run(true), 0), stalled(run(true), 1), stalled(run(true), 0)}},
+		{"the reference's stall not measured", lock, []RunResult{stalled(run(true), 0), stalled(run(true), -1), stalled(run(true), 0)}},
+		{"a failing lock run whose acquires the stall missed", append([]RunResult{stalled(run(true, "liveness"), 0)}, lock...), ref},
+	} {
+		if got, vs := Classify(tc.lock, tc.ref); got != Finding {
+			t.Errorf("%s: %s, want %s (%+v)", tc.name, got, Finding, vs)
+		}
+	}
+}
+
+// Windows sums a stall's measured acquire commands over its firings, and
+// says "not measured" (-1) once a firing's heal lacks the count.
+func TestWindowsSumAStallsAcquireCommands(t *testing.T) {
+	path := filepath.Join(t.TempDir(), history.JSONLFile)
+	if err := os.WriteFile(path, []byte(`{"t":0,"op":"run","client":-1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eff := func(n string) map[string]string {
+		return map[string]string{history.EffectStalled: n, history.EffectStalledInAcquire: n}
+	}
+	for _, tc := range []struct {
+		heals []map[string]string
+		want  int
+	}{
+		{[]map[string]string{eff("2"), eff("3")}, 5},
+		{[]map[string]string{eff("0"), eff("0")}, 0},
+		{[]map[string]string{eff("2"), nil}, -1},
+		{[]map[string]string{{history.EffectStalledInAcquire: "0", history.EffectStalledOnWire: "true"}}, -1},
+	} {
+		var fs []metrics.FaultSummary
+		for i, h := range tc.heals {
+			fs = append(fs, metrics.FaultSummary{ID: i + 1, Kind: history.FaultStallCommands, AtMS: float64(100 * i), HealedMS: float64(100*i + 50), Applied: true, HealEffect: h})
+		}
+		w, err := Windows(path, fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w[history.FaultStallCommands].StalledInAcquire; got != tc.want {
+			t.Errorf("heals %v: %d acquire commands stalled, want %d", tc.heals, got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
@@ -47,6 +48,12 @@ type Window struct {
 	Firings int `json:"firings"`
 	OK      int `json:"ok"`
 	Unknown int `json:"unknown"`
+	// StalledInAcquire counts, for stall-commands, the acquire commands
+	// its firings delayed by their heals' measured effect (-1: not
+	// measured, or met on the wire uncounted). A stall of SET delays none
+	// of a lock's that acquires with a script: a comparison with such a
+	// reference is not like with like.
+	StalledInAcquire int `json:"stalled_in_acquire,omitempty"`
 }
 
 // Oracle runs a schedule once.
@@ -130,6 +137,9 @@ func Windows(path string, fs []metrics.FaultSummary) (map[string]Window, error) 
 		from = min(from, sp.from)
 		w := out[f.Kind]
 		w.Firings++
+		if f.Kind == history.FaultStallCommands {
+			w.StalledInAcquire = addStalled(w.StalledInAcquire, f.HealEffect)
+		}
 		out[f.Kind] = w
 	}
 	if len(spans) == 0 {
@@ -159,6 +169,16 @@ func Windows(path string, fs []metrics.FaultSummary) (map[string]Window, error) 
 		return nil, err
 	}
 	return out, nil
+}
+
+// addStalled adds a stall's measured acquire commands (its heal's effect)
+// to sum: -1 once one firing's count is not known.
+func addStalled(sum int, heal map[string]string) int {
+	n, err := strconv.Atoi(heal[history.EffectStalledInAcquire])
+	if sum < 0 || err != nil || n < 0 || heal[history.EffectStalledOnWire] == "true" {
+		return -1
+	}
+	return sum + n
 }
 
 // FromResults reads a run's results into rr.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/report/metrics"
 )
 
@@ -156,7 +157,11 @@ func Classify(lockRuns, refRuns []RunResult) (Class, []Verdict) {
 // Idle says why the reference's pass of check is vacuous, "" when it is
 // not: a fault kind under which, on every reference run, no acquire was
 // granted and at least one went unanswered, while on every run of the
-// lock that failed check at least one was granted. The rule is kept
+// lock that failed check at least one was granted; or a stall of commands
+// that, by its measured effect, delayed none of the reference's acquire
+// commands on any run while it delayed the lock's on every failing run (a
+// stall of SET against a reference that acquires with a script: not like
+// with like, so not a finding, nor a schedule to shrink toward). The rule is kept
 // narrow: a reference that was refused (the key held, as a correct lock
 // must refuse) or whose acquires were not measured is not idle, and a
 // lock run that failed without acquiring under the fault shows a
@@ -209,7 +214,32 @@ kinds:
 		return fmt.Sprintf("under %s the reference acquired nothing on %d seed(s) (%d attempts unanswered), the lock %s time(s) on each of its %d failing run(s)",
 			k, len(refs), unknown, grants, len(failing))
 	}
-	return ""
+	return untouched(failing, refs)
+}
+
+// untouched says why a stall-commands comparison is vacuous: on every
+// reference run its firings delayed none of the reference's acquire
+// commands, on every failing run of the lock at least one ("" if not, or
+// not measured on some run).
+func untouched(failing, refs []RunResult) string {
+	k := history.FaultStallCommands
+	lo := -1
+	for _, r := range failing {
+		w, ok := r.Windows[k]
+		if !ok || w.StalledInAcquire <= 0 {
+			return ""
+		}
+		if lo < 0 || w.StalledInAcquire < lo {
+			lo = w.StalledInAcquire
+		}
+	}
+	for _, r := range refs {
+		if w, ok := r.Windows[k]; !ok || w.StalledInAcquire != 0 {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s delayed none of the reference's acquire commands on %d seed(s) and at least %d of the lock's on each of its %d failing run(s): the fault did not touch the reference",
+		k, len(refs), lo, len(failing))
 }
 
 // FindingsOf are the verdicts of class Finding.

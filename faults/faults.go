@@ -104,7 +104,7 @@ type ClientControl interface {
 	SetClock(c int, offset time.Duration, rate float64) (map[string]string, error)
 	// Stall delays the listed commands (lower-case names; empty = all) of
 	// client c by d each until undo is called.
-	Stall(c int, commands []string, d time.Duration) (undo func())
+	Stall(c int, commands []string, d time.Duration) (undo func() map[string]string)
 	// Cut makes client c's connections to the given nodes fail (reset) or
 	// hang (drop) until undo is called.
 	Cut(c int, nodes []int, mode string) (undo func(), err error)

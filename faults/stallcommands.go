@@ -35,7 +35,7 @@ type stall struct {
 	s     Scheduled
 	delay time.Duration
 	cmds  []string
-	undo  func()
+	undo  func() map[string]string
 }
 
 func (k *stall) Start(_ context.Context, env *Env) (Outcome, error) {
@@ -50,7 +50,7 @@ func (k *stall) Start(_ context.Context, env *Env) (Outcome, error) {
 
 func (k *stall) Heal(context.Context, *Env) (map[string]string, error) {
 	if k.undo != nil {
-		k.undo()
+		return k.undo(), nil
 	}
 	return nil, nil
 }

@@ -132,6 +132,12 @@ const (
 	EffectError     = "error"         // the error that stopped it
 	EffectMechanism = "mechanism"     // clock faults: real-clock | ttl-rewrite
 	EffectCrashedAt = "crashed_at_ms" // crash-client: when the client died (run ms)
+	// stall-commands' heal: the commands it delayed at the client's gate,
+	// those of them in an acquire, and "true" when the client's lock runs
+	// in a process whose own commands the stall met on the wire, uncounted.
+	EffectStalled          = "stalled_commands"
+	EffectStalledInAcquire = "stalled_in_acquire"
+	EffectStalledOnWire    = "stalled_on_wire"
 )
 
 // FaultView is the typed reading of a fault event: the fields the checker's

@@ -38,6 +38,11 @@ type gate struct {
 	stallD   time.Duration
 	stallOn  map[string]bool // nil = all commands
 	cuts     map[int]string  // node index → reset | drop
+	// stalled counts the commands a stall delayed, and stalledAcq those
+	// of them sent while the client was acquiring: a stall's measured
+	// effect (a stall of SET does not touch a lock that acquires with a
+	// script, and liveness and explore must know that).
+	stalled, stalledAcq atomic.Int64
 	// dropWait is how long a command over a dropping cut waits for an
 	// answer that never comes: the client's timeout (its read deadline).
 	dropWait time.Duration
@@ -393,6 +398,10 @@ func (h gateHook) before(ctx context.Context, name string) error {
 		}
 	}
 	if stall > 0 {
+		g.stalled.Add(1)
+		if g.phase.Load()>>32 == phaseAcquiring {
+			g.stalledAcq.Add(1)
+		}
 		time.Sleep(stall)
 	}
 	return nil

@@ -148,3 +148,32 @@ func TestGateTookQuorum(t *testing.T) {
 		t.Error("a one-node lock, or a reply with no token, takes the lock with one reply")
 	}
 }
+
+// A stall counts the commands it delayed, and those sent in an acquire:
+// its measured effect. A stall of SET met by a lock that acquires with a
+// script delays none of its acquire commands, and says so.
+func TestStallCountsWhatItDelayed(t *testing.T) {
+	c := &Client{ID: 0, rec: history.NewRecorder(nil)}
+	w := &Workload{byID: map[int]*Client{0: c}}
+	g := &c.gate
+	g.c = c
+	undo := w.Stall(0, []string{"set"}, time.Millisecond)
+	h := gateHook{g: g, idx: 0}
+	g.setPhase("acquiring")
+	for _, cmd := range []string{"evalsha", "SET", "get"} {
+		if err := h.before(context.Background(), cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.setPhase("")
+	if err := h.before(context.Background(), "set"); err != nil { // the resource's write
+		t.Fatal(err)
+	}
+	eff := undo()
+	if eff[history.EffectStalled] != "2" || eff[history.EffectStalledInAcquire] != "1" {
+		t.Errorf("effect %v: want 2 stalled, 1 in an acquire", eff)
+	}
+	if err := h.before(context.Background(), "set"); err != nil || g.stalled.Load() != 2 {
+		t.Errorf("after the heal a SET is not stalled: %v, stalled %d", err, g.stalled.Load())
+	}
+}

@@ -524,10 +524,17 @@ func (w *Workload) BlockLoop(ctx context.Context, cs []int, point string, d time
 	return arm(ctx, w.gates(cs), point, armBlockLoop, d)
 }
 
-// Stall delays the listed commands of client c by d until undo.
-func (w *Workload) Stall(c int, commands []string, d time.Duration) func() {
+// Stall delays the listed commands of client c by d until undo, which
+// returns the stall's measured effect: how many commands it delayed
+// (history.EffectStalled), and how many of them in an acquire
+// (history.EffectStalledInAcquire). Commands a lock's own process sends
+// (a driver's) are met on the wire by a stall of every command, and not
+// counted; a stall of some commands only does not reach them.
+func (w *Workload) Stall(c int, commands []string, d time.Duration) func() map[string]string {
 	g := &w.byID[c].gate
 	g.mu.Lock()
+	g.stalled.Store(0)
+	g.stalledAcq.Store(0)
 	g.stallD = d
 	g.stallOn = nil
 	if len(commands) > 0 {
@@ -541,11 +548,19 @@ func (w *Workload) Stall(c int, commands []string, d time.Duration) func() {
 	if len(commands) == 0 { // a stall of some commands only cannot be told apart on the wire
 		undoLinks = w.processLinks(c, nil, "delay", d)
 	}
-	return func() {
+	return func() map[string]string {
 		undoLinks()
 		g.mu.Lock()
 		g.stallD, g.stallOn = 0, nil
 		g.unlock()
+		eff := map[string]string{
+			history.EffectStalled:          strconv.FormatInt(g.stalled.Load(), 10),
+			history.EffectStalledInAcquire: strconv.FormatInt(g.stalledAcq.Load(), 10),
+		}
+		if _, ok := w.byID[c].lk.(lockimpl.Process); ok && len(commands) == 0 {
+			eff[history.EffectStalledOnWire] = "true"
+		}
+		return eff
 	}
 }
 
