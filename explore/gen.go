@@ -45,6 +45,18 @@ var (
 	rates      = []float64{0.5, 1.5, 2, 3}
 )
 
+// holdLadder are the holds drawn (×TTL). A lock that renews its lease is
+// also held for several renewal cycles (up to 4×TTL): a renewal that loses
+// a little of the lease each time fails only two or more cycles in, and a
+// hold within one TTL never gets there. The ladder has as many rungs either
+// way, so a lock that does not renew draws the schedules it drew before.
+func holdLadder(info lockimpl.Info) []float64 {
+	if info.Renews {
+		return []float64{0.05, 0.3, 0.6, 1.2, 2.5, 4}
+	}
+	return []float64{0.01, 0.05, 0.1, 0.3, 0.6, 1.2}
+}
+
 // MinMag and MaxMag bound the time magnitudes (×TTL).
 const (
 	MinMag = 0.1
@@ -127,7 +139,7 @@ func (g Generator) draw(r *rand.Rand) Schedule {
 	if r.IntN(5) == 0 {
 		s.Keys = 2
 	}
-	s.Hold = magDuration(pick(r, []float64{0.01, 0.05, 0.1, 0.3, 0.6, 1.2}), ttl)
+	s.Hold = magDuration(pick(r, holdLadder(g.Info)), ttl)
 	s.Think = pick(r, []time.Duration{2 * time.Millisecond, 10 * time.Millisecond, ttl / 5})
 	if g.Info.Reentrant && r.IntN(2) == 0 {
 		s.Reentry = 1 + r.IntN(2)

@@ -145,3 +145,28 @@ func TestMarginTemplatesValidate(t *testing.T) {
 		}
 	}
 }
+
+// A renewing lock is held for several renewal cycles (up to 4×TTL) on some
+// schedules; a lock that does not renew draws holds of at most 1.2×TTL,
+// and the same schedules as before the renewing ladder existed (the same
+// number of rungs).
+func TestRenewingLocksAreHeldForSeveralCycles(t *testing.T) {
+	ttl := 200 * time.Millisecond
+	for _, renews := range []bool{false, true} {
+		g := Generator{Seed: 3, Topology: "single", TTL: ttl, Info: lockimpl.Info{Renews: renews}}
+		var longest time.Duration
+		for i := 0; i < 300; i++ {
+			s, err := g.Generate(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			longest = max(longest, s.Hold)
+		}
+		switch {
+		case renews && longest < 4*ttl:
+			t.Errorf("renewing lock: longest hold %v in 300 schedules, want 4×TTL (%v)", longest, 4*ttl)
+		case !renews && longest > ttl*12/10:
+			t.Errorf("plain lock: longest hold %v, want at most 1.2×TTL", longest)
+		}
+	}
+}
