@@ -51,6 +51,10 @@ type hold struct {
 	// it held the key. Such a hold overlaps nothing; it still counts as the
 	// client's key at the server (unlock attribution, liveness).
 	empty bool
+
+	// actAfterTold: the end of the last write after told (0 none): the
+	// client acted before it looked.
+	actAfterTold int64
 }
 
 // release is one release call (any depth), for unlock attribution.
@@ -261,6 +265,7 @@ type model struct {
 	ttl     int64
 	honours bool
 	topo    string
+	lastT   int64 // the latest event time read (stranded keys at the record's end)
 
 	keyIdx  map[string]int32
 	keys    []string
@@ -423,6 +428,7 @@ func metaInt(v any) (int64, bool) {
 // add folds one event into the model. Events of one client arrive in its
 // program order (each client records its own steps in sequence).
 func (m *model) add(e *history.Event) {
+	m.lastT = max(m.lastT, e.T, e.End)
 	switch e.Op {
 	case history.OpRun:
 		m.addRun(e)
@@ -559,6 +565,9 @@ func (m *model) act(h *hold, at int64) {
 	h.lastAct = max(h.lastAct, at)
 	if h.deadline > 0 && at > h.deadline {
 		h.actAfter = max(h.actAfter, at)
+	}
+	if h.told > 0 && at > h.told {
+		h.actAfterTold = max(h.actAfterTold, at)
 	}
 }
 
@@ -701,6 +710,13 @@ func (m *model) prepare(o Options) {
 		h.heldTo = end
 		if m.honours && h.deadline > 0 && h.deadline < end {
 			end = max(h.deadline, h.actAfter, h.start)
+		}
+		if m.honours && h.deadline == 0 && h.told > 0 && h.told < end {
+			// A lease with no deadline whose only loss signal is the
+			// lock's notification (rueidislock's cancelled context): the
+			// lock told the holder, as a deadline would; what the holder
+			// did before it looked (a write) still counts.
+			end = max(h.told, h.actAfterTold, h.start)
 		}
 		h.belief = end
 		h.empty = m.honours && h.deadline > 0 && h.deadline <= h.start && h.actAfter == 0

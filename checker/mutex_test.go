@@ -76,3 +76,34 @@ func TestExpiredOnArrivalLeaseIsNoBelief(t *testing.T) {
 	r = Check(b.ev, Options{})
 	wantVerdicts(t, r, map[string]Verdict{CheckMutex: Invalid})
 }
+
+// A lease with no deadline whose only loss signal is the lock's
+// notification (rueidislock cancels its context): the belief ends when the
+// lock told the holder (told-lost), as it would at a deadline, not when the
+// holder next looked (lost). rueidislock's overlap read 613-620 ms where
+// the library told its holder 171-179 ms after the other client acquired.
+// What the holder did before it looked still counts.
+func TestToldLostEndsABeliefWithoutDeadline(t *testing.T) {
+	build := func(told int64, writeAt int64) *hb {
+		b := newHB(nil)
+		b.acq(0, 0, 1, 0, history.OK, 1).read(0, 2, 0)
+		b.add(history.Event{T: told * ms, Client: 0, Key: "k", Op: history.OpTold})
+		b.acq(1, 205, 210, 0, history.OK, 1).read(1, 211, 0).write(1, 212, 213, 1, 0, true)
+		if writeAt > 0 {
+			b.write(0, writeAt, writeAt+1, 1, 0, true)
+		}
+		b.add(history.Event{T: 400 * ms, Client: 0, Key: "k", Op: history.OpLost})
+		return b.rel(1, 420, 421, 0)
+	}
+	// Told before the other's acquire returned: no overlap.
+	r := Check(build(200, 0).ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckMutex: Valid})
+	// Told 40 ms after it: an overlap of 40 ms, not of 190 ms to the look.
+	r = Check(build(250, 0).ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckMutex: Invalid})
+	if got := r.Checks[CheckMutex].Stats["overlap_ms"].(float64); got < 39 || got > 41 {
+		t.Errorf("overlap %.1f ms, want 40 (to told-lost at 0.250 s)", got)
+	}
+	// Told in time, but the holder wrote before it looked: that counts.
+	wantVerdicts(t, Check(build(200, 300).ev, Options{}), map[string]Verdict{CheckMutex: Invalid})
+}
