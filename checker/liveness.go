@@ -111,6 +111,7 @@ type keyWaits struct {
 	want, wantNoFault, canAct []span
 	waiters                   map[int32]bool
 	b                         waiterBlocks
+	faults                    []span // the node faults' spans (with a TTL after each heal)
 }
 
 // judgeKeyLiveness measures the gaps in one key's availability while
@@ -147,7 +148,7 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 		return
 	}
 	m.spans = want
-	w := &keyWaits{k: k, kd: kd, want: union(want), canAct: union(act), waiters: waiters, b: b}
+	w := &keyWaits{k: k, kd: kd, want: union(want), canAct: union(act), waiters: waiters, b: b, faults: faultSpans}
 	w.wantNoFault = w.want
 	if len(faultSpans) > 0 {
 		w.wantNoFault = minus(w.want, faultSpans)
@@ -159,9 +160,9 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 		h := &m.holds[hi]
 		if m.in(h.start) {
 			if g := grants[i]; prevEnd >= 0 {
-				m.livenessGap(c, w, prevEnd, g, prev, hi)
+				m.keyGap(c, w, prevEnd, g, g, prev, hi)
 			} else if len(kd.failed) > 0 && kd.failed[0].t < h.acqT {
-				m.livenessGap(c, w, kd.failed[0].t, g, prev, hi)
+				m.livenessGap(c, w, kd.failed[0].t, g, prev, hi, nil)
 			}
 		}
 		if to := m.aliveHolding(h); to > prevEnd {
@@ -171,11 +172,37 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 	if !m.final {
 		return
 	}
+	if len(w.want) == 0 {
+		return // only instants: acquires answered as they were sent
+	}
 	last := w.want[len(w.want)-1].b
-	if prevEnd < 0 {
-		m.livenessGap(c, w, w.want[0].a, last, prev, -1)
-	} else if last > prevEnd {
-		m.livenessGap(c, w, prevEnd, last, prev, -1)
+	switch {
+	case prevEnd < 0:
+		m.livenessGap(c, w, w.want[0].a, last, prev, -1, nil)
+	case m.holds[prev].how == endOpen && m.crashOf(&m.holds[prev]) == nil:
+		// Still believed when the record ends: no gap to judge but the
+		// waits', and no stranding.
+		if last > prevEnd {
+			m.livenessGap(c, w, prevEnd, last, prev, -1, nil)
+		}
+	default:
+		m.keyGap(c, w, prevEnd, last, max(last, m.lastT), prev, -1)
+	}
+}
+
+// keyGap judges the gap after hold prev ended every belief on the key at
+// x: its waits until y (liveness), and a stranding until end (the next
+// grant, or the record's end for the last gap), reported once: as the
+// waits' violation with the stranding's cause, or on its own when no
+// client waited long enough to see it.
+func (m *model) keyGap(c *ctx, w *keyWaits, x, y, end int64, prev, next int32) {
+	s, stranded := m.strandedAfter(c, w, x, end, prev)
+	var sp *strandedKey
+	if stranded {
+		sp = &s
+	}
+	if !m.livenessGap(c, w, x, y, prev, next, sp) && stranded {
+		m.judgeStranded(c, s, w.k)
 	}
 }
 
@@ -235,18 +262,19 @@ func (m *model) granted(h *hold) int64 {
 
 // livenessGap judges the key unavailable in [x, y) while clients waited,
 // after hold prev and until hold next (-1: none), on the time in which a
-// waiter could act.
-func (m *model) livenessGap(c *ctx, w *keyWaits, x, y int64, prev, next int32) {
+// waiter could act; s, when not nil, is the key's stranding, which names
+// the cause. It says whether it reported a violation.
+func (m *model) livenessGap(c *ctx, w *keyWaits, x, y int64, prev, next int32, s *strandedKey) bool {
 	a := &c.live
 	if y <= x {
-		return
+		return false
 	}
 	u := measure(w.canAct, x, y)
 	a.worstFault = max(a.worstFault, measure(w.want, x, y)-u)
 	a.worst = max(a.worst, u)
 	allowed := m.ttl + c.o.Epsilon
 	if u <= allowed || m.ttl == 0 {
-		return
+		return false
 	}
 	key := m.keys[w.k]
 	clients := []int{}
@@ -265,7 +293,13 @@ func (m *model) livenessGap(c *ctx, w *keyWaits, x, y int64, prev, next int32) {
 			break
 		}
 	}
-	expl += m.freedSentence(w.kd, key, x, y)
+	if s != nil && cause == CauseNotFreedAfterCrash {
+		cause, expl = s.cause, expl+"; "+s.why
+	} else if s != nil {
+		cause, expl = s.cause, s.why
+	} else {
+		expl += m.freedSentence(w.kd, key, x, y)
+	}
 	if next >= 0 {
 		clients = append(clients, int(m.holds[next].client))
 		expl += fmt.Sprintf("; the next acquire succeeded only at %s", sec(y))
@@ -279,6 +313,7 @@ func (m *model) livenessGap(c *ctx, w *keyWaits, x, y int64, prev, next int32) {
 	c.violate(Violation{Check: CheckLiveness, Key: key, Clients: clients, AtMS: history.MS(x), Window: [2]int64{x, y}, Cause: cause,
 		Detail:      fmt.Sprintf("%s was unavailable for %s while clients waited (allowed: TTL %s + ε %s)", key, dur(u), dur(m.ttl), dur(c.o.Epsilon)),
 		Explanation: expl + "."}, &a.count)
+	return true
 }
 
 // freedSentence says what the servers' record shows of key at the end

@@ -1,0 +1,177 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// Stranded-key causes (liveness): a key left at the server after every
+// lease on it had ended, blocking everyone while nobody held it.
+const (
+	// CauseRenewedAfterRelease: the key was extended (PEXPIRE) after its
+	// holder's lease had ended: a watchdog still renewing a released lease.
+	CauseRenewedAfterRelease = "renewed-after-release"
+	// CauseKeyWithoutTTL: the key's last write gave it no TTL (a SETNX
+	// whose EXPIRE never came).
+	CauseKeyWithoutTTL = "key-without-ttl"
+	// CauseReleaseNotApplied: the holder released, and no delete of the key
+	// reached the server.
+	CauseReleaseNotApplied = "release-not-applied"
+)
+
+// strandedKey is a key present at the server past TTL + ε after every
+// belief on it had ended (at x): nobody could acquire it from x + TTL
+// until to (its free, the next grant, or the record's end).
+type strandedKey struct {
+	from, to   int64
+	cause, why string
+	clients    []int
+}
+
+// strandedAfter says whether key w.k was left at the server after hold
+// prev (-1: none) ended every belief on it at x, until y (the next grant;
+// the record's end for the last). Only an explained stranding counts: a
+// renewal after the lease ended, a write without TTL, a release that
+// never reached the server. A key that merely outlived the scenario's TTL
+// (a library that sets its own, longer) is not flagged, and neither is a
+// span a node fault (a clock jump, a restart, a failover) touched: the
+// fault, not the lock, decides a key's life there.
+func (m *model) strandedAfter(c *ctx, w *keyWaits, x, y int64, prev int32) (strandedKey, bool) {
+	allowed := m.ttl + c.o.Epsilon
+	if m.ttl == 0 || prev < 0 || y-x <= allowed || len(w.kd.srv) == 0 {
+		return strandedKey{}, false
+	}
+	present, _, known := m.keyAtEnd(w.kd, x+allowed)
+	if !present || !known {
+		return strandedKey{}, false
+	}
+	to := y
+	kd := w.kd
+	i := sort.Search(len(kd.srv), func(i int) bool { return kd.srv[i].t >= x+allowed })
+	for ; i < len(kd.srv) && kd.srv[i].t < y; i++ {
+		if e := kd.srv[i]; e.kind == srvDel || e.kind == srvExpired {
+			to = e.t
+			break
+		}
+	}
+	if to-x <= allowed || measure(w.faults, x, to) > 0 {
+		return strandedKey{}, false
+	}
+	key := m.keys[w.k]
+	s := strandedKey{from: x + m.ttl, to: to, clients: []int{}}
+	who := fmt.Sprintf("client %d", m.holds[prev].client)
+	s.clients = append(s.clients, int(m.holds[prev].client))
+	if c, t, ok := m.renewedAfter(kd, x, to); ok {
+		s.cause = CauseRenewedAfterRelease
+		by := "a connection the record does not name"
+		if c >= 0 {
+			by = fmt.Sprintf("client %d's connection", c)
+			if len(s.clients) == 0 || s.clients[0] != int(c) {
+				s.clients = append(s.clients, int(c))
+			}
+		}
+		s.why = fmt.Sprintf("%s's lease on %s ended at %s, and %s was renewed at %s by %s", who, key, sec(x), key, sec(t), by)
+	} else if bare := m.writtenWithoutTTL(kd, x+allowed); bare != nil {
+		s.cause = CauseKeyWithoutTTL
+		by := ""
+		if bare.client >= 0 {
+			by = fmt.Sprintf(" by client %d's connection", bare.client)
+		}
+		s.why = fmt.Sprintf("%s was written at %s%s without a TTL, after %s's lease ended at %s", key, sec(bare.h), by, who, sec(x))
+		if bare.h < x {
+			s.why = fmt.Sprintf("%s was written at %s%s without a TTL, and %s's lease ended at %s", key, sec(bare.h), by, who, sec(x))
+		}
+	} else if m.holds[prev].how == endReleased {
+		s.cause = CauseReleaseNotApplied
+		s.why = fmt.Sprintf("%s released %s at %s, and no delete of it reached the server", who, key, sec(x))
+	} else {
+		return strandedKey{}, false
+	}
+	return s, true
+}
+
+// renewedAfter finds an extension of the key at the server in (x, to):
+// the first, with the client whose connection sent it (from the command
+// record; -1 where it does not name one).
+func (m *model) renewedAfter(kd *keyData, x, to int64) (client int32, t int64, ok bool) {
+	i := sort.Search(len(kd.srv), func(i int) bool { return kd.srv[i].t > x })
+	for ; i < len(kd.srv) && kd.srv[i].t < to; i++ {
+		if kd.srv[i].kind != srvExpire || i > 0 && kd.srv[i-1].kind == srvSet && kd.srv[i].t-kd.srv[i-1].t <= cmdExpiryMargin {
+			continue // a SET with PX notifies "expire" after its "set": a write, not a renewal
+		}
+		t = kd.srv[i].t
+		client = -1
+		for j := range kd.cmds {
+			if c := &kd.cmds[j]; c.op == cmdExpire && c.h > x && c.h <= t+m.lag+cmdExpiryMargin {
+				client = c.client
+				break
+			}
+		}
+		return client, t, true
+	}
+	// Without notifications: the command record alone.
+	for j := range kd.cmds {
+		if c := &kd.cmds[j]; c.op == cmdExpire && c.h > x && c.h < to {
+			return c.client, c.h, true
+		}
+	}
+	return -1, 0, false
+}
+
+// writtenWithoutTTL: by the command record, the key's last write before t
+// left it without a TTL (a SET without one, or a hash write that created
+// the key) and nothing gave it one since.
+func (m *model) writtenWithoutTTL(kd *keyData, t int64) *cmdEvent {
+	var bare *cmdEvent // the write that left the key without a TTL
+	absent := true
+	for j := range kd.cmds {
+		c := &kd.cmds[j]
+		if c.h >= t {
+			break
+		}
+		switch c.op {
+		case cmdSet:
+			if c.nx && !m.setNotified(kd, c.h) {
+				continue // refused (MONITOR shows no replies; the notification shows a write)
+			}
+			bare = nil
+			if c.ttl == 0 && c.abs == 0 && !c.keep {
+				bare = c
+			}
+			absent = false
+		case cmdHash:
+			if absent {
+				bare = c
+			}
+			absent = false
+		case cmdExpire:
+			bare = nil
+		case cmdDel:
+			bare, absent = nil, true
+		}
+	}
+	return bare
+}
+
+// setNotified: a write of the key was notified within the observer's lag
+// of harness time t.
+func (m *model) setNotified(kd *keyData, t int64) bool {
+	i := sort.Search(len(kd.srv), func(i int) bool { return kd.srv[i].t >= t-cmdExpiryMargin })
+	for ; i < len(kd.srv) && kd.srv[i].t <= t+m.lag+cmdExpiryMargin; i++ {
+		if kd.srv[i].kind == srvSet {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeStranded reports a stranded key that the liveness gap did not
+// already report (no client waited long enough to see it).
+func (m *model) judgeStranded(c *ctx, s strandedKey, k int32) {
+	key := m.keys[k]
+	c.violate(Violation{Check: CheckLiveness, Key: key, Clients: s.clients, AtMS: history.MS(s.from), Window: [2]int64{s.from, s.to}, Cause: s.cause,
+		Detail:      fmt.Sprintf("%s stayed at the server for %s past its TTL after every lease on it had ended", key, dur(s.to-s.from)),
+		Explanation: s.why + fmt.Sprintf("; nobody could acquire it from %s to %s.", sec(s.from), sec(s.to))}, &c.live.count)
+}

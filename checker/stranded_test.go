@@ -1,0 +1,77 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// A stranded key: present at the server after every lease on it ended,
+// past TTL + ε, blocking everyone while nobody holds it (issue 41). It is
+// flagged with its cause whether or not a client waited for it, and a key
+// that left the server within its TTL is not.
+func TestStrandedKeys(t *testing.T) {
+	end := func(b *hb) *hb { // the record goes on to 1 s
+		return b.add(history.Event{T: 1000 * ms, End: 1000 * ms, Client: 2, Key: "other", Op: history.OpAcquire, Result: history.OK}).
+			add(history.Event{T: 1001 * ms, End: 1001 * ms, Client: 2, Key: "other", Op: history.OpRelease, Result: history.OK})
+	}
+	// A watchdog that renews a lease its holder released: the key is
+	// extended every 40 ms by client 0's connection after its release.
+	renewed := func() *hb {
+		b := recordHB()
+		b.acq(0, 0, 1, 0, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "100", "NX"}).srv(1, "set").srv(1, "expire")
+		b.read(0, 2, 0).write(0, 3, 4, 1, 0, true).rel(0, 10, 11, 0).cmd(0, 11, []string{"EVALSHA", "sha", "1", recKey, "tokA"}, []string{"GET", recKey})
+		for t := int64(40); t < 600; t += 40 {
+			b.cmd(0, t, []string{"PEXPIRE", recKey, "100"}).srv(t, "expire")
+		}
+		return end(b.srv(700, "expired"))
+	}
+	// setnx-expire's client dies between SETNX and EXPIRE: no TTL.
+	noTTL := func() *hb {
+		b := recordHB()
+		b.acq(0, 0, 1, 0, history.OK, 1).cmd(0, 1, []string{"SETNX", recKey, "tokA"}).srv(1, "set").read(0, 2, 0)
+		b.add(history.Event{T: 3 * ms, End: 5 * ms, Client: -1, Op: history.OpFault, Fault: &history.Fault{ID: 1,
+			Kind: history.FaultCrashClient, Target: "client 0", Applied: true,
+			Request: map[string]string{"point": history.PointBeforeWrite}, Effect: map[string]string{history.EffectCrashedAt: "5.00"}}})
+		return end(b)
+	}
+	// A correct lock: released, deleted.
+	correct := func() *hb {
+		b := recordHB()
+		b.acq(0, 0, 1, 101, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "100", "NX"}).srv(1, "set").srv(1, "expire")
+		b.read(0, 2, 0).write(0, 3, 4, 1, 0, true).rel(0, 10, 11, 0).cmd(0, 11, []string{"EVALSHA", "sha", "1", recKey, "tokA"}, []string{"DEL", recKey}).srv(11, "del")
+		return end(b)
+	}
+	for _, tc := range []struct {
+		name, cause, says string
+		b                 *hb
+	}{
+		{"renewed after release", CauseRenewedAfterRelease, "client 0's lease on k ended at 0.010 s, and k was renewed at 0.040 s by client 0's connection; nobody could acquire it from 0.110 s to 0.700 s.", renewed()},
+		{"no TTL", CauseKeyWithoutTTL, "k was written at 0.001 s by client 0's connection without a TTL, and client 0's lease ended at 0.005 s", noTTL()},
+	} {
+		r := Check(tc.b.ev, Options{})
+		wantVerdicts(t, r, map[string]Verdict{CheckLiveness: Invalid})
+		var got []Violation
+		for _, v := range r.Violations {
+			if v.Check == CheckLiveness {
+				got = append(got, v)
+			}
+		}
+		if len(got) != 1 || got[0].Cause != tc.cause || !strings.Contains(got[0].Explanation, tc.says) {
+			t.Errorf("%s: want one %s saying %q: %+v", tc.name, tc.cause, tc.says, got)
+		}
+	}
+	wantVerdicts(t, Check(correct().ev, Options{}), map[string]Verdict{CheckLiveness: Valid})
+	// A waiter that saw the renewed key: one violation, the waits', with
+	// the stranding's cause.
+	b := renewed()
+	for t := int64(20); t < 690; t += 50 {
+		b.acq(1, t, t+50, 0, history.Fail, 1)
+	}
+	b.acq(1, 700, 701, 0, history.OK, 1).rel(1, 705, 706, 0)
+	r := Check(b.ev, Options{})
+	if len(r.Violations) != 1 || r.Violations[0].Cause != CauseRenewedAfterRelease || !strings.Contains(r.Violations[0].Detail, "while clients waited") {
+		t.Errorf("want the waits' violation with cause %s: %+v", CauseRenewedAfterRelease, r.Violations)
+	}
+}
