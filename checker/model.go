@@ -249,6 +249,8 @@ type keyData struct {
 	// ownRefused: SET NXs of acquires that returned ok, which found the
 	// key held by another client (grant.go).
 	ownRefused []ownCmd
+	// takes: the writes that took the key for a client (keytake.go).
+	takes []ownCmd
 	// snaps: the key's state at the record's loss probes (recordLoss).
 	snaps map[snapKey]snap
 }
