@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -35,6 +36,12 @@ const (
 	CauseLocalReentry    = "local-reentry-after-expiry"
 	CauseLostUpdate      = "lost-update"
 	CauseUnknown         = "unknown"
+
+	// CauseExpiredOnArrival: the lease's deadline had already passed when
+	// the acquire returned (a Redlock whose validity was counted from an
+	// earlier attempt, a client frozen inside its acquire), and the client
+	// went on as the holder.
+	CauseExpiredOnArrival = "expired-on-arrival"
 
 	// Causes from the lock's own commands in the servers' command record
 	// (ownercause.go): what let another client in when no fault did.
@@ -319,7 +326,13 @@ func clientCause(key string, a, b *hold, ev evidence, both string) (string, stri
 		return CausePause, fmt.Sprintf("client %d was paused inside its acquire of %s (%s–%s), after the replies and before its validity check; its keys expired meanwhile and client %d acquired at %s; client %d then believed it held %s from %s.",
 			b.client, key, sec(pb.t), sec(pb.end), a.client, sec(a.start), b.client, key, sec(b.start))
 	case p != nil:
-		exp := ""
+		// The template needs an end of the lease: the server's expiry,
+		// else the promised validity, else the TTL it had (issue 40: "'s
+		// lease on k0 while it was paused").
+		exp := " ran out (no expiry of it in the server's record)"
+		if ev.ttl > 0 {
+			exp = fmt.Sprintf(" ran out (its TTL, %s; no expiry of it in the server's record)", dur(ev.ttl))
+		}
 		if expiredAt >= 0 {
 			exp = fmt.Sprintf(" expired at %s", sec(expiredAt))
 		} else if a.deadline > 0 {
@@ -331,6 +344,12 @@ func clientCause(key string, a, b *hold, ev evidence, both string) (string, stri
 		f := ev.np
 		return CausePause, fmt.Sprintf("%s was frozen from %s to %s (%.1f×TTL) while client %d held %s (acquired %s); the server expired the key at %s, as the node resumed, and client %d acquired it at %s while client %d still believed it held it%s.",
 			targetName(f), sec(f.t), sec(f.healT), float64(f.healT-f.t)/float64(max(ev.ttl, 1)), a.client, key, sec(a.start), sec(ev.npAt), b.client, sec(b.start), a.client, acted)
+	case a.lateDeadline > 0:
+		return CauseExpiredOnArrival, fmt.Sprintf("client %d's lease on %s arrived already past its deadline: its acquire returned at %s, its validity had ended at %s; it went on as the holder%s; %s.",
+			a.client, key, sec(a.start), sec(a.lateDeadline), acted, both)
+	case b.lateDeadline > 0 && b.actAfter > 0:
+		return CauseExpiredOnArrival, fmt.Sprintf("client %d's lease on %s arrived already past its deadline: its acquire returned at %s, its validity had ended at %s; it acted on the resource anyway, until %s, while client %d held %s (since %s).",
+			b.client, key, sec(b.start), sec(b.lateDeadline), sec(b.actAfter), a.client, key, sec(a.start))
 	case a.renewBad > 0:
 		return CauseRenewalFailed, fmt.Sprintf("client %d's renewals failed (%d refused or unanswered) and its key expired; %s.", a.client, a.renewBad, both)
 	case fs[history.FaultCutClient] != nil && fs[history.FaultCutClient].clientTarget == int(a.client) && fs[history.FaultCutClient].v.Nodes == "":
@@ -341,14 +360,39 @@ func clientCause(key string, a, b *hold, ev evidence, both string) (string, stri
 			targetName(f), sec(f.t), sec(f.healT), ifElse(f.dir == "", "both", f.dir), a.client, sec(ev.cutAt), both)
 	case fs[history.FaultStallCommands] != nil && fs[history.FaultStallCommands].clientTarget == int(a.client):
 		return CauseStalled, fmt.Sprintf("client %d's commands were delayed by %s and its key expired; %s.", a.client, fs[history.FaultStallCommands].v.Delay, both)
-	case fs[history.FaultClockSkew] != nil && fs[history.FaultClockSkew].clientTarget == int(a.client):
-		return CauseClockSkew, fmt.Sprintf("client %d's clock was skewed, so it trusted its lease too long; %s.", a.client, both)
+	case fs[history.FaultClockSkew] != nil && fs[history.FaultClockSkew].clientTarget == int(a.client) && skewRead(fs[history.FaultClockSkew], a):
+		return CauseClockSkew, skewSentence(fs[history.FaultClockSkew], a, both)
 	case a.actAfter > 0:
 		return CauseActedLate, fmt.Sprintf("client %d acted on the resource at %s, after its lease's validity ended at %s; %s.", a.client, sec(a.actAfter), sec(a.deadline), both)
 	case expiredAt >= 0:
 		return CauseExpired, fmt.Sprintf("client %d's key %s expired at %s while it still held it; %s.", a.client, key, sec(expiredAt), both)
 	}
 	return CauseUnknown, both + "; nothing in the fault or server record explains it."
+}
+
+// skewRead reports whether a clock-skew fault on a's client could have
+// made a trust its lease too long: the lock's lease arithmetic reads the
+// client's clock. A lock that reports a lease deadline counts its validity
+// on it; a clock running at another rate stretches any timer the lock
+// reads on it (its renewals). A constant offset on a lock that reports no
+// deadline (it only sets server TTLs) changes nothing it counts.
+func skewRead(f *fault, a *hold) bool {
+	if a.deadline > 0 {
+		return true
+	}
+	r, err := strconv.ParseFloat(f.v.Rate, 64)
+	return err == nil && r > 0 && r != 1
+}
+
+// skewSentence tells how a clock-skew fault on a's client let b in.
+func skewSentence(f *fault, a *hold, both string) string {
+	rate := ifs(f.v.Rate != "", fmt.Sprintf(" (rate %s×)", f.v.Rate))
+	if a.deadline > 0 {
+		return fmt.Sprintf("client %d's clock was skewed%s from %s and its lock counts the lease's validity on that clock, so it trusted its lease (to %s by its clock) too long; %s.",
+			a.client, rate, sec(f.t), sec(a.deadline), both)
+	}
+	return fmt.Sprintf("client %d's clock ran at another rate%s from %s and its lock's timers (its renewals) read that clock, so its key expired while it held it; %s.",
+		a.client, rate, sec(f.t), both)
 }
 
 func targetName(f *fault) string {

@@ -89,6 +89,7 @@ func wantVerdicts(t *testing.T, r *Result, want map[string]Verdict) {
 			t.Errorf("check %s = %q, want %q (all: %v; violations: %+v)", n, got[n], v, got, r.Violations)
 		}
 	}
+	checkSentences(t, r)
 }
 
 func TestSequentialHistoryIsValid(t *testing.T) {

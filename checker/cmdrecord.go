@@ -458,6 +458,7 @@ func (m *model) attributeCommands(upTo int64) {
 			before := *s.st
 			m.replay(int32(k), kd, &s)
 			m.noteOwn(kd, &s, before)
+			m.noteTake(kd, &s, before)
 		}
 		m.takeSnaps(kd, ps, upTo-1)
 	}

@@ -8,6 +8,11 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
+// CauseFenceIssuedLate: a fence came from a command (INCR) the server ran
+// after the key it belongs to had gone and another client's acquire had
+// taken it: above that client's fence, though its key was taken before.
+const CauseFenceIssuedLate = "fence-issued-late"
+
 // fencingAcc accumulates the fencing check over judged windows.
 type fencingAcc struct {
 	fenced         bool
@@ -107,6 +112,7 @@ func fencingOrder(m *model, c *ctx, k int, kd *keyData, count *int) {
 	sort.SliceStable(hs, func(i, j int) bool { return m.holds[hs[i]].acqT < m.holds[hs[j]].acqT })
 	var prev int32 = -1 // the hold with the greatest token among those acked so far
 	next := 0
+	var flagged map[int32]bool
 	for _, hi := range hs {
 		h := &m.holds[hi]
 		for next < len(byAck) && m.holds[byAck[next]].start < h.acqT {
@@ -118,26 +124,103 @@ func fencingOrder(m *model, c *ctx, k int, kd *keyData, count *int) {
 		if !m.in(h.acqT) || prev < 0 || h.fence > m.holds[prev].fence {
 			continue
 		}
+		if flagged == nil {
+			flagged = map[int32]bool{}
+		}
+		flagged[hi] = true
 		p := &m.holds[prev]
-		cause, expl := CauseUnknown, fmt.Sprintf("the fencing counter went backwards (%d after %d).", h.fence, p.fence)
-		for _, f := range m.faults {
-			if f.kind == history.FaultIsolateNode && f.applied && f.t <= p.start && max(f.healT, f.end) >= p.start {
-				cause, expl = CauseMinorityMaster, fmt.Sprintf("the fencing counter went backwards (%d after %d): token %d came from %s, cut off from the rest of the cluster at %s, and the replica the majority promoted never got that increment.", h.fence, p.fence, p.fence, targetName(f), sec(f.t))
-				break
-			}
-			if (f.kind == history.FaultFailover || f.kind == history.FaultRestartNode || f.kind == history.FaultKillNode) && f.t >= p.start && f.t <= h.start {
-				cause, expl = CauseFailover, fmt.Sprintf("the fencing counter went backwards (%d after %d) across the %s at %s: the counter key was lost with the node's data.", h.fence, p.fence, f.kind, sec(f.t))
-				if f.kind != history.FaultFailover {
-					cause = CauseEmptyRestart
-				}
-				break
-			}
-		}
-		if cause == CauseUnknown {
-			cause, expl = m.fenceCause(int32(k), hi, prev)
-		}
+		cause, expl := m.fenceOrderCause(k, hi, prev)
 		c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(p.client), int(h.client)}, AtMS: history.MS(h.start),
 			Window: [2]int64{p.start, h.start}, Cause: cause, Explanation: expl,
 			Detail: fmt.Sprintf("client %d's acquire invoked at %s got token %d, not greater than token %d that client %d had been granted by %s", h.client, sec(h.acqT), h.fence, p.fence, p.client, sec(p.start))}, count)
 	}
+	m.fencingByTakes(c, k, hs, flagged, count)
+}
+
+// fenceOrderCause explains why hold hi's fence is not above hold pi's,
+// granted before it: a fault that lost the counter, else the lock's own
+// commands (fenceCause).
+func (m *model) fenceOrderCause(k int, hi, prev int32) (string, string) {
+	h, p := &m.holds[hi], &m.holds[prev]
+	cause, expl := CauseUnknown, fmt.Sprintf("the fencing counter went backwards (%d after %d).", h.fence, p.fence)
+	for _, f := range m.faults {
+		if f.kind == history.FaultIsolateNode && f.applied && f.t <= p.start && max(f.healT, f.end) >= p.start {
+			cause, expl = CauseMinorityMaster, fmt.Sprintf("the fencing counter went backwards (%d after %d): token %d came from %s, cut off from the rest of the cluster at %s, and the replica the majority promoted never got that increment.", h.fence, p.fence, p.fence, targetName(f), sec(f.t))
+			break
+		}
+		if (f.kind == history.FaultFailover || f.kind == history.FaultRestartNode || f.kind == history.FaultKillNode) && f.t >= p.start && f.t <= h.start {
+			cause, expl = CauseFailover, fmt.Sprintf("the fencing counter went backwards (%d after %d) across the %s at %s: the counter key was lost with the node's data.", h.fence, p.fence, f.kind, sec(f.t))
+			if f.kind != history.FaultFailover {
+				cause = CauseEmptyRestart
+			}
+			break
+		}
+	}
+	if cause == CauseUnknown {
+		cause, expl = m.fenceCause(int32(k), hi, prev)
+	}
+	return cause, expl
+}
+
+// fencingByTakes judges the fences of key k's fenced holds hs in the
+// server's order, where the command record shows when each hold's key was
+// taken (takeOf): a hold whose key was taken after another's must carry a
+// greater fence, whatever the order its acquire returned in. A lock whose
+// token is an INCR after its SET NX, its commands slowed, hands a holder
+// whose key had expired meanwhile a fence above its successors' (issue 40:
+// 12 after 10 and 11): fencing then lets the stale holder's writes through
+// over theirs. flagged are the holds the acquire windows flagged already.
+func (m *model) fencingByTakes(c *ctx, k int, hs []int32, flagged map[int32]bool, count *int) {
+	type taken struct {
+		hi int32
+		t  int64
+	}
+	var ts []taken
+	for _, hi := range hs {
+		if tk := m.takeOf(hi); tk != nil {
+			ts = append(ts, taken{hi, tk.t})
+		}
+	}
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].t < ts[j].t })
+	var prev int32 = -1 // the greatest fence among the holds whose keys were taken before
+	for _, x := range ts {
+		h := &m.holds[x.hi]
+		if prev >= 0 && h.fence <= m.holds[prev].fence && m.in(h.acqT) && !flagged[x.hi] {
+			p := &m.holds[prev]
+			cause, expl := m.lateFenceCause(int32(k), x.hi, prev, x.t)
+			if cause == "" {
+				cause, expl = m.fenceOrderCause(k, x.hi, prev)
+			}
+			c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(p.client), int(h.client)}, AtMS: history.MS(h.start),
+				Window: [2]int64{p.acqT, h.start}, Cause: cause, Explanation: expl,
+				Detail: fmt.Sprintf("client %d's key was taken at %s, after client %d's, yet its token %d is not greater than client %d's token %d (in the order the server took the key, per the command record)",
+					h.client, sec(x.t), p.client, h.fence, p.client, p.fence)}, count)
+		}
+		if prev < 0 || h.fence > m.holds[prev].fence {
+			prev = x.hi
+		}
+	}
+}
+
+// lateFenceCause: hold pi's fence, above hold hi's though pi's key was
+// taken first, came from an INCR the server ran after hi's acquire took
+// the key at takeT (so after pi's own key had gone: the server let hi take
+// it): the fence was issued for a lease that had already ended ("" when
+// the record shows no such INCR).
+func (m *model) lateFenceCause(k, hi, pi int32, takeT int64) (string, string) {
+	incs := m.inAcquire(m.kd[k].ownIncrs, pi)
+	if len(incs) == 0 {
+		return "", ""
+	}
+	inc := incs[len(incs)-1]
+	if inc.t <= takeT {
+		return "", ""
+	}
+	h, p := &m.holds[hi], &m.holds[pi]
+	ptake := ""
+	if tk := m.takeOf(pi); tk != nil {
+		ptake = fmt.Sprintf(" (its %s took %s at %s)", tk.what(), m.keys[k], sec(tk.t))
+	}
+	return CauseFenceIssuedLate, fmt.Sprintf("client %d's fence %s was issued late: its acquire's %s ran on %s at %s, after its key%s had expired and client %d's acquire had taken %s at %s with fence %s; the lease that fence belongs to had ended before it was issued, and it outranks its successor's, so fencing lets client %d's stale writes through (client %d's acquire returned at %s).",
+		p.client, fenceStr(p.fence), inc.what(), m.nodes[inc.node], sec(inc.t), ptake, h.client, m.keys[k], sec(takeT), fenceStr(h.fence), p.client, p.client, sec(p.start))
 }

@@ -55,3 +55,62 @@ func TestFencedWritesOrderedByTheirWindows(t *testing.T) {
 	r = Check(b.ev, Options{})
 	wantVerdicts(t, r, map[string]Verdict{CheckFencing: Invalid})
 }
+
+// incrAfterSet is issue 40's history: a lock whose token is an INCR after
+// its SET NX, commands slowed. Client 0's SET NX took k at 1 ms; its INCR
+// ran at 250 ms (fence 12), after its key had expired (101 ms) and clients
+// 1 and 2 had taken k in turn with fences 10 and 11; its acquire returned
+// at 251 ms. Its acquire's window contains theirs, so the acks' order says
+// nothing; the server's order has client 0's key first and its fence
+// highest.
+func incrAfterSet() *hb {
+	const fk = "p:{k}:fence"
+	b := recordHB()
+	b.ev[0].Meta["resource"] = "register"
+	b.cmd(0, 1, []string{"SET", recKey, "t0", "PX", "100", "NX"})
+	b.acq(1, 105, 108, 205, history.OK, 1).cmd(1, 106, []string{"SET", recKey, "t1", "PX", "100", "NX"}).cmd(1, 107, []string{"INCR", fk})
+	b.read(1, 109, 0).write(1, 110, 111, 1, 10, true).rel(1, 119, 121, 0).cmd(1, 120, []string{"DEL", recKey})
+	b.acq(2, 130, 133, 230, history.OK, 1).cmd(2, 131, []string{"SET", recKey, "t2", "PX", "100", "NX"}).cmd(2, 132, []string{"INCR", fk})
+	b.read(2, 134, 1).write(2, 135, 136, 2, 11, true).rel(2, 140, 142, 0).cmd(2, 141, []string{"DEL", recKey})
+	b.cmd(0, 250, []string{"INCR", fk}).acq(0, 0, 251, 0, history.OK, 1)
+	b.read(0, 252, 2).write(0, 253, 254, 3, 12, true).rel(0, 255, 256, 0)
+	setFences(b, 12, 10, 11)
+	return b
+}
+
+func TestFencingInTheServersOrder(t *testing.T) {
+	b := incrAfterSet()
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckFencing: Invalid})
+	var late int
+	for _, v := range r.Violations {
+		if v.Check != CheckFencing {
+			continue
+		}
+		if v.Cause != CauseFenceIssuedLate || !strings.Contains(v.Explanation, "INCR ran on n1 at 0.250 s") {
+			t.Errorf("fencing violation: cause %s, want %s: %s", v.Cause, CauseFenceIssuedLate, v.Explanation)
+		}
+		late++
+	}
+	if late != 2 {
+		t.Errorf("%d fencing violations, want 2 (fences 10 and 11 after client 0's key took 12): %+v", late, r.Violations)
+	}
+	streamedSame(t, b)
+	// Without the record the acquires' windows are all there is: client
+	// 0's contains the others', and nothing is certain.
+	r = Check(b.ev, Options{NoCommandRecord: true})
+	wantVerdicts(t, r, map[string]Verdict{CheckFencing: Valid})
+	// With fence 9, below its successors' (as when the counter is
+	// INCRed with the SET NX, in one script), the server's order holds.
+	setFences(b, 9, 10, 11)
+	wantVerdicts(t, Check(b.ev, Options{}), map[string]Verdict{CheckFencing: Valid})
+}
+
+// setFences gives client i's acquires fence fs[i].
+func setFences(b *hb, fs ...uint64) {
+	for i := range b.ev {
+		if b.ev[i].Op == history.OpAcquire {
+			b.ev[i].Fence = fs[b.ev[i].Client]
+		}
+	}
+}

@@ -409,6 +409,9 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 	case CauseStalled:
 		return fmt.Sprintf("client %d's commands were delayed%s and its key %s expired", c, at, key)
 	case CauseClockSkew:
+		if l.DeadlineNS == 0 {
+			return fmt.Sprintf("client %d's clock ran at another rate and its lock's timers read it, so its key %s expired while it held it", c, key)
+		}
 		return fmt.Sprintf("client %d's clock was skewed, so it trusted its lease on %s too long", c, key)
 	case CauseActedLate:
 		return fmt.Sprintf("client %d acted on the resource after %s", c, orStr(ranOut, "its lease ran out"))
@@ -416,7 +419,7 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 		return fmt.Sprintf("client %d's key %s expired while it still held it", c, key)
 	case CauseLocalReentry:
 		return fmt.Sprintf("client %d re-entered %s after its key had expired at the server", c, key)
-	case CauseMinorityQuorum, CauseForeignReentry, CauseFreedAboveZero, CauseFenceNotMonotonic, CauseNotGranted:
+	case CauseMinorityQuorum, CauseForeignReentry, CauseFreedAboveZero, CauseFenceNotMonotonic, CauseNotGranted, CauseExpiredOnArrival, CauseFenceIssuedLate:
 		if s := ownHappened(inc, vs); s != "" {
 			return s
 		}

@@ -289,7 +289,7 @@ func (m *model) livenessGap(c *ctx, w *keyWaits, x, y int64, prev, next int32, s
 	for _, f := range m.faults {
 		if f.kind == history.FaultCrashClient && f.applied && f.crashAt <= y && f.crashAt >= x-allowed {
 			cause = CauseNotFreedAfterCrash
-			expl = fmt.Sprintf("client %d crashed at %s (%s)", f.clientTarget, sec(f.crashAt), f.v.Point)
+			expl = fmt.Sprintf("client %d crashed at %s%s", f.clientTarget, sec(f.crashAt), ifs(f.v.Point != "", " ("+f.v.Point+")"))
 			break
 		}
 	}

@@ -51,6 +51,9 @@ type hold struct {
 	// it held the key. Such a hold overlaps nothing; it still counts as the
 	// client's key at the server (unlock attribution, liveness).
 	empty bool
+	// lateDeadline: the deadline the acquire returned with, when it had
+	// passed already at the return (0: it had not, or none).
+	lateDeadline int64
 
 	// actAfterTold: the end of the last write after told (0 none): the
 	// client acted before it looked.
@@ -255,6 +258,8 @@ type keyData struct {
 	// ownRefused: SET NXs of acquires that returned ok, which found the
 	// key held by another client (grant.go).
 	ownRefused []ownCmd
+	// takes: the writes that took the key for a client (keytake.go).
+	takes []ownCmd
 	// snaps: the key's state at the record's loss probes (recordLoss).
 	snaps map[snapKey]snap
 }
@@ -619,6 +624,9 @@ func (m *model) addAcquire(e *history.Event) {
 	}
 	c.ok++
 	h := hold{client: int32(e.Client), key: k, acqT: e.T, start: e.End, deadline: e.Deadline, lastAct: e.End, fence: e.Fence}
+	if e.Deadline > 0 && e.Deadline <= e.End {
+		h.lateDeadline = e.Deadline
+	}
 	m.holds = append(m.holds, h)
 	m.nHolds++
 	hi = int32(len(m.holds) - 1)

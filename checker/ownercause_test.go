@@ -27,6 +27,7 @@ func (b *hb) hashEnter(c int, t int64, tok string) *hb {
 // causesOf returns the violations of check, failing on any unknown cause.
 func causesOf(t *testing.T, r *Result, check string) []Violation {
 	t.Helper()
+	checkSentences(t, r)
 	var out []Violation
 	for _, v := range r.Violations {
 		if v.Cause == CauseUnknown || v.Cause == "" {

@@ -50,16 +50,14 @@ func (m *model) judgeReentries(c *ctx, k int32, kd *keyData) {
 				break
 			}
 		}
-		// Another client's belief counts only from a hold it began after
-		// the re-entering client's: one it began before and still
-		// believed in when this client acquired is the mutex check's
-		// overlap (that client's lease had run out, this one's acquire
-		// was granted), and the re-entry went into this client's own,
-		// live key. otherHolderAt returns the latest-begun such hold.
-		o := m.otherHolderAt(k, r.client, r.at)
-		if o >= 0 && m.holds[o].start < own.start {
-			o = -1
-		}
+		// Another client's belief counts only from a hold whose key was
+		// taken after the re-entering client's was (in the server's
+		// order, not the acks'): one taken before and still believed in
+		// when this client acquired is the mutex check's overlap (that
+		// client's lease had run out, however late its acquire
+		// returned; this one's acquire was granted), and the re-entry
+		// went into this client's own, live key.
+		o := m.laterHolderAt(k, r.hold, r.at)
 		if o < 0 && expired < 0 {
 			continue
 		}

@@ -62,3 +62,57 @@ func TestReentryIntoOwnKeyWhileAnExpiredHolderBelieves(t *testing.T) {
 	}
 	streamedSame(t, b)
 }
+
+// Issue 40 (Redisson's RLock, 3 of 7 seeds): client 0's acquire wrote its
+// key at 1 ms and client 0 was frozen inside the acquire for longer than
+// the TTL; its key expired at 101 ms and client 1 acquired at 106 ms and
+// re-entered at 161 ms, after client 0's acquire had returned ok late
+// (151 ms), its belief going on until its refused release. Client 0's key
+// was taken before client 1's: client 1 re-entered its own live key, and
+// the overlap is the mutex check's. Ordered by the acks, client 0's hold
+// began after client 1's and the re-entry was charged to client 1.
+func TestReentryNotChargedToTheHolderOfALateAck(t *testing.T) {
+	build := func(b *hb, pause bool) *hb {
+		if pause {
+			b.srv(1, "hincrby").srv(1, "expire")
+			b.add(history.Event{T: 2 * ms, End: 150 * ms, Client: 0, Key: "k", Op: history.OpPause, Detail: history.PointInAcquire})
+		} else {
+			b.cmd(0, 1, []string{"EVALSHA", "sha", "1", recKey, "0:a"}, []string{"HINCRBY", recKey, "0:a", "1"}, []string{"PEXPIRE", recKey, "100"})
+		}
+		b.srv(101, "expired")
+		b.acq(1, 104, 106, 0, history.OK, 1).srv(106, "hincrby").srv(106, "expire")
+		if !pause {
+			b.cmd(1, 105, []string{"EVALSHA", "sha", "1", recKey, "1:a"}, []string{"HINCRBY", recKey, "1:a", "1"}, []string{"PEXPIRE", recKey, "100"})
+		}
+		b.acq(0, 0, 151, 0, history.OK, 1)
+		b.acq(1, 160, 161, 0, history.OK, 2).srv(161, "hincrby").srv(161, "expire")
+		if !pause {
+			b.cmd(1, 160, []string{"EVALSHA", "sha", "1", recKey, "1:a"}, []string{"HINCRBY", recKey, "1:a", "1"}, []string{"PEXPIRE", recKey, "100"})
+		}
+		b.rel(1, 170, 171, 1).rel(1, 172, 173, 0).srv(173, "del")
+		b.add(history.Event{T: 200 * ms, End: 201 * ms, Client: 0, Key: "k", Op: history.OpRelease, Result: history.Fail, Err: "not the lock owner"})
+		return b
+	}
+	for _, c := range []struct {
+		name  string
+		b     *hb
+		cause string
+	}{
+		// Without a record the key-take is the freeze's start inside
+		// the acquire (granted); with one, client 0's script's HINCRBY
+		// at 1 ms.
+		{"in-acquire pause", build(newHB(nil), true), CausePause},
+		{"command record", build(recordHB(), false), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := Check(c.b.ev, Options{})
+			wantVerdicts(t, r, map[string]Verdict{CheckMutex: Invalid, CheckReentrancy: Valid})
+			for _, v := range r.Violations {
+				if v.Check == CheckMutex && c.cause != "" && v.Cause != c.cause {
+					t.Errorf("mutex violation: cause %s, want %s: %s", v.Cause, c.cause, v.Explanation)
+				}
+			}
+			streamedSame(t, c.b)
+		})
+	}
+}

@@ -36,6 +36,15 @@ func TestStrandedKeys(t *testing.T) {
 			Request: map[string]string{"point": history.PointBeforeWrite}, Effect: map[string]string{history.EffectCrashedAt: "5.00"}}})
 		return end(b)
 	}
+	// A library that sets a TTL of its own, 1 s for the scenario's 100 ms,
+	// and whose release never reached the server: the key outlives every
+	// lease.
+	notApplied := func() *hb {
+		b := recordHB()
+		b.acq(0, 0, 1, 0, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "1000", "NX"}).srv(1, "set").srv(1, "expire")
+		b.read(0, 2, 0).write(0, 3, 4, 1, 0, true).rel(0, 10, 11, 0)
+		return end(b.srv(1001, "expired"))
+	}
 	// A correct lock: released, deleted.
 	correct := func() *hb {
 		b := recordHB()
@@ -48,6 +57,7 @@ func TestStrandedKeys(t *testing.T) {
 		b                 *hb
 	}{
 		{"renewed after release", CauseRenewedAfterRelease, "client 0's lease on k ended at 0.010 s, and k was renewed at 0.040 s by client 0's connection; nobody could acquire it from 0.110 s to 0.700 s.", renewed()},
+		{"release not applied", CauseReleaseNotApplied, "client 0 released k at 0.010 s, and no delete of it reached the server; nobody could acquire it from 0.110 s to 1.001 s.", notApplied()},
 		{"no TTL", CauseKeyWithoutTTL, "k was written at 0.001 s by client 0's connection without a TTL, and client 0's lease ended at 0.005 s", noTTL()},
 	} {
 		r := Check(tc.b.ev, Options{})

@@ -500,6 +500,7 @@ func (m *model) pruneKey(kd *keyData, cut int64, live []bool, renum []int32) {
 	}
 	kd.cmdFrees = slices.DeleteFunc(kd.cmdFrees, func(f cmdFree) bool { return f.t < srvCut })
 	m.pruneOwn(kd, srvCut)
+	m.pruneTakes(kd, srvCut)
 	kd.releases = slices.DeleteFunc(kd.releases, func(r release) bool { return r.end < cut-m.lag })
 	// Failed attempts: from the latest end of a dropped hold on
 	// (liveness measures each wait from the end of the hold before);

@@ -102,6 +102,37 @@ func TestRandomFenceGoesBackwards(t *testing.T) {
 	}
 }
 
+// fenced-incr-after-set issues its fence by an INCR of the counter after
+// its SET NX took the key: each owner's fence is the counter's value then,
+// one above the previous owner's, and a refused acquire (its SET NX found
+// the key held) INCRs nothing. Between the two commands the key may expire
+// (catalog late-fence, checker fence-issued-late).
+func TestFenceIncrAfterSet(t *testing.T) {
+	s := startServer(t)
+	a := s.locker(t, "fenced-incr-after-set", lockimpl.Options{TTL: 5 * time.Second})
+	b := s.locker(t, "fenced-incr-after-set", lockimpl.Options{TTL: 5 * time.Second})
+	var last uint64
+	for i := range 4 {
+		lk := a
+		if i%2 == 1 {
+			lk = b
+		}
+		l := mustAcquire(t, lk, "lf")
+		f, ok := l.Fence()
+		if !ok || f != last+1 {
+			t.Fatalf("owner %d: fence %d (ok %v) after %d", i, f, ok, last)
+		}
+		last = f
+		if _, err := b.TryAcquire(context.Background(), "lf"); !errors.Is(err, lockimpl.ErrNotAcquired) {
+			t.Fatalf("a second acquire of a held key: %v", err)
+		}
+		if n, err := s.admin.Get(context.Background(), "{lf}:fence").Uint64(); err != nil || n != f {
+			t.Fatalf("counter %d (%v), want the holder's fence %d: a refused acquire INCRed it", n, err, f)
+		}
+		mustRelease(t, l)
+	}
+}
+
 // reentrant-early-free deletes the key when a nested release leaves
 // depth 1; reentrant keeps it until depth 0.
 func TestReleaseFreesAtDepthOne(t *testing.T) {
