@@ -86,6 +86,11 @@ func TestKeyMapReportedKeys(t *testing.T) {
 func TestKeyMapLearnedFromOwnWrites(t *testing.T) {
 	b := renamedGetDel(false)
 	wantForeignDel(t, Check(b.ev, Options{}))
+	// With the record set aside nothing is learned, and nothing of the
+	// lock's key is seen: no verdict.
+	if r := Check(b.ev, Options{NoCommandRecord: true}); r.Checks[CheckUnlock].Verdict == Valid {
+		t.Errorf("record set aside: unlock valid")
+	}
 	t.Setenv(CompareEnv, "1")
 	p := writeHistory(t, filepath.Join(t.TempDir(), history.CompactFile), b.ev)
 	rs, err := CheckFile(p, Options{batch: 3})

@@ -706,7 +706,6 @@ const stillInEffect = math.MaxInt64 / 4
 // hold still open gets a provisional one) and orders each key's tables;
 // it runs before every judged window.
 func (m *model) prepare(o Options) {
-	m.learnKeys()
 	for i := range m.holds {
 		h := &m.holds[i]
 		end := h.endT
@@ -735,6 +734,7 @@ func (m *model) prepare(o Options) {
 	}
 	m.lag = o.ObserverLag
 	m.noRecord = o.NoCommandRecord
+	m.learnKeys()
 	for _, kd := range m.kd {
 		// Stable: notifications with equal times keep the observer's order.
 		sort.SliceStable(kd.srv, func(i, j int) bool { return kd.srv[i].t < kd.srv[j].t })
