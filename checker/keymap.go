@@ -126,13 +126,13 @@ func (m *model) learnKeys() {
 	if len(km.pending) == 0 || !m.useRecord() {
 		return
 	}
-	// Each stray key's unreplayed writes by a named connection.
+	// Each stray key's unreplayed writes by a named connection, by
+	// client, in time order.
 	type write struct {
-		k      int32
-		client int32
-		h      int64
+		k int32
+		h int64
 	}
-	var ws []write
+	ws := map[int32][]write{}
 	for k, kd := range m.kd {
 		if kd.named || len(kd.holds) > 0 {
 			continue
@@ -142,7 +142,7 @@ func (m *model) learnKeys() {
 		}
 		for _, c := range kd.cmds[min(kd.learnAt, kd.cmdWalked):] {
 			if c.client >= 0 && isWrite(c.op) {
-				ws = append(ws, write{int32(k), c.client, c.h})
+				ws[c.client] = append(ws[c.client], write{int32(k), c.h})
 			}
 		}
 		kd.learnAt = len(kd.cmds)
@@ -153,12 +153,15 @@ func (m *model) learnKeys() {
 	}
 	slices.Sort(clients)
 	for _, c := range clients {
+		cw := ws[c]
+		sort.SliceStable(cw, func(i, j int) bool { return cw[i].h < cw[j].h })
 		keep := km.pending[c][:0]
 		for _, w := range km.pending[c] {
 			var found []int32
-			for _, x := range ws {
-				if x.client == c && x.h >= w.t-learnSlack && x.h <= w.end+learnSlack && !slices.Contains(found, x.k) {
-					found = append(found, x.k)
+			i := sort.Search(len(cw), func(i int) bool { return cw[i].h >= w.t-learnSlack })
+			for ; i < len(cw) && cw[i].h <= w.end+learnSlack; i++ {
+				if !slices.Contains(found, cw[i].k) {
+					found = append(found, cw[i].k)
 				}
 			}
 			switch {
@@ -187,13 +190,12 @@ func (m *model) learnKeys() {
 // during it (then the lock names its key as given, and another key it
 // writes is something else: a fence counter, a queue).
 func (m *model) wroteOwn(w learnWin, client int32) bool {
+	// Appended in about the record's order (each node's in its own):
+	// searched as sorted, with a TTL's margin either side.
 	cmds := m.kd[w.k].cmds
-	for i := len(cmds) - 1; i >= 0; i-- {
-		c := cmds[i]
-		if c.h < w.t-learnSlack-m.ttl {
-			break // appended in about the record's order
-		}
-		if c.client == client && isWrite(c.op) && c.h >= w.t-learnSlack && c.h <= w.end+learnSlack {
+	i := sort.Search(len(cmds), func(i int) bool { return cmds[i].h >= w.t-learnSlack-m.ttl })
+	for ; i < len(cmds) && cmds[i].h <= w.end+learnSlack+m.ttl; i++ {
+		if c := cmds[i]; c.client == client && isWrite(c.op) && c.h >= w.t-learnSlack && c.h <= w.end+learnSlack {
 			return true
 		}
 	}
