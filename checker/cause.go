@@ -150,21 +150,6 @@ func (m *model) causeEvidence(k int32, ai, bi int32) evidence {
 			expiredAt = s.t
 		}
 	}
-	if expiredAt < 0 {
-		// A library that names its key after the lock's (rueidislock:
-		// "rueidislock:0:{k0}") has its server events there.
-		for _, lk := range m.libKeys(k) {
-			srv := m.kd[lk].srv
-			for i := m.srvFrom(lk, from); i < len(srv) && srv[i].t <= to+m.ttl; i++ {
-				if srv[i].kind == srvExpired {
-					if expiredAt < 0 || srv[i].t < expiredAt {
-						expiredAt = srv[i].t
-					}
-					break
-				}
-			}
-		}
-	}
 	var p *pause
 	for i, pp := range m.clients[a.client].pauses {
 		// From its acquire's invoke: a pause between the replies and the
@@ -233,48 +218,16 @@ func (m *model) linkCut(k int32, a, b *hold) (*fault, int64) {
 	return nil, -1
 }
 
-// expiryIn is the first expiry the server reported of key k (or of the
-// library's key named after it, libKeys) in [lo, hi], or -1.
+// expiryIn is the first expiry the server reported of key k (a library's
+// own name for it included: keymap.go) in [lo, hi], or -1.
 func (m *model) expiryIn(k int32, lo, hi int64) int64 {
-	at := int64(-1)
-	for _, kk := range append([]int32{k}, m.libKeys(k)...) {
-		srv := m.kd[kk].srv
-		for i := m.srvFrom(kk, lo); i < len(srv) && srv[i].t <= hi; i++ {
-			if srv[i].kind == srvExpired {
-				if at < 0 || srv[i].t < at {
-					at = srv[i].t
-				}
-				break
-			}
+	srv := m.kd[k].srv
+	for i := m.srvFrom(k, lo); i < len(srv) && srv[i].t <= hi; i++ {
+		if srv[i].kind == srvExpired {
+			return srv[i].t
 		}
 	}
-	return at
-}
-
-// libKeys are the keys a library names after lock key k: its own prefix
-// before "{k}" (keyspace.Prefix.Short), such as rueidislock's
-// "rueidislock:0:{k0}" (the record's name for it keeps the run's prefix
-// inside: "rueidislock:0:<prefix>{k0}"); a derived key of the harness
-// ("{k0}:fence") is none. None when the library names more than one key
-// after k (a majority of keys: one expiring loses nothing).
-func (m *model) libKeys(k int32) []int32 {
-	suf := ":{" + m.keys[k] + "}"
-	var out []int32
-	name := ""
-	for i, n := range m.keys {
-		if m.prefix != "" {
-			n = strings.ReplaceAll(n, m.prefix+"{", "{")
-		}
-		if !strings.HasSuffix(n, suf) || strings.HasPrefix(n, "{") {
-			continue
-		}
-		if name != "" && n != name {
-			return nil
-		}
-		name = n
-		out = append(out, int32(i))
-	}
-	return out
+	return -1
 }
 
 // nodeFaultCause: a fault on the servers lost a's key ("": none did).

@@ -364,6 +364,13 @@ func (m *model) result(c *ctx) *Result {
 	if m.badEvents > 0 {
 		m.notes = append(m.notes, fmt.Sprintf("%d fault events had no fault record and were ignored", m.badEvents))
 	}
+	if r.LossDetection != nil && r.LossDetection.Losses == 0 && m.nHolds > 0 && !m.lockKeysSeen() {
+		// No loss found where nothing of the lock's keys was seen is
+		// not "no loss".
+		r.LossDetection = nil
+		c.notes = append(c.notes, "loss detection not measured: no command or notification on the lock's keys reached the servers' record (the lock may name its own keys: report them, `keys` in `acquired`)")
+	}
+	c.notes = append(c.notes, m.keyMapNotes()...)
 	r.Notes = append(m.notes, c.notes...)
 	if kept, all := len(r.Violations), countViolations(r.Checks); kept < all {
 		r.Notes = append(r.Notes, fmt.Sprintf("incidents group the %d violations kept with evidence; %d more were only counted", kept, all-kept))

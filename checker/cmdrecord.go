@@ -155,19 +155,25 @@ func isScript(name string) bool {
 
 // shortKey maps a server key to the history's name for it (as
 // keyspace.Prefix.Short does), ok false for a key not under the run's
-// prefix.
+// prefix. A library's own name around a lock key keeps the key in
+// brackets without the prefix ("<p>rueidislock:0:<p>{k0}" and
+// "lock.<p>{k0}" are "rueidislock:0:{k0}" and "lock.{k0}"): the key
+// mapping (keymap.go) reads them as the lock key's.
 func (m *model) shortKey(key string) (string, bool) {
 	if m.prefix == "" {
 		return key, true
 	}
 	rest, ok := strings.CutPrefix(key, m.prefix)
 	if !ok {
-		return "", false
+		if !strings.Contains(key, m.prefix+"{") {
+			return "", false
+		}
+		rest = key
 	}
 	if strings.HasPrefix(rest, "{") && strings.IndexByte(rest, '}') == len(rest)-1 {
 		return rest[1 : len(rest)-1], true
 	}
-	return rest, true
+	return strings.ReplaceAll(rest, m.prefix+"{", "{"), true
 }
 
 // addCmdArgs turns one command into the key changes it makes.
@@ -184,6 +190,7 @@ func (m *model) addCmdArgs(args []string, t, h int64, node int16, client int32, 
 		}
 		k := m.keyOf(&m.observer, short)
 		m.kd[k].cmds = append(m.kd[k].cmds, ev)
+		m.kd[k].seen = true
 	}
 	num := func(s string) int64 {
 		v, _ := strconv.ParseInt(s, 10, 64)

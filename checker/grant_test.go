@@ -63,11 +63,15 @@ func TestAcquireNotGranted(t *testing.T) {
 // The only node frozen for 2×TTL right after client 0 acquired: the server
 // expires its key as the node resumes, and client 1 acquires; client 0
 // (a lock promising no deadline) still believes. The server's notification
-// may come on the library's own key ("rueidislock:0:{k}", rueidislock).
-// An expiry long after the resume is not the freeze's.
+// may come on the library's own key ("rueidislock:0:{k}", rueidislock,
+// which declares it: OpKeys). An expiry long after the resume is not the
+// freeze's.
 func TestExpiredDuringNodePause(t *testing.T) {
 	run := func(key string, expiredAt int64) *Result {
 		b := newHB(nil)
+		if key != "k" {
+			b.keys(0, 0, key).keys(1, 0, key)
+		}
 		b.add(history.Event{T: 1 * ms, Client: -1, Key: key, Op: history.OpServer, Node: "n1", Detail: "set"})
 		b.acq(0, 0, 2, 0, history.OK, 1)
 		b.add(history.Event{T: 3 * ms, End: 4 * ms, Client: -1, Node: "n1", Op: history.OpFault,

@@ -262,6 +262,13 @@ type keyData struct {
 	takes []ownCmd
 	// snaps: the key's state at the record's loss probes (recordLoss).
 	snaps map[snapKey]snap
+
+	// The key mapping (keymap.go): named, a client acquired the key (a
+	// workload key); seen, the servers' record (commands or
+	// notifications) named it; learnAt, how far learnKeys has read its
+	// commands.
+	named, seen bool
+	learnAt     int
 }
 
 // model is the compact form of a history that the checks read.
@@ -334,6 +341,8 @@ type model struct {
 	nHolds    int // holds ever added
 	matchedHi map[matchKey]bool
 	lossHows  []string
+	// keyMap is the key mapping (keymap.go).
+	keyMap keyMap
 	// expSeen: for a hold kept for an old unanswered renewal, the first
 	// expiry on each node after its ack among the server events pruning
 	// dropped (expiredBefore).
@@ -489,6 +498,8 @@ func (m *model) add(e *history.Event) {
 		m.addCommand(e)
 	case history.OpServer:
 		m.addServer(e)
+	case history.OpKeys:
+		m.addKeys(e)
 	}
 }
 
@@ -560,6 +571,7 @@ func (m *model) addServer(e *history.Event) {
 		return
 	}
 	k := m.keyOf(&m.observer, e.Key)
+	m.kd[k].seen = true
 	if e.Node != m.lastNode || m.lastNodeIdx < 0 {
 		m.lastNode, m.lastNodeIdx = e.Node, m.node(e.Node)
 	}
@@ -592,6 +604,10 @@ func (m *model) addAcquire(e *history.Event) {
 	c := m.client(e.Client)
 	k := m.keyOf(c, e.Key)
 	c.tried++
+	m.kd[k].named = true
+	if e.Result == history.OK {
+		m.learnFrom(e, k)
+	}
 	hi, holding := c.open.get(k)
 	if e.Result != history.OK {
 		if !holding {
@@ -744,6 +760,7 @@ func (m *model) prepare(o Options) {
 	}
 	m.lag = o.ObserverLag
 	m.noRecord = o.NoCommandRecord
+	m.learnKeys()
 	for _, kd := range m.kd {
 		// Stable: notifications with equal times keep the observer's order.
 		sort.SliceStable(kd.srv, func(i, j int) bool { return kd.srv[i].t < kd.srv[j].t })

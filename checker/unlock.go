@@ -391,7 +391,11 @@ func resultUnlock(m *model, c *ctx) (CheckResult, bool) {
 	}
 	res := CheckResult{Stats: map[string]any{"server_dels": m.dels, "source": m.ownershipSource()}}
 	res.Violations = c.unlockCount
-	res.Verdict = verdictOf(c.unlockCount, m.nHolds > 0)
+	seen := m.lockKeysSeen()
+	res.Verdict = verdictOf(c.unlockCount, m.nHolds > 0 && seen)
+	if m.nHolds > 0 && !seen && c.unlockCount == 0 {
+		c.notes = append(c.notes, noLockKeyNote("unlock"))
+	}
 	return res, true
 }
 
@@ -479,4 +483,10 @@ func (m *model) reentryAt(k, o int32, x int64) bool {
 		}
 	}
 	return false
+}
+
+// noLockKeyNote says why check answered unknown: the servers' record named
+// no key a client acquired.
+func noLockKeyNote(check string) string {
+	return check + ": unknown: no command or notification on the lock's keys reached the servers' record: the lock may name its own keys; report them (`keys` in `acquired`, docs/driver-protocol.md)"
 }

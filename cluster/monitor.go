@@ -356,12 +356,14 @@ func (m *monitorNode) flush() {
 	}
 }
 
-// emit records e when it names a key under the prefix.
+// emit records e when it names a key of the run (keyspace.Prefix.Names:
+// under the prefix, or a library's own name around a lock key).
 func (m *monitorNode) emit(e *history.Event) {
 	key := ""
+	p := keyspace.Prefix(m.prefix)
 	find := func(args []string) {
 		for _, a := range args[min(1, len(args)):] {
-			if key == "" && strings.HasPrefix(a, m.prefix) {
+			if key == "" && p.Names(a) {
 				key = a
 			}
 		}
@@ -373,7 +375,7 @@ func (m *monitorNode) emit(e *history.Event) {
 	if key == "" {
 		return
 	}
-	e.Key, _ = keyspace.Prefix(m.prefix).Short(key)
+	e.Key, _ = p.Short(key)
 	m.record(e)
 }
 

@@ -96,6 +96,14 @@ func TestRecordNamesEveryCommand(t *testing.T) {
 	if err := b.Del(ctx, "lc:run1:k0").Err(); err != nil {
 		t.Fatal(err)
 	}
+	// A library's own name before a lock key of the run is the run's;
+	// of another run's, not.
+	if err := a.Set(ctx, "lock.lc:run1:{k2}", "tok-c", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Set(ctx, "lock.lc:run2:{k2}", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	if err := a.Set(ctx, "lc:run1:k1", "with \"quotes\"\n\x01", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +141,7 @@ func TestRecordNamesEveryCommand(t *testing.T) {
 		{3, "k0", []string{"set", "lc:run1:k0", "tok-a", "ex", "1", "nx"}, nil},
 		{7, "k0", []string{"1", "lc:run1:k0", "tok-b"}, [][]string{{"GET", "lc:run1:k0"}}},
 		{7, "k0", []string{"del", "lc:run1:k0"}, nil},
+		{3, "lock.{k2}", []string{"set", "lock.lc:run1:{k2}", "tok-c"}, nil},
 		{3, "k1", []string{"set", "lc:run1:k1", "with \"quotes\"\n\x01"}, nil},
 		{3, "k1", []string{"1", "lc:run1:k1", "with \"quotes\"\n\x01"}, [][]string{{"GET", "lc:run1:k1"}, {"DEL", "lc:run1:k1"}}},
 	}

@@ -158,7 +158,7 @@ func (o *observer) watch(n *Node) error {
 			o.restores = append(o.restores, restore)
 		}
 	}
-	ps := cl.PSubscribe(o.ctx, "__keyspace@*__:"+o.p.Pattern())
+	ps := cl.PSubscribe(o.ctx, "__keyspace@*__:"+o.p.NamesPattern())
 	// The first reply confirms the subscription: events before it are
 	// not seen, so wait for it (bounded) before the workload starts.
 	rctx, rcancel := context.WithTimeout(o.ctx, 3*time.Second)
@@ -184,6 +184,9 @@ func (o *observer) listen(ch <-chan *redis.Message, name string) {
 		// __keyspace@<db>__:<key>, the event in the payload.
 		_, key, ok := strings.Cut(m.Channel, "__:")
 		if !ok {
+			continue
+		}
+		if !o.p.Names(key) {
 			continue
 		}
 		short, _ := o.p.Short(key)

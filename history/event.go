@@ -61,6 +61,14 @@ const (
 	// dropped MONITOR connection, a node down) and "record-resumed" where it
 	// starts again: commands between the two are missing.
 	OpCommand Op = "command"
+	// OpKeys says which Redis key a lock wrote for workload key Key when
+	// it names its own keys (a prefix of its own, "lock.<key>"): Detail
+	// is that key as the server names it. The lock reported it (a
+	// driver's `keys` in `acquired`, a built-in adapter's
+	// lockimpl.KeyMapper); T is the ack of the client's first acquire
+	// that named it, recorded once per client, key and Redis key. The
+	// checks read the server's record of Detail as Key's.
+	OpKeys Op = "keys"
 )
 
 // Details of OpCommand events that are not commands. CmdUnavailable,

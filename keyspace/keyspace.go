@@ -73,7 +73,12 @@ func (p Prefix) Short(key string) (short string, ok bool) {
 	}
 	rest, ok := strings.CutPrefix(key, string(p))
 	if !ok {
-		return key, false
+		if !strings.Contains(key, string(p)+"{") {
+			return key, false
+		}
+		// A library that writes its own name before the key it is
+		// given ("lock.<p>{k0}"): the lock key inside, as below.
+		rest = key
 	}
 	if strings.HasPrefix(rest, "{") {
 		if j := strings.IndexByte(rest, '}'); j == len(rest)-1 {
@@ -88,6 +93,18 @@ func (p Prefix) Short(key string) (short string, ok bool) {
 // Pattern is the SCAN MATCH / PSUBSCRIBE glob of every key under p (glob
 // characters in p escaped).
 func (p Prefix) Pattern() string { return Glob(string(p)) + "*" }
+
+// Names reports whether key is the run's: under p, or a library's own name
+// around a lock key ("lock.<p>{k0}": a lock that writes its own prefix
+// before the key it is given). The observer and the command record keep
+// these (NamesPattern); cleaning up removes only the keys under p.
+func (p Prefix) Names(key string) bool {
+	return p == "" || strings.HasPrefix(key, string(p)) || strings.Contains(key, string(p)+"{")
+}
+
+// NamesPattern is the PSUBSCRIBE glob of every key Names keeps (and of a
+// few it does not: the subscriber checks Names).
+func (p Prefix) NamesPattern() string { return "*" + Glob(string(p)) + "*" }
 
 // Glob escapes s for a Redis glob pattern (stringmatchlen: * ? [ ] \).
 func Glob(s string) string {

@@ -24,6 +24,13 @@ func TestKeyShort(t *testing.T) {
 	if _, ok := p.Short("k0"); ok {
 		t.Error("a key outside the prefix maps as the run's")
 	}
+	// A library's own name before the key it is given is the run's too.
+	if s, ok := p.Short("lock." + p.Key("k0")); !ok || s != "lock.{k0}" || !p.Names("lock."+p.Key("k0")) {
+		t.Errorf(`Short("lock.%s") = %q, %v; want "lock.{k0}", named`, p.Key("k0"), s, ok)
+	}
+	if p.Names("lock.k0") || p.Names("x"+string(p)) {
+		t.Error("a key that names no lock key of the run is the run's")
+	}
 	if k := Prefix("").Key("k0"); k != "k0" {
 		t.Errorf("empty prefix: %q", k)
 	}

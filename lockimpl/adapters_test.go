@@ -47,6 +47,17 @@ func TestAdapters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A library that names its own key declares it
+			// (lockimpl.KeyMapper), and the key it declares is the
+			// one on the server.
+			switch keys := lockimpl.KeysOf(a, l, "k"); {
+			case tc.stored("k") == "k" && keys != nil:
+				t.Errorf("keys %q, want none: it writes the key it is given", keys)
+			case tc.stored("k") != "k" && (len(keys) != 1 || keys[0] != tc.stored("k")):
+				t.Errorf("keys %q, want [%s]", keys, tc.stored("k"))
+			case keys != nil && c.AdminClient(c.Nodes[0]).Exists(ctx, keys[0]).Val() != 1:
+				t.Errorf("the declared key %s is not on the server", keys[0])
+			}
 			if d := l.Deadline(); !d.IsZero() && (time.Until(d) > o.TTL || time.Until(d) < o.TTL/2) {
 				t.Errorf("deadline in %v, want about the TTL %v", time.Until(d), o.TTL)
 			}

@@ -71,6 +71,38 @@ type Reentrant interface {
 	Reentrant() bool
 }
 
+// KeyMapper is implemented by lockers that write Redis keys of their own
+// rather than the key they are given (a library's prefix before it,
+// "rueidislock:0:<key>"): RedisKeys names, as the server names them, the
+// keys an acquire of key writes. The run records them (history.OpKeys) and
+// the checks read the servers' record of those keys as key's; without it
+// they learn them from the command record (docs/driver-protocol.md, "A
+// library that names its own keys").
+type KeyMapper interface {
+	RedisKeys(key string) []string
+}
+
+// LeaseKeys is implemented by leases that know which keys their acquire
+// wrote (a driver's `keys` in `acquired`): KeyMapper for one lease.
+type LeaseKeys interface {
+	RedisKeys() []string
+}
+
+// KeysOf are the Redis keys of its own lease l (acquired on key by lk)
+// wrote: the lease's (LeaseKeys), else the locker's mapping (KeyMapper),
+// else none (the lock writes key itself, or says nothing).
+func KeysOf(lk Locker, l Lease, key string) []string {
+	if lk, ok := l.(LeaseKeys); ok {
+		if ks := lk.RedisKeys(); len(ks) > 0 {
+			return ks
+		}
+	}
+	if km, ok := lk.(KeyMapper); ok {
+		return km.RedisKeys(key)
+	}
+	return nil
+}
+
 // Configured is implemented by lockers that report their effective
 // configuration: the options as the implementation (or, for an adapter, the
 // library) applies them, defaults included. A run records it in results.json

@@ -45,6 +45,10 @@ type Client struct {
 	// cycle's first acquire, read again after other events; ev is the
 	// others'.
 	evAcq, ev history.Event
+
+	// keysNoted: the lock's own Redis keys (lockimpl.KeysOf) already
+	// recorded (history.OpKeys), by workload key and Redis key.
+	keysNoted map[[2]string]bool
 }
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) } // µs
@@ -256,6 +260,7 @@ func (c *Client) acquire(ctx context.Context, k int, depth int, ev *history.Even
 			// the client sees it: now + (deadline − client now).
 			ev.Deadline = t1 + int64(d.Sub(c.clock.Now()))
 		}
+		c.noteKeys(key, srvKey, l, t1)
 		return l, ev, nil
 	case lockimpl.IsIndeterminate(err) || errors.Is(err, ErrCrashed):
 		ev.Result = history.Unknown
@@ -272,6 +277,22 @@ func (c *Client) acquire(ctx context.Context, k int, depth int, ev *history.Even
 	}
 	ev.Depth = depth
 	return nil, ev, err
+}
+
+// noteKeys records, once per client, key and Redis key, the keys of its
+// own lease l's acquire wrote for key (a lock that names its own keys,
+// lockimpl.KeysOf): the checks read the servers' record of them as key's.
+func (c *Client) noteKeys(key, srvKey string, l lockimpl.Lease, t int64) {
+	for _, rk := range lockimpl.KeysOf(c.lk, l, srvKey) {
+		if rk == srvKey || c.keysNoted[[2]string{key, rk}] {
+			continue
+		}
+		if c.keysNoted == nil {
+			c.keysNoted = map[[2]string]bool{}
+		}
+		c.keysNoted[[2]string{key, rk}] = true
+		c.rec.Record(&history.Event{T: t, Client: c.ID, Key: key, Op: history.OpKeys, Detail: rk})
+	}
 }
 
 // release gives up one level and records it; it returns the ack time.

@@ -190,6 +190,13 @@ func (r *rueidislockLock) release(ctx context.Context, key string, lctx context.
 	return nil
 }
 
+// RedisKeys is rueidislock's name for key (lockimpl.KeyMapper): with
+// KeyMajority 1 it writes one key, <prefix>:0:<key> (rueidislock's
+// keyname), the prefix being the one newRueidislock gives it.
+func (r *rueidislockLock) RedisKeys(key string) []string {
+	return []string{r.env.KeyPrefix + "rueidislock:0:" + key}
+}
+
 // Config reports rueidislock's effective settings.
 func (r *rueidislockLock) Config() map[string]any {
 	o := &r.env.Options

@@ -76,6 +76,21 @@ func TestGoodDriver(t *testing.T) {
 		t.Errorf("release: %v", err)
 	}
 
+	// `keys` in acquired: the keys the library wrote (lockimpl.KeysOf).
+	if keys := lockimpl.KeysOf(l, ls, "k0"); keys != nil {
+		t.Errorf("keys %q of a driver that reported none", keys)
+	}
+	own, err := l.TryAcquire(ctx, "own.k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys := lockimpl.KeysOf(l, own, "own.k1"); len(keys) != 1 || keys[0] != "lib:own.k1" {
+		t.Errorf("keys %q, want the acquired reply's [lib:own.k1]", keys)
+	}
+	if err := own.Release(ctx); err != nil {
+		t.Errorf("release: %v", err)
+	}
+
 	if _, err := l.TryAcquire(ctx, "busy"); !errors.Is(err, lockimpl.ErrNotAcquired) || lockimpl.IsIndeterminate(err) {
 		t.Errorf("busy: %v, want ErrNotAcquired", err)
 	}

@@ -101,6 +101,9 @@ func fakeMain(mode string) {
 				reply("indeterminate", "error", "timeout after 250ms")
 			case "count-releases":
 				reply("indeterminate", "error", fmt.Sprintf("releases %d", releases))
+			case "own.k1":
+				// A library that names its own key: it says so.
+				reply("acquired", "lease", "own", "token", "tok-own", "depth", 1, "keys", []string{"lib:" + key})
 			default:
 				n++
 				lease := fmt.Sprintf("L%d", n)

@@ -329,7 +329,7 @@ func (l *Locker) acquire(ctx context.Context, key string, wait time.Duration) (l
 func (l *Locker) onReply(req *Request, m Reply) {
 	switch {
 	case req.Type == "acquire" && m.Type == TypeAcquired && m.Lease != "":
-		ls := &lease{l: l, name: m.Lease, key: req.Key, token: m.Token, depth: max(m.Depth, 1)}
+		ls := &lease{l: l, name: m.Lease, key: req.Key, token: m.Token, depth: max(m.Depth, 1), keys: m.Keys}
 		if m.Fence != nil {
 			ls.fence, ls.fenced = *m.Fence, true
 		}
@@ -497,6 +497,7 @@ type lease struct {
 	depth  int
 	fence  uint64
 	fenced bool
+	keys   []string // the acquired reply's keys (lockimpl.LeaseKeys)
 
 	dmu      sync.Mutex
 	deadline time.Time
@@ -510,6 +511,7 @@ func (s *lease) Key() string             { return s.key }
 func (s *lease) Token() string           { return s.token }
 func (s *lease) Fence() (uint64, bool)   { return s.fence, s.fenced }
 func (s *lease) Depth() int              { return s.depth }
+func (s *lease) RedisKeys() []string     { return s.keys }
 func (s *lease) Lost() <-chan struct{}   { return s.lost }
 func (s *lease) setDeadline(t time.Time) { s.dmu.Lock(); s.deadline = t; s.dmu.Unlock() }
 func (s *lease) Deadline() (t time.Time) { s.dmu.Lock(); t = s.deadline; s.dmu.Unlock(); return }

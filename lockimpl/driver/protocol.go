@@ -77,6 +77,10 @@ type Reply struct {
 	Depth      int     `json:"depth,omitempty"`
 	DeadlineNS *int64  `json:"deadline_ns,omitempty"`
 	Fence      *uint64 `json:"fence,omitempty"`
+	// acquired: the Redis keys the acquire created or wrote, when the
+	// library names its own keys rather than the key it was given
+	// (docs/driver-protocol.md, "A library that names its own keys").
+	Keys []string `json:"keys,omitempty"`
 	// every reply: the driver's monotonic clock around the library call
 	T0 int64 `json:"t0,omitempty"`
 	T1 int64 `json:"t1,omitempty"`
