@@ -29,6 +29,9 @@ func listLocks(w io.Writer) {
 	fmt.Fprintln(tw, "NAME\tKIND\tCAPABILITIES\tDESCRIPTION")
 	for _, l := range lockimpl.List() {
 		d := l.Description
+		if lib := l.Library(); lib != "" {
+			d += " (" + lib + ", as built into this binary)"
+		}
 		if l.Mistake != "" {
 			d += " — mistake: " + l.Mistake
 		}
