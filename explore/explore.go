@@ -21,6 +21,10 @@ import (
 // Config of one exploration.
 type Config struct {
 	Lock string
+	// LockArg is the --lock value that names Lock in another process, for
+	// the replay a finding prints: a driver's exec:<command> or lock file,
+	// which registers it under Lock (its hello's name); default Lock.
+	LockArg string
 	// Reference is the lock the finding rule compares with; default the
 	// built-in correct lock of the lock's capabilities (as locktest picks
 	// it: runner.CapabilityReference).

@@ -184,3 +184,30 @@ func TestFindingsMergedBySameCauseAndShape(t *testing.T) {
 		t.Errorf("a schedule of another shape was merged: %d findings", len(e.rep.Findings))
 	}
 }
+
+// A finding's replay names the lock as another process must be given it:
+// LockArg (a driver's exec:<command>, one shell word), else the name.
+func TestReplayNamesTheLockArg(t *testing.T) {
+	out := t.TempDir()
+	e, err := New(Config{Lock: "del-no-owner", LockArg: "exec:/opt/my driver del-no-owner", Budget: time.Minute, Seed: 1, Out: out,
+		Oracle: &fakeOracle{}, Kinds: []string{history.FaultPauseClient}, MaxFaults: 1, NoShrink: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Schedule{Topology: "single", TTL: 200 * time.Millisecond, Duration: 2 * time.Second, Clients: 2, Keys: 1, Resource: "counter",
+		Faults: []Fault{{Spec: faults.Spec{Kind: history.FaultPauseClient, At: 300 * time.Millisecond, Target: "holder", Point: history.PointBeforeRelease},
+			Mag: 1.5, MagField: MagDuration}}}
+	e.finding(context.Background(), s, Verdict{Check: "unlock", Cause: "deleted-by-non-owner"}, []string{"unlock"}, []uint64{1}, time.Second)
+	if len(e.rep.Findings) != 1 {
+		t.Fatalf("%d findings", len(e.rep.Findings))
+	}
+	want := "lockchaos run " + filepath.Join(out, "findings", "1", "scenario.yaml") + " --lock 'exec:/opt/my driver del-no-owner' --expect"
+	if got := e.rep.Findings[0].Replay; got != want {
+		t.Errorf("replay\n%s\nwant\n%s", got, want)
+	}
+	for in, want := range map[string]string{"simple": "simple", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "/tmp/x.yaml": "/tmp/x.yaml"} {
+		if got := shellWord(in); got != want {
+			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -283,12 +283,28 @@ func (e *Explorer) save(f *Found) error {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		return err
 	}
-	f.Replay = fmt.Sprintf("lockchaos run %s --lock %s --expect", p, e.cfg.Lock)
+	lock := e.cfg.LockArg
+	if lock == "" {
+		lock = e.cfg.Lock
+	}
+	f.Replay = fmt.Sprintf("lockchaos run %s --lock %s --expect", shellWord(p), shellWord(lock))
 	e.showRun(f)
 	if err := writeJSON(filepath.Join(f.Dir, "finding.json"), f); err != nil {
 		return err
 	}
 	return e.writeFindingsMD()
+}
+
+// shellWord is s as one word of a POSIX shell command line: as it is when
+// it holds only characters no shell treats specially, else single-quoted
+// (exec:<command> has spaces).
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./:=,@%+-", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func writeJSON(path string, v any) error {
