@@ -405,13 +405,6 @@ func lockInputs(lock string, info lockimpl.Info) string {
 	return fmt.Sprintf("%s|%s|%s|%s@%s", lock, info.Kind, info.Capabilities(), lib, v)
 }
 
-// adapterModules names the module behind each adapter.
-var adapterModules = map[string]string{
-	"redsync":     "github.com/go-redsync/redsync/v4",
-	"redislock":   "github.com/bsm/redislock",
-	"rueidislock": "github.com/redis/rueidis", // rueidislock is a package of rueidis's module
-}
-
 // LockLibrary is the library a lock is and its version as built into this
 // binary: a built-in is lockchaos's own.
 func LockLibrary(lock string, info lockimpl.Info) (lib, version string) {
@@ -427,27 +420,19 @@ func driverLibrary(cfg map[string]any) (lib, version string) {
 	return l, v
 }
 
-// lockLibrary reads an adapter's module version from bi (nil, or a test
-// binary's, which lists no modules: "(unknown)").
+// lockLibrary reads an adapter's module version (its Info.Module) from bi
+// (nil, or a test binary's, which lists no modules: "(unknown)").
 func lockLibrary(lock string, info lockimpl.Info, bi *debug.BuildInfo) (lib, version string) {
-	mod, ok := adapterModules[lock]
-	if !ok {
+	if info.Module == "" {
 		switch info.Kind {
 		case lockimpl.Adapter:
-			return lock, "(unknown)"
+			return lock, lockimpl.UnknownVersion
 		case lockimpl.User:
 			return "(named by its runs)", "" // a driver's hello: driverLibrary
 		}
 		return "lockchaos built-in", ""
 	}
-	if bi != nil {
-		for _, d := range bi.Deps {
-			if d.Path == mod {
-				return mod, d.Version
-			}
-		}
-	}
-	return mod, "(unknown)"
+	return info.Module, lockimpl.ModuleVersionIn(bi, info.Module)
 }
 
 // scenarioFamily is a scenario's fault family ("none" without faults):

@@ -66,8 +66,8 @@ func TestCardInputHash(t *testing.T) {
 	}
 	for _, l := range lockimpl.List() {
 		if l.Kind == lockimpl.Adapter {
-			if _, ok := adapterModules[l.Name]; !ok {
-				t.Errorf("adapter %s has no module in adapterModules: the card cannot tell its version", l.Name)
+			if l.Module == "" {
+				t.Errorf("adapter %s declares no Module: the card cannot tell its version", l.Name)
 			}
 		}
 	}

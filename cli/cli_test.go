@@ -662,6 +662,11 @@ func TestListScenarios(t *testing.T) {
 	if len(names) < 18 {
 		t.Fatalf("only %d builtin scenarios", len(names))
 	}
+	sweep := scenarios.SweepNames()
+	if len(sweep) == 0 {
+		t.Fatal("no sweep scenarios")
+	}
+	names = append(names, sweep...) // the sweep is listed too
 	for _, n := range names {
 		if _, ok := rows[n]; !ok {
 			t.Errorf("scenario %s not listed", n)
@@ -706,5 +711,17 @@ func TestRunLimits(t *testing.T) {
 	}
 	if _, err := os.Stat(history.FileIn(dir2)); err == nil {
 		t.Error("a run refused for want of disk wrote a history")
+	}
+}
+
+// matrix --scenarios (and run, through the same scenarios.Load) takes a
+// sweep scenario's name.
+func TestMatrixScenariosSweepName(t *testing.T) {
+	list, err := loadScenarios([]string{"sweep-pause-in-release", " gc-pause"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Name != "sweep-pause-in-release" || list[1].Name != "gc-pause" {
+		t.Fatalf("loadScenarios gave %d scenarios", len(list))
 	}
 }

@@ -63,8 +63,14 @@ the budget cut short (saved, inconclusive), 3 bad input, 4 infrastructure.`,
 				return exitWith(ExitBadInput, fmt.Errorf("--lock: missing"))
 			}
 			var err error
+			arg := cfg.Lock
 			if cfg.Lock, err = resolveLock(cfg.Lock); err != nil {
 				return err
+			}
+			if arg != cfg.Lock {
+				// exec:<command> or a lock file: a replay in another
+				// process registers the driver by it, not by its name.
+				cfg.LockArg = arg
 			}
 			if cfg.Parallel > 2 {
 				return exitWith(ExitBadInput, fmt.Errorf("--parallel: %d: at most 2 runs at once", cfg.Parallel))

@@ -11,11 +11,18 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
+// listScenarios prints the catalog, then the pause-point sweep (named as
+// the catalog is: run, matrix --scenarios).
 func listScenarios(w io.Writer) error {
 	all, err := scenarios.All()
 	if err != nil {
 		return exitWith(ExitBadInput, err)
 	}
+	sweep, err := scenarios.Sweep()
+	if err != nil {
+		return exitWith(ExitBadInput, err)
+	}
+	all = append(all, sweep...)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTOPOLOGY\tFAULTS\tREPRODUCES\tDESCRIPTION")
 	for _, s := range all {
@@ -29,6 +36,9 @@ func listLocks(w io.Writer) {
 	fmt.Fprintln(tw, "NAME\tKIND\tCAPABILITIES\tDESCRIPTION")
 	for _, l := range lockimpl.List() {
 		d := l.Description
+		if lib := l.Library(); lib != "" {
+			d += " (" + lib + ", as built into this binary)"
+		}
 		if l.Mistake != "" {
 			d += " — mistake: " + l.Mistake
 		}

@@ -112,6 +112,12 @@ func (f *matrixFlags) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 // options checks the flags and makes the matrix's options of them.
 func (f *matrixFlags) options(cmd *cobra.Command) (campaign.MatrixOptions, error) {
 	var o campaign.MatrixOptions
+	// The locks first: an exec: or lock-file driver is registered by
+	// them, under the name a scenario's expect: may give it.
+	locks, err := resolveLocks(f.locks)
+	if err != nil {
+		return o, err
+	}
 	list, err := loadScenarios(f.scens)
 	if err != nil {
 		return o, err
@@ -136,10 +142,6 @@ func (f *matrixFlags) options(cmd *cobra.Command) (campaign.MatrixOptions, error
 		if seeds, err = campaign.ParseSeeds(f.seedList); err != nil {
 			return o, exitWith(ExitBadInput, fmt.Errorf("--seeds: %v", err))
 		}
-	}
-	locks, err := resolveLocks(f.locks)
-	if err != nil {
-		return o, err
 	}
 	o = campaign.MatrixOptions{Locks: locks, Scenarios: list, Out: f.out, Parallel: f.parallel, Retries: f.retries, Seeds: seeds, Plots: f.plots}
 	if cmd.Flags().Changed("shard") {

@@ -175,6 +175,13 @@ instead (0 = the harness found exactly what the scenario expects).`,
   lockchaos run gc-pause --lock simple --repeat 5 --seed 20   # seeds 20-24`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The lock first: an exec: or lock-file driver is registered
+			// by it, under its hello's name, which a scenario's expect:
+			// may name (an explore finding's replay does).
+			lock, err := resolveLock(lock)
+			if err != nil {
+				return err
+			}
 			s, err := of.load(cmd, args[0])
 			if err != nil {
 				return err
@@ -185,9 +192,6 @@ instead (0 = the harness found exactly what the scenario expects).`,
 			seeds, err := seedsFlag(cmd, seedList, repeat, s.Seed)
 			if err != nil {
 				return exitWith(ExitBadInput, err)
-			}
-			if lock, err = resolveLock(lock); err != nil {
-				return err
 			}
 			o := runner.Options{Scenario: s, Lock: lock, Out: out, Expect: expect, Thresholds: thresholds}
 			if err := cf.apply(&o.Setup); err != nil {

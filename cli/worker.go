@@ -47,15 +47,16 @@ and --workers.`,
   lockchaos merge --out merged w0 w1 w2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			lock, err := resolveLock(lock) // before the scenario, as run's
+			if err != nil {
+				return err
+			}
 			s, err := of.load(cmd, args[0])
 			if err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("backend") {
 				cf.backend = "external"
-			}
-			if lock, err = resolveLock(lock); err != nil {
-				return err
 			}
 			o := runner.Options{Scenario: s, Lock: lock, Out: out, Worker: &wk}
 			if err := cf.apply(&o.Setup); err != nil {

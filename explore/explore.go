@@ -21,6 +21,10 @@ import (
 // Config of one exploration.
 type Config struct {
 	Lock string
+	// LockArg is the --lock value that names Lock in another process, for
+	// the replay a finding prints: a driver's exec:<command> or lock file,
+	// which registers it under Lock (its hello's name); default Lock.
+	LockArg string
 	// Reference is the lock the finding rule compares with; default the
 	// built-in correct lock of the lock's capabilities (as locktest picks
 	// it: runner.CapabilityReference).
@@ -111,8 +115,12 @@ type Report struct {
 	Duplicates int      `json:"duplicates"`
 	Coverage   Coverage `json:"coverage"`
 	// Unconfirmed: finding candidates the confirmation seeds did not bear out.
-	Unconfirmed int  `json:"unconfirmed"`
-	Stopped     bool `json:"stopped,omitempty"`
+	Unconfirmed int `json:"unconfirmed"`
+	// Merged: finding candidates that, shrunk and confirmed, had the same
+	// check, cause and schedule shape as a saved finding, and were merged
+	// into it (its Merged counts them).
+	Merged  int  `json:"merged"`
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // Limited is a schedule under which the reference failed too (in
@@ -162,6 +170,10 @@ type Found struct {
 	RunDir   string `json:"run_dir,omitempty"`
 	Timeline string `json:"timeline,omitempty"`
 	Seed     uint64 `json:"seed"`
+	// Merged are the other candidates with the same check, cause and
+	// shrunk schedule shape (Schedule.Shape) merged into this one: it was
+	// found 1+Merged times. Written under the Explorer's saveMu.
+	Merged int `json:"merged,omitempty"`
 	// refAny are the checks the reference did not pass on every
 	// confirmation seed (its expectation says any for them).
 	refAny []string
@@ -270,7 +282,8 @@ type Explorer struct {
 	saveMu   sync.Mutex // one finding saved at a time (findings.md lists them all)
 	rep      *Report
 	cov      *coverage
-	seen     map[string]bool // causes of saved findings
+	seen     map[string]bool   // causes of saved findings
+	shapes   map[string]*Found // confirmed findings by check, cause and schedule shape
 	runN     int
 	prog     Progress
 }
@@ -331,7 +344,7 @@ func New(cfg Config) (*Explorer, error) {
 			return nil, fmt.Errorf("kinds: %q is not a fault kind of topology %s (%s)", k, cfg.Topology, strings.Join(Applicable(cfg.Topology), ", "))
 		}
 	}
-	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), cov: newCoverage(), seen: map[string]bool{}}
+	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), cov: newCoverage(), seen: map[string]bool{}, shapes: map[string]*Found{}}
 	e.gen = Generator{Seed: cfg.Seed, Topology: cfg.Topology, Nodes: cfg.Nodes, TTL: cfg.TTL, Info: info, MaxFaults: cfg.MaxFaults, Kinds: cfg.Kinds}
 	e.rep = &Report{Lock: cfg.Lock, Reference: cfg.Reference, Topology: cfg.Topology, Seed: cfg.Seed, Budget: cfg.Budget,
 		Classes: map[Class]int{}}

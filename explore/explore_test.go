@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -123,5 +124,90 @@ func TestExploreOfALockThatDoesNotRun(t *testing.T) {
 	}
 	if n := o.runs.Load(); n != 1 || time.Since(began) > 10*time.Second {
 		t.Errorf("%d runs in %v: want it to stop after the first", n, time.Since(began))
+	}
+}
+
+// Two candidates found under different causes that shrink and confirm to
+// the same check, cause and schedule shape are one finding, found twice:
+// one directory, Merged 1 in finding.json, "found 2 times" in findings.md.
+func TestFindingsMergedBySameCauseAndShape(t *testing.T) {
+	out := t.TempDir()
+	e, err := New(Config{Lock: "del-no-owner", Budget: time.Minute, Seed: 1, Out: out, Oracle: &fakeOracle{},
+		Kinds: []string{history.FaultPauseClient}, MaxFaults: 1, NoShrink: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause := func(mag float64, at time.Duration) Schedule {
+		return Schedule{Topology: "single", TTL: 200 * time.Millisecond, Duration: 2 * time.Second, Recovery: 500 * time.Millisecond,
+			Clients: 2, Keys: 1, Hold: 20 * time.Millisecond, Resource: "counter",
+			Faults: []Fault{{Spec: faults.Spec{Kind: history.FaultPauseClient, At: at, Target: "holder", Point: history.PointBeforeRelease},
+				Mag: mag, MagField: MagDuration}}}
+	}
+	a, b := pause(1.5, 300*time.Millisecond), pause(2, 700*time.Millisecond)
+	if a.Shape() != b.Shape() || a.Describe() == b.Describe() {
+		t.Fatalf("shapes %q and %q: want one shape, two schedules", a.Shape(), b.Shape())
+	}
+	ctx := context.Background()
+	// The causes they were found with differ (the screening run's); the
+	// confirmation names deleted-by-non-owner for both.
+	e.finding(ctx, a, Verdict{Check: "unlock", Cause: "unknown"}, []string{"unlock"}, []uint64{1}, time.Second)
+	e.finding(ctx, b, Verdict{Check: "unlock", Cause: "expired-while-held"}, []string{"unlock"}, []uint64{2}, 2*time.Second)
+	rep, err := e.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Merged != 1 {
+		t.Fatalf("%d findings, %d merged: want 1 finding, 1 merged", len(rep.Findings), rep.Merged)
+	}
+	f := rep.Findings[0]
+	if f.Cause != "deleted-by-non-owner" || f.Merged != 1 || !f.Confirmed {
+		t.Errorf("finding: cause %s merged %d confirmed %v", f.Cause, f.Merged, f.Confirmed)
+	}
+	dirs, _ := os.ReadDir(filepath.Join(out, "findings"))
+	if len(dirs) != 1 {
+		t.Errorf("%d finding directories, want 1", len(dirs))
+	}
+	js, _ := os.ReadFile(filepath.Join(f.Dir, "finding.json"))
+	md, _ := os.ReadFile(filepath.Join(out, "findings.md"))
+	if !strings.Contains(string(js), `"merged": 1`) || !strings.Contains(string(md), "found 2 times") {
+		t.Errorf("the count is not saved:\nfinding.json %s\nfindings.md %s", js, md)
+	}
+	page, _ := os.ReadFile(filepath.Join(out, HTMLFile))
+	if !strings.Contains(string(page), `id="count-merged">1<`) || !strings.Contains(string(page), "2 times") {
+		t.Errorf("%s does not show the merge", HTMLFile)
+	}
+	// Another shape of the same cause is a finding of its own.
+	c := a.Clone()
+	c.Faults[0].Spec.Target = "any-client"
+	e.finding(ctx, c, Verdict{Check: "unlock", Cause: "other"}, []string{"unlock"}, []uint64{1}, 3*time.Second)
+	if len(e.rep.Findings) != 2 {
+		t.Errorf("a schedule of another shape was merged: %d findings", len(e.rep.Findings))
+	}
+}
+
+// A finding's replay names the lock as another process must be given it:
+// LockArg (a driver's exec:<command>, one shell word), else the name.
+func TestReplayNamesTheLockArg(t *testing.T) {
+	out := t.TempDir()
+	e, err := New(Config{Lock: "del-no-owner", LockArg: "exec:/opt/my driver del-no-owner", Budget: time.Minute, Seed: 1, Out: out,
+		Oracle: &fakeOracle{}, Kinds: []string{history.FaultPauseClient}, MaxFaults: 1, NoShrink: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Schedule{Topology: "single", TTL: 200 * time.Millisecond, Duration: 2 * time.Second, Clients: 2, Keys: 1, Resource: "counter",
+		Faults: []Fault{{Spec: faults.Spec{Kind: history.FaultPauseClient, At: 300 * time.Millisecond, Target: "holder", Point: history.PointBeforeRelease},
+			Mag: 1.5, MagField: MagDuration}}}
+	e.finding(context.Background(), s, Verdict{Check: "unlock", Cause: "deleted-by-non-owner"}, []string{"unlock"}, []uint64{1}, time.Second)
+	if len(e.rep.Findings) != 1 {
+		t.Fatalf("%d findings", len(e.rep.Findings))
+	}
+	want := "lockchaos run " + filepath.Join(out, "findings", "1", "scenario.yaml") + " --lock 'exec:/opt/my driver del-no-owner' --expect"
+	if got := e.rep.Findings[0].Replay; got != want {
+		t.Errorf("replay\n%s\nwant\n%s", got, want)
+	}
+	for in, want := range map[string]string{"simple": "simple", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "/tmp/x.yaml": "/tmp/x.yaml"} {
+		if got := shellWord(in); got != want {
+			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
 	}
 }

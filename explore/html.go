@@ -253,7 +253,7 @@ func (e *Explorer) writeMargins(margins []Margin, done bool) error {
 
 func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
 
-var htmlTmpl = template.Must(template.New("explore").Funcs(template.FuncMap{"pct": pct}).Parse(htmlSource))
+var htmlTmpl = template.Must(template.New("explore").Funcs(template.FuncMap{"pct": pct, "inc": func(n int) int { return n + 1 }}).Parse(htmlSource))
 
 const htmlSource = `<!DOCTYPE html>
 <html lang="en">
@@ -278,6 +278,7 @@ const htmlSource = `<!DOCTYPE html>
 <tr><th>findings</th><td class="num" id="count-findings">{{len .Findings}}</td></tr>
 <tr><th>candidates not confirmed</th><td class="num">{{.Unconfirmed}}</td></tr>
 <tr><th>duplicates of a saved finding</th><td class="num">{{.Duplicates}}</td></tr>
+<tr><th>candidates merged into a finding (same check, cause and schedule shape)</th><td class="num" id="count-merged">{{.Merged}}</td></tr>
 <tr><th>schedules per minute</th><td class="num" id="count-per-minute">{{printf "%.1f" .PerMinute}}</td></tr>
 </table>
 
@@ -294,6 +295,7 @@ const htmlSource = `<!DOCTYPE html>
 {{if .Repeat}}<tr><th>saved for the replay (faults repeated)</th><td>{{.Repeat}}</td></tr>{{end}}
 <tr><th>{{$.Lock}} fails</th><td class="rate-lock">{{.F.Lock.Fails}}/{{.F.Lock.N}} seeds (95% Wilson interval {{pct .F.Lock.Low}}–{{pct .F.Lock.High}})</td></tr>
 <tr><th>{{$.Ref}} (reference) fails</th><td class="rate-ref">{{.F.Ref.Fails}}/{{.F.Ref.N}} seeds (95% Wilson interval {{pct .F.Ref.Low}}–{{pct .F.Ref.High}})</td></tr>
+{{if .F.Merged}}<tr><th>found</th><td class="times-found">{{inc .F.Merged}} times (the other candidates shrank to the same check, cause and schedule shape)</td></tr>{{end}}
 <tr><th>found after</th><td>{{.F.FoundAfter.Round 1000000000}} (shrunk in {{.F.ShrinkSteps}} steps, {{.F.ShrinkKept}} kept)</td></tr>
 <tr><th>replay</th><td>{{if .F.Replay}}<code class="replay">{{.F.Replay}}</code>{{else}}<span class="muted">not saved</span>{{end}}</td></tr>
 <tr><th>files</th><td>{{if .Scenario}}<a class="scenario" href="{{.Scenario}}">scenario.yaml</a>{{end}}{{if .RunReport}} · <a class="run-report" href="{{.RunReport}}">the run's report (seed {{.F.Seed}})</a>{{else}} <span class="muted">no confirmation run to show</span>{{end}}{{if .TimelineSVG}} · <a class="timeline-svg" href="{{.TimelineSVG}}">timeline (SVG)</a>{{end}}</td></tr>

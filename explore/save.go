@@ -18,7 +18,7 @@ import (
 // finding shrinks, confirms and saves a new finding of check v in s.
 func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []string, failSeeds []uint64, at time.Duration) {
 	e.mu.Lock()
-	n := len(e.rep.Findings) + e.rep.Unconfirmed + 1
+	n := len(e.rep.Findings) + e.rep.Unconfirmed + e.rep.Merged + 1
 	f := &Found{N: n, Check: v.Check, Checks: checks, Cause: v.Cause, Sentence: v.Sentence, Original: s, Minimal: s, FoundAfter: at,
 		Lock: v.Lock, Ref: v.Ref, Seed: failSeeds[0]}
 	e.rep.Findings = append(e.rep.Findings, f)
@@ -74,13 +74,42 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 	// that cause is a duplicate too.
 	e.mu.Lock()
 	e.seen[f.Cause] = true
+	key := f.Check + "|" + f.Cause + "|" + f.Minimal.Shape()
+	same := e.shapes[key]
+	if same == nil {
+		e.shapes[key] = f
+	} else {
+		e.rep.Findings = slices.DeleteFunc(e.rep.Findings, func(x *Found) bool { return x == f })
+		e.rep.Merged++
+	}
 	e.mu.Unlock()
+	if same != nil {
+		e.merge(same, f)
+		return
+	}
 	if ok && f.Lock.Fails < f.Lock.N {
 		e.amplify(ctx, f)
 	}
 	if err := e.save(f); err != nil {
 		f.Sentence += " (not saved: " + err.Error() + ")"
 	}
+}
+
+// merge counts candidate f, shrunk and confirmed to the same check, cause
+// and schedule shape as the finding into, as found again: into.Merged, and
+// its finding.json and findings.md rewritten when it is saved already
+// (else its own save writes the count); f's directory goes.
+func (e *Explorer) merge(into, f *Found) {
+	e.progress(func(p *Progress) { p.Findings-- })
+	_ = os.RemoveAll(f.Dir)
+	e.saveMu.Lock()
+	defer e.saveMu.Unlock()
+	into.Merged++
+	if into.Replay == "" {
+		return
+	}
+	_ = writeJSON(filepath.Join(into.Dir, "finding.json"), into)
+	_ = e.writeFindingsMD()
 }
 
 // confirmTrail looks for the smallest schedule of the shrinking trail
@@ -254,12 +283,28 @@ func (e *Explorer) save(f *Found) error {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		return err
 	}
-	f.Replay = fmt.Sprintf("lockchaos run %s --lock %s --expect", p, e.cfg.Lock)
+	lock := e.cfg.LockArg
+	if lock == "" {
+		lock = e.cfg.Lock
+	}
+	f.Replay = fmt.Sprintf("lockchaos run %s --lock %s --expect", shellWord(p), shellWord(lock))
 	e.showRun(f)
 	if err := writeJSON(filepath.Join(f.Dir, "finding.json"), f); err != nil {
 		return err
 	}
 	return e.writeFindingsMD()
+}
+
+// shellWord is s as one word of a POSIX shell command line: as it is when
+// it holds only characters no shell treats specially, else single-quoted
+// (exec:<command> has spaces).
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./:=,@%+-", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func writeJSON(path string, v any) error {
@@ -286,8 +331,12 @@ func (f *Found) Line(lock, ref string) string {
 		refuted = fmt.Sprintf(" (%d smaller schedule(s) refuted on confirmation, smallest: %s, lock %s, reference %s)",
 			n, f.Refuted[0].Schedule, f.Refuted[0].Lock, f.Refuted[0].Ref)
 	}
-	return fmt.Sprintf("- **%s** fails **%s** (cause %s)%s: %s Minimal schedule: %s%s%s. Lock fails %s seeds, reference %s %s. Replay: `%s`",
-		lock, f.Check, f.Cause, conf, strings.TrimSpace(f.Sentence), f.Minimal.Describe(), saved, refuted, f.Lock, ref, f.Ref, f.Replay)
+	times := ""
+	if f.Merged > 0 {
+		times = fmt.Sprintf(" (found %d times: the other candidates shrank to the same check, cause and schedule shape)", 1+f.Merged)
+	}
+	return fmt.Sprintf("- **%s** fails **%s** (cause %s)%s%s: %s Minimal schedule: %s%s%s. Lock fails %s seeds, reference %s %s. Replay: `%s`",
+		lock, f.Check, f.Cause, conf, times, strings.TrimSpace(f.Sentence), f.Minimal.Describe(), saved, refuted, f.Lock, ref, f.Ref, f.Replay)
 }
 
 func (e *Explorer) writeFindingsMD() error {

@@ -205,6 +205,18 @@ func (f Fault) Describe() string {
 	return b.String()
 }
 
+// Shape is the schedule without its times and magnitudes: the topology and
+// each fault's kind, point, target and trigger, in order. Two findings of
+// the same check and cause whose shrunk schedules have one shape are one
+// finding (Found.Merged).
+func (s Schedule) Shape() string {
+	parts := []string{s.Topology}
+	for _, f := range s.Faults {
+		parts = append(parts, f.Spec.Kind+"@"+f.Spec.Point+"/"+f.Spec.Target+"/"+f.Spec.When)
+	}
+	return strings.Join(parts, ";")
+}
+
 // Size orders schedules for shrinking: fewer faults, firings, params,
 // clients, keys and a shorter run are smaller.
 func (s Schedule) Size() int {

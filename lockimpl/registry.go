@@ -45,6 +45,10 @@ type Info struct {
 	// library without cluster support); the matrix marks its cluster
 	// cells not applicable with this reason, and a run refuses it.
 	NoCluster string
+	// Module, for an adapter, is the Go module of the library behind it
+	// (e.g. "github.com/redis/rueidis"): its labels take the version from
+	// the binary's build info (ModuleVersion), never from a source file.
+	Module string
 }
 
 // Capabilities are an Info's declarations that decide which scenarios and

@@ -108,3 +108,33 @@ func TestSweepEmbedded(t *testing.T) {
 		}
 	}
 }
+
+// A sweep scenario is named as a catalog one is (run, matrix --scenarios:
+// Load), and no sweep name hides a catalog scenario.
+func TestSweepByName(t *testing.T) {
+	catalog := map[string]bool{}
+	for _, n := range BuiltinNames() {
+		catalog[n] = true
+	}
+	names := SweepNames()
+	if len(names) != len(sweepPoints) {
+		t.Fatalf("SweepNames() = %v, want one per point (%d)", names, len(sweepPoints))
+	}
+	for _, n := range names {
+		if catalog[n] {
+			t.Errorf("%s is both a catalog and a sweep scenario", n)
+		}
+		s, err := Load(n)
+		if err != nil {
+			t.Errorf("Load(%q): %v", n, err)
+			continue
+		}
+		if s.Name != n || s.Source != "builtin:sweep/"+n {
+			t.Errorf("Load(%q) = %s from %s", n, s.Name, s.Source)
+		}
+	}
+	_, err := Load("no-such-scenario")
+	if err == nil || !strings.Contains(err.Error(), "sweep-pause-in-release") {
+		t.Errorf("an unknown name's error does not list the sweep: %v", err)
+	}
+}

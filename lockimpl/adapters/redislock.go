@@ -18,11 +18,14 @@ type redislockLock struct {
 	env lockimpl.Env
 }
 
+const redislockModule = "github.com/bsm/redislock"
+
 func init() {
 	lockimpl.Register(lockimpl.Info{
 		Name:        "redislock",
 		Kind:        lockimpl.Adapter,
-		Description: "bsm/redislock v0.10 on the first node: Obtain with LinearBackoff(retry_delay) bounded by acquire_timeout; Release maps ErrLockNotHeld to ErrNotOwner",
+		Module:      redislockModule,
+		Description: "bsm/redislock on the first node: Obtain with LinearBackoff(retry_delay) bounded by acquire_timeout; Release maps ErrLockNotHeld to ErrNotOwner",
 	}, func(env lockimpl.Env) (lockimpl.Locker, error) { return &redislockLock{env: env}, nil })
 }
 
@@ -89,7 +92,7 @@ func (s *stampScripter) Eval(ctx context.Context, script string, keys []string, 
 func (r *redislockLock) Config() map[string]any {
 	o := &r.env.Options
 	return map[string]any{
-		"library": "github.com/bsm/redislock v0.10.0", "ttl": o.TTL.String(),
+		"library": redislockModule, "version": lockimpl.ModuleVersion(redislockModule), "ttl": o.TTL.String(),
 		"retry_strategy": fmt.Sprintf("LinearBackoff(%v)", o.RetryDelay), "acquire_timeout": o.AcquireTimeout.String(),
 		"try_timeout": o.CommandTimeout.String(), "release_timeout": o.CommandTimeout.String(),
 		"token": "16 random bytes, base64url (default)", "metadata": "",

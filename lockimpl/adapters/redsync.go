@@ -20,11 +20,14 @@ type redsyncLock struct {
 	rs  *redsync.Redsync
 }
 
+const redsyncModule = "github.com/go-redsync/redsync/v4"
+
 func init() {
 	lockimpl.Register(lockimpl.Info{
 		Name:        "redsync",
 		Kind:        lockimpl.Adapter,
-		Description: "go-redsync/redsync v4.18 (Redlock) over every master, via its goredis/v9 pool; library defaults except expiry, tries, retry delay and drift",
+		Module:      redsyncModule,
+		Description: "go-redsync/redsync v4 (Redlock) over every master, via its goredis/v9 pool; library defaults except expiry, tries, retry delay and drift",
 		MinNodes:    1,
 	}, func(env lockimpl.Env) (lockimpl.Locker, error) {
 		pools := make([]redsyncredis.Pool, len(env.Conns))
@@ -107,7 +110,7 @@ func (r *redsyncLock) release(ctx context.Context, m *redsync.Mutex) error {
 func (r *redsyncLock) Config() map[string]any {
 	o := &r.env.Options
 	return map[string]any{
-		"library": "github.com/go-redsync/redsync/v4 v4.18.0", "pools": len(r.env.Conns), "quorum": len(r.env.Conns)/2 + 1,
+		"library": redsyncModule, "version": lockimpl.ModuleVersion(redsyncModule), "pools": len(r.env.Conns), "quorum": len(r.env.Conns)/2 + 1,
 		"expiry": o.TTL.String(), "tries": r.tries(), "retry_delay": fmt.Sprintf("%v + up to %v", o.RetryDelay, o.RetryJitter),
 		"drift_factor": o.Drift, "timeout_factor": 0.05, "try_timeout": time.Duration(float64(o.TTL) * 0.05).String(),
 		"fail_fast": false, "shuffle_pools": false, "set_nx_on_extend": false, "value": "16 random bytes, base64 (default)",

@@ -43,11 +43,15 @@ type rueidislockLock struct {
 	closing atomic.Bool // Close ends every lock's context: no loss
 }
 
+// rueidisModule is the module rueidislock is a package of.
+const rueidisModule = "github.com/redis/rueidis"
+
 func init() {
 	lockimpl.Register(lockimpl.Info{
 		Name:        "rueidislock",
 		Kind:        lockimpl.Adapter,
-		Description: "rueidis v1.0.79 rueidislock on the first node (own rueidis client: go-redis hook faults such as in-acquire pauses do not reach it); auto-extended, Lost on loss",
+		Module:      rueidisModule,
+		Description: "rueidis rueidislock on the first node (own rueidis client: go-redis hook faults such as in-acquire pauses do not reach it); auto-extended, Lost on loss",
 		// It extends its keys itself and reports none of it (only the
 		// loss, a NoteLost when the library cancels the lock's context):
 		// declared, so the results say its renewals are invisible.
@@ -201,7 +205,7 @@ func (r *rueidislockLock) RedisKeys(key string) []string {
 func (r *rueidislockLock) Config() map[string]any {
 	o := &r.env.Options
 	return map[string]any{
-		"library": "github.com/redis/rueidis v1.0.79 rueidislock", "key_validity": o.TTL.String(),
+		"library": rueidisModule + "/rueidislock", "version": lockimpl.ModuleVersion(rueidisModule), "key_validity": o.TTL.String(),
 		"extend_interval": (o.TTL / 2).String(), "try_next_after": "20ms", "key_majority": 1,
 		"key_prefix": r.env.KeyPrefix + "rueidislock", "no_loop_tracking": r.noLoop, "fallback_setpx": false,
 		"client_side_caching": true, "acquire_timeout": o.AcquireTimeout.String(), "release_timeout": o.CommandTimeout.String(),
