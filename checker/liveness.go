@@ -156,7 +156,20 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 	}
 	var prevEnd int64 = -1
 	var prev int32 = -1
-	for i, hi := range kd.holds {
+	// In the order the holds took the key (granted), not of their acks: a
+	// client frozen inside its acquire after its SET took the key acks
+	// last, and taken in ack order the key it held (until its TTL) looks
+	// free between the previous release and a later client's grant (simple
+	// explored against reentrant: 411 ms "waiting" for a key client 1 held
+	// frozen from 0.942 s).
+	order := m.order[:0]
+	for i := range kd.holds {
+		order = append(order, int32(i))
+	}
+	sort.SliceStable(order, func(a, b int) bool { return grants[order[a]] < grants[order[b]] })
+	m.order = order
+	for _, i := range order {
+		hi := kd.holds[i]
 		h := &m.holds[hi]
 		if m.in(h.start) {
 			if g := grants[i]; prevEnd >= 0 {

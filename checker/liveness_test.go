@@ -195,3 +195,25 @@ func TestLivenessOfIssue44sHistory(t *testing.T) {
 		t.Errorf("unavailability under the waiter's faults %.0f ms, want the stalled wait (≥ 400)", got)
 	}
 }
+
+// Gaps are measured between holds in the order they took the key, not of
+// their acks: client 1, frozen inside its acquire right after its SET took
+// the key, acks after client 0's next acquire, which got the key only when
+// client 1's expired. In ack order the key looked free from client 0's
+// release to its next ack (249 ms; explore flagged simple against
+// reentrant for 411 ms of it).
+func TestLivenessOrdersHoldsByTheirKeyTake(t *testing.T) {
+	b := newHB(nil)
+	b.acq(0, 0, 1, 101, history.OK, 1).rel(0, 10, 11, 0)
+	b.acq(1, 11, 320, 120, history.OK, 1)
+	b.add(history.Event{T: 20 * ms, End: 320 * ms, Client: 1, Key: "k", Op: history.OpPause, Detail: history.PointInAcquire})
+	for t := int64(15); t < 255; t += 40 {
+		b.acq(0, t, t+40, 0, history.Fail, 1)
+	}
+	b.acq(0, 255, 260, 360, history.OK, 1).rel(0, 270, 271, 0)
+	b.rel(1, 330, 331, 0)
+	r := Check(b.ev, Options{})
+	if v := r.Checks[CheckLiveness].Verdict; v != Valid {
+		t.Errorf("liveness %s, want valid (client 1 held the key from 0.020 s): %+v", v, r.Violations)
+	}
+}

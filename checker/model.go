@@ -277,7 +277,8 @@ type model struct {
 	ttl     int64
 	honours bool
 	topo    string
-	lastT   int64 // the latest event time read (stranded keys at the record's end)
+	lastT   int64   // the latest event time read (stranded keys at the record's end)
+	order   []int32 // liveness: scratch, a key's holds in the order they took it
 
 	keyIdx  map[string]int32
 	keys    []string

@@ -43,10 +43,14 @@ func (m *model) strandedAfter(c *ctx, w *keyWaits, x, y int64, prev int32) (stra
 	if m.ttl == 0 || prev < 0 || y-x <= allowed || len(w.kd.srv) == 0 {
 		return strandedKey{}, false
 	}
-	present, _, known := m.keyAtEnd(w.kd, x+allowed)
+	present, since, known := m.keyAtEnd(w.kd, x+allowed)
 	if !present || !known {
 		return strandedKey{}, false
 	}
+	// Written again after x: another acquire took it (one that never
+	// returned, a client frozen in it). Its lease, not prev's, is the key's
+	// now: only a write that left it without a TTL strands it.
+	rewritten := since > x
 	to := y
 	kd := w.kd
 	i := sort.Search(len(kd.srv), func(i int) bool { return kd.srv[i].t >= x+allowed })
@@ -63,7 +67,7 @@ func (m *model) strandedAfter(c *ctx, w *keyWaits, x, y int64, prev int32) (stra
 	s := strandedKey{from: x + m.ttl, to: to, clients: []int{}}
 	who := fmt.Sprintf("client %d", m.holds[prev].client)
 	s.clients = append(s.clients, int(m.holds[prev].client))
-	if c, t, ok := m.renewedAfter(kd, x, to); ok {
+	if c, t, ok := m.renewedAfter(kd, x, to); ok && !rewritten {
 		s.cause = CauseRenewedAfterRelease
 		by := "a connection the record does not name"
 		if c >= 0 {
@@ -83,7 +87,7 @@ func (m *model) strandedAfter(c *ctx, w *keyWaits, x, y int64, prev int32) (stra
 		if bare.h < x {
 			s.why = fmt.Sprintf("%s was written at %s%s without a TTL, and %s's lease ended at %s", key, sec(bare.h), by, who, sec(x))
 		}
-	} else if m.holds[prev].how == endReleased {
+	} else if m.holds[prev].how == endReleased && !rewritten {
 		s.cause = CauseReleaseNotApplied
 		s.why = fmt.Sprintf("%s released %s at %s, and no delete of it reached the server", who, key, sec(x))
 	} else {

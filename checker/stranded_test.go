@@ -73,6 +73,12 @@ func TestStrandedKeys(t *testing.T) {
 		}
 	}
 	wantVerdicts(t, Check(correct().ev, Options{}), map[string]Verdict{CheckLiveness: Valid})
+	// The key written again after the release, by an acquire that never
+	// returned: that lease is the key's now, not a release that failed.
+	retaken := recordHB()
+	retaken.acq(0, 0, 1, 0, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "1000", "NX"}).srv(1, "set").srv(1, "expire")
+	retaken.rel(0, 10, 11, 0).srv(30, "expired").acq(1, 49, 60, 0, history.Unknown, 1).cmd(1, 50, []string{"SET", recKey, "tokB", "PX", "1000", "NX"}).srv(50, "set").srv(50, "expire")
+	wantVerdicts(t, Check(end(retaken.srv(1050, "expired")).ev, Options{}), map[string]Verdict{CheckLiveness: Valid})
 	// A waiter that saw the renewed key: one violation, the waits', with
 	// the stranding's cause.
 	b := renewed()
