@@ -205,7 +205,7 @@ func TestRecipesCatchDrift(t *testing.T) {
 	}
 	for _, c := range []struct{ what, old, new string }{
 		{"a field renamed", "Topologies", "Topology"},
-		{"a field left out", "NoCluster}", "}"},
+		{"a field left out", "Module}", "}"},
 		{"the signature of a check", "func judge<Name>(m *model, c *ctx)", "func check<Name>(m *model, c *ctx) (CheckResult, bool)"},
 		{"a check's test elsewhere", "`checker/<name>_test.go`", "`checker/checker_test.go`"},
 		{"a file per check", "`checker/<name>.go`", "`checker/<name>s.go`"},
