@@ -121,13 +121,20 @@ func fencingOrder(m *model, c *ctx, k int, kd *keyData, count *int) {
 			}
 			next++
 		}
-		if !m.in(h.acqT) || prev < 0 || h.fence > m.holds[prev].fence {
+		if prev < 0 || h.fence > m.holds[prev].fence {
 			continue
 		}
+		// Marked whatever the window (fencingByTakes judges a hold in
+		// the window of its ack, this in the window of its invoke: a
+		// hold flagged here is not flagged there again); reported in the
+		// window of its invoke.
 		if flagged == nil {
 			flagged = map[int32]bool{}
 		}
 		flagged[hi] = true
+		if !m.in(h.acqT) {
+			continue
+		}
 		p := &m.holds[prev]
 		cause, expl := m.fenceOrderCause(k, hi, prev)
 		c.violate(Violation{Check: CheckFencing, Key: m.keys[k], Clients: []int{int(p.client), int(h.client)}, AtMS: history.MS(h.start),
@@ -182,10 +189,24 @@ func (m *model) fencingByTakes(c *ctx, k int, hs []int32, flagged map[int32]bool
 		}
 	}
 	sort.SliceStable(ts, func(i, j int) bool { return ts[i].t < ts[j].t })
-	var prev int32 = -1 // the greatest fence among the holds whose keys were taken before
-	for _, x := range ts {
+	// Against the holds whose keys were taken in the 2×TTL before: a
+	// successor takes the key within about a TTL of its predecessor's take
+	// (its key expired, or was released), and a streamed check keeps
+	// exactly those holds and their takes (its margin is over 2×TTL), so
+	// whole and streamed judge alike.
+	look := 2 * m.ttl
+	for n, x := range ts {
 		h := &m.holds[x.hi]
-		if prev >= 0 && h.fence <= m.holds[prev].fence && m.in(h.acqT) && !flagged[x.hi] {
+		var prev int32 = -1 // the greatest fence among the holds whose keys were taken before
+		for j := n - 1; j >= 0 && (look == 0 || ts[j].t >= x.t-look); j-- {
+			if q := ts[j].hi; ts[j].t < x.t && (prev < 0 || m.holds[q].fence > m.holds[prev].fence) {
+				prev = q
+			}
+		}
+		// Judged in the window that has all of its acquire's commands
+		// replayed (to its ack plus the record's slack), where a
+		// streamed check knows its take as the whole check does.
+		if prev >= 0 && h.fence <= m.holds[prev].fence && m.in(h.start+m.ownSlack()) && !flagged[x.hi] {
 			p := &m.holds[prev]
 			cause, expl := m.lateFenceCause(int32(k), x.hi, prev, x.t)
 			if cause == "" {
@@ -195,9 +216,6 @@ func (m *model) fencingByTakes(c *ctx, k int, hs []int32, flagged map[int32]bool
 				Window: [2]int64{p.acqT, h.start}, Cause: cause, Explanation: expl,
 				Detail: fmt.Sprintf("client %d's key was taken at %s, after client %d's, yet its token %d is not greater than client %d's token %d (in the order the server took the key, per the command record)",
 					h.client, sec(x.t), p.client, h.fence, p.client, p.fence)}, count)
-		}
-		if prev < 0 || h.fence > m.holds[prev].fence {
-			prev = x.hi
 		}
 	}
 }

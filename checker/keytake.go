@@ -42,9 +42,15 @@ func (m *model) pruneTakes(kd *keyData, cut int64) {
 	kd.takes = slices.DeleteFunc(kd.takes, func(o ownCmd) bool { return o.t < cut })
 }
 
-// takeOf returns the command record's key-take of hold hi: the last write
+// takeOf returns the command record's key-take of hold hi: the one write
 // that took its key for its client within its acquire (from its invoke to
-// its ack, with the record's slack), or nil.
+// its ack, with the record's slack after it), or nil when there is none,
+// when there are several (a client whose holds follow each other closely,
+// smoke's, has its next acquire's take within the slack of this one's ack;
+// a SET NX the replay could not tell refused from taken), or when the
+// record had a gap then. A take the record cannot pin to one command is
+// no order to judge by: taken as this hold's, another's reordered a
+// correct fenced lock's holds and its fences looked out of order.
 func (m *model) takeOf(hi int32) *ownCmd {
 	if !m.useRecord() {
 		return nil
@@ -52,11 +58,22 @@ func (m *model) takeOf(hi int32) *ownCmd {
 	h := &m.holds[hi]
 	ts := m.kd[h.key].takes
 	slack := m.ownSlack()
+	// Not before the invoke: a take mapped there within the slack is as
+	// likely the client's previous acquire's (a take of this acquire the
+	// record lost, at its end, left only that one in the window).
+	from, to := h.acqT, h.start+slack
 	var got *ownCmd
-	for i := sort.Search(len(ts), func(i int) bool { return ts[i].t >= h.acqT-slack }); i < len(ts) && ts[i].t <= h.start+slack; i++ {
-		if ts[i].client == h.client {
-			got = &ts[i]
+	for i := sort.Search(len(ts), func(i int) bool { return ts[i].t >= from }); i < len(ts) && ts[i].t <= to; i++ {
+		if ts[i].client != h.client {
+			continue
 		}
+		if got != nil {
+			return nil
+		}
+		got = &ts[i]
+	}
+	if got != nil && (m.inGap(got.node, from) || m.gapSince(got.node, from, to)) {
+		return nil
 	}
 	return got
 }

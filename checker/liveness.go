@@ -173,7 +173,7 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 		h := &m.holds[hi]
 		if m.in(h.start) {
 			if g := grants[i]; prevEnd >= 0 {
-				m.keyGap(c, w, prevEnd, g, g, prev, hi)
+				m.keyGap(c, w, prevEnd, g, g, prev, hi, false)
 			} else if len(kd.failed) > 0 && kd.failed[0].t < h.acqT {
 				m.livenessGap(c, w, kd.failed[0].t, g, prev, hi, nil)
 			}
@@ -199,17 +199,17 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 			m.livenessGap(c, w, prevEnd, last, prev, -1, nil)
 		}
 	default:
-		m.keyGap(c, w, prevEnd, last, max(last, m.lastT), prev, -1)
+		m.keyGap(c, w, prevEnd, last, max(last, m.lastT), prev, -1, true)
 	}
 }
 
 // keyGap judges the gap after hold prev ended every belief on the key at
 // x: its waits until y (liveness), and a stranding until end (the next
-// grant, or the record's end for the last gap), reported once: as the
+// grant, or the record's end for the last gap: tail), reported once: as the
 // waits' violation with the stranding's cause, or on its own when no
 // client waited long enough to see it.
-func (m *model) keyGap(c *ctx, w *keyWaits, x, y, end int64, prev, next int32) {
-	s, stranded := m.strandedAfter(c, w, x, end, prev)
+func (m *model) keyGap(c *ctx, w *keyWaits, x, y, end int64, prev, next int32, tail bool) {
+	s, stranded := m.strandedAfter(c, w, x, end, prev, tail)
 	var sp *strandedKey
 	if stranded {
 		sp = &s

@@ -38,7 +38,7 @@ type strandedKey struct {
 // (a library that sets its own, longer) is not flagged, and neither is a
 // span a node fault (a clock jump, a restart, a failover) touched: the
 // fault, not the lock, decides a key's life there.
-func (m *model) strandedAfter(c *ctx, w *keyWaits, x, y int64, prev int32) (strandedKey, bool) {
+func (m *model) strandedAfter(c *ctx, w *keyWaits, x, y int64, prev int32, tail bool) (strandedKey, bool) {
 	allowed := m.ttl + c.o.Epsilon
 	if m.ttl == 0 || prev < 0 || y-x <= allowed || len(w.kd.srv) == 0 {
 		return strandedKey{}, false
@@ -53,13 +53,20 @@ func (m *model) strandedAfter(c *ctx, w *keyWaits, x, y int64, prev int32) (stra
 	rewritten := since > x
 	to := y
 	kd := w.kd
+	freed := false // the stranding ended in the record: a delete or an expiry
 	i := sort.Search(len(kd.srv), func(i int) bool { return kd.srv[i].t >= x+allowed })
 	for ; i < len(kd.srv) && kd.srv[i].t < y; i++ {
 		if e := kd.srv[i]; e.kind == srvDel || e.kind == srvExpired {
-			to = e.t
+			to, freed = e.t, true
 			break
 		}
 	}
+	// At the record's end (tail) nothing but the record's own sight says
+	// the key was still there: the observer and MONITOR stop with the run,
+	// and a release's delete after them is not seen. Only what the record
+	// showed after the lease ended (a renewal, a write without TTL seen
+	// again) stands there; a missing delete does not.
+	seenAfter := freed || !tail || m.recordSawAfter(kd, x+allowed)
 	if to-x <= allowed || measure(w.faults, x, to) > 0 {
 		return strandedKey{}, false
 	}
@@ -67,6 +74,9 @@ func (m *model) strandedAfter(c *ctx, w *keyWaits, x, y int64, prev int32) (stra
 	s := strandedKey{from: x + m.ttl, to: to, clients: []int{}}
 	who := fmt.Sprintf("client %d", m.holds[prev].client)
 	s.clients = append(s.clients, int(m.holds[prev].client))
+	if !seenAfter {
+		return strandedKey{}, false
+	}
 	if c, t, ok := m.renewedAfter(kd, x, to); ok && !rewritten {
 		s.cause = CauseRenewedAfterRelease
 		by := "a connection the record does not name"
@@ -87,7 +97,7 @@ func (m *model) strandedAfter(c *ctx, w *keyWaits, x, y int64, prev int32) (stra
 		if bare.h < x {
 			s.why = fmt.Sprintf("%s was written at %s%s without a TTL, and %s's lease ended at %s", key, sec(bare.h), by, who, sec(x))
 		}
-	} else if m.holds[prev].how == endReleased && !rewritten {
+	} else if m.holds[prev].how == endReleased && !rewritten && (freed || !tail) {
 		s.cause = CauseReleaseNotApplied
 		s.why = fmt.Sprintf("%s released %s at %s, and no delete of it reached the server", who, key, sec(x))
 	} else {
@@ -157,6 +167,11 @@ func (m *model) writtenWithoutTTL(kd *keyData, t int64) *cmdEvent {
 		}
 	}
 	return bare
+}
+
+// recordSawAfter: the servers' record has an event of the key after t.
+func (m *model) recordSawAfter(kd *keyData, t int64) bool {
+	return len(kd.srv) > 0 && kd.srv[len(kd.srv)-1].t > t || len(kd.cmds) > 0 && kd.cmds[len(kd.cmds)-1].h > t
 }
 
 // setNotified: a write of the key was notified within the observer's lag
