@@ -114,3 +114,31 @@ func setFences(b *hb, fs ...uint64) {
 		}
 	}
 }
+
+// A take is pinned to the acquire it belongs to: client 0's next acquire,
+// invoked right after its last one's take (within the record's slack),
+// whose own take the record lost (its end), is not judged by the earlier
+// take. Taken as its own, client 0's fence 3 looked issued before client
+// 1's fence 2 (a correct fenced lock on smoke, fencing invalid 2/2).
+func TestFencingTakeIsThisAcquiresOwn(t *testing.T) {
+	const fk = "p:{k}:fence"
+	b := recordHB()
+	b.ev[0].Meta["resource"] = "register"
+	b.acq(0, 0, 2, 100, history.OK, 1).cmd(0, 1, []string{"EVALSHA", "sha", "2", recKey, fk, "t0", "100"}, []string{"SET", recKey, "t0", "NX", "PX", "100"}, []string{"INCR", fk})
+	b.rel(0, 2, 2, 0).cmd(0, 2, []string{"EVALSHA", "rel", "1", recKey, "t0"}, []string{"GET", recKey}, []string{"DEL", recKey})
+	b.acq(1, 3, 6, 105, history.OK, 1).cmd(1, 5, []string{"EVALSHA", "sha", "2", recKey, fk, "t1", "100"}, []string{"SET", recKey, "t1", "NX", "PX", "100"}, []string{"INCR", fk})
+	b.rel(1, 7, 8, 0).cmd(1, 7, []string{"EVALSHA", "rel", "1", recKey, "t1"}, []string{"GET", recKey}, []string{"DEL", recKey})
+	// Client 0's next acquire took the key at about 9 ms: not in the record.
+	b.acq(0, 3, 10, 110, history.OK, 1).rel(0, 11, 12, 0)
+	setFences(b, 3, 2)
+	for i := range b.ev { // client 0's first acquire had fence 1
+		if e := &b.ev[i]; e.Op == history.OpAcquire && e.Client == 0 && e.End == 2*ms {
+			e.Fence = 1
+		}
+	}
+	r := Check(b.ev, Options{})
+	if v := r.Checks[CheckFencing].Verdict; v == Invalid {
+		t.Errorf("fencing invalid, want no violation: %+v", r.Violations)
+	}
+	streamedSame(t, b)
+}
