@@ -67,5 +67,13 @@ func TestDriverFindingReplaysAsPrinted(t *testing.T) {
 	}
 	args := append(words[1:], "--backend", "process", "-q", "--out", filepath.Join(dir, "replay"))
 	code, stdout, stderr = lockchaos(t, args...)
-	wantExit(t, code, ExitOK, stdout, stderr)
+	// It runs as printed: the lock resolves and the expect: that names it
+	// loads (before, exit 3: "expect.go-del-no-owner: unknown lock"). Its
+	// verdict on the scenario's one seed is the finding's on that seed,
+	// which its confirmation over five seeds need not have had on every
+	// one (a CI rehearsal: unlock valid on the replay's seed), so exit 1
+	// (not as expected) is a run that happened, too.
+	if code != ExitOK && code != ExitViolated || !strings.Contains(stdout, "lock go-del-no-owner") || !strings.Contains(stdout, "unlock") {
+		t.Fatalf("replay exit %d, want a run judged against its expect: (0 or 1)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
 }

@@ -114,7 +114,9 @@ func ReferenceFor(info lockimpl.Info) string { return runner.CapabilityReference
 //     crash-between (setnx-expire): a release without its owner check, a
 //     check-then-act release and a non-atomic acquire are mistakes any
 //     kind's code can make;
-//   - fenced: gc-pause (the resource must stay valid behind the fence);
+//   - fenced: gc-pause (the resource must stay valid behind the fence),
+//     late-fence (fenced-incr-after-set: the fence issued after the key
+//     was taken, by the server's order of the takes);
 //   - reentrant, watchdog: reentrant-expiry (local-reentrant);
 //   - simple: slow-acquire-reply (deadline-from-reply), server-clock-ahead
 //     (server-clock-deadline), acquire-times-out (unknown-acquire-held);
@@ -131,7 +133,7 @@ func ReferenceFor(info lockimpl.Info) string { return runner.CapabilityReference
 // run.
 var ShortScenarios = map[string][]string{
 	"simple":      append(slices.Clone(shortBase), "slow-acquire-reply", "server-clock-ahead", "acquire-times-out"),
-	"fenced":      append(slices.Clone(shortBase), "gc-pause"),
+	"fenced":      append(slices.Clone(shortBase), "gc-pause", "late-fence"),
 	"reentrant":   append(slices.Clone(shortBase), "reentrant-expiry", "own-commands"),
 	"watchdog":    append(slices.Clone(shortBase), "reentrant-expiry", "renewal-starved", "clock-jump-under-holder", "renewal-times-out"),
 	"redlock":     append(slices.Clone(shortBase), "slow-acquire", "minority-quorum"),
