@@ -3,6 +3,7 @@ package checker
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -175,7 +176,7 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 			if g := grants[i]; prevEnd >= 0 {
 				m.keyGap(c, w, prevEnd, g, g, prev, hi, false)
 			} else if len(kd.failed) > 0 && kd.failed[0].t < h.acqT {
-				m.livenessGap(c, w, kd.failed[0].t, g, prev, hi, nil)
+				m.livenessGap(c, w, m.firstTaken(kd, kd.failed[0].t, g), g, prev, hi, nil)
 			}
 		}
 		if to := m.aliveHolding(h); to > prevEnd {
@@ -191,7 +192,7 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 	last := w.want[len(w.want)-1].b
 	switch {
 	case prevEnd < 0:
-		m.livenessGap(c, w, w.want[0].a, last, prev, -1, nil)
+		m.livenessGap(c, w, m.firstTaken(kd, w.want[0].a, last), last, prev, -1, nil)
 	case m.holds[prev].how == endOpen && m.crashOf(&m.holds[prev]) == nil:
 		// Still believed when the record ends: no gap to judge but the
 		// waits', and no stranding.
@@ -201,6 +202,29 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 	default:
 		m.keyGap(c, w, prevEnd, last, max(last, m.lastT), prev, -1, true)
 	}
+}
+
+// firstTaken is where the key became unavailable in a wait from x to y
+// that no earlier hold explains: x, unless the servers' record shows the
+// key free then, when it is the key's first write after x (y if none).
+// Before that the key was free and the waiters' acquires were only slow
+// (a JVM driver's first acquire of a run took 192 ms to write a free key
+// in a CI rehearsal, and liveness counted 302 ms from the first attempt).
+func (m *model) firstTaken(kd *keyData, x, y int64) int64 {
+	present, _, known := m.keyAtEnd(kd, x)
+	// Nothing of the key before x, none of it pruned, and the record sees
+	// it later: it had never been written.
+	never := !known && len(kd.srv) > 0 && kd.cutSrv == math.MinInt64 && m.observerOK
+	if present || !known && !never {
+		return x
+	}
+	i := sort.Search(len(kd.srv), func(i int) bool { return kd.srv[i].t >= x })
+	for ; i < len(kd.srv) && kd.srv[i].t < y; i++ {
+		if kd.srv[i].kind == srvSet {
+			return kd.srv[i].t
+		}
+	}
+	return y
 }
 
 // keyGap judges the gap after hold prev ended every belief on the key at
