@@ -37,13 +37,14 @@ func union(ss []span) []span {
 }
 
 // minus removes the disjoint sorted spans cut from the disjoint sorted ss.
-func minus(ss, cut []span) []span {
-	var out []span
+func minus(ss, cut []span) []span { return minusInto(nil, ss, cut) }
+
+// minusInto is minus appending to out. Each span's first cut is searched,
+// so a few spans against a soak's thousands of cuts cost a search each.
+func minusInto(out, ss, cut []span) []span {
 	j := 0
 	for _, s := range ss {
-		for j < len(cut) && cut[j].b <= s.a {
-			j++
-		}
+		j += sort.Search(len(cut)-j, func(i int) bool { return cut[j+i].b > s.a })
 		a := s.a
 		for k := j; k < len(cut) && cut[k].a < s.b; k++ {
 			if cut[k].a > a {

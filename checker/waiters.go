@@ -91,22 +91,7 @@ func stallTouchedAcquires(f *fault) bool {
 
 // own is s less client c's blocked spans, appended to out.
 func (b waiterBlocks) own(out []span, c int32, s span) []span {
-	cut := b.spans[c]
-	if len(cut) == 0 {
-		return append(out, s)
-	}
-	i := sort.Search(len(cut), func(i int) bool { return cut[i].b > s.a })
-	a := s.a
-	for ; i < len(cut) && cut[i].a < s.b; i++ {
-		if cut[i].a > a {
-			out = append(out, span{a, cut[i].a})
-		}
-		a = max(a, cut[i].b)
-	}
-	if a < s.b {
-		out = append(out, span{a, s.b})
-	}
-	return out
+	return minusInto(out, []span{s}, b.spans[c])
 }
 
 // why names the blocked spans of clients that overlap [x, y), for a
