@@ -509,13 +509,22 @@ func stampNS(stamp string) (int64, bool) {
 	return s*1e9 + us*1e3, true
 }
 
-// serverTime maps MONITOR's stamp (unix seconds with µs) to the run clock.
+// serverTime maps MONITOR's stamp (unix seconds with µs) to the run clock,
+// on the node's own clock: the host time the stamp was made at (under the
+// node's setting, placeClock's) goes through toRun, which follows the
+// host's wall clock against the run clock, and the node's offset from the
+// host stays in it (the checker takes it off by the record's CmdClock
+// markers).
 func (m *monitorNode) serverTime(stamp string) int64 {
 	ns, ok := stampNS(stamp)
 	if !ok {
 		return m.now()
 	}
-	return m.toRun(time.Unix(0, ns))
+	h := ns
+	if m.clock != nil {
+		h = m.seg.HostAt(ns)
+	}
+	return m.toRun(time.Unix(0, h)) + (ns - h)
 }
 
 // ParseMonitorArgs splits the arguments of a MONITOR line: each is quoted,

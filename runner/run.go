@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -342,6 +343,9 @@ func (r *run) stop(ctx context.Context) error {
 		r.notes = append(r.notes, err.Error())
 	}
 	r.stopRecord()
+	if d := r.rec.WallDrift(); d > time.Millisecond {
+		r.notes = append(r.notes, fmt.Sprintf("the host's wall clock moved up to %v from its monotonic clock during the run (NTP, or a resumed virtual machine): the servers' stamps were mapped to the run clock as each was read", d.Round(10*time.Microsecond)))
+	}
 	// The observer is stopped first: the clean-up's dels are no lock's.
 	// Of workers, the coordinator alone cleans up, once all are done.
 	if r.coordinator() {
