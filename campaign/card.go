@@ -86,18 +86,7 @@ func RunCard(ctx context.Context, o CardOptions) (*metrics.Card, error) {
 	if len(o.Locks) == 0 {
 		return nil, badField("locks", "the card needs at least one lock")
 	}
-	if len(o.Seeds) == 0 {
-		o.Seeds = []uint64{1}
-	}
-	if o.Cache == "" {
-		o.Cache = filepath.Join("runs", "card-cache")
-	}
-	if o.MarginSeeds <= 0 {
-		o.MarginSeeds = 1
-	}
-	if o.BenchClients <= 0 {
-		o.BenchClients = 4
-	}
+	o.defaults()
 	mo := MatrixOptions{Locks: o.Locks, Scenarios: o.Scenarios, Setup: o.Setup, Parallel: o.Parallel}
 	infos, err := mo.resolve()
 	if err != nil {
@@ -116,23 +105,55 @@ func RunCard(ctx context.Context, o CardOptions) (*metrics.Card, error) {
 	}
 	mr := &matrixRun{o: mo, m: &Matrix{Locks: o.Locks, Seeds: o.Seeds}}
 	mr.o.Seeds = o.Seeds
-	jobs := mr.plan(infos)
+	steps := o.steps(mr.plan(infos), infos, build, card.Ran.Backend)
+	card.Ran.Runs = len(steps)
+	results := make([]any, len(steps))
+	cr := &cardRun{o: o, steps: steps, results: results, began: began}
+	cr.run(ctx, &mr.o)
+	card.Ran.Reused = cr.reused
+	mr.cardCells(card, steps, results, o.Setup.Backend)
+	card.Cells = mr.m.Cells
+	fillCard(card, o, mr.o.Scenarios, infos, steps, results)
+	card.Ran.WallS = time.Since(began).Round(100 * time.Millisecond).Seconds()
+	return card, nil
+}
+
+// defaults fills the options a card left unset.
+func (o *CardOptions) defaults() {
+	if len(o.Seeds) == 0 {
+		o.Seeds = []uint64{1}
+	}
+	if o.Cache == "" {
+		o.Cache = filepath.Join("runs", "card-cache")
+	}
+	if o.MarginSeeds <= 0 {
+		o.MarginSeeds = 1
+	}
+	if o.BenchClients <= 0 {
+		o.BenchClients = 4
+	}
+}
+
+// steps plans the card's steps: the matrix's runs (jobs), then each lock's
+// margins, bench and explore as the options ask; each step's directory in
+// the cache is named by the hash of its inputs.
+func (o CardOptions) steps(jobs []job, infos map[string]lockimpl.Info, build, backend string) []cardStep {
 	var steps []cardStep
 	for _, j := range jobs {
 		sc := *j.s
 		sc.Seed = j.seed
-		h := inputHash("run", build, card.Ran.Backend, lockInputs(j.lock, infos[j.lock]), scenarioInputs(&sc), fmt.Sprint(j.seed))
+		h := inputHash("run", build, backend, lockInputs(j.lock, infos[j.lock]), scenarioInputs(&sc), fmt.Sprint(j.seed))
 		steps = append(steps, cardStep{what: fmt.Sprintf("run %s %s seed %d", j.s.Name, j.lock, j.seed), cost: cellCost(j.s), hash: h,
 			dir: filepath.Join(o.Cache, "runs", fmt.Sprintf("%s-%s-s%d-%s", j.s.Name, j.lock, j.seed, h[:12])), s: j.s, lock: j.lock, seed: j.seed, kind: "run", cell: j.i})
 	}
 	for _, l := range o.Locks {
 		if o.Margin != "" {
-			h := inputHash("margins", build, card.Ran.Backend, lockInputs(l, infos[l]), o.Margin, fmt.Sprint(o.MarginSeeds))
+			h := inputHash("margins", build, backend, lockInputs(l, infos[l]), o.Margin, fmt.Sprint(o.MarginSeeds))
 			steps = append(steps, cardStep{what: "margins " + l, cost: time.Duration(marginTemplates(infos[l], o.Margin)) * 20 * time.Second * time.Duration(o.MarginSeeds),
 				hash: h, dir: filepath.Join(o.Cache, "margins", l+"-"+h[:12]), lock: l, kind: "margins"})
 		}
 		if o.BenchDuration > 0 && NotBenched(infos[l], o.Setup.Backend) == "" {
-			h := inputHash("bench", build, card.Ran.Backend, lockInputs(l, infos[l]), o.BenchDuration.String(), fmt.Sprint(o.BenchClients))
+			h := inputHash("bench", build, backend, lockInputs(l, infos[l]), o.BenchDuration.String(), fmt.Sprint(o.BenchClients))
 			steps = append(steps, cardStep{what: "bench " + l, cost: o.BenchDuration + 15*time.Second, hash: h,
 				dir: filepath.Join(o.Cache, "bench", l+"-"+h[:12]), lock: l, kind: "bench"})
 		}
@@ -142,16 +163,17 @@ func RunCard(ctx context.Context, o CardOptions) (*metrics.Card, error) {
 			if exploresItself(l, infos[l]) {
 				continue // fillCard says so in the column
 			}
-			h := inputHash("explore", build, card.Ran.Backend, lockInputs(l, infos[l]), o.Explore.String())
+			h := inputHash("explore", build, backend, lockInputs(l, infos[l]), o.Explore.String())
 			steps = append(steps, cardStep{what: "explore " + l, cost: o.Explore + 10*time.Second, hash: h,
 				dir: filepath.Join(o.Cache, "explore", l+"-"+h[:12]), lock: l, kind: "explore"})
 		}
 	}
-	card.Ran.Runs = len(steps)
-	results := make([]any, len(steps))
-	cr := &cardRun{o: o, steps: steps, results: results, began: began}
-	cr.run(ctx, &mr.o)
-	card.Ran.Reused = cr.reused
+	return steps
+}
+
+// cardCells judges the matrix's cells over the seeds that ran (the run
+// steps'), and lists on the card the steps that did not.
+func (mr *matrixRun) cardCells(card *metrics.Card, steps []cardStep, results []any, backend string) {
 	// The matrix's cells over the seeds that ran.
 	for k, st := range steps {
 		if st.kind != "run" {
@@ -168,17 +190,13 @@ func RunCard(ctx context.Context, o CardOptions) (*metrics.Card, error) {
 	for i, c := range mr.m.Cells {
 		if i < len(mr.seedRuns) && len(mr.seedRuns[i]) > 0 {
 			s, _ := scenarioByName(mr.o.Scenarios, c.Scenario)
-			sum := Summarize(s.Name, c.Lock, runner.ExpectationFor(s.ForBackend(o.Setup.Backend), c.Lock), mr.seedRuns[i], true)
+			sum := Summarize(s.Name, c.Lock, runner.ExpectationFor(s.ForBackend(backend), c.Lock), mr.seedRuns[i], true)
 			mr.m.Cells[i] = Cell{Scenario: c.Scenario, Lock: c.Lock, Applicable: true, Expected: sum.Expected, Outcome: sum.Outcome,
 				Verdict: sum.Majority(), Label: sum.Label(), Seeds: mr.seedRuns[i], Rates: sum.Rates}
 		} else if c.Applicable {
 			mr.m.Cells[i].Outcome = "not run"
 		}
 	}
-	card.Cells = mr.m.Cells
-	fillCard(card, o, mr.o.Scenarios, infos, steps, results)
-	card.Ran.WallS = time.Since(began).Round(100 * time.Millisecond).Seconds()
-	return card, nil
 }
 
 func growRuns(r [][]SeedRun, i int) [][]SeedRun {
@@ -514,6 +532,33 @@ func marginTemplates(info lockimpl.Info, filter string) int {
 
 // fillCard sums the runs into the card's columns.
 func fillCard(card *metrics.Card, o CardOptions, list []*scenarios.Scenario, infos map[string]lockimpl.Info, steps []cardStep, results []any) {
+	fam := cardFamilies(card, list)
+	cols := cardColumns(card, o, infos)
+	p50s := map[string][]float64{}
+	for _, c := range card.Cells {
+		if len(c.Seeds) > 0 {
+			tallyCell(card, cols[c.Lock], c, fam[c.Scenario], infos[c.Lock], p50s)
+		}
+	}
+	MarkKnownFindings(card, list, o.Setup.Backend, infos)
+	for l, ps := range p50s {
+		cols[l].Loss.P50MS = median(ps)
+	}
+	for k, st := range steps {
+		fillStep(card, cols[st.lock], st, results[k])
+	}
+	if o.Explore > 0 {
+		for _, l := range o.Locks {
+			if exploresItself(l, infos[l]) {
+				cols[l].Explored = &metrics.CardExplore{Reference: l, Self: true}
+			}
+		}
+	}
+}
+
+// cardFamilies lists the scenarios and their fault families on the card,
+// and maps each scenario to its family.
+func cardFamilies(card *metrics.Card, list []*scenarios.Scenario) map[string]string {
 	fam := map[string]string{}
 	seen := map[string]bool{}
 	for _, s := range list {
@@ -525,7 +570,11 @@ func fillCard(card *metrics.Card, o CardOptions, list []*scenarios.Scenario, inf
 			card.Families = append(card.Families, f)
 		}
 	}
-	cols := map[string]*metrics.CardLock{}
+	return fam
+}
+
+// cardColumns adds a column per lock and maps each lock to its column.
+func cardColumns(card *metrics.Card, o CardOptions, infos map[string]lockimpl.Info) map[string]*metrics.CardLock {
 	for _, l := range o.Locks {
 		lib, v := LockLibrary(l, infos[l])
 		card.Locks = append(card.Locks, metrics.CardLock{Name: l, Kind: string(infos[l].Kind), Library: lib, Version: v, Safety: map[string]metrics.FamilyRate{}})
@@ -533,110 +582,103 @@ func fillCard(card *metrics.Card, o CardOptions, list []*scenarios.Scenario, inf
 			card.Locks[len(card.Locks)-1].NotBenched = NotBenched(infos[l], o.Setup.Backend)
 		}
 	}
+	cols := map[string]*metrics.CardLock{}
 	for i := range card.Locks {
 		cols[card.Locks[i].Name] = &card.Locks[i]
 	}
-	p50s := map[string][]float64{}
-	for _, c := range card.Cells {
-		if len(c.Seeds) == 0 {
+	return cols
+}
+
+// tallyCell adds one cell's seeds to its lock's column (of family fam):
+// the family's rates, its loss detection (the p50s gathered to take their
+// median), and a finding when a seed was invalid.
+func tallyCell(card *metrics.Card, col *metrics.CardLock, c metrics.Cell, fam string, info lockimpl.Info, p50s map[string][]float64) {
+	fr := col.Safety[fam]
+	var f *metrics.CardFinding
+	for _, r := range c.Seeds {
+		fr.Runs++
+		switch r.Verdict {
+		case "valid":
+			fr.Valid++
+		case "invalid":
+			fr.Invalid++
+		default:
+			fr.Unknown++
+		}
+		if r.Outcome != "as-expected" {
+			fr.Unexpected++
+		}
+		res, err := metrics.ReadResults(filepath.Join(r.Dir, "results.json"))
+		if err != nil {
 			continue
 		}
-		col := cols[c.Lock]
-		fr := col.Safety[fam[c.Scenario]]
-		var f *metrics.CardFinding
-		for _, r := range c.Seeds {
-			fr.Runs++
-			switch r.Verdict {
-			case "valid":
-				fr.Valid++
-			case "invalid":
-				fr.Invalid++
-			default:
-				fr.Unknown++
+		if card.Ran.Redis == "" {
+			card.Ran.Redis = res.Server
+		}
+		if lib, v := driverLibrary(res.LockConfig); lib != "" && info.Kind == lockimpl.User {
+			col.Library, col.Version = lib, v // a driver names its library in its hello
+		}
+		if ld := res.LossDetection; ld != nil && ld.Losses > 0 {
+			if col.Loss == nil {
+				col.Loss = &metrics.CardLoss{}
 			}
-			if r.Outcome != "as-expected" {
-				fr.Unexpected++
+			col.Loss.Runs++
+			col.Loss.Losses += ld.Losses
+			col.Loss.Never += ld.Released + ld.Unbounded
+			col.Loss.P99MS = max(col.Loss.P99MS, ld.P99MS)
+			col.Loss.MaxMS = max(col.Loss.MaxMS, ld.MaxMS)
+			p50s[c.Lock] = append(p50s[c.Lock], ld.P50MS)
+		}
+		if r.Verdict == "invalid" {
+			if f == nil {
+				f = &metrics.CardFinding{Lock: c.Lock, Scenario: c.Scenario, Family: fam, Dir: r.Dir,
+					Expected: true,
+					Replay:   fmt.Sprintf("lockchaos run %s --lock %s --seed %d --backend %s", c.Scenario, c.Lock, r.Seed, card.Ran.Backend)}
 			}
-			res, err := metrics.ReadResults(filepath.Join(r.Dir, "results.json"))
-			if err != nil {
-				continue
-			}
-			if card.Ran.Redis == "" {
-				card.Ran.Redis = res.Server
-			}
-			if lib, v := driverLibrary(res.LockConfig); lib != "" && infos[c.Lock].Kind == lockimpl.User {
-				col.Library, col.Version = lib, v // a driver names its library in its hello
-			}
-			if ld := res.LossDetection; ld != nil && ld.Losses > 0 {
-				if col.Loss == nil {
-					col.Loss = &metrics.CardLoss{}
-				}
-				col.Loss.Runs++
-				col.Loss.Losses += ld.Losses
-				col.Loss.Never += ld.Released + ld.Unbounded
-				col.Loss.P99MS = max(col.Loss.P99MS, ld.P99MS)
-				col.Loss.MaxMS = max(col.Loss.MaxMS, ld.MaxMS)
-				p50s[c.Lock] = append(p50s[c.Lock], ld.P50MS)
-			}
-			if r.Verdict == "invalid" {
-				if f == nil {
-					f = &metrics.CardFinding{Lock: c.Lock, Scenario: c.Scenario, Family: fam[c.Scenario], Dir: r.Dir,
-						Expected: true,
-						Replay:   fmt.Sprintf("lockchaos run %s --lock %s --seed %d --backend %s", c.Scenario, c.Lock, r.Seed, card.Ran.Backend)}
-				}
-				f.Invalid++
-				// Expected: every failing seed came out as the
-				// scenario says the lock must.
-				f.Expected = f.Expected && r.Outcome == "as-expected"
-				for _, v := range res.Violations {
-					if v.Cause != "" && !contains(f.Causes, v.Cause) {
-						f.Causes = append(f.Causes, v.Cause)
-					}
+			f.Invalid++
+			// Expected: every failing seed came out as the scenario
+			// says the lock must.
+			f.Expected = f.Expected && r.Outcome == "as-expected"
+			for _, v := range res.Violations {
+				if v.Cause != "" && !contains(f.Causes, v.Cause) {
+					f.Causes = append(f.Causes, v.Cause)
 				}
 			}
 		}
-		col.Safety[fam[c.Scenario]] = fr
-		if f != nil {
-			f.Runs = len(c.Seeds)
-			sort.Strings(f.Causes)
-			card.Findings = append(card.Findings, *f)
+	}
+	col.Safety[fam] = fr
+	if f != nil {
+		f.Runs = len(c.Seeds)
+		sort.Strings(f.Causes)
+		card.Findings = append(card.Findings, *f)
+	}
+}
+
+// fillStep adds a margins, explore or bench step's result to its lock's
+// column (an explore's findings to the card's).
+func fillStep(card *metrics.Card, col *metrics.CardLock, st cardStep, result any) {
+	switch r := result.(type) {
+	case []explore.Margin:
+		for _, m := range r {
+			col.Margins = append(col.Margins, metrics.CardMargin{Template: m.Template, Family: m.Family, Unit: m.Unit,
+				At: m.Lock, Lo: m.Range[0], Hi: m.Range[1], Falling: m.Falling, Checks: m.LockChecks})
 		}
-	}
-	MarkKnownFindings(card, list, o.Setup.Backend, infos)
-	for l, ps := range p50s {
-		cols[l].Loss.P50MS = median(ps)
-	}
-	for k, st := range steps {
-		switch r := results[k].(type) {
-		case []explore.Margin:
-			for _, m := range r {
-				cols[st.lock].Margins = append(cols[st.lock].Margins, metrics.CardMargin{Template: m.Template, Family: m.Family, Unit: m.Unit,
-					At: m.Lock, Lo: m.Range[0], Hi: m.Range[1], Falling: m.Falling, Checks: m.LockChecks})
+	case *explore.Report:
+		col.Explored = &metrics.CardExplore{Budget: r.Budget.String(), Schedules: r.Schedules, Findings: len(r.Findings),
+			Limits: len(r.Limits), Dir: st.dir, Reference: r.Reference}
+		for _, f := range r.Findings {
+			fam := "none"
+			if len(f.Minimal.Faults) > 0 {
+				fam = history.FaultFamily(f.Minimal.Faults[0].Spec.Kind)
 			}
-		case *explore.Report:
-			cols[st.lock].Explored = &metrics.CardExplore{Budget: r.Budget.String(), Schedules: r.Schedules, Findings: len(r.Findings),
-				Limits: len(r.Limits), Dir: st.dir, Reference: r.Reference}
-			for _, f := range r.Findings {
-				fam := "none"
-				if len(f.Minimal.Faults) > 0 {
-					fam = history.FaultFamily(f.Minimal.Faults[0].Spec.Kind)
-				}
-				card.Findings = append(card.Findings, metrics.CardFinding{Lock: st.lock, Scenario: fmt.Sprintf("explore finding %d (%s)", f.N, f.Cause),
-					Family: fam, Invalid: f.Lock.Fails, Runs: f.Lock.N, Causes: []string{f.Cause}, Dir: cmp.Or(f.RunDir, f.Dir), Replay: f.Replay, ScenarioFile: filepath.Join(f.Dir, "scenario.yaml"),
-					Reference: fmt.Sprintf("%s %d/%d", r.Reference, f.Ref.Fails, f.Ref.N), Unconfirmed: !f.Confirmed})
-			}
-		case *metrics.Bench:
-			if len(r.Locks) > 0 {
-				cols[st.lock].Bench = &metrics.CardBench{Lock: r.Locks[0], CeilingCS: r.CeilingCS, GoRedisCS: r.GoRedisCS,
-					Duration: r.Duration, Clients: r.Clients, Dir: st.dir}
-			}
+			card.Findings = append(card.Findings, metrics.CardFinding{Lock: st.lock, Scenario: fmt.Sprintf("explore finding %d (%s)", f.N, f.Cause),
+				Family: fam, Invalid: f.Lock.Fails, Runs: f.Lock.N, Causes: []string{f.Cause}, Dir: cmp.Or(f.RunDir, f.Dir), Replay: f.Replay, ScenarioFile: filepath.Join(f.Dir, "scenario.yaml"),
+				Reference: fmt.Sprintf("%s %d/%d", r.Reference, f.Ref.Fails, f.Ref.N), Unconfirmed: !f.Confirmed})
 		}
-	}
-	if o.Explore > 0 {
-		for _, l := range o.Locks {
-			if exploresItself(l, infos[l]) {
-				cols[l].Explored = &metrics.CardExplore{Reference: l, Self: true}
-			}
+	case *metrics.Bench:
+		if len(r.Locks) > 0 {
+			col.Bench = &metrics.CardBench{Lock: r.Locks[0], CeilingCS: r.CeilingCS, GoRedisCS: r.GoRedisCS,
+				Duration: r.Duration, Clients: r.Clients, Dir: st.dir}
 		}
 	}
 }

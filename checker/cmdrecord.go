@@ -183,125 +183,147 @@ func (m *model) addCmdArgs(args []string, t, h int64, node int16, client int32, 
 	}
 	name := cmdName(args[0])
 	ev := cmdEvent{t: t, h: h, node: node, client: client, script: script, name: name}
-	add := func(key string, ev cmdEvent) {
-		short, ok := m.shortKey(key)
-		if !ok {
-			return
-		}
-		k := m.keyOf(&m.observer, short)
-		m.kd[k].cmds = append(m.kd[k].cmds, ev)
-		m.kd[k].seen = true
-	}
-	num := func(s string) int64 {
-		v, _ := strconv.ParseInt(s, 10, 64)
-		return v
-	}
 	switch name {
 	case "SET", "SETNX", "SETEX", "PSETEX":
 		if len(args) < 3 {
 			return
 		}
-		ev.op, ev.tok = cmdSet, args[2]
-		switch name {
-		case "SETNX":
-			ev.nx = true
-		case "SETEX":
-			ev.ttl, ev.tok = num(args[2])*1e9, args[len(args)-1]
-		case "PSETEX":
-			ev.ttl, ev.tok = num(args[2])*1e6, args[len(args)-1]
-		}
-		for i := 3; name == "SET" && i < len(args); i++ {
-			switch strings.ToUpper(args[i]) {
-			case "NX":
-				ev.nx = true
-			case "XX":
-				ev.xx = true
-			case "KEEPTTL":
-				ev.keep = true
-			case "PX", "EX", "PXAT", "EXAT":
-				if i+1 < len(args) {
-					m.setExpiry(&ev, strings.ToUpper(args[i]), num(args[i+1]))
-					i++
-				}
-			}
-		}
-		add(args[1], ev)
+		m.setArgs(&ev, args)
+		m.addCmd(args[1], ev)
 	case "DEL", "UNLINK":
 		ev.op = cmdDel
 		for _, k := range args[1:] {
-			add(k, ev)
+			m.addCmd(k, ev)
 		}
 	case "GETDEL":
 		ev.op = cmdDel
-		add(args[1], ev)
+		m.addCmd(args[1], ev)
 	case "PEXPIRE", "EXPIRE", "PEXPIREAT", "EXPIREAT":
 		if len(args) < 3 {
 			return
 		}
 		ev.op = cmdExpire
-		m.setExpiry(&ev, name, num(args[2]))
-		add(args[1], ev)
+		m.setExpiry(&ev, name, argNum(args[2]))
+		m.addCmd(args[1], ev)
 	case "HSET", "HSETNX", "HINCRBY", "HINCRBYFLOAT", "HMSET":
 		ev.op = cmdHash
 		if len(args) >= 3 {
 			ev.tok = args[2]
 		}
-		add(args[1], ev)
+		m.addCmd(args[1], ev)
 	case "HDEL":
 		ev.op = cmdHDel
-		add(args[1], ev)
+		m.addCmd(args[1], ev)
 	case "RESTORE", "RESTORE-ASKING":
-		// A slot migration's copy of a key (RESTORE key ttl payload
-		// [REPLACE] [ABSTTL] ...): the key is there, with whatever
-		// owner it had on the source (the payload is a dump, not a
-		// token). Replayed as an absent key, a SET NX that found it
-		// would read as won, and the real owner's release as a
-		// foreign DEL (cluster-slot-migration/redis-py seed 1).
 		if len(args) < 3 {
 			return
 		}
-		ev.op = cmdRestore
-		abs := false
-		for _, a := range args[4:] {
-			abs = abs || strings.EqualFold(a, "ABSTTL")
-		}
-		switch v := num(args[2]); {
-		case v > 0 && abs:
-			ev.abs = m.unixToRun(v * 1e6)
-		case v > 0:
-			ev.ttl = v * 1e6
-		}
-		add(args[1], ev)
+		m.restoreArgs(&ev, args)
+		m.addCmd(args[1], ev)
 	case "MIGRATE":
-		// MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH ...]
-		// [KEYS key...]: the source's copy goes (the harness's, not a
-		// client's call), unless COPY.
-		if len(args) < 6 {
-			return
-		}
-		keys := []string{args[3]}
-		for i := 6; i < len(args); i++ {
-			switch strings.ToUpper(args[i]) {
-			case "COPY":
-				return
-			case "AUTH":
-				i++
-			case "AUTH2":
-				i += 2
-			case "KEYS":
-				keys = args[i+1:]
-				i = len(args)
-			}
-		}
 		ev.op = cmdDel
-		for _, k := range keys {
-			if k != "" {
-				add(k, ev)
-			}
+		for _, k := range migratedKeys(args) {
+			m.addCmd(k, ev)
 		}
 	case "INCR", "INCRBY":
 		m.noteIncr(args[1], ev)
 	}
+}
+
+// addCmd appends ev to the replay of key (a full key name: nothing when it
+// is not the run's).
+func (m *model) addCmd(key string, ev cmdEvent) {
+	short, ok := m.shortKey(key)
+	if !ok {
+		return
+	}
+	k := m.keyOf(&m.observer, short)
+	m.kd[k].cmds = append(m.kd[k].cmds, ev)
+	m.kd[k].seen = true
+}
+
+// argNum is a command's integer argument (0 when it is not one).
+func argNum(s string) int64 {
+	v, _ := strconv.ParseInt(s, 10, 64)
+	return v
+}
+
+// setArgs reads a SET, SETNX, SETEX or PSETEX (args has key and value).
+func (m *model) setArgs(ev *cmdEvent, args []string) {
+	name := ev.name
+	ev.op, ev.tok = cmdSet, args[2]
+	switch name {
+	case "SETNX":
+		ev.nx = true
+	case "SETEX":
+		ev.ttl, ev.tok = argNum(args[2])*1e9, args[len(args)-1]
+	case "PSETEX":
+		ev.ttl, ev.tok = argNum(args[2])*1e6, args[len(args)-1]
+	}
+	for i := 3; name == "SET" && i < len(args); i++ {
+		switch strings.ToUpper(args[i]) {
+		case "NX":
+			ev.nx = true
+		case "XX":
+			ev.xx = true
+		case "KEEPTTL":
+			ev.keep = true
+		case "PX", "EX", "PXAT", "EXAT":
+			if i+1 < len(args) {
+				m.setExpiry(ev, strings.ToUpper(args[i]), argNum(args[i+1]))
+				i++
+			}
+		}
+	}
+}
+
+// restoreArgs reads a slot migration's copy of a key (RESTORE key ttl
+// payload [REPLACE] [ABSTTL] ...): the key is there, with whatever owner it
+// had on the source (the payload is a dump, not a token). Replayed as an
+// absent key, a SET NX that found it would read as won, and the real
+// owner's release as a foreign DEL (cluster-slot-migration/redis-py seed 1).
+func (m *model) restoreArgs(ev *cmdEvent, args []string) {
+	ev.op = cmdRestore
+	abs := false
+	for _, a := range args[min(4, len(args)):] {
+		abs = abs || strings.EqualFold(a, "ABSTTL")
+	}
+	switch v := argNum(args[2]); {
+	case v > 0 && abs:
+		ev.abs = m.unixToRun(v * 1e6)
+	case v > 0:
+		ev.ttl = v * 1e6
+	}
+}
+
+// migratedKeys are the keys a MIGRATE host port key|"" db timeout [COPY]
+// [REPLACE] [AUTH ...] [KEYS key...] takes off its source (the harness's
+// call, not a client's): none with COPY.
+func migratedKeys(args []string) []string {
+	if len(args) < 6 {
+		return nil
+	}
+	keys := []string{args[3]}
+	for i := 6; i < len(args); i++ {
+		switch strings.ToUpper(args[i]) {
+		case "COPY":
+			return nil
+		case "AUTH":
+			i++
+		case "AUTH2":
+			i += 2
+		case "KEYS":
+			keys = args[i+1:]
+			i = len(args)
+		}
+	}
+	var out []string // not in place: keys shares the event's args
+	for _, k := range keys {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // cmdNames are the commands the replay reads, upper-case.

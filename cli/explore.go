@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/lockchaos/lockchaos/explore"
@@ -17,21 +18,19 @@ import (
 
 func init() { extraCommands = append(extraCommands, newExploreCmd) }
 
-func newExploreCmd(stdout, stderr io.Writer) *cobra.Command {
-	var (
-		cfg          explore.Config
-		backend      string
-		kinds        string
-		margin       bool
-		marginSeeds  int
-		marginFamily string
-		lockOptList  []string
-		ci           ciFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "explore --lock L [--reference R] [--budget 10m] [--seed S]",
-		Short: "Generate fault schedules from the whole vocabulary and find what the lock fails and its reference passes",
-		Long: `explore draws fault schedules (every kind, cycle point, target, direction and
+// exploreCmd is explore's flags.
+type exploreCmd struct {
+	cfg          explore.Config
+	backend      string
+	kinds        string
+	margin       bool
+	marginSeeds  int
+	marginFamily string
+	lockOptList  []string
+	ci           ciFlags
+}
+
+const exploreLong = `explore draws fault schedules (every kind, cycle point, target, direction and
 when: trigger of the topology; magnitudes 0.1–3×TTL; one to three faults;
 workload shapes), runs each on the lock and, when the lock fails, on its
 reference (default: the built-in correct lock of the same capabilities) over
@@ -53,93 +52,105 @@ are untried. --margin instead bisects, per fault family, the smallest magnitude
 reference fail, and plots it (OUT/margin.png, .svg, in OUT/report.html).
 
 Exit codes: 0 no finding, 1 findings, 2 only candidates whose confirmation
-the budget cut short (saved, inconclusive), 3 bad input, 4 infrastructure.`,
+the budget cut short (saved, inconclusive), 3 bad input, 4 infrastructure.`
+
+func newExploreCmd(stdout, stderr io.Writer) *cobra.Command {
+	x := &exploreCmd{}
+	cmd := &cobra.Command{
+		Use:   "explore --lock L [--reference R] [--budget 10m] [--seed S]",
+		Short: "Generate fault schedules from the whole vocabulary and find what the lock fails and its reference passes",
+		Long:  exploreLong,
 		Example: `  lockchaos explore --lock del-no-owner --budget 2m
   lockchaos explore --lock my-lock --reference fenced --budget 10m --seed 7
   lockchaos explore --lock simple --margin`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.Lock == "" {
-				return exitWith(ExitBadInput, fmt.Errorf("--lock: missing"))
-			}
-			var err error
-			arg := cfg.Lock
-			if cfg.Lock, err = resolveLock(cfg.Lock); err != nil {
-				return err
-			}
-			if arg != cfg.Lock {
-				// exec:<command> or a lock file: a replay in another
-				// process registers the driver by it, not by its name.
-				cfg.LockArg = arg
-			}
-			if cfg.Parallel > 2 {
-				return exitWith(ExitBadInput, fmt.Errorf("--parallel: %d: at most 2 runs at once", cfg.Parallel))
-			}
-			if kinds != "" {
-				cfg.Kinds = strings.Split(kinds, ",")
-			}
-			extra, err := lockOpts(lockOptList, nil)
-			if err != nil {
-				return exitWith(ExitBadInput, err)
-			}
-			cfg.Oracle = explore.RunnerOracle{Backend: backend, LockExtra: extra}
-			line := progressLine(stderr)
-			cfg.Progress = func(p explore.Progress) { line(p.String(), false) }
-			if err := ci.check(); err != nil {
-				return err
-			}
-			if margin {
-				return runMargins(cmd, stdout, stderr, cfg, marginSeeds, marginFamily, line)
-			}
-			e, err := explore.New(cfg)
-			if err != nil {
-				return exitWith(ExitBadInput, err)
-			}
-			c := e.Config()
-			fmt.Fprintf(stderr, "explore %s against %s on %s, budget %v, seed %d, out %s\n", c.Lock, c.Reference, c.Topology, c.Budget, c.Seed, c.Out)
-			if c.Lock == c.Reference {
-				fmt.Fprintf(stderr, "note: %s is its own reference: a finding can only be a flaky verdict\n", c.Lock)
-			}
-			rep, err := e.Run(cmd.Context())
-			line("", true)
-			if rep == nil {
-				// A lock that does not run (bad input) or the machine.
-				return exitWith(max(ExitCodeOf(err), ExitBadInput), err)
-			}
-			printExplore(stdout, rep, c.Out)
-			if err != nil {
-				return exitWith(ExitInfra, err)
-			}
-			if code := ci.write(stderr, "lockchaos explore", ExploreCases(rep), exploreMarkdown(rep, c.Out), exploreExit(rep)); code != ExitOK {
-				return exitWith(code, nil)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return x.run(cmd, stdout, stderr) },
 	}
-	ci.add(cmd)
-	fl := cmd.Flags()
-	fl.StringVar(&cfg.Lock, "lock", "", "the lock to explore")
-	fl.StringArrayVar(&lockOptList, "lock-opt", nil, "a lock option key=value, repeatable: into every schedule's lock.extra (a driver lock's version=…; a built-in ignores it)")
-	fl.StringVar(&cfg.Reference, "reference", "", "the lock to compare with (default: the built-in correct lock of the same capabilities)")
-	fl.DurationVar(&cfg.Budget, "budget", 10*time.Minute, "hard bound on the whole exploration, shrinking included")
-	fl.Uint64Var(&cfg.Seed, "seed", 1, "exploration seed: the same seed draws the same schedules")
-	fl.StringVar(&cfg.Topology, "topology", "", "single | independent | sentinel | cluster (default: the lock's)")
-	fl.IntVar(&cfg.Nodes, "nodes", 0, "nodes of the topology (default: its own)")
-	fl.DurationVar(&cfg.TTL, "ttl", 200*time.Millisecond, "the lock's TTL in every schedule; magnitudes are multiples of it")
-	fl.IntVar(&cfg.Seeds, "seeds", 3, "seeds a schedule the lock fails is run on, lock and reference")
-	fl.IntVar(&cfg.ConfirmSeeds, "confirm-seeds", 5, "seeds a shrunk finding is confirmed on")
-	fl.IntVar(&cfg.Parallel, "parallel", 2, "runs at once (at most 2)")
-	fl.StringVar(&cfg.Out, "out", "", "output directory (default explore/<lock>-<time>)")
-	fl.StringVar(&kinds, "kinds", "", "only these fault kinds, comma-separated")
-	fl.IntVar(&cfg.MaxFaults, "max-faults", 3, "most faults in one schedule (1..3)")
-	fl.BoolVar(&cfg.NoShrink, "no-shrink", false, "save findings as found, unshrunk")
-	fl.IntVar(&cfg.MaxFindings, "max-findings", 0, "stop after this many findings (0: at the end of the budget)")
-	fl.BoolVar(&cfg.KeepRuns, "keep-runs", false, "keep every run directory (default: only the findings')")
-	fl.StringVar(&backend, "backend", "auto", "where Redis runs: auto | process | embedded")
-	fl.BoolVar(&margin, "margin", false, "bisect each fault family's smallest failing magnitude (×TTL) for the lock and its reference")
-	fl.IntVar(&marginSeeds, "margin-seeds", 2, "seeds per bisection step (--margin): a magnitude fails when any seed fails")
-	fl.StringVar(&marginFamily, "family", "", "--margin: only templates whose name contains this (e.g. pause-client@before-write)")
+	x.ci.add(cmd)
+	x.flags(cmd.Flags())
 	return cmd
+}
+
+func (x *exploreCmd) flags(fl *pflag.FlagSet) {
+	fl.StringVar(&x.cfg.Lock, "lock", "", "the lock to explore")
+	fl.StringArrayVar(&x.lockOptList, "lock-opt", nil, "a lock option key=value, repeatable: into every schedule's lock.extra (a driver lock's version=…; a built-in ignores it)")
+	fl.StringVar(&x.cfg.Reference, "reference", "", "the lock to compare with (default: the built-in correct lock of the same capabilities)")
+	fl.DurationVar(&x.cfg.Budget, "budget", 10*time.Minute, "hard bound on the whole exploration, shrinking included")
+	fl.Uint64Var(&x.cfg.Seed, "seed", 1, "exploration seed: the same seed draws the same schedules")
+	fl.StringVar(&x.cfg.Topology, "topology", "", "single | independent | sentinel | cluster (default: the lock's)")
+	fl.IntVar(&x.cfg.Nodes, "nodes", 0, "nodes of the topology (default: its own)")
+	fl.DurationVar(&x.cfg.TTL, "ttl", 200*time.Millisecond, "the lock's TTL in every schedule; magnitudes are multiples of it")
+	fl.IntVar(&x.cfg.Seeds, "seeds", 3, "seeds a schedule the lock fails is run on, lock and reference")
+	fl.IntVar(&x.cfg.ConfirmSeeds, "confirm-seeds", 5, "seeds a shrunk finding is confirmed on")
+	fl.IntVar(&x.cfg.Parallel, "parallel", 2, "runs at once (at most 2)")
+	fl.StringVar(&x.cfg.Out, "out", "", "output directory (default explore/<lock>-<time>)")
+	fl.StringVar(&x.kinds, "kinds", "", "only these fault kinds, comma-separated")
+	fl.IntVar(&x.cfg.MaxFaults, "max-faults", 3, "most faults in one schedule (1..3)")
+	fl.BoolVar(&x.cfg.NoShrink, "no-shrink", false, "save findings as found, unshrunk")
+	fl.IntVar(&x.cfg.MaxFindings, "max-findings", 0, "stop after this many findings (0: at the end of the budget)")
+	fl.BoolVar(&x.cfg.KeepRuns, "keep-runs", false, "keep every run directory (default: only the findings')")
+	fl.StringVar(&x.backend, "backend", "auto", "where Redis runs: auto | process | embedded")
+	fl.BoolVar(&x.margin, "margin", false, "bisect each fault family's smallest failing magnitude (×TTL) for the lock and its reference")
+	fl.IntVar(&x.marginSeeds, "margin-seeds", 2, "seeds per bisection step (--margin): a magnitude fails when any seed fails")
+	fl.StringVar(&x.marginFamily, "family", "", "--margin: only templates whose name contains this (e.g. pause-client@before-write)")
+}
+
+func (x *exploreCmd) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
+	if x.cfg.Lock == "" {
+		return exitWith(ExitBadInput, fmt.Errorf("--lock: missing"))
+	}
+	var err error
+	arg := x.cfg.Lock
+	if x.cfg.Lock, err = resolveLock(x.cfg.Lock); err != nil {
+		return err
+	}
+	if arg != x.cfg.Lock {
+		// exec:<command> or a lock file: a replay in another
+		// process registers the driver by it, not by its name.
+		x.cfg.LockArg = arg
+	}
+	if x.cfg.Parallel > 2 {
+		return exitWith(ExitBadInput, fmt.Errorf("--parallel: %d: at most 2 runs at once", x.cfg.Parallel))
+	}
+	if x.kinds != "" {
+		x.cfg.Kinds = strings.Split(x.kinds, ",")
+	}
+	extra, err := lockOpts(x.lockOptList, nil)
+	if err != nil {
+		return exitWith(ExitBadInput, err)
+	}
+	x.cfg.Oracle = explore.RunnerOracle{Backend: x.backend, LockExtra: extra}
+	line := progressLine(stderr)
+	x.cfg.Progress = func(p explore.Progress) { line(p.String(), false) }
+	if err := x.ci.check(); err != nil {
+		return err
+	}
+	if x.margin {
+		return runMargins(cmd, stdout, stderr, x.cfg, x.marginSeeds, x.marginFamily, line)
+	}
+	e, err := explore.New(x.cfg)
+	if err != nil {
+		return exitWith(ExitBadInput, err)
+	}
+	c := e.Config()
+	fmt.Fprintf(stderr, "explore %s against %s on %s, budget %v, seed %d, out %s\n", c.Lock, c.Reference, c.Topology, c.Budget, c.Seed, c.Out)
+	if c.Lock == c.Reference {
+		fmt.Fprintf(stderr, "note: %s is its own reference: a finding can only be a flaky verdict\n", c.Lock)
+	}
+	rep, err := e.Run(cmd.Context())
+	line("", true)
+	if rep == nil {
+		// A lock that does not run (bad input) or the machine.
+		return exitWith(max(ExitCodeOf(err), ExitBadInput), err)
+	}
+	printExplore(stdout, rep, c.Out)
+	if err != nil {
+		return exitWith(ExitInfra, err)
+	}
+	if code := x.ci.write(stderr, "lockchaos explore", ExploreCases(rep), exploreMarkdown(rep, c.Out), exploreExit(rep)); code != ExitOK {
+		return exitWith(code, nil)
+	}
+	return nil
 }
 
 // progressLine rewrites one status line on a terminal, and prints a line

@@ -115,50 +115,75 @@ type cardCell struct {
 	Class string // good | bad | none
 }
 
-// cardTables are the card's sections, shared by the Markdown and the HTML.
+// cardTables are the card's sections, shared by the Markdown and the HTML:
+// each a function of its own, over the card's locks as columns.
 func cardTables(c *metrics.Card, dir string) []cardTable {
-	head := []string{""}
+	cc := cardCols{c: c, head: []string{""}}
 	for _, l := range c.Locks {
-		head = append(head, l.Name)
+		cc.head = append(cc.head, l.Name)
 	}
-	col := func(f func(l metrics.CardLock) cardCell) []cardCell {
-		var out []cardCell
-		for _, l := range c.Locks {
-			out = append(out, f(l))
-		}
-		return out
+	tables := []cardTable{cc.locks(), cc.safety()}
+	if m := marginTable(c, cc.head); len(m.Rows) > 0 {
+		tables = append(tables, m)
 	}
-	what := cardTable{Title: "Locks", Head: head, Rows: []cardRow{
-		{"kind", col(func(l metrics.CardLock) cardCell { return cardCell{Text: l.Kind} })},
-		{"library", col(func(l metrics.CardLock) cardCell {
+	tables = append(tables, cc.loss(), cc.cost())
+	if e, ok := cc.explored(); ok {
+		tables = append(tables, e)
+	}
+	return append(tables, ranTable(c))
+}
+
+// cardCols builds the card's tables: one column per lock.
+type cardCols struct {
+	c    *metrics.Card
+	head []string
+}
+
+// col is one row's cells, f of each lock.
+func (cc cardCols) col(f func(l metrics.CardLock) cardCell) []cardCell {
+	var out []cardCell
+	for _, l := range cc.c.Locks {
+		out = append(out, f(l))
+	}
+	return out
+}
+
+func (cc cardCols) locks() cardTable {
+	return cardTable{Title: "Locks", Head: cc.head, Rows: []cardRow{
+		{"kind", cc.col(func(l metrics.CardLock) cardCell { return cardCell{Text: l.Kind} })},
+		{"library", cc.col(func(l metrics.CardLock) cardCell {
 			return cardCell{Text: strings.TrimSpace(l.Library + " " + l.Version)}
 		})},
 	}}
-	safety := cardTable{Title: "Safety by fault family (invalid runs / runs, over every seed)", Head: head, kind: "safety"}
-	for _, f := range c.Families {
-		safety.Rows = append(safety.Rows, cardRow{f, col(func(l metrics.CardLock) cardCell {
-			r, ok := l.Safety[f]
-			if !ok || r.Runs == 0 {
-				return cardCell{Text: "n/a", Class: "none"}
-			}
-			cell := cardCell{Text: fmt.Sprintf("valid %d/%d", r.Valid, r.Runs), Class: "good"}
-			if r.Invalid > 0 {
-				cell = cardCell{Text: fmt.Sprintf("invalid %d/%d", r.Invalid, r.Runs), Class: "bad"}
-			}
-			if r.Unknown > 0 {
-				cell.Text += fmt.Sprintf(", unknown %d", r.Unknown)
-			}
-			if r.Unexpected > 0 {
-				cell.Text += fmt.Sprintf(" (%d not as expected)", r.Unexpected)
-			}
-			return cell
-		})})
+}
+
+func (cc cardCols) safety() cardTable {
+	t := cardTable{Title: "Safety by fault family (invalid runs / runs, over every seed)", Head: cc.head, kind: "safety"}
+	for _, f := range cc.c.Families {
+		t.Rows = append(t.Rows, cardRow{f, cc.col(func(l metrics.CardLock) cardCell { return safetyCell(l.Safety[f]) })})
 	}
-	tables := []cardTable{what, safety}
-	if m := marginTable(c, head); len(m.Rows) > 0 {
-		tables = append(tables, m)
+	return t
+}
+
+// safetyCell is one lock's runs of one fault family.
+func safetyCell(r metrics.FamilyRate) cardCell {
+	if r.Runs == 0 {
+		return cardCell{Text: "n/a", Class: "none"}
 	}
-	loss := cardTable{Title: "Loss detection (how late the holder learned its key was lost)", Head: head}
+	cell := cardCell{Text: fmt.Sprintf("valid %d/%d", r.Valid, r.Runs), Class: "good"}
+	if r.Invalid > 0 {
+		cell = cardCell{Text: fmt.Sprintf("invalid %d/%d", r.Invalid, r.Runs), Class: "bad"}
+	}
+	if r.Unknown > 0 {
+		cell.Text += fmt.Sprintf(", unknown %d", r.Unknown)
+	}
+	if r.Unexpected > 0 {
+		cell.Text += fmt.Sprintf(" (%d not as expected)", r.Unexpected)
+	}
+	return cell
+}
+
+func (cc cardCols) loss() cardTable {
 	lossCell := func(f func(*metrics.CardLoss) string) func(l metrics.CardLock) cardCell {
 		return func(l metrics.CardLock) cardCell {
 			if l.Loss == nil {
@@ -167,16 +192,17 @@ func cardTables(c *metrics.Card, dir string) []cardTable {
 			return cardCell{Text: f(l.Loss)}
 		}
 	}
-	loss.Rows = []cardRow{
-		{"p50 / p99 / max", col(lossCell(func(d *metrics.CardLoss) string {
+	return cardTable{Title: "Loss detection (how late the holder learned its key was lost)", Head: cc.head, Rows: []cardRow{
+		{"p50 / p99 / max", cc.col(lossCell(func(d *metrics.CardLoss) string {
 			return fmt.Sprintf("%.0f / %.0f / %.0f ms", d.P50MS, d.P99MS, d.MaxMS)
 		}))},
-		{"never learned", col(lossCell(func(d *metrics.CardLoss) string {
+		{"never learned", cc.col(lossCell(func(d *metrics.CardLoss) string {
 			return fmt.Sprintf("%d/%d losses (%.0f%%) in %d runs", d.Never, d.Losses, 100*float64(d.Never)/float64(max(d.Losses, 1)), d.Runs)
 		}))},
-	}
-	tables = append(tables, loss)
-	cost := cardTable{Title: "Liveness and cost (bench, no faults)", Head: head}
+	}}
+}
+
+func (cc cardCols) cost() cardTable {
 	benchCell := func(f func(*metrics.CardBench) string) func(l metrics.CardLock) cardCell {
 		return func(l metrics.CardLock) cardCell {
 			if l.Bench == nil && l.NotBenched != "" {
@@ -194,52 +220,57 @@ func cardTables(c *metrics.Card, dir string) []cardTable {
 		}
 		return fmt.Sprintf("%.0f%%", 100*a/b)
 	}
-	cost.Rows = []cardRow{
-		{"throughput (cycles/s)", col(benchCell(func(b *metrics.CardBench) string { return fmt.Sprintf("%.0f", b.Lock.Throughput) }))},
-		{"vs redis-benchmark ceiling", col(benchCell(func(b *metrics.CardBench) string {
+	return cardTable{Title: "Liveness and cost (bench, no faults)", Head: cc.head, Rows: []cardRow{
+		{"throughput (cycles/s)", cc.col(benchCell(func(b *metrics.CardBench) string { return fmt.Sprintf("%.0f", b.Lock.Throughput) }))},
+		{"vs redis-benchmark ceiling", cc.col(benchCell(func(b *metrics.CardBench) string {
 			return pct(b.Lock.Throughput, b.CeilingCS) + fmt.Sprintf(" of %.0f", b.CeilingCS)
 		}))},
-		{"vs bare go-redis", col(benchCell(func(b *metrics.CardBench) string {
+		{"vs bare go-redis", cc.col(benchCell(func(b *metrics.CardBench) string {
 			return pct(b.Lock.Throughput, b.GoRedisCS) + fmt.Sprintf(" of %.0f", b.GoRedisCS)
 		}))},
-		{"hand-off p50 / p99", col(benchCell(func(b *metrics.CardBench) string {
+		{"hand-off p50 / p99", cc.col(benchCell(func(b *metrics.CardBench) string {
 			h := b.Lock.LatencyUS["handoff"]
 			return metrics.FormatUS(h.P50) + " / " + metrics.FormatUS(h.P99)
 		}))},
-		{"fairness (Jain)", col(benchCell(func(b *metrics.CardBench) string { return fmt.Sprintf("%.3f", b.Lock.Fairness) }))},
-		{"server CPU per cycle", col(benchCell(func(b *metrics.CardBench) string {
+		{"fairness (Jain)", cc.col(benchCell(func(b *metrics.CardBench) string { return fmt.Sprintf("%.3f", b.Lock.Fairness) }))},
+		{"server CPU per cycle", cc.col(benchCell(func(b *metrics.CardBench) string {
 			if b.Lock.Server == nil {
 				return "–"
 			}
 			return fmt.Sprintf("%.1f µs, %.1f commands", b.Lock.Server.UsecPerCycle, b.Lock.Server.CommandsPerCycle)
 		}))},
-	}
-	tables = append(tables, cost)
+	}}
+}
+
+// explored is the exploration table, when a lock was explored.
+func (cc cardCols) explored() (cardTable, bool) {
 	explored := false
-	for _, l := range c.Locks {
+	for _, l := range cc.c.Locks {
 		explored = explored || l.Explored != nil
 	}
-	if explored {
-		tables = append(tables, cardTable{Title: "Exploration (random fault schedules against the lock's reference)", Head: head, Rows: []cardRow{
-			{"schedules / findings / limits", col(func(l metrics.CardLock) cardCell {
-				if l.Explored == nil {
-					return cardCell{Text: "not explored", Class: "none"}
-				}
-				e := l.Explored
-				if e.Self {
-					return cardCell{Text: "its own reference: not explored", Class: "none"}
-				}
-				cl := "good"
-				if e.Findings > 0 {
-					cl = "bad"
-				}
-				vs := ""
-				if e.Reference != "" {
-					vs = " vs " + e.Reference
-				}
-				return cardCell{Text: fmt.Sprintf("%d in %s%s / %d / %d", e.Schedules, e.Budget, vs, e.Findings, e.Limits), Class: cl}
-			})}}})
-	}
+	return cardTable{Title: "Exploration (random fault schedules against the lock's reference)", Head: cc.head, Rows: []cardRow{
+		{"schedules / findings / limits", cc.col(func(l metrics.CardLock) cardCell {
+			if l.Explored == nil {
+				return cardCell{Text: "not explored", Class: "none"}
+			}
+			e := l.Explored
+			if e.Self {
+				return cardCell{Text: "its own reference: not explored", Class: "none"}
+			}
+			cl := "good"
+			if e.Findings > 0 {
+				cl = "bad"
+			}
+			vs := ""
+			if e.Reference != "" {
+				vs = " vs " + e.Reference
+			}
+			return cardCell{Text: fmt.Sprintf("%d in %s%s / %d / %d", e.Schedules, e.Budget, vs, e.Findings, e.Limits), Class: cl}
+		})}}}, explored
+}
+
+// ranTable says what ran: versions, machine, seeds, budget.
+func ranTable(c *metrics.Card) cardTable {
 	ran := cardTable{Title: "What ran", Head: []string{"", ""}}
 	add := func(k, v string) { ran.Rows = append(ran.Rows, cardRow{k, []cardCell{{Text: v}}}) }
 	add("lockchaos", c.Ran.Lockchaos)
@@ -258,7 +289,7 @@ func cardTables(c *metrics.Card, dir string) []cardTable {
 	if len(c.Ran.NotRun) > 0 {
 		add("not run (budget)", strings.Join(c.Ran.NotRun, "; "))
 	}
-	return append(tables, ran)
+	return ran
 }
 
 // marginTable: per template a row, each lock's smallest failing magnitude.
