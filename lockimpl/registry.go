@@ -92,6 +92,7 @@ type Factory func(env Env) (Locker, error)
 type entry struct {
 	info    Info
 	factory Factory
+	needs   ProcessNeeds // nil: the lock runs in the harness's process
 }
 
 var (
@@ -102,7 +103,19 @@ var (
 // Register makes a lock available by name. It panics on a duplicate name, a
 // nil factory or an Info whose declarations contradict each other, since
 // that is a programming error at init time. An empty Kind means User.
-func Register(info Info, f Factory) {
+func Register(info Info, f Factory) { register(info, f, nil) }
+
+// RegisterProcess is Register for a lock whose clients each run in a
+// process of their own (a driver lock): p says what that process needs of
+// a run (ProcessNeedsOf).
+func RegisterProcess(info Info, f Factory, p ProcessNeeds) {
+	if p == nil {
+		panic("lockimpl.RegisterProcess: nil process for " + info.Name)
+	}
+	register(info, f, p)
+}
+
+func register(info Info, f Factory, p ProcessNeeds) {
 	if info.Kind == "" {
 		info.Kind = User
 	}
@@ -117,7 +130,16 @@ func Register(info Info, f Factory) {
 	if _, dup := registry[info.Name]; dup {
 		panic("lockimpl.Register: duplicate lock " + info.Name)
 	}
-	registry[info.Name] = entry{info, f}
+	registry[info.Name] = entry{info, f, p}
+}
+
+// ProcessNeedsOf returns what the process of lock name's clients needs of a run,
+// when the lock runs in processes of its own (RegisterProcess).
+func ProcessNeedsOf(name string) (ProcessNeeds, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	e, ok := registry[name]
+	return e.needs, ok && e.needs != nil
 }
 
 // Lookup returns the lock registered under name.

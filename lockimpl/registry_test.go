@@ -2,6 +2,7 @@ package lockimpl_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -57,5 +58,28 @@ func TestReentrancyDeclaredInInfo(t *testing.T) {
 	_, err := lockimpl.New("test-says-reentrant", lockimpl.Env{Conns: []redis.UniversalClient{conn}})
 	if err == nil || !strings.Contains(err.Error(), "declare it in Info") {
 		t.Fatalf("New: %v, want the undeclared reentrancy refused", err)
+	}
+}
+
+type testNeeds struct{}
+
+func (testNeeds) OwnTraffic() bool              { return true }
+func (testNeeds) ClockPreload() (string, error) { return "", errors.New("no libfaketime here") }
+func (testNeeds) BlockLoop() error              { return nil }
+
+// A lock in a process of its own says what that process needs of a run;
+// one in the harness's process has no such needs.
+func TestProcessNeedsOf(t *testing.T) {
+	if _, ok := lockimpl.ProcessNeedsOf("simple"); ok {
+		t.Error("simple runs in the harness's process, yet has process needs")
+	}
+	if _, ok := lockimpl.ProcessNeedsOf("no-such-lock"); ok {
+		t.Error("an unknown lock has process needs")
+	}
+	lockimpl.RegisterProcess(lockimpl.Info{Name: "test-process-needs", Description: "a lock in a process of its own"},
+		func(lockimpl.Env) (lockimpl.Locker, error) { return nil, errors.New("not built in this test") }, testNeeds{})
+	p, ok := lockimpl.ProcessNeedsOf("test-process-needs")
+	if !ok || !p.OwnTraffic() {
+		t.Fatalf("ProcessNeedsOf = %v, %v: want the needs it was registered with", p, ok)
 	}
 }

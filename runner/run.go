@@ -17,7 +17,6 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/keyspace"
 	"github.com/lockchaos/lockchaos/lockimpl"
-	"github.com/lockchaos/lockchaos/lockimpl/driver"
 	"github.com/lockchaos/lockchaos/report/metrics"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/workloads"
@@ -305,8 +304,8 @@ func (r *run) startWorkload(ctx context.Context) error {
 	// (0.9 µs of a bench cycle's CPU: each client's counts, 130 kB a
 	// histogram, are out of cache by its next cycle; issue 27).
 	clocks := driverClocks(r.o.Lock, s, r.o.Out)
-	if len(clocks) > 0 {
-		if lib, err := driver.FindFaketime(); err != nil {
+	if p, ok := lockimpl.ProcessNeedsOf(r.o.Lock); ok && len(clocks) > 0 {
+		if lib, err := p.ClockPreload(); err != nil {
 			r.notes = append(r.notes, "client clock faults do not reach the driver processes: "+err.Error())
 		} else {
 			r.notes = append(r.notes, fmt.Sprintf("the driver processes of %d client(s) start under libfaketime (%s): the client clock faults set their clocks too, measured inside each", len(clocks), lib))
@@ -421,7 +420,7 @@ func (r *run) evaluate() (*Outcome, error) {
 // the cut and the stall fault too (workloads.Workload.Cut), since the
 // driver's own commands (renewals) do not pass the client's gate.
 func driverCut(lock string, s *scenarios.Scenario) bool {
-	if _, ok := driver.Lookup(lock); !ok {
+	if p, ok := lockimpl.ProcessNeedsOf(lock); !ok || !p.OwnTraffic() {
 		return false
 	}
 	return slices.ContainsFunc(s.Faults, func(f faults.Spec) bool {
@@ -434,7 +433,7 @@ func driverCut(lock string, s *scenarios.Scenario) bool {
 // of s may hit (client:N, else all of them), in <out>/clients/cN.faketime.
 // Other runs start no driver under it.
 func driverClocks(lock string, s *scenarios.Scenario, out string) map[int]string {
-	if _, ok := driver.Lookup(lock); !ok {
+	if _, ok := lockimpl.ProcessNeedsOf(lock); !ok {
 		return nil
 	}
 	m := map[int]string{}
@@ -465,12 +464,12 @@ func blockLoopLock(lock string, s *scenarios.Scenario) error {
 		if f.Kind != history.FaultPauseClient || f.Params[history.ParamMode] != faults.PauseBlockLoop {
 			continue
 		}
-		sp, ok := driver.Lookup(lock)
-		switch {
-		case !ok:
+		p, ok := lockimpl.ProcessNeedsOf(lock)
+		if !ok {
 			return badField("lock", "%s has no event loop to block (scenario %s, faults[%d]: pause-client mode %s): only a driver lock that declares the block_loop extension (the Node drivers)", lock, s.Name, i, faults.PauseBlockLoop)
-		case sp.Capabilities != nil && !slices.Contains(sp.Extensions, "block_loop"):
-			return badField("lock", "%s does not declare the block_loop extension (its lock file %s: extensions %v; scenario %s, faults[%d]: pause-client mode %s): only the Node drivers block their event loop", lock, sp.Label(), sp.Extensions, s.Name, i, faults.PauseBlockLoop)
+		}
+		if err := p.BlockLoop(); err != nil {
+			return badField("lock", "%s cannot block its event loop (scenario %s, faults[%d]: pause-client mode %s): %v", lock, s.Name, i, faults.PauseBlockLoop, err)
 		}
 	}
 	return nil

@@ -203,9 +203,27 @@ func Register(s *Spec) (string, error) {
 		info.Description += " (" + strings.Trim(s.Language+" "+s.Library, " ") + ")"
 	}
 	spec := *s
-	lockimpl.Register(info, func(env lockimpl.Env) (lockimpl.Locker, error) { return New(&spec, env) })
+	lockimpl.RegisterProcess(info, func(env lockimpl.Env) (lockimpl.Locker, error) { return New(&spec, env) }, &spec)
 	specs[name] = &spec
 	return name, nil
+}
+
+// OwnTraffic: a driver's lock sends its own commands (renewals) from its
+// process, past the client's gate (lockimpl.ProcessNeeds).
+func (s *Spec) OwnTraffic() bool { return true }
+
+// ClockPreload is libfaketime, which the driver processes start under for
+// the client clock faults (lockimpl.ProcessNeeds).
+func (s *Spec) ClockPreload() (string, error) { return FindFaketime() }
+
+// BlockLoop is nil for a lock file that declares the block_loop extension
+// and for a driver known by its hello only (exec:, left to the fault, which
+// records it as not taken effect), an error otherwise (lockimpl.ProcessNeeds).
+func (s *Spec) BlockLoop() error {
+	if s.Capabilities != nil && !slices.Contains(s.Extensions, "block_loop") {
+		return fmt.Errorf("its lock file %s declares extensions %v, not block_loop: only the Node drivers block their event loop", s.label(), s.Extensions)
+	}
+	return nil
 }
 
 // label names a spec in errors: its lock file, or its command.
