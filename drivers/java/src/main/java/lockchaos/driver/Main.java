@@ -12,7 +12,6 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -20,27 +19,17 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.Redisson;
-import org.redisson.RedissonMultiLock;
-import org.redisson.RedissonRedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.RedisConnectionException;
 import org.redisson.client.RedisTimeoutException;
-import org.redisson.client.codec.StringCodec;
-import org.redisson.api.options.CommonOptions;
-import org.redisson.config.BaseConfig;
-import org.redisson.config.ClusterServersConfig;
 import org.redisson.config.Config;
-import org.redisson.config.ReadMode;
-import org.redisson.config.SentinelServersConfig;
-import org.redisson.config.SubscriptionMode;
 
 /**
  * A lockchaos driver (docs/driver-protocol.md) for Redisson's locks: JSON lines on stdin and
@@ -48,43 +37,17 @@ import org.redisson.config.SubscriptionMode;
  * request runs on one dedicated lock thread, since Redisson's RLock is owned by a thread id
  * (a re-entry must come from the same thread, and so must the unlock).
  *
- * <p>Locks ({@code --lock NAME}):
- * <ul>
- *   <li>{@code redisson}: RLock.tryLock(wait) without a lease: the watchdog renews every
- *       lockWatchdogTimeout/3;</li>
- *   <li>{@code redisson-lease}: RLock.tryLock(wait, ttl_ms): an explicit lease, no renewal;</li>
- *   <li>{@code redisson-redlock}: RedissonRedLock over one client per independent master, with
- *       the lease ttl_ms; {@code redisson-redlock-watchdog} the same without a lease;
- *       {@code redisson-multilock}: RedissonMultiLock (all masters) with the lease.</li>
- * </ul>
+ * <p>Locks ({@code --lock NAME}), a file each: {@link RLockDriver} ({@code redisson},
+ * {@code redisson-lease}) and {@link MultiLockDriver} ({@code redisson-redlock},
+ * {@code redisson-redlock-watchdog}, {@code redisson-multilock}); their clients' configuration is
+ * {@link RedissonConfig}'s.
  */
 public final class Main {
     static final ObjectMapper JSON = new ObjectMapper();
     static final Set<String> OPTIONS = Set.of("version", "watchdog_timeout_ms", "retry_attempts", "master_timeout_ms", "warmup", "retry");
 
-    /** What a lock name means: its lease, its nodes and what it tells lockchaos. */
-    record Variant(String name, boolean watchdog, String multi, List<String> capabilities) {
-        static Variant of(String name) {
-            switch (name) {
-                case "redisson": return new Variant(name, true, "", List.of("reentrant", "renews"));
-                case "redisson-lease": return new Variant(name, false, "", List.of("reentrant"));
-                case "redisson-redlock": return new Variant(name, false, "redlock", List.of("multi-node", "reentrant"));
-                case "redisson-redlock-watchdog":
-                    return new Variant(name, true, "redlock", List.of("multi-node", "reentrant", "renews"));
-                case "redisson-multilock": return new Variant(name, false, "multilock", List.of("multi-node", "reentrant"));
-                default: throw new IllegalArgumentException("unknown lock " + name
-                        + " (redisson, redisson-lease, redisson-redlock, redisson-redlock-watchdog, redisson-multilock)");
-            }
-        }
-    }
-
-    final Variant variant;
+    final DriverLock lock;
     final PrintStream out;
-    final ExecutorService connector = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "lockchaos-connect");
-        t.setDaemon(true);
-        return t;
-    });
     final ExecutorService lockThread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "lockchaos-lock");
         t.setDaemon(true);
@@ -103,8 +66,8 @@ public final class Main {
     long perMasterMs; // master_timeout_ms on independent masters, else 0
     long retryDelayMs = 10;
 
-    Main(Variant variant, PrintStream out) {
-        this.variant = variant;
+    Main(DriverLock lock, PrintStream out) {
+        this.lock = lock;
         this.out = out;
     }
 
@@ -127,7 +90,7 @@ public final class Main {
                 System.exit(2);
             }
         }
-        new Main(Variant.of(name), proto).serve(System.in);
+        new Main(DriverLock.of(name), proto).serve(System.in);
     }
 
     void serve(InputStream in) throws Exception {
@@ -231,11 +194,11 @@ public final class Main {
         }
         ObjectNode m = reply(id, "hello_ok");
         m.put("protocol", 1);
-        m.put("name", variant.name());
+        m.put("name", lock.name);
         m.put("library", "org.redisson:redisson");
         m.put("version", redissonVersion());
         m.put("language", "java");
-        variant.capabilities().forEach(m.putArray("capabilities")::add);
+        lock.capabilities.forEach(m.putArray("capabilities")::add);
         // Redisson's RLock tells its user nothing more than yes or no: no validity time, no
         // signal when the watchdog fails to renew, no fence, and its renewals are internal.
         m.putArray("reports");
@@ -284,7 +247,7 @@ public final class Main {
         if (!retry.equals("library") && !retry.equals("driver")) {
             return reply(id, "error").put("error", "retry=" + retry + ": want library or driver");
         }
-        driverRetry = retry.equals("driver") && !variant.multi().isEmpty();
+        driverRetry = retry.equals("driver") && lock.multiNode();
         retryDelayMs = Math.max(1, opts.path("retry_delay_ms").asLong(10));
         String topology = req.path("topology").asText("single");
         String connName = req.path("conn_name").asText("");
@@ -292,45 +255,21 @@ public final class Main {
         if (!eps.isArray() || eps.size() == 0) {
             return reply(id, "error").put("error", "init without endpoints");
         }
-        // A multi-node lock runs over independent masters, or over one server (a RedLock of one
-        // lock, as the built-in redlock runs on a single node); behind Sentinel or in a Cluster
-        // its masters are not independent.
-        if (!variant.multi().isEmpty() && !topology.equals("independent") && !topology.equals("single")) {
-            return reply(id, "error").put("error", variant.name() + " needs independent masters or one server, not " + topology);
+        String refused = lock.refuses(topology);
+        if (refused != null) {
+            return reply(id, "error").put("error", refused);
         }
         // RedissonRedLock asks the masters one after another, and a master that does not answer
         // costs it a whole timeout, twice when it then unlocks that master: master_timeout_ms,
         // where set, is the timeout of each master's lock (CommonOptions.timeout, the lock's own
         // commands only) instead of command_timeout_ms, a short one as the Redlock algorithm asks.
-        perMasterMs = topology.equals("independent") && !variant.multi().isEmpty() && eps.size() > 1
+        perMasterMs = topology.equals("independent") && lock.multiNode() && eps.size() > 1
                 ? extra.path("master_timeout_ms").asLong(0) : 0;
         long t0 = System.nanoTime();
         for (int attempt = 1; ; attempt++) {
             try {
-                if (topology.equals("independent") && !variant.multi().isEmpty()) {
-                    // One client per master, connected side by side (in the masters' order).
-                    List<CompletableFuture<RedissonClient>> each = new ArrayList<>();
-                    for (JsonNode ep : eps) {
-                        Config c = config("single", ep, connName, opts);
-                        each.add(CompletableFuture.supplyAsync(() -> Redisson.create(c), connector));
-                    }
-                    CompletableFuture.allOf(each.toArray(new CompletableFuture<?>[0])).handle((v, e) -> null).join();
-                    Throwable first = null;
-                    for (CompletableFuture<RedissonClient> f : each) {
-                        try {
-                            clients.add(f.join()); // every client made is shut down below if one failed
-                        } catch (Throwable e) {
-                            first = first == null ? e : first;
-                        }
-                    }
-                    if (first != null) {
-                        throw first;
-                    }
-                } else if (topology.equals("independent")) {
-                    clients.add(Redisson.create(config("single", eps.get(0), connName, opts))); // a one-node lock: the first master
-                } else {
-                    clients.add(Redisson.create(config(topology, eps.get(0), connName, opts)));
-                }
+                lock.connect(topology, eps, ep -> RedissonConfig.config("single", ep, connName, opts),
+                        ep -> RedissonConfig.config(topology, ep, connName, opts), clients);
                 break;
             } catch (Throwable e) {
                 clients.forEach(c -> c.shutdown(0, 100, TimeUnit.MILLISECONDS));
@@ -358,13 +297,13 @@ public final class Main {
      * took 0.8-1.3 s on this machine, longer than a scenario's first trigger waits.
      */
     void warmUpLock(String key) {
-        RLock lock = lockFor(key);
+        RLock rl = lockFor(key);
         try {
             for (int i = 0; i < 3; i++) {
-                boolean ok = variant.watchdog() ? lock.tryLock(0, TimeUnit.MILLISECONDS)
-                        : lock.tryLock(0, ttlDefault, TimeUnit.MILLISECONDS);
+                boolean ok = lock.watchdog ? rl.tryLock(0, TimeUnit.MILLISECONDS)
+                        : rl.tryLock(0, ttlDefault, TimeUnit.MILLISECONDS);
                 if (ok) {
-                    lock.unlock();
+                    rl.unlock();
                 }
             }
         } catch (Throwable e) {
@@ -374,128 +313,8 @@ public final class Main {
         }
     }
 
-    /** Redisson's configuration for one endpoint, dialling only the addresses given. */
-    Config config(String topology, JsonNode ep, String connName, JsonNode opts) {
-        JsonNode extra = opts.path("extra");
-        Config c = new Config();
-        // The watchdog's lease (renewed every third of it): the option, else the scenario's ttl.
-        long wd = extra.has("watchdog_timeout_ms") ? extra.path("watchdog_timeout_ms").asLong()
-                : opts.path("ttl_ms").asLong(0);
-        if (wd > 0) {
-            c.setLockWatchdogTimeout(wd);
-        }
-        // A lock needs no object codec; StringCodec spares Kryo's start-up.
-        c.setCodec(StringCodec.INSTANCE);
-        c.setThreads(2);
-        c.setNettyThreads(2);
-        BaseConfig<?> b;
-        switch (topology) {
-            case "single": {
-                b = c.useSingleServer().setAddress(uri(ep.path("addr").asText()))
-                        .setConnectionMinimumIdleSize(1).setConnectionPoolSize(4)
-                        .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(2);
-                break;
-            }
-            case "sentinel": {
-                SentinelServersConfig s = c.useSentinelServers().setMasterName(ep.path("master_name").asText())
-                        .setReadMode(ReadMode.MASTER).setSubscriptionMode(SubscriptionMode.MASTER)
-                        .setCheckSentinelsList(false).setSentinelsDiscovery(false)
-                        .setMasterConnectionMinimumIdleSize(1).setMasterConnectionPoolSize(4)
-                        .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(2);
-                for (JsonNode a : ep.path("sentinels")) {
-                    s.addSentinelAddress(uri(a.asText()));
-                }
-                natMap(ep, s);
-                b = s;
-                break;
-            }
-            case "cluster": {
-                ClusterServersConfig s = c.useClusterServers()
-                        .setReadMode(ReadMode.MASTER).setSubscriptionMode(SubscriptionMode.MASTER)
-                        .setMasterConnectionMinimumIdleSize(1).setMasterConnectionPoolSize(4)
-                        .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(2);
-                JsonNode nodes = ep.path("cluster");
-                if (nodes.isArray() && nodes.size() > 0) {
-                    for (JsonNode a : nodes) {
-                        s.addNodeAddress(uri(a.asText()));
-                    }
-                } else {
-                    s.addNodeAddress(uri(ep.path("addr").asText()));
-                }
-                natMap(ep, s);
-                b = s;
-                break;
-            }
-            default:
-                throw new IllegalArgumentException("unknown topology " + topology);
-        }
-        if (!connName.isEmpty()) {
-            b.setClientName(connName);
-        }
-        if (ep.hasNonNull("password")) {
-            b.setPassword(ep.path("password").asText());
-        }
-        long cmd = opts.path("command_timeout_ms").asLong(0);
-        if (cmd > 0) {
-            b.setTimeout((int) cmd);
-            b.setConnectTimeout((int) Math.max(cmd, 1000));
-        }
-        // Redisson retries a command that timed out (3 times, 1.5 s apart, by default). Here it does
-        // not unless asked: an outcome then comes within command_timeout_ms, and a timeout is an
-        // indeterminate reply rather than a silent re-send.
-        b.setRetryAttempts(extra.path("retry_attempts").asInt(0));
-        long retryDelay = opts.path("retry_delay_ms").asLong(0);
-        if (retryDelay > 0) {
-            b.setRetryInterval((int) retryDelay);
-        }
-        return c;
-    }
-
-    static String uri(String addr) {
-        return addr.contains("://") ? addr : "redis://" + addr;
-    }
-
-    /**
-     * An endpoint's optional {@code addr_map} (docs/driver-protocol.md: announced address to
-     * the client's proxy), for Sentinel and Cluster, which announce the servers' own addresses.
-     */
-    static void natMap(JsonNode ep, Object serversConfig) {
-        JsonNode nat = ep.path("addr_map");
-        if (!nat.isObject() || nat.size() == 0) {
-            return;
-        }
-        Map<String, String> m = new HashMap<>();
-        nat.fields().forEachRemaining(e -> m.put(e.getKey(), e.getValue().asText()));
-        // HostPortNatMapper is in org.redisson.api up to 3.x and in org.redisson.config from 4.0.
-        Exception last = null;
-        for (String pkg : new String[] {"org.redisson.config.", "org.redisson.api."}) {
-            try {
-                Class<?> mapperClass = Class.forName(pkg + "HostPortNatMapper");
-                Object mapper = mapperClass.getConstructor().newInstance();
-                mapperClass.getMethod("setHostsPortMap", Map.class).invoke(mapper, m);
-                Class<?> iface = Class.forName(pkg + "NatMapper");
-                serversConfig.getClass().getMethod("setNatMapper", iface).invoke(serversConfig, mapper);
-                return;
-            } catch (ReflectiveOperationException e) {
-                last = e;
-            }
-        }
-        throw new IllegalStateException("this Redisson has no HostPortNatMapper", last);
-    }
-
     RLock lockFor(String key) {
-        return locks.computeIfAbsent(key, k -> {
-            if (variant.multi().isEmpty()) {
-                return clients.get(0).getLock(k);
-            }
-            RLock[] each = new RLock[clients.size()];
-            for (int i = 0; i < each.length; i++) {
-                each[i] = perMasterMs > 0
-                        ? clients.get(i).getLock(CommonOptions.name(k).timeout(Duration.ofMillis(perMasterMs)))
-                        : clients.get(i).getLock(k);
-            }
-            return variant.multi().equals("redlock") ? new RedissonRedLock(each) : new RedissonMultiLock(each);
-        });
+        return locks.computeIfAbsent(key, k -> lock.lockFor(clients, k, perMasterMs));
     }
 
     ObjectNode acquire(long id, JsonNode req) {
@@ -505,7 +324,7 @@ public final class Main {
         String key = req.path("key").asText();
         long ttl = req.path("ttl_ms").asLong(ttlDefault);
         long wait = req.path("wait_ms").asLong(0);
-        RLock lock = lockFor(key);
+        RLock rl = lockFor(key);
         int before = held.getOrDefault(key, 0);
         boolean ok = false;
         Throwable err = null;
@@ -518,8 +337,8 @@ public final class Main {
                 // with the lease itself, retried here until wait_ms.
                 long end = t0 + wait * 1_000_000L;
                 for (;;) {
-                    ok = variant.watchdog() ? lock.tryLock(0, TimeUnit.MILLISECONDS)
-                            : lock.tryLock(0, ttl, TimeUnit.MILLISECONDS);
+                    ok = lock.watchdog ? rl.tryLock(0, TimeUnit.MILLISECONDS)
+                            : rl.tryLock(0, ttl, TimeUnit.MILLISECONDS);
                     long left = end - System.nanoTime();
                     if (ok || left <= 0) {
                         break;
@@ -531,8 +350,8 @@ public final class Main {
                     }
                 }
             } else {
-                ok = variant.watchdog() ? lock.tryLock(wait, TimeUnit.MILLISECONDS)
-                        : lock.tryLock(wait, ttl, TimeUnit.MILLISECONDS);
+                ok = lock.watchdog ? rl.tryLock(wait, TimeUnit.MILLISECONDS)
+                        : rl.tryLock(wait, ttl, TimeUnit.MILLISECONDS);
             }
         } catch (Throwable e) {
             err = e;
@@ -547,20 +366,10 @@ public final class Main {
         String lease = "L" + (++leaseSeq);
         leases.put(lease, key);
         held.put(key, before + 1);
-        int depth = before + 1;
-        if (before > 0 && variant.multi().isEmpty()) {
-            // A re-entry, or a fresh hold after an earlier one expired: the server's count says
-            // which (an HGET after the call, outside t0..t1).
-            try {
-                depth = lock.getHoldCount();
-            } catch (Throwable ignored) {
-                // keep the driver's count
-            }
-        }
-        ObjectNode m = reply(id, "acquired").put("lease", lease).put("depth", depth);
-        if (variant.multi().isEmpty()) {
-            // The hash field Redisson stores: the client's id and the owning thread's id.
-            m.put("token", clients.get(0).getId() + ":" + Thread.currentThread().getId());
+        ObjectNode m = reply(id, "acquired").put("lease", lease).put("depth", lock.depth(rl, before));
+        String token = lock.token(clients);
+        if (token != null) {
+            m.put("token", token);
         }
         return m.put("t0", t0).put("t1", t1);
     }
@@ -575,10 +384,10 @@ public final class Main {
         if (held.get(key) <= 0) {
             held.remove(key);
         }
-        RLock lock = lockFor(key);
+        RLock rl = lockFor(key);
         long t0 = System.nanoTime();
         try {
-            lock.unlock();
+            rl.unlock();
         } catch (Throwable e) {
             return failure(id, e, t0, System.nanoTime());
         }

@@ -1,0 +1,103 @@
+package lockchaos.driver;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.function.Function;
+
+import org.redisson.Redisson;
+import org.redisson.RedissonMultiLock;
+import org.redisson.RedissonRedLock;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.api.options.CommonOptions;
+import org.redisson.config.Config;
+
+/**
+ * {@code redisson-redlock}: RedissonRedLock over one RedissonClient per independent master, with
+ * the lease ttl_ms (multi-node, reentrant); {@code redisson-redlock-watchdog} the same without a
+ * lease (renews); {@code redisson-multilock}: RedissonMultiLock (every master) with the lease. On
+ * one server, a lock of one master, as the built-in redlock runs on a single node.
+ */
+final class MultiLockDriver extends DriverLock {
+    /** RedissonRedLock (a majority), else RedissonMultiLock (all). */
+    final boolean redlock;
+
+    final ExecutorService connector = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "lockchaos-connect");
+        t.setDaemon(true);
+        return t;
+    });
+
+    MultiLockDriver(String name, boolean watchdog, boolean redlock) {
+        super(name, watchdog, watchdog ? List.of("multi-node", "reentrant", "renews") : List.of("multi-node", "reentrant"));
+        this.redlock = redlock;
+    }
+
+    @Override
+    boolean multiNode() {
+        return true;
+    }
+
+    @Override
+    String refuses(String topology) {
+        // Behind Sentinel or in a Cluster the masters are not independent.
+        if (topology.equals("independent") || topology.equals("single")) {
+            return null;
+        }
+        return name + " needs independent masters or one server, not " + topology;
+    }
+
+    @Override
+    void connect(String topology, JsonNode endpoints, Function<JsonNode, Config> single,
+            Function<JsonNode, Config> asIs, List<RedissonClient> made) throws Throwable {
+        if (!topology.equals("independent")) {
+            made.add(Redisson.create(asIs.apply(endpoints.get(0))));
+            return;
+        }
+        // One client per master, connected side by side (in the masters' order).
+        List<CompletableFuture<RedissonClient>> each = new ArrayList<>();
+        for (JsonNode ep : endpoints) {
+            Config c = single.apply(ep);
+            each.add(CompletableFuture.supplyAsync(() -> Redisson.create(c), connector));
+        }
+        CompletableFuture.allOf(each.toArray(new CompletableFuture<?>[0])).handle((v, e) -> null).join();
+        Throwable first = null;
+        for (CompletableFuture<RedissonClient> f : each) {
+            try {
+                made.add(f.join()); // every client made is shut down by the caller if one failed
+            } catch (Throwable e) {
+                first = first == null ? e : first;
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    @Override
+    RLock lockFor(List<RedissonClient> clients, String key, long perMasterMs) {
+        RLock[] each = new RLock[clients.size()];
+        for (int i = 0; i < each.length; i++) {
+            each[i] = perMasterMs > 0
+                    ? clients.get(i).getLock(CommonOptions.name(key).timeout(Duration.ofMillis(perMasterMs)))
+                    : clients.get(i).getLock(key);
+        }
+        return redlock ? new RedissonRedLock(each) : new RedissonMultiLock(each);
+    }
+
+    @Override
+    String token(List<RedissonClient> clients) {
+        return null; // one field per master's client: no one token
+    }
+
+    @Override
+    int depth(RLock lock, int before) {
+        return before + 1; // a RedissonMultiLock has no hold count of its own
+    }
+}
