@@ -14,31 +14,35 @@ import (
 )
 
 var (
-	drvOnce sync.Once
-	drvPath string
-	drvErr  error
+	helperMu   sync.Mutex
+	helperBins = map[string]string{}
 )
 
-// driverBinary builds cmd/lockchaos-driver (the built-in locks over the
-// driver protocol) once per test binary, beside lockchaosBinary's (removed
-// with it by TestMain).
-func driverBinary(t *testing.T) string {
+// helperBinary builds the program pkg (a path under the module) as name
+// once per test binary, beside lockchaosBinary's (removed with it by
+// TestMain).
+func helperBinary(t *testing.T, name, pkg string) string {
 	t.Helper()
 	lockchaosBinary(t)
-	drvOnce.Do(func() {
-		bin := filepath.Join(binDir, "lockchaos-driver")
-		cmd := exec.Command("go", "build", "-o", bin, "github.com/lockchaos/lockchaos/cmd/lockchaos-driver")
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			drvErr = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		drvPath = bin
-	})
-	if drvErr != nil {
-		t.Fatal(drvErr)
+	helperMu.Lock()
+	defer helperMu.Unlock()
+	if bin, ok := helperBins[name]; ok {
+		return bin
 	}
-	return drvPath
+	bin := filepath.Join(binDir, name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	helperBins[name] = bin
+	return bin
+}
+
+// driverBinary builds cmd/lockchaos-driver (the built-in locks over the
+// driver protocol).
+func driverBinary(t *testing.T) string {
+	return helperBinary(t, "lockchaos-driver", "github.com/lockchaos/lockchaos/cmd/lockchaos-driver")
 }
 
 // The built-ins through the driver protocol, on real servers: smoke is

@@ -13,7 +13,9 @@
 // Keys: the library stores a key K as "mutex:K". The clients carry
 // key_prefix as ioredis keyPrefix and the library gets K without it, so the
 // key in Redis is <key_prefix>mutex:<rest of K>, under the prefix as the
-// protocol wants; the acquired reply names it in redis_key.
+// protocol wants; the acquired reply names it in keys (the protocol's
+// field, docs/driver-protocol.md) and in redis_key (this driver's older
+// extension, which its tests read).
 const { mono, intOpt, leaseOf } = require('./proto');
 const { tap, journalRun, definiteNo } = require('./clients');
 
@@ -110,7 +112,8 @@ class SemaphoreLock {
     j.closed = true;
     if (ok) {
       this.leases.set(lease.id, lease);
-      return { type: 'acquired', lease: lease.id, token: mutex.identifier, depth: 1, redis_key: `${this.prefix}mutex:${rel}`, t0, t1 };
+      const redisKey = `${this.prefix}mutex:${rel}`;
+      return { type: 'acquired', lease: lease.id, token: mutex.identifier, depth: 1, keys: [redisKey], redis_key: redisKey, t0, t1 };
     }
     if (thrown) return { type: 'indeterminate', error: thrown.message, t0, t1 };
     // Every attempt sends one SET per client, in client order: an attempt
