@@ -554,6 +554,8 @@ func fillCard(card *metrics.Card, o CardOptions, list []*scenarios.Scenario, inf
 			}
 		}
 	}
+	// Last: a lock's verdict line names its cost, from its bench step.
+	card.JudgeAgainstReferences(func(l string) string { return runner.CapabilityReference(infos[l]) })
 }
 
 // cardFamilies lists the scenarios and their fault families on the card,

@@ -145,3 +145,60 @@ func TestChromiumCatchesBrokenPage(t *testing.T) {
 		}
 	}
 }
+
+// The card decides (issue 43.3): on a card whose locks are judged against
+// their references, a finding's cell (del-no-owner fails a family simple
+// holds) is red, a limit of the design the reference shares (both fail
+// client-freeze) is grey, and the verdict table says which lock is worse.
+func TestCardColoursAgainstTheReference(t *testing.T) {
+	bin := chromium(t)
+	c := &metrics.Card{Families: []string{"client-freeze", "stall"},
+		Scenarios: []metrics.CardScenario{{Name: "gc-pause", Family: "client-freeze"}, {Name: "expire-then-unlock", Family: "stall"}},
+		Ran:       metrics.CardRan{Lockchaos: "test", Backend: "process", Seeds: []uint64{1, 2}}}
+	for _, l := range []string{"simple", "del-no-owner"} {
+		unlock := metrics.FamilyRate{Runs: 2, Valid: 2}
+		if l == "del-no-owner" {
+			unlock = metrics.FamilyRate{Runs: 2, Invalid: 2}
+		}
+		c.Locks = append(c.Locks, metrics.CardLock{Name: l, Kind: "correct", Library: "lockchaos built-in",
+			Safety: map[string]metrics.FamilyRate{"client-freeze": {Runs: 2, Invalid: 2}, "stall": unlock}})
+	}
+	c.Findings = []metrics.CardFinding{{Lock: "del-no-owner", Scenario: "expire-then-unlock", Family: "stall", Invalid: 2, Runs: 2,
+		Causes: []string{"deleted-by-non-owner"}, Dir: "runs/x", Replay: "lockchaos run expire-then-unlock --lock del-no-owner"}}
+	c.JudgeAgainstReferences(func(string) string { return "simple" })
+	dir := t.TempDir()
+	if err := WriteCard(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	res := open(t, bin, filepath.Join(dir, "card.html"))
+	red, grey := "rgb(249, 220, 220)", "rgb(238, 238, 238)"
+	for cell, want := range map[string]string{
+		"del-no-owner/stall":         red,  // the finding
+		"del-no-owner/client-freeze": grey, // a limit simple shares
+		"simple/client-freeze":       grey, // its own limit
+	} {
+		if got := res.Cells[cell]; got != want {
+			t.Errorf("cell %s: background %q, want %q (cells: %v)", cell, got, want, res.Cells)
+		}
+	}
+	reds := 0
+	for _, bg := range res.Cells {
+		if bg == red {
+			reds++
+		}
+	}
+	if reds != 1 {
+		t.Errorf("%d red safety cells, want 1 (the finding only): %v", reds, res.Cells)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "card.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| del-no-owner | worse than its reference simple: fails stall, which simple holds (deleted-by-non-owner) |",
+		"| simple | safe within its design (it is the reference of its capabilities); its limits: client-freeze |",
+		"a limit of the design: its reference simple fails this family too"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("card.md lacks %q:\n%s", want, md)
+		}
+	}
+}

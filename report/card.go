@@ -112,7 +112,13 @@ type cardRow struct {
 type cardCell struct {
 	Text  string
 	Href  string
-	Class string // good | bad | none
+	Class string // good | bad | limit | none
+	// Title is the cell's reason, shown on hover (a limit's: which
+	// reference fails it too).
+	Title string
+	// Key names the cell in the page (data-cell: "lock/family" in the
+	// safety table), for the browser test.
+	Key string
 }
 
 // cardTables are the card's sections, shared by the Markdown and the HTML:
@@ -122,7 +128,11 @@ func cardTables(c *metrics.Card, dir string) []cardTable {
 	for _, l := range c.Locks {
 		cc.head = append(cc.head, l.Name)
 	}
-	tables := []cardTable{cc.locks(), cc.safety()}
+	tables := []cardTable{}
+	if v, ok := cc.verdicts(); ok {
+		tables = append(tables, v)
+	}
+	tables = append(tables, cc.locks(), cc.safety())
 	if m := marginTable(c, cc.head); len(m.Rows) > 0 {
 		tables = append(tables, m)
 	}
@@ -157,22 +167,52 @@ func (cc cardCols) locks() cardTable {
 	}}
 }
 
+// verdicts is the card's first table: one line per lock saying what to
+// conclude (metrics.Card.JudgeAgainstReferences), when the card has them.
+func (cc cardCols) verdicts() (cardTable, bool) {
+	t := cardTable{Title: "Verdicts (each lock against the built-in correct lock of its capabilities, on the same runs)", Head: []string{"", "verdict"}}
+	for _, l := range cc.c.Locks {
+		if l.Verdict == "" {
+			return t, false
+		}
+		class := map[string]string{metrics.VerdictWorse: "bad", metrics.VerdictSafe: "good", metrics.VerdictBetter: "good", metrics.VerdictAlone: "none"}[l.VerdictClass]
+		t.Rows = append(t.Rows, cardRow{l.Name, []cardCell{{Text: l.Verdict, Class: class}}})
+	}
+	return t, len(t.Rows) > 0
+}
+
 func (cc cardCols) safety() cardTable {
-	t := cardTable{Title: "Safety by fault family (invalid runs / runs, over every seed)", Head: cc.head, kind: "safety"}
+	t := cardTable{Title: "Safety by fault family (invalid runs / runs, over every seed; red: worse than the lock's reference, grey: a limit its reference shares)", Head: cc.head, kind: "safety"}
 	for _, f := range cc.c.Families {
-		t.Rows = append(t.Rows, cardRow{f, cc.col(func(l metrics.CardLock) cardCell { return safetyCell(l.Safety[f]) })})
+		t.Rows = append(t.Rows, cardRow{f, cc.col(func(l metrics.CardLock) cardCell {
+			cell := safetyCell(l.Safety[f], l.Versus[f], l.Reference)
+			cell.Key = l.Name + "/" + f
+			return cell
+		})})
 	}
 	return t
 }
 
-// safetyCell is one lock's runs of one fault family.
-func safetyCell(r metrics.FamilyRate) cardCell {
+// safetyCell is one lock's runs of one fault family, coloured by how they
+// compare with its reference's (vs; "" when the reference is not on the
+// card: red when invalid, as before).
+func safetyCell(r metrics.FamilyRate, vs, ref string) cardCell {
 	if r.Runs == 0 {
 		return cardCell{Text: "n/a", Class: "none"}
 	}
 	cell := cardCell{Text: fmt.Sprintf("valid %d/%d", r.Valid, r.Runs), Class: "good"}
 	if r.Invalid > 0 {
 		cell = cardCell{Text: fmt.Sprintf("invalid %d/%d", r.Invalid, r.Runs), Class: "bad"}
+	}
+	switch vs {
+	case metrics.VersusWorse:
+		cell.Title = "a finding: its reference " + ref + " holds this family"
+	case metrics.VersusLimit:
+		cell.Class, cell.Title = "limit", "a limit of the design: its reference "+ref+" fails this family too"
+		cell.Text += " (limit)"
+	case metrics.VersusBetter:
+		cell.Title = "better than its reference " + ref + ", which fails this family"
+		cell.Text += " (better)"
 	}
 	if r.Unknown > 0 {
 		cell.Text += fmt.Sprintf(", unknown %d", r.Unknown)
@@ -342,14 +382,21 @@ func cardMarkdown(c *metrics.Card, tables []cardTable, news []cardFinding, limit
 	fmt.Fprintf(&b, "# Lock report card\n\n")
 	for _, t := range tables {
 		fmt.Fprintf(&b, "## %s\n\n| %s |\n|%s\n", t.Title, strings.Join(t.Head, " | "), strings.Repeat(" --- |", len(t.Head)))
+		var why []string
 		for _, r := range t.Rows {
 			var cs []string
-			for _, cell := range r.Cells {
+			for i, cell := range r.Cells {
 				cs = append(cs, strings.ReplaceAll(cell.Text, "|", "\\|"))
+				if cell.Title != "" && i+1 < len(t.Head) {
+					why = append(why, fmt.Sprintf("- %s, %s: %s", t.Head[i+1], r.Name, cell.Title))
+				}
 			}
 			fmt.Fprintf(&b, "| %s | %s |\n", r.Name, strings.Join(cs, " | "))
 		}
 		b.WriteString("\n")
+		if len(why) > 0 {
+			b.WriteString(strings.Join(why, "\n") + "\n\n")
+		}
 	}
 	b.WriteString("## Findings\n\n")
 	if len(news) == 0 {
@@ -733,7 +780,7 @@ body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:0.5em 0 1.5em}
 th,td{border:1px solid #ccc;padding:4px 10px;text-align:left;font-size:14px}
 th{background:#f0f0f0}
-td.good{background:#e3f1e0}td.bad{background:#f9dcdc}td.none{color:#888}
+td.good{background:#e3f1e0}td.bad{background:#f9dcdc}td.limit{background:#eeeeee}td.none{color:#888}
 img{max-width:100%;border:1px solid #ddd}
 figure{margin:1em 0}
 code{background:#f4f4f4;padding:1px 4px}
@@ -742,7 +789,7 @@ code{background:#f4f4f4;padding:1px 4px}
 <p>{{len .Card.Locks}} locks, {{len .Card.Scenarios}} scenarios, seeds {{.Card.Ran.Seeds}}, backend {{.Card.Ran.Backend}}, {{.Card.Ran.Date}}.</p>
 {{range .Tables}}<h2>{{.Title}}</h2>
 <table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{.Class}}">{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{range .Rows}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{.Class}}"{{with .Title}} title="{{.}}"{{end}}{{with .Key}} data-cell="{{.}}"{{end}}>{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}</table>
 {{with .Plot}}<figure class="plot"><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>{{end}}
 {{end}}

@@ -51,6 +51,9 @@ type Result struct {
 	Remote []string
 	// Screenshot is the PNG taken of the page.
 	Screenshot string
+	// Cells are the computed background colours ("rgb(r, g, b)") of the
+	// page's elements with a data-cell attribute, by its value.
+	Cells map[string]string
 }
 
 // Problems are the result's failures, each a sentence ("" none): a plot
@@ -84,7 +87,8 @@ window.addEventListener("error",function(e){var t=e.target;errs.push(t&&t!==wind
 window.addEventListener("unhandledrejection",function(e){errs.push("unhandled rejection: "+e.reason)});
 window.addEventListener("load",function(){var imgs=Array.prototype.map.call(document.images,function(i){return {alt:i.alt,src:String(i.getAttribute("src")||"").slice(0,60),w:i.naturalWidth,complete:i.complete}});
 var res=performance.getEntriesByType("resource").map(function(r){return r.name});
-var p=document.createElement("pre");p.id="lc-probe";p.style.display="none";p.textContent=JSON.stringify({imgs:imgs,errs:errs,res:res});document.body.appendChild(p)})})();</script>`
+var cells={};Array.prototype.forEach.call(document.querySelectorAll("[data-cell]"),function(e){cells[e.getAttribute("data-cell")]=getComputedStyle(e).backgroundColor});
+var p=document.createElement("pre");p.id="lc-probe";p.style.display="none";p.textContent=JSON.stringify({imgs:imgs,errs:errs,res:res,cells:cells});document.body.appendChild(p)})})();</script>`
 
 var probeRE = regexp.MustCompile(`(?s)<pre id="lc-probe"[^>]*>(.*?)</pre>`)
 
@@ -123,14 +127,15 @@ func Open(ctx context.Context, bin, page, shot, work string) (*Result, error) {
 		return nil, fmt.Errorf("chromium: the page's probe did not report (the load event never came?); log:\n%s", tail(logs))
 	}
 	var p struct {
-		Imgs []Image  `json:"imgs"`
-		Errs []string `json:"errs"`
-		Res  []string `json:"res"`
+		Imgs  []Image           `json:"imgs"`
+		Errs  []string          `json:"errs"`
+		Res   []string          `json:"res"`
+		Cells map[string]string `json:"cells"`
 	}
 	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &p); err != nil {
 		return nil, fmt.Errorf("chromium: probe: %w", err)
 	}
-	r.Images, r.Console = p.Imgs, p.Errs
+	r.Images, r.Console, r.Cells = p.Imgs, p.Errs, p.Cells
 	for _, u := range p.Res {
 		if remote(u) {
 			r.Remote = append(r.Remote, u)

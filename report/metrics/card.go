@@ -43,6 +43,15 @@ type CardLock struct {
 	NotBenched string `json:"not_benched,omitempty"`
 	// Explored is the lock's exploration, when the card ran one.
 	Explored *CardExplore `json:"explored,omitempty"`
+	// Reference is the built-in correct lock of its capabilities; Versus,
+	// per family, how the lock did against it on this card (Versus*
+	// values; none when the reference is not on the card); Verdict the
+	// lock's one line, VerdictClass its Verdict* class
+	// (JudgeAgainstReferences).
+	Reference    string            `json:"reference,omitempty"`
+	Versus       map[string]string `json:"versus,omitempty"`
+	Verdict      string            `json:"verdict,omitempty"`
+	VerdictClass string            `json:"verdict_class,omitempty"`
 }
 
 // CardExplore sums a lock's exploration: schedules tried, findings (each

@@ -1,0 +1,177 @@
+package metrics
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// A card that decides (issue 43.3): each lock's fault families are set
+// against its reference's (the built-in correct lock of its capabilities,
+// runner.CapabilityReference) on the same card, and each lock gets one
+// verdict line. A family the lock fails and its reference holds is a
+// finding; one both fail is a limit of the design they share; one the
+// lock holds and its reference fails is where it does better.
+
+// Versus values: how a lock's family compares with its reference's.
+const (
+	VersusWorse  = "worse"  // the lock fails it, its reference does not
+	VersusLimit  = "limit"  // both fail it: a limit of the design
+	VersusSame   = "same"   // both hold it
+	VersusBetter = "better" // the lock holds it, its reference fails it
+)
+
+// Verdict classes of a lock's line.
+const (
+	VerdictWorse  = "worse"
+	VerdictSafe   = "safe"
+	VerdictBetter = "better"
+	VerdictAlone  = "alone" // its reference is not on the card
+)
+
+// JudgeAgainstReferences sets each lock's Reference (refOf's answer),
+// Versus and verdict line. A lock whose reference is not on the card is
+// judged alone: its families have no versus, its line says so.
+func (c *Card) JudgeAgainstReferences(refOf func(lock string) string) {
+	col := map[string]*CardLock{}
+	for i := range c.Locks {
+		col[c.Locks[i].Name] = &c.Locks[i]
+	}
+	fastest := c.fastestCorrect(refOf, col)
+	for i := range c.Locks {
+		l := &c.Locks[i]
+		l.Reference = refOf(l.Name)
+		ref := col[l.Reference]
+		l.Versus = map[string]string{}
+		var worse, limits, better, failing []string
+		for _, f := range c.Families {
+			mine := l.Safety[f]
+			if mine.Runs == 0 {
+				continue
+			}
+			if mine.Invalid > 0 {
+				failing = append(failing, f)
+			}
+			if ref == nil || ref.Safety[f].Runs == 0 {
+				continue
+			}
+			v := versus(mine, ref.Safety[f])
+			l.Versus[f] = v
+			switch v {
+			case VersusWorse:
+				worse = append(worse, f)
+			case VersusLimit:
+				limits = append(limits, f)
+			case VersusBetter:
+				better = append(better, f)
+			}
+		}
+		l.VerdictClass, l.Verdict = c.verdictLine(l, ref != nil, worse, limits, better, failing)
+		if cost := costLine(l, fastest); cost != "" {
+			l.Verdict += "; " + cost
+		}
+	}
+}
+
+// versus compares a lock's runs of a family with its reference's.
+func versus(mine, ref FamilyRate) string {
+	switch {
+	case mine.Invalid > 0 && ref.Invalid == 0:
+		return VersusWorse
+	case mine.Invalid > 0:
+		return VersusLimit
+	case ref.Invalid > 0:
+		return VersusBetter
+	}
+	return VersusSame
+}
+
+// verdictLine is a lock's class and line.
+func (c *Card) verdictLine(l *CardLock, hasRef bool, worse, limits, better, failing []string) (string, string) {
+	self := l.Reference == l.Name
+	switch {
+	case !hasRef:
+		if len(failing) == 0 {
+			return VerdictAlone, fmt.Sprintf("valid on every family; its reference %s is not on this card to compare with", l.Reference)
+		}
+		return VerdictAlone, fmt.Sprintf("invalid on %s; its reference %s is not on this card to tell a finding from a limit of the design", strings.Join(failing, ", "), l.Reference)
+	case len(worse) > 0:
+		return VerdictWorse, fmt.Sprintf("worse than its reference %s: fails %s, which %s holds%s", l.Reference, strings.Join(worse, ", "), l.Reference, c.causesOf(l.Name, worse))
+	case len(better) > 0:
+		line := fmt.Sprintf("better than its reference %s: holds %s, which %s fails", l.Reference, strings.Join(better, ", "), l.Reference)
+		if len(limits) > 0 {
+			line += fmt.Sprintf("; shares its limits on %s", strings.Join(limits, ", "))
+		}
+		return VerdictBetter, line
+	case self && len(limits) > 0:
+		return VerdictSafe, fmt.Sprintf("safe within its design (it is the reference of its capabilities); its limits: %s", strings.Join(limits, ", "))
+	case len(limits) > 0:
+		return VerdictSafe, fmt.Sprintf("safe within its design: fails only where its reference %s does too (%s)", l.Reference, strings.Join(limits, ", "))
+	}
+	return VerdictSafe, "safe: valid on every family"
+}
+
+// causesOf lists the causes of lock's findings in families fams.
+func (c *Card) causesOf(lock string, fams []string) string {
+	seen := map[string]bool{}
+	var causes []string
+	for _, f := range c.Findings {
+		if f.Lock != lock || !contains(fams, f.Family) {
+			continue
+		}
+		for _, cause := range f.Causes {
+			if !seen[cause] {
+				seen[cause] = true
+				causes = append(causes, cause)
+			}
+		}
+	}
+	if len(causes) == 0 {
+		return ""
+	}
+	sort.Strings(causes)
+	return " (" + strings.Join(causes, ", ") + ")"
+}
+
+// fastestCorrect is the benched lock of highest throughput among those no
+// family shows worse than their reference (nil: none benched).
+func (c *Card) fastestCorrect(refOf func(string) string, col map[string]*CardLock) *CardLock {
+	var best *CardLock
+	for i := range c.Locks {
+		l := &c.Locks[i]
+		if l.Bench == nil {
+			continue
+		}
+		ref := col[refOf(l.Name)]
+		worse := false
+		for _, f := range c.Families {
+			if ref != nil && ref.Safety[f].Runs > 0 && l.Safety[f].Runs > 0 && versus(l.Safety[f], ref.Safety[f]) == VersusWorse {
+				worse = true
+			}
+		}
+		if !worse && (best == nil || l.Bench.Lock.Throughput > best.Bench.Lock.Throughput) {
+			best = l
+		}
+	}
+	return best
+}
+
+// costLine is a lock's throughput against the fastest correct lock's.
+func costLine(l *CardLock, fastest *CardLock) string {
+	if l.Bench == nil || fastest == nil || fastest.Bench.Lock.Throughput <= 0 {
+		return ""
+	}
+	if fastest == l {
+		return fmt.Sprintf("the fastest correct lock here (%.0f cycles/s)", l.Bench.Lock.Throughput)
+	}
+	return fmt.Sprintf("%.0f cycles/s, %.0f%% of the fastest correct lock (%s)", l.Bench.Lock.Throughput, 100*l.Bench.Lock.Throughput/fastest.Bench.Lock.Throughput, fastest.Name)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
