@@ -190,6 +190,16 @@ func (m *model) addCmdArgs(args []string, t, h int64, node int16, client int32, 
 		}
 		m.setArgs(&ev, args)
 		m.addCmd(args[1], ev)
+	case "MSETNX", "MSET":
+		// MSETNX k v [k v ...]: every key set when none exists
+		// (redislock's obtain script, then a PEXPIRE). Replayed key by
+		// key, each a SET NX of its value (MSET: a SET): exact for one
+		// key, which is what a lock sends.
+		ev.op, ev.nx = cmdSet, name == "MSETNX"
+		for i := 1; i+1 < len(args); i += 2 {
+			ev.tok = args[i+1]
+			m.addCmd(args[i], ev)
+		}
 	case "DEL", "UNLINK":
 		ev.op = cmdDel
 		for _, k := range args[1:] {
@@ -327,7 +337,7 @@ func migratedKeys(args []string) []string {
 }
 
 // cmdNames are the commands the replay reads, upper-case.
-var cmdNames = []string{"SET", "SETNX", "SETEX", "PSETEX", "DEL", "UNLINK", "GETDEL", "PEXPIRE", "EXPIRE", "PEXPIREAT", "EXPIREAT",
+var cmdNames = []string{"SET", "SETNX", "SETEX", "PSETEX", "MSETNX", "MSET", "DEL", "UNLINK", "GETDEL", "PEXPIRE", "EXPIRE", "PEXPIREAT", "EXPIREAT",
 	"HSET", "HSETNX", "HINCRBY", "HINCRBYFLOAT", "HMSET", "HDEL", "RESTORE", "RESTORE-ASKING", "MIGRATE"}
 
 // cmdName is a command's name in upper case: one of cmdNames' strings

@@ -175,7 +175,8 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 		h := &m.holds[hi]
 		if m.in(h.start) {
 			if g := grants[i]; prevEnd >= 0 {
-				m.keyGap(c, w, prevEnd, g, g, prev, hi, false)
+				x, from := m.afterOrphans(c, w, kd, prevEnd, g, prev, hi)
+				m.keyGap(c, w, x, g, g, from, hi, false)
 			} else if len(kd.failed) > 0 && kd.failed[0].t < h.acqT {
 				m.livenessGap(c, w, m.firstTaken(kd, kd.failed[0].t, g), g, prev, hi, nil)
 			}
@@ -203,6 +204,46 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 	default:
 		m.keyGap(c, w, prevEnd, last, max(last, m.lastT), prev, -1, true)
 	}
+}
+
+// afterOrphans splits the gap from x to the grant g at the key-takes of
+// acquires whose client never learned of them (an acquire answered
+// unknown or failed, its SET applied at the server after the client gave
+// up: redislock's last retry, sent just before its deadline, took the key
+// 0.7 ms after the client's read timed out, in a CI rehearsal): such a take
+// holds the key for its TTL like any hold, and the lock has TTL + ε to free
+// it from then. The part before the first such take is judged here; the
+// gap goes on from the last one (from: -1, no hold of the history's).
+func (m *model) afterOrphans(c *ctx, w *keyWaits, kd *keyData, x, g int64, prev, next int32) (int64, int32) {
+	if !m.useRecord() || len(kd.takes) == 0 || len(kd.failed) == 0 {
+		return x, prev
+	}
+	slack := m.ownSlack()
+	first, last := int64(-1), int64(-1)
+	for _, tk := range kd.takes {
+		if tk.t <= x || tk.t >= g {
+			continue
+		}
+		orphan := false
+		for _, f := range kd.failed {
+			if f.client == tk.client && tk.t >= f.t && tk.t <= f.end+slack {
+				orphan = true
+				break
+			}
+		}
+		if !orphan {
+			continue
+		}
+		if first < 0 {
+			first = tk.t
+		}
+		last = tk.t
+	}
+	if first < 0 {
+		return x, prev
+	}
+	m.livenessGap(c, w, x, first, prev, next, nil)
+	return last, -1
 }
 
 // firstTaken is where the key became unavailable in a wait from x to y

@@ -799,21 +799,6 @@ func (m *model) index(kd *keyData) {
 	}
 }
 
-// otherHolderAt returns the latest-acked hold of a client other than not
-// whose belief [start, belief] contains t, or -1.
-func (m *model) otherHolderAt(k int32, not int32, t int64) int32 {
-	kd := m.kd[k]
-	m.index(kd)
-	i := sort.Search(len(kd.holds), func(i int) bool { return m.holds[kd.holds[i]].start > t }) - 1
-	for ; i >= 0 && kd.pmax[i] >= t; i-- {
-		h := &m.holds[kd.holds[i]]
-		if h.client != not && !h.empty && h.belief >= t {
-			return kd.holds[i]
-		}
-	}
-	return -1
-}
-
 // srvFrom returns the index of key k's first server event at or after t.
 func (m *model) srvFrom(k int32, t int64) int {
 	if t <= m.kd[k].cutSrv {
