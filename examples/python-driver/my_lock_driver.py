@@ -1,8 +1,13 @@
-"""A team's own Redis lock (SET NX PX, Lua compare-and-delete) as a lockchaos driver.
-Protocol: docs/driver-protocol.md. stdin is read on its own thread so that ping and
-clock are answered at once; the main thread runs one request at a time."""
-import json, queue, sys, threading, time, uuid
-import redis
+"""A team's own Redis lock (SET NX PX, Lua compare-and-delete) as a lockchaos driver, on the
+Python driver kit (pip install ./drivers/python: lcdriver). The kit speaks the protocol
+(docs/driver-protocol.md): the stdin thread that answers ping and clock at once, times around
+each call, the reply shapes, a timeout or broken connection as indeterminate."""
+import os, sys, time, uuid
+try:
+    import lcdriver
+except ImportError:  # run from this repository without installing the kit
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "drivers", "python"))
+    import lcdriver
 
 RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
@@ -15,54 +20,30 @@ class MyLock:  # the helper under test
     def release(self, key, token):
         return self.release_script(keys=[key], args=[token]) == 1
 
-out, work, leases, now = threading.Lock(), queue.Queue(), {}, time.monotonic_ns
+class NotMine(Exception):
+    """The release script found another owner's token (or none): not_owner."""
 
-def send(msg):
-    with out:
-        sys.stdout.write(json.dumps(msg) + "\n"); sys.stdout.flush()
+class Driver(lcdriver.BaseLock):
+    name = library = "my-lock"
+    refusals = (NotMine,)
+    def version(self):
+        return "1.0"
+    def connect(self):  # one named redis-py client, the command timeout, no retries
+        self.clients = lcdriver.clients(self)[:1]
+        lcdriver.ping_all(self.clients)
+        self.mine = MyLock(self.clients[0])
+    def new_lock(self, key, ttl_ms, lease):
+        return {"key": key, "token": None}
+    def do_acquire(self, h, ttl_ms, wait_ms):  # the helper has no wait: retry until wait_ms
+        deadline = time.monotonic() + wait_ms / 1000
+        while (tok := self.mine.try_acquire(h["key"], ttl_ms)) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        h["token"] = tok
+        return tok is not None
+    def do_release(self, h):
+        if not self.mine.release(h["key"], h["token"]):
+            raise NotMine()
+    def token(self, h):
+        return h["token"]
 
-def reader():
-    for line in sys.stdin:
-        m = json.loads(line)
-        if m["type"] == "ping": send({"in_reply_to": m["id"], "type": "pong", "t0": now(), "t1": now()})
-        elif m["type"] == "clock": send({"in_reply_to": m["id"], "type": "clock_ok", "mono_ns": now(), "wall_ns": time.time_ns()})
-        else: work.put(m)
-    work.put({"type": "shutdown"})
-
-def handle(m):
-    global lock
-    if m["type"] == "hello":
-        return {"type": "hello_ok", "protocol": 1, "name": "my-lock", "library": "my-lock", "version": "1.0",
-                "language": "python", "capabilities": [], "reports": [], "options": []}
-    if m["type"] == "init":
-        host, port = m["endpoints"][0]["addr"].rsplit(":", 1)
-        t = m["options"].get("command_timeout_ms", 1000) / 1000
-        lock = MyLock(redis.Redis(host, int(port), client_name=m["conn_name"], socket_timeout=t, retry=None))
-        return {"type": "init_ok", "t0": now(), "t1": now()}
-    if m["type"] == "shutdown":
-        return {"type": "shutdown_ok"}
-    t0 = now()
-    try:
-        if m["type"] == "acquire":
-            deadline = time.monotonic() + m["wait_ms"] / 1000
-            while (token := lock.try_acquire(m["key"], m["ttl_ms"])) is None and time.monotonic() < deadline:
-                time.sleep(0.01)
-            if token is None:
-                return {"type": "not_acquired", "t0": t0, "t1": now()}
-            leases[token] = m["key"]
-            return {"type": "acquired", "lease": token, "token": token, "depth": 1, "t0": t0, "t1": now()}
-        if m["type"] == "release":
-            ok = lock.release(leases.pop(m["lease"]), m["lease"])
-            return {"type": "released" if ok else "not_owner", "t0": t0, "t1": now()}
-        return {"type": "error", "error": "unsupported: " + m["type"]}
-    except (redis.ConnectionError, redis.TimeoutError) as e:  # the server's answer is unknown
-        return {"type": "indeterminate", "error": repr(e), "t0": t0, "t1": now()}
-    except Exception as e:  # anything else: lockchaos records it as unknown too
-        return {"type": "error", "error": repr(e), "t0": t0, "t1": now()}
-
-threading.Thread(target=reader, daemon=True).start()
-while True:
-    m = work.get()
-    send(dict(handle(m), in_reply_to=m.get("id")))
-    if m["type"] == "shutdown":
-        break
+lcdriver.serve(Driver())

@@ -1,0 +1,117 @@
+"""The protocol side of a Python driver (docs/driver-protocol.md): a lock
+(lcdriver.base.BaseLock) is served over JSON lines on stdin and stdout.
+stdout carries protocol lines only, anything else goes to stderr. stdin is
+read on its own thread, which answers ping and clock at once, even while
+the worker thread is inside a library call; every other request is run by
+the worker, one at a time, in the order it came.
+
+    from lcdriver import BaseLock, serve
+    class MyLock(BaseLock): ...
+    serve(MyLock())
+"""
+
+import json
+import os
+import queue
+import sys
+import threading
+import time
+
+from .base import now
+
+PROTOCOL = 1
+
+# Our own encoder: pottery monkey-patches json.dumps when it is imported.
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+
+
+class Driver:
+    def __init__(self, lock, inp, out):
+        self.lock = lock
+        self.inp = inp
+        self.out = out
+        self.out_mu = threading.Lock()
+        self.work = queue.Queue()
+        lock.push = self.send
+
+    def send(self, msg):
+        line = (_encode(msg) + "\n").encode()
+        with self.out_mu:
+            self.out.write(line)
+            self.out.flush()
+
+    def read(self):
+        """The stdin thread: ping and clock answered here, the rest queued."""
+        for raw in self.inp:
+            raw = raw.strip()
+            if not raw:
+                continue
+            try:
+                msg = json.loads(raw)
+                if not isinstance(msg, dict):
+                    raise ValueError("not an object")
+            except ValueError as e:
+                print(f"lockchaos driver: bad request line {raw[:200]!r}: {e}", file=sys.stderr, flush=True)
+                continue
+            kind = msg.get("type")
+            if kind == "ping":
+                t = now()
+                self.send({"in_reply_to": msg.get("id"), "type": "pong", "t0": t, "t1": t})
+            elif kind == "clock":
+                self.send({"in_reply_to": msg.get("id"), "type": "clock_ok",
+                           "mono_ns": time.monotonic_ns(), "wall_ns": time.time_ns()})
+            else:
+                self.work.put(msg)
+        self.work.put(None)
+
+    def serve(self):
+        threading.Thread(target=self.read, name="stdin", daemon=True).start()
+        while True:
+            msg = self.work.get()
+            if msg is None:  # stdin closed: lockchaos is gone
+                return
+            rid = msg.get("id")
+            kind = msg.get("type")
+            try:
+                reply = self.handle(kind, msg)
+            except Exception as e:  # anything the library threw that the lock did not map
+                reply = {"type": "error", "error": f"{type(e).__name__}: {e}"}
+            reply = dict(reply, in_reply_to=rid)
+            self.send(reply)
+            if kind == "shutdown":
+                return
+
+    def handle(self, kind, msg):
+        lk = self.lock
+        if kind == "hello":
+            if msg.get("protocol", PROTOCOL) != PROTOCOL:
+                return {"type": "error", "error": f"protocol {msg.get('protocol')} not spoken (this driver: {PROTOCOL})"}
+            return {"type": "hello_ok", "protocol": PROTOCOL, "name": lk.name, "library": lk.library,
+                    "version": lk.version(), "language": "python", "capabilities": lk.capabilities,
+                    "reports": lk.reports, "options": lk.options}
+        if kind == "init":
+            return lk.init(msg)
+        if kind == "acquire":
+            return lk.acquire(msg["key"], int(msg["ttl_ms"]), int(msg.get("wait_ms", 0)))
+        if kind == "release":
+            return lk.release(msg["lease"])
+        if kind == "extend":
+            return lk.extend(msg["lease"], int(msg["ttl_ms"]))
+        if kind == "shutdown":
+            lk.close()
+            return {"type": "shutdown_ok"}
+        return {"type": "error", "error": f"unsupported: request type {kind!r}"}
+
+
+def serve(lock):
+    """Serves lock until shutdown or the end of stdin, then exits the process."""
+    # The protocol gets its own copy of stdout; fd 1 and sys.stdout then point at stderr, so that
+    # nothing a library prints can break a protocol line.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    Driver(lock, sys.stdin.buffer, out).serve()
+    out.flush()
+    # Library threads (renewers, executors) must not keep the process: the
+    # holds it leaves expire at the servers, as a crashed client's would.
+    os._exit(0)
