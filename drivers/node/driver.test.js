@@ -278,7 +278,9 @@ test('independent masters: a quorum holds; refusals are definite, silence is not
 });
 
 test('the worked example is installed (scripts/drivers-node.sh)', () => {
-  assert.ok(fs.existsSync(path.join(path.dirname(EXAMPLE), 'node_modules', 'ioredis')), 'run scripts/drivers-node.sh');
+  for (const dep of ['ioredis', 'lockchaos-driver-kit']) {
+    assert.ok(fs.existsSync(path.join(path.dirname(EXAMPLE), 'node_modules', dep)), `${dep}: run scripts/drivers-node.sh`);
+  }
 });
 
 test('libfaketime shifts the driver\'s clocks: the wall clock from the start, both clocks in flight', async (t) => {
