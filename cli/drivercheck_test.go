@@ -92,7 +92,8 @@ func TestDriverCheckPassesShippedDrivers(t *testing.T) {
 	if err != nil || len(files) < 10 {
 		t.Fatalf("%d lock files under drivers/ (%v)", len(files), err)
 	}
-	files = append(files, filepath.Join("..", "examples", "python-driver", "my-lock.yaml"), filepath.Join("..", "examples", "node-driver", "my-lock.yaml"))
+	files = append(files, filepath.Join("..", "examples", "python-driver", "my-lock.yaml"), filepath.Join("..", "examples", "python-driver", "forever-lock.yaml"),
+		filepath.Join("..", "examples", "node-driver", "my-lock.yaml"))
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f), ".yaml"), func(t *testing.T) {
 			spec, err := driver.LoadSpec(f)

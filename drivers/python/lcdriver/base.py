@@ -157,7 +157,15 @@ class BaseLock:
         tok = self.token(lock)
         if tok is not None:
             r["token"] = tok.decode("utf-8", "replace") if isinstance(tok, bytes) else str(tok)
+        keys = self.keys(lock)
+        if keys:
+            r["keys"] = list(keys)
         return r
+
+    def keys(self, lock):
+        """The Redis keys the acquire wrote when the library names its own (docs/driver-protocol.md,
+        "A library that names its own keys"); None when it writes the key it was given."""
+        return None
 
     def timed(self, call, done):
         t0 = now()
