@@ -220,10 +220,9 @@ func (m *model) afterOrphans(c *ctx, w *keyWaits, kd *keyData, x, g int64, prev,
 	}
 	slack := m.ownSlack()
 	first, last := int64(-1), int64(-1)
-	for _, tk := range kd.takes {
-		if tk.t <= x || tk.t >= g {
-			continue
-		}
+	ts := kd.takes // in the replay's order, as takeOf searches them
+	for i := sort.Search(len(ts), func(i int) bool { return ts[i].t > x }); i < len(ts) && ts[i].t < g; i++ {
+		tk := ts[i]
 		orphan := false
 		for _, f := range kd.failed {
 			if f.client == tk.client && tk.t >= f.t && tk.t <= f.end+slack {

@@ -18,7 +18,8 @@ type Recorder struct {
 
 	mu sync.Mutex
 	// drifts are the settings the host's wall clock has had against the
-	// run clock, oldest first (the last driftsKept).
+	// run clock, oldest first (the last driftsKept; the first, 0 at run
+	// time 0, added by the first sample).
 	drifts []drift
 	// maxDrift is the largest |drift| seen (ns).
 	maxDrift int64
@@ -43,7 +44,7 @@ const (
 
 // NewRecorder starts the run clock now. w may be nil to record nothing.
 func NewRecorder(w *Writer) *Recorder {
-	return &Recorder{start: time.Now(), w: w, drifts: []drift{{}}}
+	return &Recorder{start: time.Now(), w: w}
 }
 
 // Now is ns since the run started.
