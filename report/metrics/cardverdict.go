@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -37,27 +39,27 @@ func (c *Card) JudgeAgainstReferences(refOf func(lock string) string) {
 	for i := range c.Locks {
 		col[c.Locks[i].Name] = &c.Locks[i]
 	}
-	fastest := c.fastestCorrect(refOf, col)
 	for i := range c.Locks {
 		l := &c.Locks[i]
 		l.Reference = refOf(l.Name)
-		ref := col[l.Reference]
 		l.Versus = map[string]string{}
+		if ref := col[l.Reference]; ref != nil {
+			for _, f := range c.Families {
+				if l.Safety[f].Runs > 0 && ref.Safety[f].Runs > 0 {
+					l.Versus[f] = versus(l.Safety[f], ref.Safety[f])
+				}
+			}
+		}
+	}
+	fastest := c.fastestCorrect()
+	for i := range c.Locks {
+		l := &c.Locks[i]
 		var worse, limits, better, failing []string
 		for _, f := range c.Families {
-			mine := l.Safety[f]
-			if mine.Runs == 0 {
-				continue
-			}
-			if mine.Invalid > 0 {
+			if l.Safety[f].Runs > 0 && l.Safety[f].Invalid > 0 {
 				failing = append(failing, f)
 			}
-			if ref == nil || ref.Safety[f].Runs == 0 {
-				continue
-			}
-			v := versus(mine, ref.Safety[f])
-			l.Versus[f] = v
-			switch v {
+			switch l.Versus[f] {
 			case VersusWorse:
 				worse = append(worse, f)
 			case VersusLimit:
@@ -66,7 +68,7 @@ func (c *Card) JudgeAgainstReferences(refOf func(lock string) string) {
 				better = append(better, f)
 			}
 		}
-		l.VerdictClass, l.Verdict = c.verdictLine(l, ref != nil, worse, limits, better, failing)
+		l.VerdictClass, l.Verdict = c.verdictLine(l, col[l.Reference] != nil, worse, limits, better, failing)
 		if cost := costLine(l, fastest); cost != "" {
 			l.Verdict += "; " + cost
 		}
@@ -116,7 +118,7 @@ func (c *Card) causesOf(lock string, fams []string) string {
 	seen := map[string]bool{}
 	var causes []string
 	for _, f := range c.Findings {
-		if f.Lock != lock || !contains(fams, f.Family) {
+		if f.Lock != lock || !slices.Contains(fams, f.Family) {
 			continue
 		}
 		for _, cause := range f.Causes {
@@ -135,21 +137,14 @@ func (c *Card) causesOf(lock string, fams []string) string {
 
 // fastestCorrect is the benched lock of highest throughput among those no
 // family shows worse than their reference (nil: none benched).
-func (c *Card) fastestCorrect(refOf func(string) string, col map[string]*CardLock) *CardLock {
+func (c *Card) fastestCorrect() *CardLock {
 	var best *CardLock
 	for i := range c.Locks {
 		l := &c.Locks[i]
-		if l.Bench == nil {
+		if l.Bench == nil || slices.Contains(slices.Collect(maps.Values(l.Versus)), VersusWorse) {
 			continue
 		}
-		ref := col[refOf(l.Name)]
-		worse := false
-		for _, f := range c.Families {
-			if ref != nil && ref.Safety[f].Runs > 0 && l.Safety[f].Runs > 0 && versus(l.Safety[f], ref.Safety[f]) == VersusWorse {
-				worse = true
-			}
-		}
-		if !worse && (best == nil || l.Bench.Lock.Throughput > best.Bench.Lock.Throughput) {
+		if best == nil || l.Bench.Lock.Throughput > best.Bench.Lock.Throughput {
 			best = l
 		}
 	}
@@ -165,13 +160,4 @@ func costLine(l *CardLock, fastest *CardLock) string {
 		return fmt.Sprintf("the fastest correct lock here (%.0f cycles/s)", l.Bench.Lock.Throughput)
 	}
 	return fmt.Sprintf("%.0f cycles/s, %.0f%% of the fastest correct lock (%s)", l.Bench.Lock.Throughput, 100*l.Bench.Lock.Throughput/fastest.Bench.Lock.Throughput, fastest.Name)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
