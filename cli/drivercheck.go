@@ -82,7 +82,9 @@ Exit codes: 0 every check passed, 1 a check failed, 3 bad input, 4 infrastructur
 }
 
 // driverSpec is the driver a check runs: a lock file, exec:<command>, or
-// a registered driver lock's name.
+// a registered driver lock's name. Not driver.Resolve: it registers the
+// driver, which starts it for its hello, and a driver whose hello is broken
+// must reach the hello check, not fail before it.
 func driverSpec(v string) (*driver.Spec, error) {
 	if cmd, ok := strings.CutPrefix(v, "exec:"); ok {
 		return driver.ExecSpec(cmd)

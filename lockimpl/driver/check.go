@@ -144,7 +144,7 @@ func (c *checkRun) stopAll() {
 func (c *checkRun) deleteKeys(ctx context.Context) {
 	keys, _ := c.o.Server.Admin.Keys(ctx, "*").Result()
 	for _, k := range keys {
-		if strings.HasPrefix(k, c.prefix) || strings.Contains(k, c.prefix) {
+		if strings.Contains(k, c.prefix) { // under the prefix, or a library's name around it
 			c.o.Server.Admin.Del(ctx, k)
 		}
 	}
@@ -155,6 +155,20 @@ func (c *checkRun) fail(name, format string, a ...any) {
 	c.set(name, CheckFail, fmt.Sprintf(format, a...))
 }
 func (c *checkRun) skip(name, why string) { c.set(name, CheckSkip, why) }
+
+// answered fails check name, saying what was asked, unless the request
+// was answered with type want.
+func (c *checkRun) answered(name, what string, m Reply, err error, want string) bool {
+	switch {
+	case err != nil:
+		c.fail(name, "%s: %v", what, err)
+	case m.Type != want:
+		c.fail(name, "%s answered %s (error %q): want %s", what, m.Type, m.Error, want)
+	default:
+		return true
+	}
+	return false
+}
 
 func (c *checkRun) set(name, verdict, detail string) {
 	r := c.res[name]
@@ -308,13 +322,10 @@ func (c *checkRun) acquireFirst(ctx context.Context) bool {
 	t0 := time.Now()
 	m, _, err := c.call(c.a, Request{Type: "acquire", Key: c.key("k0"), TTLMS: ms(c.o.TTL), WaitMS: ms(0)}, c.bound(0))
 	c.res["acquire"].Took = time.Since(t0)
+	if !c.answered("acquire", "acquire of the free key "+c.key("k0"), m, err, TypeAcquired) {
+		return false
+	}
 	switch {
-	case err != nil:
-		c.fail("acquire", "acquire of the free key %s: %v", c.key("k0"), err)
-		return false
-	case m.Type != TypeAcquired:
-		c.fail("acquire", "acquire of the free key %s answered %s (error %q): want acquired", c.key("k0"), m.Type, m.Error)
-		return false
 	case m.Lease == "":
 		c.fail("acquire", "acquired without a lease: release names the hold by acquired.lease")
 		return false
@@ -394,12 +405,7 @@ func (c *checkRun) checkKeys(ctx context.Context, before map[string]bool, m Repl
 func (c *checkRun) contend() {
 	m, took, err := c.call(c.b, Request{Type: "acquire", Key: c.key("k0"), TTLMS: ms(c.o.TTL), WaitMS: ms(0)}, c.bound(0))
 	c.res["refused"].Took = took
-	switch {
-	case err != nil:
-		c.fail("refused", "client 1's acquire of k0, held by client 0, wait_ms 0: %v", err)
-	case m.Type != TypeNotAcquired:
-		c.fail("refused", "client 1's acquire of k0, held by client 0, wait_ms 0, answered %s (error %q): want not_acquired", m.Type, m.Error)
-	default:
+	if c.answered("refused", "client 1's acquire of k0, held by client 0, wait_ms 0", m, err, TypeNotAcquired) {
 		c.pass("refused", fmt.Sprintf("in %v", took.Round(time.Millisecond)))
 	}
 	wait := c.wait()
@@ -420,10 +426,7 @@ func (c *checkRun) contend() {
 	r := <-done
 	c.res["waits"].Took = r.took
 	switch {
-	case r.err != nil:
-		c.fail("waits", "client 1's acquire of held k0 with wait_ms %d: %v", wait.Milliseconds(), r.err)
-	case r.m.Type != TypeNotAcquired:
-		c.fail("waits", "client 1's acquire of held k0 with wait_ms %d answered %s (error %q): want not_acquired", wait.Milliseconds(), r.m.Type, r.m.Error)
+	case !c.answered("waits", fmt.Sprintf("client 1's acquire of held k0 with wait_ms %d", wait.Milliseconds()), r.m, r.err, TypeNotAcquired):
 	case r.took < wait*3/4:
 		c.fail("waits", "client 1's acquire of held k0 with wait_ms %d answered not_acquired after %v: it did not wait (a library without a bounded acquire: retry until wait_ms, docs/driver-protocol.md)", wait.Milliseconds(), r.took.Round(time.Millisecond))
 	default:
@@ -462,12 +465,7 @@ func (c *checkRun) pingWhileWaiting(acquireAnswered *atomic.Bool) {
 func (c *checkRun) releaseFirst(ctx context.Context) {
 	m, took, err := c.call(c.a, Request{Type: "release", Key: c.key("k0"), Lease: c.leaseA}, c.bound(0))
 	c.res["release"].Took = took
-	switch {
-	case err != nil:
-		c.fail("release", "client 0's release of k0: %v", err)
-	case m.Type != TypeReleased:
-		c.fail("release", "client 0's release of its live lease on k0 answered %s (error %q): want released", m.Type, m.Error)
-	default:
+	if c.answered("release", "client 0's release of its live lease on k0", m, err, TypeReleased) {
 		if n, _ := c.o.Server.Admin.Exists(ctx, c.key("k0")).Result(); n > 0 {
 			c.fail("release", "released, yet %s is still at the server", c.key("k0"))
 			return
