@@ -20,14 +20,17 @@ class ForeverLock:  # the library under test
 
 class NotMine(Exception): pass  # the release found another owner: not_owner
 
-class Counted:  # the library's client, counting its commands in flight
+class Counted:  # the library's client, counting its commands in flight and those that failed
     def __init__(self, r):
-        self.r, self.busy = r, 0
+        self.r, self.busy, self.failed = r, 0, 0
     def __getattr__(self, name):
         def call(*a, **kw):
             self.busy += 1
             try:
                 return getattr(self.r, name)(*a, **kw)
+            except Exception:
+                self.failed += 1  # before busy drops: a reader of busy then sees it
+                raise
             finally:
                 self.busy -= 1
         return call
@@ -43,14 +46,15 @@ class Driver(lcdriver.BaseLock):
     def new_lock(self, key, ttl_ms, lease):
         return ForeverLock(self.conn, key)
     def do_acquire(self, lk, ttl_ms, wait_ms):  # race the blocking call against wait_ms
-        won, t = threading.Event(), threading.Thread(target=lambda: (lk.acquire(ttl_ms), won.set()), daemon=True)
+        won, failed0 = threading.Event(), self.conn.failed
+        t = threading.Thread(target=lambda: (lk.acquire(ttl_ms), won.set()), daemon=True)
         t.start()
         if won.wait(max(wait_ms / 1000, self.command_timeout)):  # wait_ms 0: its first attempt
             return True
         # Still trying: a lock it wins after the answer is released at once.
         threading.Thread(target=lambda: (t.join(), won.is_set() and lk.release()), daemon=True).start()
-        if self.conn.busy:  # a SET in flight at the deadline: the server may have taken the key
-            raise lcdriver.Indeterminate("wait_ms ended with a SET in flight")
+        if self.conn.busy or self.conn.failed != failed0:  # a SET in flight or lost: the server may have the key
+            raise lcdriver.Indeterminate("wait_ms ended with a SET in flight or failed")
         return False
     def do_release(self, lk):
         if not lk.release():
