@@ -14,7 +14,7 @@ import (
 // control of the kind fails it (a scenario of the subset fails), and every
 // correct lock of the kind passes it (correct built-ins, the correct
 // control watch-unlock, and two renewing locks written outside the project:
-// newRenewer, whose release stall-unlock freezes for 2×TTL, and
+// newRenewer, whose release stall-unlock freezes past its TTL, and
 // newLateRenewer, which renews at 0.8×TTL). Adapters of
 // third-party libraries are not the project's to vouch for and are left
 // out. A broken control must fail one of two passes (a pause can miss its

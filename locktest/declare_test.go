@@ -59,7 +59,7 @@ func TestCapabilitiesCheck(t *testing.T) {
 	}
 }
 
-// A correct renewing lock whose release stall-unlock freezes for 2×TTL
+// A correct renewing lock whose release stall-unlock freezes past its TTL
 // passes: a hold ends when its release is called (workloads.Notes), so the
 // frozen release is no holding time in which it should have renewed. With
 // the hold measured to the release's end it failed as a silent renewer

@@ -15,9 +15,9 @@ import (
 // waited for) when a release starts. Its lease's deadline is the last
 // acknowledged renewal's send time + TTL (the acquire's first); a renewal
 // answered after that deadline is not reported (the lease it was for is
-// gone, as the watchdog's Renewal does). Its holds in stall-unlock (20ms) are
+// gone, as the watchdog's Renewal does). Its holds in stall-unlock (60ms) are
 // shorter than a renew interval, so it reports no renewal there while its
-// release is frozen for 2×TTL: the case the silent-renewal rule misjudged.
+// release is frozen past its TTL: the case the silent-renewal rule misjudged.
 func newRenewer(env lockimpl.Env) (lockimpl.Locker, error) {
 	in, err := lockimpl.New("simple", env)
 	if err != nil {
