@@ -89,6 +89,7 @@ var uncaused = map[string]string{
 	history.FaultLatency:        "a slow link shows as renewals that failed or acted-after-lease-expired",
 	history.FaultLink:           "one client's slow or cut link shows as renewal-overwrote-owner, renewal-failed or a key that expired",
 	history.FaultMigrateSlot:    "MIGRATE moves a key with its TTL: a migration loses nothing; commands it redirects fail and are retried",
+	history.FaultCancel:         "a cancelled call loses no key by itself: what a lock leaves behind shows as renewed-after-failed-acquire or key-without-ttl",
 }
 
 // namedFault finds the fault v's cause names: of the kinds the cause

@@ -371,6 +371,9 @@ func (m *model) livenessGap(c *ctx, w *keyWaits, x, y int64, prev, next int32, s
 			break
 		}
 	}
+	if s != nil && s.cause == CauseRenewedAfterFailedAcquire {
+		clients = slices.Clone(s.clients) // the orphan's client, not the hold before it
+	}
 	if s != nil && cause == CauseNotFreedAfterCrash {
 		cause, expl = s.cause, expl+"; "+s.why
 	} else if s != nil {

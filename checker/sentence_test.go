@@ -235,9 +235,10 @@ func TestEveryCauseSentenceIsWhole(t *testing.T) {
 		CauseNotGranted:       "TestAcquireNotGranted",
 		CauseLocalReentry:     "TestReentryAfterExpiry",
 		// The stranded keys' causes, each built there.
-		CauseRenewedAfterRelease: "TestStrandedKeys",
-		CauseKeyWithoutTTL:       "TestStrandedKeys",
-		CauseReleaseNotApplied:   "TestStrandedKeys",
+		CauseRenewedAfterRelease:       "TestStrandedKeys",
+		CauseKeyWithoutTTL:             "TestStrandedKeys",
+		CauseReleaseNotApplied:         "TestStrandedKeys",
+		CauseRenewedAfterFailedAcquire: "TestStrandedKeys",
 	}
 	src := testSources(t)
 	for cause, test := range byTest {

@@ -19,6 +19,11 @@ const (
 	// CauseReleaseNotApplied: the holder released, and no delete of the key
 	// reached the server.
 	CauseReleaseNotApplied = "release-not-applied"
+	// CauseRenewedAfterFailedAcquire: an acquire took the key and returned
+	// an error (its caller gave up: a cancelled request), and the key was
+	// renewed after by that client's connection: a watchdog started for a
+	// lock nobody was told it held (Redisson #2714).
+	CauseRenewedAfterFailedAcquire = "renewed-after-failed-acquire"
 )
 
 // strandedKey is a key present at the server past TTL + ε after every
@@ -40,7 +45,7 @@ type strandedKey struct {
 // fault, not the lock, decides a key's life there.
 func (m *model) strandedAfter(c *ctx, w *keyWaits, x, y int64, prev int32, tail bool) (strandedKey, bool) {
 	allowed := m.ttl + c.o.Epsilon
-	if m.ttl == 0 || prev < 0 || y-x <= allowed || len(w.kd.srv) == 0 {
+	if m.ttl == 0 || y-x <= allowed || len(w.kd.srv) == 0 {
 		return strandedKey{}, false
 	}
 	present, since, known := m.keyAtEnd(w.kd, x+allowed)
@@ -49,18 +54,16 @@ func (m *model) strandedAfter(c *ctx, w *keyWaits, x, y int64, prev int32, tail 
 	}
 	// Written again after x: another acquire took it (one that never
 	// returned, a client frozen in it). Its lease, not prev's, is the key's
-	// now: only a write that left it without a TTL strands it.
+	// now: it strands the key when its client renewed it after the acquire
+	// failed, and otherwise only a write that left it without a TTL does.
 	rewritten := since > x
-	to := y
-	kd := w.kd
-	freed := false // the stranding ended in the record: a delete or an expiry
-	i := sort.Search(len(kd.srv), func(i int) bool { return kd.srv[i].t >= x+allowed })
-	for ; i < len(kd.srv) && kd.srv[i].t < y; i++ {
-		if e := kd.srv[i]; e.kind == srvDel || e.kind == srvExpired {
-			to, freed = e.t, true
-			break
+	if rewritten || prev < 0 {
+		if s, ok := m.orphanStranding(c, w, x, y); ok || prev < 0 {
+			return s, ok
 		}
 	}
+	kd := w.kd
+	to, freed := m.freedIn(kd, x+allowed, y) // freed: the stranding ended in the record, by a delete or an expiry
 	// At the record's end (tail) nothing but the record's own sight says
 	// the key was still there: the observer and MONITOR stop with the run,
 	// and a release's delete after them is not seen. Only what the record
@@ -104,6 +107,62 @@ func (m *model) strandedAfter(c *ctx, w *keyWaits, x, y int64, prev int32, tail 
 		return strandedKey{}, false
 	}
 	return s, true
+}
+
+// freedIn is the key's first delete or expiry in [from, y), and whether
+// there was one (else y).
+func (m *model) freedIn(kd *keyData, from, y int64) (int64, bool) {
+	i := sort.Search(len(kd.srv), func(i int) bool { return kd.srv[i].t >= from })
+	for ; i < len(kd.srv) && kd.srv[i].t < y; i++ {
+		if e := kd.srv[i]; e.kind == srvDel || e.kind == srvExpired {
+			return e.t, true
+		}
+	}
+	return y, false
+}
+
+// orphanStranding finds, after x and before y, a take of the key by an
+// acquire whose client was never told it held it (the acquire failed or
+// answered unknown: its caller gave up, a cancelled request), after which
+// the key was still there TTL + ε past the acquire's end, not rewritten,
+// and renewed by that client's own connection: a renewal started for an
+// acquire its caller abandoned. The key is that client's doing from the
+// acquire's end + TTL until its delete or expiry, or y. Outside node
+// faults only, as for every stranding.
+func (m *model) orphanStranding(c *ctx, w *keyWaits, x, y int64) (strandedKey, bool) {
+	kd := w.kd
+	if !m.useRecord() || len(kd.takes) == 0 || len(kd.failed) == 0 {
+		return strandedKey{}, false
+	}
+	slack, allowed := m.ownSlack(), m.ttl+c.o.Epsilon
+	ts := kd.takes
+	for i := sort.Search(len(ts), func(i int) bool { return ts[i].t >= x }); i < len(ts) && ts[i].t < y; i++ {
+		tk := ts[i]
+		var f *attempt
+		for j := range kd.failed {
+			if a := &kd.failed[j]; a.client == tk.client && tk.t >= a.t && tk.t <= a.end+slack {
+				f = a
+				break
+			}
+		}
+		if f == nil || y-f.end <= allowed {
+			continue
+		}
+		present, since, known := m.keyAtEnd(kd, f.end+allowed)
+		if !present || !known || since > f.end+slack {
+			continue
+		}
+		to, _ := m.freedIn(kd, f.end+allowed, y)
+		rc, rt, ok := m.renewedAfter(kd, f.end, to)
+		if !ok || rc != tk.client || to-f.end <= allowed || measure(w.faults, f.end, to) > 0 {
+			continue
+		}
+		key := m.keys[w.k]
+		return strandedKey{from: f.end + m.ttl, to: to, cause: CauseRenewedAfterFailedAcquire, clients: []int{int(tk.client)},
+			why: fmt.Sprintf("client %d's acquire of %s returned without the lock at %s, after its %s took the key at %s, and %s was renewed at %s by client %d's connection",
+				tk.client, key, sec(f.end), tk.what(), sec(tk.t), key, sec(rt), tk.client)}, true
+	}
+	return strandedKey{}, false
 }
 
 // renewedAfter finds an extension of the key at the server in (x, to):

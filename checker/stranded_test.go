@@ -47,6 +47,19 @@ func TestStrandedKeys(t *testing.T) {
 		b.read(0, 2, 0).write(0, 3, 4, 1, 0, true).rel(0, 10, 11, 0)
 		return end(b.srv(901, "expired"))
 	}
+	// An acquire that took the key, then returned an error (its caller's
+	// context was cancelled), and whose renewal goes on: client 1's
+	// connection extends the key every 40 ms after client 0 released it.
+	orphan := func() *hb {
+		b := recordHB()
+		b.acq(0, 0, 1, 0, history.OK, 1).cmd(0, 1, []string{"SET", recKey, "tokA", "PX", "100", "NX"}).srv(1, "set").srv(1, "expire")
+		b.read(0, 2, 0).write(0, 3, 4, 1, 0, true).rel(0, 10, 11, 0).cmd(0, 11, []string{"EVALSHA", "sha", "1", recKey, "tokA"}, []string{"DEL", recKey}).srv(11, "del")
+		b.acq(1, 5, 13, 0, history.Fail, 1).cmd(1, 12, []string{"SET", recKey, "tokB", "PX", "100", "NX"}).srv(12, "set").srv(12, "expire")
+		for t := int64(45); t < 600; t += 40 {
+			b.cmd(1, t, []string{"PEXPIRE", recKey, "100"}).srv(t, "expire")
+		}
+		return end(b.srv(700, "expired"))
+	}
 	// A correct lock: released, deleted.
 	correct := func() *hb {
 		b := recordHB()
@@ -60,6 +73,7 @@ func TestStrandedKeys(t *testing.T) {
 	}{
 		{"renewed after release", CauseRenewedAfterRelease, "client 0's lease on k ended at 0.010 s, and k was renewed at 0.040 s by client 0's connection; nobody could acquire it from 0.110 s to 0.700 s.", renewed()},
 		{"release not applied", CauseReleaseNotApplied, "client 0 released k at 0.010 s, and no delete of it reached the server; nobody could acquire it from 0.110 s to 0.901 s.", notApplied()},
+		{"renewed after a failed acquire", CauseRenewedAfterFailedAcquire, "client 1's acquire of k returned without the lock at 0.013 s, after its SET took the key at 0.012 s, and k was renewed at 0.045 s by client 1's connection; nobody could acquire it from 0.113 s to 0.700 s.", orphan()},
 		{"no TTL", CauseKeyWithoutTTL, "k was written at 0.001 s by client 0's connection without a TTL, and client 0's lease ended at 0.005 s", noTTL()},
 	} {
 		r := Check(tc.b.ev, Options{})

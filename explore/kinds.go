@@ -3,6 +3,7 @@ package explore
 import (
 	"math/rand/v2"
 
+	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -47,6 +48,7 @@ var kindDraws = map[string]kindDraw{
 	history.FaultReplicationLag: {3, false, drawReplicationLag},
 	history.FaultMigrateSlot:    {2, false, drawNothing},
 	history.FaultIsolateNode:    {2, false, drawNothing},
+	history.FaultCancel:         {6, true, drawCancel},
 }
 
 // unexplored are the registered fault kinds explore never draws, each with
@@ -74,6 +76,20 @@ func drawClientAtPoint(g Generator, r *rand.Rand, s Schedule, f *Fault) {
 		f.Mag, f.MagField = drawMag(r), MagDuration
 	}
 }
+
+// A request cancelled inside a lock call or the critical section
+// (faults.CancelPoints), around the acquire most: an acquire that took the
+// key and then saw its caller gone is where libraries leak.
+func drawCancel(g Generator, r *rand.Rand, s Schedule, f *Fault) {
+	f.Spec.Point = pickWeighted(r, cancelPrior, faults.CancelPoints)
+	f.Spec.Target = g.clientTarget(r, s)
+	if r.IntN(3) == 0 {
+		f.Spec.Target = "any-client"
+	}
+}
+
+var cancelPrior = map[string]int{history.PointInAcquire: 4, history.PointAfterAcquire: 2, history.PointBeforeWrite: 1,
+	history.PointInWrite: 1, history.PointBeforeRelease: 2, history.PointInRelease: 3}
 
 func drawStallCommands(g Generator, r *rand.Rand, s Schedule, f *Fault) {
 	f.Spec.Target = g.clientTarget(r, s)

@@ -97,6 +97,13 @@ type ClientControl interface {
 	// Same channel contract; the Hit's Effect has EffectReason when the
 	// loop could not be blocked.
 	BlockLoop(ctx context.Context, cs []int, point string, d time.Duration) <-chan Hit
+	// Cancel cancels the request of the first of clients cs to reach
+	// point in a cycle: the lock call in flight sees its context done,
+	// and the release deferred with it gets the cancelled context. Same
+	// channel contract, the cancel's time in From and To; the Hit's
+	// Effect names the call (history.EffectCall), or has EffectReason
+	// when the client's lock cannot be cancelled.
+	Cancel(ctx context.Context, cs []int, point string) <-chan Hit
 	// SetClock skews client c's clock (offset, rate; 0,1 = real), and its
 	// lock's process's clock when the lock runs in one, returning what
 	// was measured inside that process; an error says the process's clock

@@ -42,6 +42,10 @@ const (
 	FaultLink           = "link"
 	FaultMigrateSlot    = "migrate-slot"
 	FaultIsolateNode    = "isolate-node"
+	// FaultCancel cancels the application's request at a point of a
+	// client's cycle: the lock call in flight (its context) and the
+	// release the application defers with it.
+	FaultCancel = "cancel"
 )
 
 // Fault families: kinds that do the same thing to a lock by different
@@ -59,11 +63,12 @@ const (
 	FamilyReplication  = "replication"   // replicas fall behind
 	FamilyClock        = "clock"         // a clock jumps, drifts or is skewed
 	FamilyReshard      = "reshard"       // a slot moves to another shard
+	FamilyApplication  = "application"   // the application gives up a call
 )
 
 // FaultFamilies lists every family.
 var FaultFamilies = []string{FamilyClientFreeze, FamilyClientCrash, FamilyClientStall, FamilyCut, FamilySlowLink,
-	FamilyNodeFreeze, FamilyNodeLoss, FamilyFailover, FamilyReplication, FamilyClock, FamilyReshard}
+	FamilyNodeFreeze, FamilyNodeLoss, FamilyFailover, FamilyReplication, FamilyClock, FamilyReshard, FamilyApplication}
 
 // faultTable is the one list of fault kinds, with their families and
 // whether they aim at one client (else at nodes or links).
@@ -77,6 +82,7 @@ var faultTable = []struct {
 	{FaultReplicationLag, FamilyReplication, false}, {FaultClockJump, FamilyClock, false}, {FaultClockDrift, FamilyClock, false},
 	{FaultFailover, FamilyFailover, false}, {FaultPartition, FamilyCut, false}, {FaultLatency, FamilySlowLink, false},
 	{FaultLink, FamilySlowLink, false}, {FaultMigrateSlot, FamilyReshard, false}, {FaultIsolateNode, FamilyCut, false},
+	{FaultCancel, FamilyApplication, true},
 }
 
 // FaultKinds lists every fault kind.
@@ -132,6 +138,11 @@ const (
 	EffectError     = "error"         // the error that stopped it
 	EffectMechanism = "mechanism"     // clock faults: real-clock | ttl-rewrite
 	EffectCrashedAt = "crashed_at_ms" // crash-client: when the client died (run ms)
+	// cancel: when the request was cancelled (run ms), and the call in
+	// flight then: acquire, release, or none (the client was in its
+	// critical section; its deferred release got the cancelled context).
+	EffectCancelledAt = "cancelled_at_ms"
+	EffectCall        = "call"
 	// stall-commands' heal: the commands it delayed at the client's gate,
 	// those of them in an acquire, and "true" when the client's lock runs
 	// in a process whose own commands the stall met on the wire, uncounted.

@@ -407,3 +407,57 @@ func TestTimedOutRenewalCountedAsAcknowledged(t *testing.T) {
 	}
 	on.Store(false)
 }
+
+// renew-after-cancel, cancelled after its SET took the key, returns the
+// caller's error and leaves its renewal running: the key is still there
+// and renewed three TTLs later, with nobody holding it. The correct
+// watchdog, cancelled at the same moment, hands out the lease it took.
+func TestCancelledAcquireLeavesItsRenewalRunning(t *testing.T) {
+	s := startServer(t)
+	o := lockimpl.Options{TTL: 300 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	// The caller goes away while the SET is on the wire: cancelled by a
+	// hook on the SET's reply, as the cancel fault does in-acquire.
+	lk := s.locker(t, "renew-after-cancel", o, afterSet(cancel))
+	if l, err := lk.Acquire(ctx, "ca"); err == nil || l != nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire = %v, %v; want the caller's context.Canceled", l, err)
+	}
+	time.Sleep(3 * o.TTL)
+	if ttl := s.admin.PTTL(context.Background(), "ca").Val(); ttl <= 0 {
+		t.Fatalf("the key is gone (PTTL %v) three TTLs after the cancelled acquire: the renewal did not leak", ttl)
+	}
+	if _, err := s.locker(t, "simple", o).TryAcquire(context.Background(), "ca"); !errors.Is(err, lockimpl.ErrNotAcquired) {
+		t.Fatalf("another client's acquire = %v, want ErrNotAcquired (the leaked renewal keeps the key)", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	wd := s.locker(t, "watchdog", o, afterSet(cancel), afterEval(cancel))
+	l, err := wd.Acquire(ctx, "wd")
+	if err != nil {
+		t.Fatalf("watchdog cancelled after its script took the key: %v, want the lease it took", err)
+	}
+	mustRelease(t, l)
+}
+
+// afterSet and afterEval are go-redis hooks that call fn after a SET (an
+// EVALSHA/EVAL) succeeded: where the cancel fault cancels in-acquire.
+func afterSet(fn func()) redis.Hook  { return afterCmd{fn: fn, names: []string{"set"}} }
+func afterEval(fn func()) redis.Hook { return afterCmd{fn: fn, names: []string{"evalsha", "eval"}} }
+
+type afterCmd struct {
+	fn    func()
+	names []string
+}
+
+func (h afterCmd) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h afterCmd) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil && slices.Contains(h.names, cmd.Name()) {
+			h.fn()
+		}
+		return err
+	}
+}
+func (h afterCmd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}

@@ -124,7 +124,9 @@ func ReferenceFor(info lockimpl.Info) string { return runner.CapabilityReference
 //     reentrant-early-free: the lock's own commands, no fault);
 //   - watchdog: renewal-starved (a watchdog that does not stop at its
 //     local deadline), clock-jump-under-holder (renew-false-success),
-//     renewal-times-out (renew-timeout-ack);
+//     renewal-times-out (renew-timeout-ack), cancelled-acquire
+//     (renew-after-cancel: a renewal left running by an acquire whose
+//     caller gave up);
 //   - redlock: slow-acquire (redlock-no-validity), minority-quorum
 //     (redlock-minority-quorum);
 //   - simple-wait: failover, the one scenario with replicas (9s).
@@ -135,7 +137,7 @@ var ShortScenarios = map[string][]string{
 	"simple":      append(slices.Clone(shortBase), "slow-acquire-reply", "server-clock-ahead", "acquire-times-out"),
 	"fenced":      append(slices.Clone(shortBase), "gc-pause", "late-fence"),
 	"reentrant":   append(slices.Clone(shortBase), "reentrant-expiry", "own-commands"),
-	"watchdog":    append(slices.Clone(shortBase), "reentrant-expiry", "renewal-starved", "clock-jump-under-holder", "renewal-times-out"),
+	"watchdog":    append(slices.Clone(shortBase), "reentrant-expiry", "renewal-starved", "clock-jump-under-holder", "renewal-times-out", "cancelled-acquire"),
 	"redlock":     append(slices.Clone(shortBase), "slow-acquire", "minority-quorum"),
 	"simple-wait": {"failover"},
 }

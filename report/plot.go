@@ -44,6 +44,7 @@ var palette = []color.RGBA{
 	{0x9c, 0x75, 0x5f, 0xff}, // brown
 	{0xba, 0xb0, 0xac, 0xff}, // grey
 	{0x3b, 0x5b, 0x4f, 0xff}, // dark green
+	{0x1f, 0x3a, 0x93, 0xff}, // navy
 }
 
 var (
@@ -65,6 +66,7 @@ var familyColors = map[string]int{
 	history.FamilyClientFreeze: 6, history.FamilyClientCrash: 0, history.FamilyClientStall: 8, history.FamilyCut: 4,
 	history.FamilyNodeFreeze: 1, history.FamilyNodeLoss: 3, history.FamilyFailover: 7, history.FamilySlowLink: 5,
 	history.FamilyReplication: 9, history.FamilyClock: 2, history.FamilyReshard: 10,
+	history.FamilyApplication: 11,
 }
 
 // kindColor gives every fault kind its family's colour (an unknown kind,

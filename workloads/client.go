@@ -104,6 +104,11 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	if err := g.checkpoint(history.PointBeforeAcquire); err != nil {
 		return err
 	}
+	// The request the cycle serves: a cancel fault cancels it (the call
+	// in flight, and the release deferred with it); without one armed it
+	// is ctx, and the release's context.Background().
+	ctx, relCtx, done := g.request(ctx)
+	defer done()
 	lease, ev, err := c.acquire(ctx, k, 1, &c.evAcq)
 	if sched != 0 {
 		ev.Value = ev.T - sched // open loop: how long the cycle waited to start
@@ -144,7 +149,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 		return err
 	}
 	for i := len(nested) - 1; i >= 0; i-- {
-		c.release(nested[i], nested[i].Depth()-1)
+		c.release(relCtx, nested[i], nested[i].Depth()-1)
 	}
 	if err := g.checkpoint(history.PointBeforeRelease); err != nil {
 		return err
@@ -153,7 +158,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	// The hold ends as the release is called, less the time the client
 	// was frozen (its lock's renewals with it): see Workload.Notes.
 	w.sawHold(rec.Now() - ev.End - (c.gate.frozenNS.Load() - frozen0))
-	end := c.release(lease, 0)
+	end := c.release(relCtx, lease, 0)
 	if c.gate.isDead() {
 		return ErrCrashed
 	}
@@ -295,12 +300,13 @@ func (c *Client) noteKeys(key, srvKey string, l lockimpl.Lease, t int64) {
 	}
 }
 
-// release gives up one level and records it; it returns the ack time.
-func (c *Client) release(l lockimpl.Lease, remaining int) int64 {
+// release gives up one level with ctx and records it; it returns the ack
+// time.
+func (c *Client) release(ctx context.Context, l lockimpl.Lease, remaining int) int64 {
 	rec := c.rec
 	c.gate.setPhase("releasing")
 	t0 := rec.Now()
-	err := l.Release(context.Background())
+	err := l.Release(ctx)
 	t1 := rec.Now()
 	c.gate.setPhase("")
 	ev := &c.ev

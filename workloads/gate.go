@@ -67,6 +67,16 @@ type gate struct {
 	quorum     int
 	quorumTok  string
 	quorumMask uint64
+	// cancelReq cancels the request of the cycle in progress (its
+	// acquire's and its release's contexts), nil when the cycle has none
+	// to cancel: a cycle gets one only when a cancel is armed as it starts
+	// (wantsCancel), so a run without cancel faults allocates nothing.
+	// Under mu.
+	cancelReq context.CancelFunc
+	// cancelAcq cancels the cycle's acquire only (in-acquire: the call in
+	// flight; the release the application then defers is not the
+	// cancelled call's). Under mu, set with cancelReq.
+	cancelAcq context.CancelFunc
 	// busy says the gate has something to do at a checkpoint or before a
 	// command: an armed fault, a freeze, death, a stall or a cut. It is
 	// set under mu (unlock) and read without it: a client without faults
@@ -91,6 +101,9 @@ const (
 	// lock's event loop (lockimpl.LoopBlocker) instead of stopping its
 	// process.
 	armBlockLoop
+	// armCancel cancels the request of the cycle in progress (cancelReq)
+	// and lets the client go on.
+	armCancel
 )
 
 // armedFault waits in one or more gates for a point; the first gate to reach
@@ -177,7 +190,8 @@ func (g *gate) checkpoint(point string) error {
 			switch {
 			case a.shot.taken.Load():
 				continue // another client took it, or its wait ended
-			case a.point != point && a.point != history.PointNow || stop != nil && a.kind != armWatch:
+			case a.point != point && a.point != history.PointNow || stop != nil && a.kind != armWatch,
+				a.kind == armCancel && g.cancelReq == nil: // this cycle has no request to cancel: the next one will
 				keep = append(keep, a)
 				continue
 			case !a.shot.taken.CompareAndSwap(false, true):
@@ -195,6 +209,10 @@ func (g *gate) checkpoint(point string) error {
 		}
 		clear(g.armed[len(keep):])
 		g.armed = keep
+	}
+	if stop != nil && stop.kind == armCancel {
+		g.cancel(stop, point)
+		return nil
 	}
 	if stop != nil && stop.kind == armCrash {
 		g.dead = true
@@ -226,6 +244,67 @@ func (g *gate) checkpoint(point string) error {
 		<-fr
 	}
 	return nil
+}
+
+// cancel (with mu held, which it unlocks) cancels the cycle's request,
+// as an application whose request timed out or whose caller went away
+// does: the lock's call in flight (by the phase) sees its context done,
+// and so does the release the cycle defers with it. A lock in a driver
+// process is not reached by a Go context: the fault says so.
+func (g *gate) cancel(a *armedFault, point string) {
+	cancel := g.cancelReq
+	call := "none"
+	switch g.phase.Load() >> 32 {
+	case phaseAcquiring:
+		call, cancel = "acquire", g.cancelAcq
+	case phaseReleasing:
+		call = "release"
+	}
+	g.cancelReq, g.cancelAcq = nil, nil
+	g.unlock()
+	t := g.c.rec.Now()
+	cancel()
+	eff := map[string]string{history.EffectCall: call}
+	if _, ok := g.c.lk.(lockimpl.Process); ok {
+		eff[history.EffectReason] = "cancel: lock " + g.c.w.lockInfo.Name + " runs in a driver process, which the protocol cannot cancel a call of yet"
+	}
+	a.shot.reply <- faults.Hit{Client: g.c.ID, From: t, To: t, Effect: eff}
+	close(a.shot.reply)
+}
+
+// wantsCancel says whether a cancel is armed in this gate: the cycle
+// starting gets a request it can cancel.
+func (g *gate) wantsCancel() bool {
+	if !g.busy.Load() {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.ContainsFunc(g.armed, func(a *armedFault) bool { return a.kind == armCancel && !a.shot.taken.Load() })
+}
+
+// request gives the cycle starting its contexts: the acquire's (from the
+// run's ctx) and the release's. A cancel in the acquire cancels the
+// acquire's (the call in flight); one in the critical section or in the
+// release cancels the release's (the deferred release gets the cancelled
+// request's context). Without a cancel armed they are ctx and
+// context.Background(), and done is a no-op.
+func (g *gate) request(ctx context.Context) (acq, rel context.Context, done func()) {
+	if !g.wantsCancel() {
+		return ctx, context.Background(), func() {}
+	}
+	acq, cancelAcq := context.WithCancel(ctx)
+	rel, cancelRel := context.WithCancel(context.Background())
+	g.mu.Lock()
+	g.cancelReq, g.cancelAcq = cancelRel, cancelAcq
+	g.unlock()
+	return acq, rel, func() {
+		g.mu.Lock()
+		g.cancelReq, g.cancelAcq = nil, nil
+		g.unlock()
+		cancelAcq()
+		cancelRel()
+	}
 }
 
 func (g *gate) freeze(a *armedFault, point string, ch chan struct{}) {

@@ -524,6 +524,12 @@ func (w *Workload) BlockLoop(ctx context.Context, cs []int, point string, d time
 	return arm(ctx, w.gates(cs), point, armBlockLoop, d)
 }
 
+// Cancel cancels the request of the first of clients cs to reach point
+// in a cycle (see faults.ClientControl).
+func (w *Workload) Cancel(ctx context.Context, cs []int, point string) <-chan faults.Hit {
+	return arm(ctx, w.gates(cs), point, armCancel, 0)
+}
+
 // Stall delays the listed commands of client c by d until undo, which
 // returns the stall's measured effect: how many commands it delayed
 // (history.EffectStalled), and how many of them in an acquire

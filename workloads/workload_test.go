@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -248,5 +249,49 @@ func TestBlockLoopWithoutALoopSaysSo(t *testing.T) {
 	}
 	if r := hit.Effect[history.EffectReason]; r == "" {
 		t.Errorf("effect %v: no reason for a loop that was not blocked", hit.Effect)
+	}
+}
+
+// A cancel reaches the call in flight at its point and the client goes on:
+// in the critical section it cancels the context the deferred release gets
+// (simple's release is refused before it is sent: one release of that
+// client ends in context.Canceled), in the acquire and the release it
+// names the call it cancelled, and the client's later cycles run as
+// before.
+func TestCancelReachesTheCallInFlight(t *testing.T) {
+	c := startRedis(t)
+	cfg := workloads.Config{Clients: 2, Keys: 1, Hold: workloads.Range{Min: 2 * time.Millisecond, Max: 2 * time.Millisecond}}
+	hits := map[string]faults.Hit{}
+	evs, _ := runFor(t, c, cfg, 300*time.Millisecond, func(w *workloads.Workload) {
+		for _, p := range []string{history.PointAfterAcquire, history.PointInAcquire, history.PointInRelease} {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			h, ok := <-w.Cancel(ctx, []int{0, 1}, p)
+			cancel()
+			if !ok {
+				t.Fatalf("no client reached %s within 2 s", p)
+			}
+			hits[p] = h
+		}
+	})
+	for p, call := range map[string]string{history.PointAfterAcquire: "none", history.PointInAcquire: "acquire", history.PointInRelease: "release"} {
+		if got := hits[p].Effect[history.EffectCall]; got != call || hits[p].Effect[history.EffectReason] != "" {
+			t.Errorf("cancel at %s: effect %v, want call %s and no reason", p, hits[p].Effect, call)
+		}
+	}
+	h := hits[history.PointAfterAcquire]
+	var cancelled, after int
+	for _, e := range evs {
+		if e.Op == history.OpRelease && e.Client == h.Client && strings.Contains(e.Err, "context canceled") {
+			cancelled++
+		}
+		if e.Op == history.OpAcquire && e.Client == h.Client && e.Result == history.OK && e.T > hits[history.PointInRelease].To {
+			after++
+		}
+	}
+	if cancelled != 1 {
+		t.Errorf("client %d: %d releases ended in context.Canceled, want the one the cancel in its critical section reached", h.Client, cancelled)
+	}
+	if after == 0 {
+		t.Errorf("client %d acquired nothing after the cancels: it did not go on", h.Client)
 	}
 }
