@@ -34,8 +34,13 @@ const (
 	CauseActedLate       = "acted-after-lease-expired"
 	CauseExpired         = "expired-while-held"
 	CauseLocalReentry    = "local-reentry-after-expiry"
-	CauseLostUpdate      = "lost-update"
-	CauseUnknown         = "unknown"
+	// CauseReleasedLevelKept: an acquire of a key its client did not hold
+	// answered depth > 1: the server kept levels the client had released
+	// (a release that never reached it), so the client's last release
+	// leaves the key held.
+	CauseReleasedLevelKept = "released-level-kept"
+	CauseLostUpdate        = "lost-update"
+	CauseUnknown           = "unknown"
 
 	// CauseExpiredOnArrival: the lease's deadline had already passed when
 	// the acquire returned (a Redlock whose validity was counted from an

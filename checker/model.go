@@ -122,12 +122,15 @@ func srvKind(d string) uint8 {
 	return srvOther
 }
 
-// nested is a re-entry (acquire at depth ≥ 2 while holding).
+// nested is a re-entry (acquire at depth ≥ 2 while holding), or (stale)
+// an acquire of a key the client did not hold that answered depth ≥ 2: the
+// lock counted levels the client had released.
 type nested struct {
 	client int32
 	t, at  int64
 	depth  int32
 	hold   int32
+	stale  bool
 }
 
 // attempt is an acquire that did not succeed (for liveness).
@@ -620,7 +623,7 @@ func (m *model) addAcquire(e *history.Event) {
 		// A re-entry that found the key gone and took it afresh (a hash
 		// lock after expiry): the old hold ended when its validity did, a
 		// new one starts now.
-		m.kd[k].nested = append(m.kd[k].nested, nested{int32(e.Client), e.T, e.End, 1, hi})
+		m.kd[k].nested = append(m.kd[k].nested, nested{int32(e.Client), e.T, e.End, 1, hi, false})
 		h := &m.holds[hi]
 		h.endT, h.how = e.T, endLost
 		c.open.del(k)
@@ -631,7 +634,7 @@ func (m *model) addAcquire(e *history.Event) {
 		// client believes it holds already).
 		d, _ := c.depth.get(k)
 		c.depth.set(k, d+1)
-		m.kd[k].nested = append(m.kd[k].nested, nested{int32(e.Client), e.T, e.End, int32(e.Depth), hi})
+		m.kd[k].nested = append(m.kd[k].nested, nested{int32(e.Client), e.T, e.End, int32(e.Depth), hi, false})
 		h := &m.holds[hi]
 		h.lastAct = max(h.lastAct, e.End)
 		if e.Deadline > 0 {
@@ -650,6 +653,9 @@ func (m *model) addAcquire(e *history.Event) {
 	c.open.set(k, hi)
 	c.depth.set(k, 1)
 	m.kd[k].holds = append(m.kd[k].holds, hi)
+	if e.Depth > 1 {
+		m.kd[k].nested = append(m.kd[k].nested, nested{int32(e.Client), e.T, e.End, int32(e.Depth), hi, true})
+	}
 }
 
 func (m *model) addRelease(e *history.Event) {

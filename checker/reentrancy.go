@@ -40,6 +40,10 @@ func (m *model) judgeReentries(c *ctx, k int32, kd *keyData) {
 			a.fresh++
 			continue
 		}
+		if r.stale {
+			m.judgeStaleLevel(c, k, kd, r)
+			continue
+		}
 		own := &m.holds[r.hold]
 		var expired int64 = -1
 		// Expiries seen within the observer's lag of its own ack are the
@@ -82,6 +86,30 @@ func (m *model) judgeReentries(c *ctx, k int32, kd *keyData) {
 			Window: [2]int64{r.t, r.at}, Cause: cause, Explanation: expl + why, Lease: m.lease(r.hold),
 			Detail: fmt.Sprintf("re-entry at depth %d by client %d after it had lost the key", r.depth, r.client)}, &a.count)
 	}
+}
+
+// judgeStaleLevel: client r.client acquired k holding no lease on it, and
+// the lock answered depth r.depth: it counted levels the client had given
+// up. Each release of the client's then leaves the key held with nobody
+// believing it (a watchdog renews it): the others wait for a lock nobody
+// holds. The sentence names the client's last release before, and its
+// outcome (one that never reached the server: cancelled, cut).
+func (m *model) judgeStaleLevel(c *ctx, k int32, kd *keyData, r nested) {
+	prior := ""
+	for i := len(kd.releases) - 1; i >= 0; i-- {
+		if rel := &kd.releases[i]; rel.client == r.client && rel.end <= r.t {
+			prior = fmt.Sprintf("; its release of %s at %s", m.keys[k], sec(rel.t))
+			if rel.refused {
+				prior += " was refused"
+			}
+			break
+		}
+	}
+	c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: history.MS(r.at),
+		Window: [2]int64{r.t, r.at}, Cause: CauseReleasedLevelKept, Lease: m.lease(r.hold),
+		Detail: fmt.Sprintf("client %d's acquire of %s answered depth %d while it held no lease on it", r.client, m.keys[k], r.depth),
+		Explanation: fmt.Sprintf("client %d acquired %s at %s holding no lease on it, and the lock answered depth %d: it counted %d level(s) the client had released%s. The client's last release then leaves the key held, with nobody believing it holds it.",
+			r.client, m.keys[k], sec(r.at), r.depth, r.depth-1, prior)}, &c.reent.count)
 }
 
 // judgeEarlyFrees: a release that left depth > 0 freed the key (the

@@ -116,3 +116,36 @@ func TestReentryNotChargedToTheHolderOfALateAck(t *testing.T) {
 		})
 	}
 }
+
+// A release that never reached the server (its context was cancelled)
+// left client 0's level there; client 0's next acquire answered depth 2
+// although it held nothing, and its release then left the key held at
+// depth 1: the lock counted a level the client had released. An acquire
+// that answers depth 1 there (the lock set the count back) is valid.
+func TestReleasedLevelKept(t *testing.T) {
+	b := newHB(nil)
+	b.acq(0, 0, 1, 0, history.OK, 1).srv(1, "hincrby").srv(1, "expire")
+	b.add(history.Event{T: 10 * ms, End: 10 * ms, Client: 0, Key: "k", Op: history.OpRelease, Result: history.Unknown, Err: "context canceled"})
+	b.acq(0, 12, 13, 0, history.OK, 2).srv(13, "hincrby").srv(13, "expire")
+	b.rel(0, 20, 21, 0).srv(21, "hincrby")
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckReentrancy: Invalid})
+	var got []Violation
+	for _, v := range r.Violations {
+		if v.Check == CheckReentrancy {
+			got = append(got, v)
+		}
+	}
+	if len(got) != 1 || got[0].Cause != CauseReleasedLevelKept ||
+		!strings.Contains(got[0].Explanation, "client 0 acquired k at 0.013 s holding no lease on it, and the lock answered depth 2: it counted 1 level(s) the client had released; its release of k at 0.010 s") {
+		t.Errorf("want one %s naming the release before: %+v", CauseReleasedLevelKept, got)
+	}
+	for i := range b.ev {
+		if b.ev[i].Op == history.OpAcquire && b.ev[i].Depth == 2 {
+			b.ev[i].Depth = 1
+		}
+	}
+	if v := Check(b.ev, Options{}).Checks[CheckReentrancy].Verdict; v == Invalid {
+		t.Errorf("reentrancy %s with the count set back (depth 1)", v)
+	}
+}

@@ -227,13 +227,14 @@ func TestEveryCauseSentenceIsWhole(t *testing.T) {
 	// Told in the named test, whose violations wantVerdicts or causesOf
 	// check.
 	byTest := map[string]string{
-		CauseRenewalOverwrote: "TestLateBlindRenewalOverwritesOwner",
-		CauseExtendedForeign:  "TestForeignExtensionIsNamed",
-		CauseMinorityQuorum:   "TestOwnCauseMinorityQuorum",
-		CauseForeignReentry:   "TestOwnCauseForeignReentry",
-		CauseFreedAboveZero:   "TestOwnCauseFreedAboveZero",
-		CauseNotGranted:       "TestAcquireNotGranted",
-		CauseLocalReentry:     "TestReentryAfterExpiry",
+		CauseRenewalOverwrote:  "TestLateBlindRenewalOverwritesOwner",
+		CauseExtendedForeign:   "TestForeignExtensionIsNamed",
+		CauseMinorityQuorum:    "TestOwnCauseMinorityQuorum",
+		CauseForeignReentry:    "TestOwnCauseForeignReentry",
+		CauseFreedAboveZero:    "TestOwnCauseFreedAboveZero",
+		CauseNotGranted:        "TestAcquireNotGranted",
+		CauseLocalReentry:      "TestReentryAfterExpiry",
+		CauseReleasedLevelKept: "TestReleasedLevelKept",
 		// The stranded keys' causes, each built there.
 		CauseRenewedAfterRelease:       "TestStrandedKeys",
 		CauseKeyWithoutTTL:             "TestStrandedKeys",

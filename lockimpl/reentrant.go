@@ -2,6 +2,7 @@ package lockimpl
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,6 +15,16 @@ import (
 type reentrant struct {
 	nodeBase
 	owner string
+	// levels are the levels of each key this Locker's leases hold (under
+	// mu): the acquire script sets the server's count back to them, so a
+	// release that never reached the server (a cancelled context, a cut
+	// link) does not leave a level the client's next acquire re-enters
+	// and its last release then leaves behind. With a count one above the
+	// client's, its releases never freed the key and the watchdog renewed
+	// it after every lease had ended (the cancel fault, cancelled-request:
+	// liveness invalid 4/4).
+	mu     sync.Mutex
+	levels map[string]int
 	// acquire and release are the scripts enter and leave run: the
 	// standard ones (AcquireReentrant, ReleaseReentrant) or a broken
 	// control's.
@@ -30,7 +41,7 @@ func init() {
 }
 
 func newReentrant(env Env) *reentrant {
-	return &reentrant{nodeBase: newNodeBase(env), owner: NewToken(), acquire: reentrantAcquireScript, release: reentrantReleaseScript}
+	return &reentrant{nodeBase: newNodeBase(env), owner: NewToken(), acquire: reentrantAcquireScript, release: reentrantReleaseScript, levels: map[string]int{}}
 }
 
 func (r *reentrant) Reentrant() bool { return true }
@@ -54,12 +65,29 @@ func (r *reentrant) TryAcquire(ctx context.Context, key string) (Lease, error) {
 // script was sent (by the client's clock) and the hold count after it.
 func (r *reentrant) enter(ctx context.Context, key string) (time.Time, int, error) {
 	start := r.env.Clock.Now()
-	n, err := acquireReentrant(ctx, r.conn, &r.env.Options, r.acquire, key, r.owner)
+	r.mu.Lock()
+	held := r.levels[key]
+	r.mu.Unlock()
+	n, err := acquireReentrantHolding(ctx, r.conn, &r.env.Options, r.acquire, key, r.owner, held)
+	if err == nil {
+		r.mu.Lock()
+		r.levels[key] = held + 1
+		r.mu.Unlock()
+	}
 	return start, n, err
 }
 
 // leave runs the release script (ReleaseReentrant) and returns the hold
 // count left.
 func (r *reentrant) leave(ctx context.Context, key string) (int, error) {
+	// The level is given up whatever the release's outcome: its lease is
+	// released, and the client holds one level fewer by its own count.
+	r.mu.Lock()
+	if r.levels[key] <= 1 {
+		delete(r.levels, key)
+	} else {
+		r.levels[key]--
+	}
+	r.mu.Unlock()
 	return releaseReentrant(ctx, r.conn, &r.env.Options, r.release, key, r.owner)
 }

@@ -95,9 +95,21 @@ func AcquireReentrant(ctx context.Context, conn redis.Scripter, o *Options, key,
 // acquireReentrant is AcquireReentrant by the script given (a broken
 // control's own).
 func acquireReentrant(ctx context.Context, conn redis.Scripter, o *Options, acquire *redis.Script, key, owner string) (int, error) {
+	return acquireReentrantHolding(ctx, conn, o, acquire, key, owner, -1)
+}
+
+// acquireReentrantHolding is acquireReentrant for a client that holds
+// held levels of key by its own count (-1: it does not count): the
+// script sets a higher count of owner's back to held before adding the
+// new level (levels a release that never reached the server left).
+func acquireReentrantHolding(ctx context.Context, conn redis.Scripter, o *Options, acquire *redis.Script, key, owner string, held int) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
 	defer cancel()
-	n, err := acquire.Run(cctx, conn, []string{key}, owner, ttlMS(o.TTL)).Int()
+	args := []any{owner, ttlMS(o.TTL)}
+	if held >= 0 {
+		args = append(args, held)
+	}
+	n, err := acquire.Run(cctx, conn, []string{key}, args...).Int()
 	if err != nil {
 		return 0, Classify("acquire", key, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -171,6 +172,13 @@ func Applicable(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
 	}
 	if info.MinNodes > 1 && s.Topology != "independent" {
 		return false, fmt.Sprintf("needs %d independent masters", info.MinNodes)
+	}
+	if _, driver := lockimpl.ProcessNeedsOf(info.Name); driver {
+		for i, f := range s.Faults {
+			if f.Kind == history.FaultCancel {
+				return false, fmt.Sprintf("faults[%d] cancels a call, which the lock-client protocol cannot do in a driver yet", i)
+			}
+		}
 	}
 	return true, ""
 }
