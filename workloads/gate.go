@@ -67,11 +67,11 @@ type gate struct {
 	quorum     int
 	quorumTok  string
 	quorumMask uint64
-	// cancelReq cancels the request of the cycle in progress (its
-	// acquire's and its release's contexts), nil when the cycle has none
-	// to cancel: a cycle gets one only when a cancel is armed as it starts
-	// (wantsCancel), so a run without cancel faults allocates nothing.
-	// Under mu.
+	// cancelReq cancels the request of the cycle in progress as its
+	// deferred release sees it (the release's context), nil when the
+	// cycle has none to cancel: a cycle gets one only when a cancel is
+	// armed as it starts (wantsCancel), so a run without cancel faults
+	// allocates nothing. Under mu.
 	cancelReq context.CancelFunc
 	// cancelAcq cancels the cycle's acquire only (in-acquire: the call in
 	// flight; the release the application then defers is not the
@@ -211,7 +211,7 @@ func (g *gate) checkpoint(point string) error {
 		g.armed = keep
 	}
 	if stop != nil && stop.kind == armCancel {
-		g.cancel(stop, point)
+		g.cancel(stop)
 		return nil
 	}
 	if stop != nil && stop.kind == armCrash {
@@ -248,10 +248,12 @@ func (g *gate) checkpoint(point string) error {
 
 // cancel (with mu held, which it unlocks) cancels the cycle's request,
 // as an application whose request timed out or whose caller went away
-// does: the lock's call in flight (by the phase) sees its context done,
-// and so does the release the cycle defers with it. A lock in a driver
-// process is not reached by a Go context: the fault says so.
-func (g *gate) cancel(a *armedFault, point string) {
+// does: in the acquire, the acquire's context; in the critical section
+// or the release, the release's (the one the cycle defers). A lock in a
+// driver process is not reached by a Go context, and its call is left
+// alone (the protocol has no cancel: a call given up on this side would
+// leave the driver's answer with no request): the fault says so.
+func (g *gate) cancel(a *armedFault) {
 	cancel := g.cancelReq
 	call := "none"
 	switch g.phase.Load() >> 32 {
@@ -263,10 +265,11 @@ func (g *gate) cancel(a *armedFault, point string) {
 	g.cancelReq, g.cancelAcq = nil, nil
 	g.unlock()
 	t := g.c.rec.Now()
-	cancel()
 	eff := map[string]string{history.EffectCall: call}
 	if _, ok := g.c.lk.(lockimpl.Process); ok {
 		eff[history.EffectReason] = "cancel: lock " + g.c.w.lockInfo.Name + " runs in a driver process, which the protocol cannot cancel a call of yet"
+	} else {
+		cancel()
 	}
 	a.shot.reply <- faults.Hit{Client: g.c.ID, From: t, To: t, Effect: eff}
 	close(a.shot.reply)
