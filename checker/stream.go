@@ -476,6 +476,20 @@ func (m *model) pruneKey(kd *keyData, cut int64, live []bool, renum []int32) {
 		}
 	}
 	kd.renumber(renum)
+	// And from the latest hold's start (keepLatest keeps it): the gap after
+	// it, and a key stranded since, are judged from the key's state then
+	// (the whole run's tail, when no hold came after: cancelled-acquire's
+	// stranded keys were key-not-freed, "the servers' record does not
+	// show k0", in the streamed check and named in the whole one).
+	var latest int32 = -1
+	for _, hi := range kd.holds {
+		if latest < 0 || m.aliveHolding(&m.holds[hi]) > m.aliveHolding(&m.holds[latest]) {
+			latest = hi
+		}
+	}
+	if latest >= 0 {
+		srvCut = min(srvCut, m.holds[latest].acqT)
+	}
 	// Server events: attributed ones before srvCut go.
 	i := 0
 	for i < kd.walked && kd.srv[i].t < srvCut {
