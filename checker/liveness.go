@@ -223,14 +223,7 @@ func (m *model) afterOrphans(c *ctx, w *keyWaits, kd *keyData, x, g int64, prev,
 	ts := kd.takes // in the replay's order, as takeOf searches them
 	for i := sort.Search(len(ts), func(i int) bool { return ts[i].t > x }); i < len(ts) && ts[i].t < g; i++ {
 		tk := ts[i]
-		orphan := false
-		for _, f := range kd.failed {
-			if f.client == tk.client && tk.t >= f.t && tk.t <= f.end+slack {
-				orphan = true
-				break
-			}
-		}
-		if !orphan {
+		if orphanOf(kd, &tk, slack) == nil {
 			continue
 		}
 		if first < 0 {
@@ -243,6 +236,18 @@ func (m *model) afterOrphans(c *ctx, w *keyWaits, kd *keyData, x, g int64, prev,
 	}
 	m.livenessGap(c, w, x, first, prev, next, nil)
 	return last, -1
+}
+
+// orphanOf is the failed or unknown acquire of tk's client that key-take
+// tk was made within (to slack past its end), or nil: a take no hold
+// learned of.
+func orphanOf(kd *keyData, tk *ownCmd, slack int64) *attempt {
+	for j := range kd.failed {
+		if a := &kd.failed[j]; a.client == tk.client && tk.t >= a.t && tk.t <= a.end+slack {
+			return a
+		}
+	}
+	return nil
 }
 
 // firstTaken is where the key became unavailable in a wait from x to y

@@ -138,13 +138,7 @@ func (m *model) orphanStranding(c *ctx, w *keyWaits, x, y int64) (strandedKey, b
 	ts := kd.takes
 	for i := sort.Search(len(ts), func(i int) bool { return ts[i].t >= x }); i < len(ts) && ts[i].t < y; i++ {
 		tk := ts[i]
-		var f *attempt
-		for j := range kd.failed {
-			if a := &kd.failed[j]; a.client == tk.client && tk.t >= a.t && tk.t <= a.end+slack {
-				f = a
-				break
-			}
-		}
+		f := orphanOf(kd, &tk, slack)
 		if f == nil || y-f.end <= allowed {
 			continue
 		}

@@ -100,8 +100,9 @@ func acquireReentrant(ctx context.Context, conn redis.Scripter, o *Options, acqu
 
 // acquireReentrantHolding is acquireReentrant for a client that holds
 // held levels of key by its own count (-1: it does not count): the
-// script sets a higher count of owner's back to held before adding the
-// new level (levels a release that never reached the server left).
+// script sets owner's count to held, where it differs, before adding the
+// new level (a higher one: levels a release that never reached the server
+// left).
 func acquireReentrantHolding(ctx context.Context, conn redis.Scripter, o *Options, acquire *redis.Script, key, owner string, held int) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, o.CommandTimeout)
 	defer cancel()

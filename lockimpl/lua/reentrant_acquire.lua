@@ -2,9 +2,9 @@
 -- ARGV[1] = owner, ARGV[2] = ttl in ms, ARGV[3] (optional) = the levels the
 -- owner's client holds by its own count.
 -- Takes the key when it is free or already ours (one more level, TTL reset).
--- A count of ours above the client's own is levels a release that never
--- reached the server left behind (a cancelled or cut release): the client
--- holds ARGV[3], so the count is set back to it before the new level, and
+-- A count of ours other than the client's own (above it: levels a release
+-- that never reached the server left behind, a cancelled or cut release)
+-- is set to ARGV[3], the levels the client holds, before the new level, so
 -- the client's last release frees the key again.
 -- Returns the hold count after this acquire, or 0 when someone else holds it.
 if redis.call("EXISTS", KEYS[1]) == 0 or redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
