@@ -122,10 +122,9 @@ func pickWeighted(r *rand.Rand, prior map[string]int, names []string) string {
 
 func (g Generator) kinds() []string {
 	ks := Applicable(g.Topology)
-	if _, driver := lockimpl.ProcessNeedsOf(g.Info.Name); driver {
-		// A Go context does not reach a driver's call: the protocol has
-		// no cancel yet, and every such fault would report itself not
-		// applied.
+	if p, driver := lockimpl.ProcessNeedsOf(g.Info.Name); driver && p.Cancel() != nil {
+		// A driver without the protocol's cancel extension: every such
+		// fault would report itself not applied.
 		ks = slices.DeleteFunc(ks, func(k string) bool { return k == history.FaultCancel })
 	}
 	if len(g.Kinds) > 0 {

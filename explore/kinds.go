@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/lockimpl"
 )
 
 // How explore draws each fault kind, in one table: a registered kind
@@ -82,6 +83,14 @@ func drawClientAtPoint(g Generator, r *rand.Rand, s Schedule, f *Fault) {
 // key and then saw its caller gone is where libraries leak.
 func drawCancel(g Generator, r *rand.Rand, s Schedule, f *Fault) {
 	f.Spec.Point = pickWeighted(r, cancelPrior, faults.CancelPoints)
+	if _, driver := lockimpl.ProcessNeedsOf(g.Info.Name); driver && (f.Spec.Point == history.PointInAcquire || f.Spec.Point == history.PointInRelease) {
+		// A driver's call is cancelled in flight, this long after it
+		// was sent (faults/cancel.go): with it, or a command's time on
+		// a loopback link later, or well into a wait.
+		if d := pick(r, []string{"", "1ms", "3ms", "10ms", "30ms"}); d != "" {
+			f.Spec.Params[history.ParamDelay] = d
+		}
+	}
 	f.Spec.Target = g.clientTarget(r, s)
 	if r.IntN(3) == 0 {
 		f.Spec.Target = "any-client"

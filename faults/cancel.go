@@ -17,7 +17,9 @@ func init() {
 			"in-acquire, after the reply that took the lock, the acquire's context; in the critical section " +
 			"(after-acquire, before-write, in-write, before-release) the context the application's deferred release " +
 			"gets; in-release, after the release's first reply, the release's. The application goes on as Go code " +
-			"does: an acquire that returned an error is not released",
+			"does: an acquire that returned an error is not released. A lock in a driver process is cancelled through the " +
+			"protocol's cancel extension (asyncio task.cancel(), Thread.interrupt(), a Node caller that stops waiting): at " +
+			"in-acquire and in-release while its call is in flight, params.delay (default 0) after the call's request",
 		Validate: func(s Spec) error {
 			if err := validPointTarget(s.Target); err != nil {
 				return err
@@ -25,7 +27,8 @@ func init() {
 			if !slices.Contains(CancelPoints, s.Point) {
 				return fmt.Errorf("point: %q is not one of %s (a point inside an acquire, the critical section or a release)", s.Point, strings.Join(CancelPoints, ", "))
 			}
-			return nil
+			_, err := cancelDelay(s)
+			return err
 		},
 		New: func(s Scheduled) (Injector, error) { return &cancelCall{s: s}, nil },
 	})
@@ -41,7 +44,11 @@ type cancelCall struct{ s Scheduled }
 // Start arms the cancel and waits (bounded by four TTLs and a second) for a
 // client to reach the point in a cycle it can cancel.
 func (p *cancelCall) Start(ctx context.Context, env *Env) (Outcome, error) {
-	out, h := atPoint(ctx, env, p.s.Spec, 4*env.TTL+time.Second, env.Clients.Cancel)
+	d, _ := cancelDelay(p.s.Spec) // validated
+	arm := func(ctx context.Context, cs []int, point string) <-chan Hit {
+		return env.Clients.Cancel(ctx, cs, point, d)
+	}
+	out, h := atPoint(ctx, env, p.s.Spec, 4*env.TTL+time.Second, arm)
 	if out.Applied {
 		out.Effect[history.EffectCancelledAt] = ms(h.From)
 		for k, v := range h.Effect {
@@ -52,6 +59,23 @@ func (p *cancelCall) Start(ctx context.Context, env *Env) (Outcome, error) {
 		}
 	}
 	return out, nil
+}
+
+// cancelDelay is params.delay: how long after a driver's call is sent
+// an in-acquire or in-release cancel is (0 when unset).
+func cancelDelay(s Spec) (time.Duration, error) {
+	v := s.Params[history.ParamDelay]
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > time.Minute {
+		return 0, fmt.Errorf("params.delay: %q is not a duration from 0 to 1m", v)
+	}
+	if s.Point != history.PointInAcquire && s.Point != history.PointInRelease {
+		return 0, fmt.Errorf("params.delay: %q is for points in-acquire and in-release (a driver's call in flight), not %s", v, s.Point)
+	}
+	return d, nil
 }
 
 func (p *cancelCall) Heal(context.Context, *Env) (map[string]string, error) { return nil, nil }

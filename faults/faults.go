@@ -102,8 +102,12 @@ type ClientControl interface {
 	// and the release deferred with it gets the cancelled context. Same
 	// channel contract, the cancel's time in From and To; the Hit's
 	// Effect names the call (history.EffectCall), or has EffectReason
-	// when the client's lock cannot be cancelled.
-	Cancel(ctx context.Context, cs []int, point string) <-chan Hit
+	// when the client's lock cannot be cancelled. A lock in a driver
+	// process is cancelled through the protocol (its cancel extension):
+	// at in-acquire and in-release, delay after its call was sent; the
+	// Hit then comes when the call answered, To its answer's time, and
+	// says whether the cancel reached it (history.EffectDelivered).
+	Cancel(ctx context.Context, cs []int, point string, delay time.Duration) <-chan Hit
 	// SetClock skews client c's clock (offset, rate; 0,1 = real), and its
 	// lock's process's clock when the lock runs in one, returning what
 	// was measured inside that process; an error says the process's clock

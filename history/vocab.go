@@ -143,6 +143,13 @@ const (
 	// critical section; its deferred release got the cancelled context).
 	EffectCancelledAt = "cancelled_at_ms"
 	EffectCall        = "call"
+	// cancel on a lock in a driver process (the protocol's cancel
+	// extension): the call the cancel was sent for (acquire, release),
+	// whether it reached that call before it answered, and the call's
+	// answer then (cancelled, or what it answered anyway).
+	EffectCancelledCall = "cancelled_call"
+	EffectDelivered     = "cancel_delivered"
+	EffectCallAnswer    = "call_answer"
 	// stall-commands' heal: the commands it delayed at the client's gate,
 	// those of them in an acquire, and "true" when the client's lock runs
 	// in a process whose own commands the stall met on the wire, uncounted.

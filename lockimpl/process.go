@@ -18,4 +18,8 @@ type ProcessNeeds interface {
 	// pause-client of mode block-loop) or cannot tell before its hello
 	// (exec:), and says why not otherwise.
 	BlockLoop() error
+	// Cancel is nil when a cancelled context reaches the process's calls
+	// (a driver with the protocol's cancel extension) or it cannot tell
+	// before its hello (exec:), and says why not otherwise.
+	Cancel() error
 }

@@ -66,6 +66,7 @@ type testNeeds struct{}
 func (testNeeds) OwnTraffic() bool              { return true }
 func (testNeeds) ClockPreload() (string, error) { return "", errors.New("no libfaketime here") }
 func (testNeeds) BlockLoop() error              { return nil }
+func (testNeeds) Cancel() error                 { return nil }
 
 // A lock in a process of its own says what that process needs of a run;
 // one in the harness's process has no such needs.

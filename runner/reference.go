@@ -173,10 +173,12 @@ func Applicable(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
 	if info.MinNodes > 1 && s.Topology != "independent" {
 		return false, fmt.Sprintf("needs %d independent masters", info.MinNodes)
 	}
-	if _, driver := lockimpl.ProcessNeedsOf(info.Name); driver {
-		for i, f := range s.Faults {
-			if f.Kind == history.FaultCancel {
-				return false, fmt.Sprintf("faults[%d] cancels a call, which the lock-client protocol cannot do in a driver yet", i)
+	if p, driver := lockimpl.ProcessNeedsOf(info.Name); driver {
+		if err := p.Cancel(); err != nil {
+			for i, f := range s.Faults {
+				if f.Kind == history.FaultCancel {
+					return false, fmt.Sprintf("faults[%d] cancels a call: %v", i, err)
+				}
 			}
 		}
 	}

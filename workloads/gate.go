@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,6 +78,12 @@ type gate struct {
 	// flight; the release the application then defers is not the
 	// cancelled call's). Under mu, set with cancelReq.
 	cancelAcq context.CancelFunc
+	// acqRep, relRep: what a driver's call says a cancel of the acquire's
+	// or the release's context did (lockimpl.CancelReport), for a lock in
+	// a driver process that cancels calls; reqDone is closed when the
+	// cycle ends. Under mu, set with cancelReq.
+	acqRep, relRep *lockimpl.CancelReport
+	reqDone        chan struct{}
 	// busy says the gate has something to do at a checkpoint or before a
 	// command: an armed fault, a freeze, death, a stall or a cut. It is
 	// set under mu (unlock) and read without it: a client without faults
@@ -250,28 +257,67 @@ func (g *gate) checkpoint(point string) error {
 // as an application whose request timed out or whose caller went away
 // does: in the acquire, the acquire's context; in the critical section
 // or the release, the release's (the one the cycle defers). A lock in a
-// driver process is not reached by a Go context, and its call is left
-// alone (the protocol has no cancel: a call given up on this side would
-// leave the driver's answer with no request): the fault says so.
+// driver process that cannot cancel a call (no cancel extension) is left
+// alone, and the fault says so; one that can is cancelled by cancelCall.
 func (g *gate) cancel(a *armedFault) {
-	cancel := g.cancelReq
+	cancel, rep := g.cancelReq, g.relRep
 	call := "none"
 	switch g.phase.Load() >> 32 {
 	case phaseAcquiring:
-		call, cancel = "acquire", g.cancelAcq
+		call, cancel, rep = "acquire", g.cancelAcq, g.acqRep
 	case phaseReleasing:
 		call = "release"
 	}
-	g.cancelReq, g.cancelAcq = nil, nil
+	cycle := g.reqDone
+	g.cancelReq, g.cancelAcq, g.acqRep, g.relRep, g.reqDone = nil, nil, nil, nil, nil
 	g.unlock()
 	t := g.c.rec.Now()
 	eff := map[string]string{history.EffectCall: call}
 	if _, ok := g.c.lk.(lockimpl.Process); ok {
-		eff[history.EffectReason] = "cancel: lock " + g.c.w.lockInfo.Name + " runs in a driver process, which the protocol cannot cancel a call of yet"
+		if rep == nil {
+			eff[history.EffectReason] = "cancel: lock " + g.c.w.lockInfo.Name + " runs in a driver process whose hello does not list the cancel extension"
+		} else {
+			go g.cancelCall(a, t, eff, cancel, rep, cycle)
+			return
+		}
 	} else {
 		cancel()
 	}
 	a.shot.reply <- faults.Hit{Client: g.c.ID, From: t, To: t, Effect: eff}
+	close(a.shot.reply)
+}
+
+// cancelCall cancels a driver's call (after the fault's delay, a.d) and
+// reports what the driver says the cancel did: whether it reached the call
+// before its answer, and the answer. A cancel in the critical section
+// reaches the release that follows; a cycle that ends without sending one
+// (cycle closed) reports the fault as not taken effect.
+func (g *gate) cancelCall(a *armedFault, t int64, eff map[string]string, cancel context.CancelFunc, rep *lockimpl.CancelReport, cycle <-chan struct{}) {
+	if a.d > 0 {
+		ph := g.phase.Load() >> 32
+		time.Sleep(a.d)
+		eff[history.ParamDelay] = a.d.String()
+		t = g.c.rec.Now()
+		if eff[history.EffectCall] != "none" && g.phase.Load()>>32 != ph {
+			eff[history.EffectReason] = "cancel: the driver's " + eff[history.EffectCall] + " had answered before the cancel was sent, " + a.d.String() + " after it"
+			a.shot.reply <- faults.Hit{Client: g.c.ID, From: t, To: t, Effect: eff}
+			close(a.shot.reply)
+			return
+		}
+	}
+	cancel()
+	select {
+	case <-rep.Done():
+		eff[history.EffectCancelledCall] = cmp.Or(rep.Call, eff[history.EffectCall])
+		eff[history.EffectDelivered] = strconv.FormatBool(rep.Delivered)
+		eff[history.EffectCallAnswer] = rep.Answer
+		if !rep.Delivered {
+			eff[history.EffectReason] = "cancel: the driver's " + rep.Call + " had answered (" + rep.Answer + ") before the cancel reached it"
+		}
+	case <-cycle:
+		eff[history.EffectReason] = "cancel: the cycle ended without a call of the driver's to cancel"
+	}
+	a.shot.reply <- faults.Hit{Client: g.c.ID, From: t, To: g.c.rec.Now(), Effect: eff}
 	close(a.shot.reply)
 }
 
@@ -290,23 +336,35 @@ func (g *gate) wantsCancel() bool {
 // run's ctx) and the release's. A cancel in the acquire cancels the
 // acquire's (the call in flight); one in the critical section or in the
 // release cancels the release's (the deferred release gets the cancelled
-// request's context). Without a cancel armed they are ctx and
-// context.Background(), and done is a no-op.
+// request's context). A lock in a driver process that cancels calls gets
+// a lockimpl.CancelReport in each, to tell what the cancel did. Without
+// a cancel armed they are ctx and context.Background(), and done is a
+// no-op.
 func (g *gate) request(ctx context.Context) (acq, rel context.Context, done func()) {
 	if !g.wantsCancel() {
 		return ctx, context.Background(), func() {}
 	}
+	var acqRep, relRep *lockimpl.CancelReport
+	if _, ok := g.c.lk.(lockimpl.Process); ok && lockimpl.CancelsCalls(g.c.lk) {
+		acqRep, relRep = lockimpl.NewCancelReport(), lockimpl.NewCancelReport()
+		ctx = lockimpl.WithCancelReport(ctx, acqRep)
+	}
 	acq, cancelAcq := context.WithCancel(ctx)
 	rel, cancelRel := context.WithCancel(context.Background())
+	if relRep != nil {
+		rel = lockimpl.WithCancelReport(rel, relRep)
+	}
+	cycle := make(chan struct{})
 	g.mu.Lock()
-	g.cancelReq, g.cancelAcq = cancelRel, cancelAcq
+	g.cancelReq, g.cancelAcq, g.acqRep, g.relRep, g.reqDone = cancelRel, cancelAcq, acqRep, relRep, cycle
 	g.unlock()
 	return acq, rel, func() {
 		g.mu.Lock()
-		g.cancelReq, g.cancelAcq = nil, nil
+		g.cancelReq, g.cancelAcq, g.acqRep, g.relRep, g.reqDone = nil, nil, nil, nil, nil
 		g.unlock()
 		cancelAcq()
 		cancelRel()
+		close(cycle)
 	}
 }
 
@@ -382,8 +440,32 @@ func (g *gate) hook(idx int) redis.Hook { return gateHook{g: g, idx: idx} }
 
 // Before and After make the gate a lockimpl.CommandGate for locks that
 // bring their own client library.
+//
+// A driver's call (name "acquire" or "release") fires the cancel faults
+// armed at callPoint(in-acquire or in-release) as it is sent: lockchaos
+// cannot see a driver's commands answered, so a driver's call is
+// cancelled while in flight (after the fault's delay) rather than after
+// the reply that took the lock.
 func (g *gate) Before(ctx context.Context, node int, name string) error {
+	if g.busy.Load() {
+		switch name {
+		case "acquire":
+			_ = g.checkpoint(callPoint(history.PointInAcquire))
+		case "release":
+			_ = g.checkpoint(callPoint(history.PointInRelease))
+		}
+	}
 	return gateHook{g: g, idx: node}.before(ctx, name)
+}
+
+// callPoint is the point a cancel at point p is armed at for a lock in a
+// driver process that cancels calls: in-acquire and in-release fire as
+// the driver's call is sent (Before); other points are the cycle's own.
+func callPoint(p string) string {
+	if p == history.PointInAcquire || p == history.PointInRelease {
+		return "call-" + p
+	}
+	return p
 }
 
 func (g *gate) After(node int, answered, ok bool) { gateHook{g: g, idx: node}.after(answered, ok, "") }

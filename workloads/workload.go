@@ -525,9 +525,17 @@ func (w *Workload) BlockLoop(ctx context.Context, cs []int, point string, d time
 }
 
 // Cancel cancels the request of the first of clients cs to reach point
-// in a cycle (see faults.ClientControl).
-func (w *Workload) Cancel(ctx context.Context, cs []int, point string) <-chan faults.Hit {
-	return arm(ctx, w.gates(cs), point, armCancel, 0)
+// in a cycle (see faults.ClientControl). On a lock in a driver process
+// that cancels calls, in-acquire and in-release are the driver's call in
+// flight, delay after its request (gate.Before).
+func (w *Workload) Cancel(ctx context.Context, cs []int, point string, delay time.Duration) <-chan faults.Hit {
+	gs := w.gates(cs)
+	if len(gs) > 0 {
+		if _, ok := gs[0].c.lk.(lockimpl.Process); ok && lockimpl.CancelsCalls(gs[0].c.lk) {
+			point = callPoint(point)
+		}
+	}
+	return arm(ctx, gs, point, armCancel, delay)
 }
 
 // Stall delays the listed commands of client c by d until undo, which

@@ -262,10 +262,13 @@ func TestCancelReachesTheCallInFlight(t *testing.T) {
 	c := startRedis(t)
 	cfg := workloads.Config{Clients: 2, Keys: 1, Hold: workloads.Range{Min: 2 * time.Millisecond, Max: 2 * time.Millisecond}}
 	hits := map[string]faults.Hit{}
-	evs, _ := runFor(t, c, cfg, 300*time.Millisecond, func(w *workloads.Workload) {
+	// 600 ms: the three cancels take a few cycles each, and under -race
+	// the last one came near the end of a 300 ms run, before client h's
+	// next acquire.
+	evs, _ := runFor(t, c, cfg, 600*time.Millisecond, func(w *workloads.Workload) {
 		for _, p := range []string{history.PointAfterAcquire, history.PointInAcquire, history.PointInRelease} {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			h, ok := <-w.Cancel(ctx, []int{0, 1}, p)
+			h, ok := <-w.Cancel(ctx, []int{0, 1}, p, 0)
 			cancel()
 			if !ok {
 				t.Fatalf("no client reached %s within 2 s", p)

@@ -231,10 +231,12 @@ def test_lock_file_starts_the_driver(driver_python, drivers, lock):
     assert lf["name"] == lock and lf["library"] == library and lf["capabilities"] == caps
     # The lock-file format refuses fields lockchaos does not know: another version reaches
     # the driver as LOCKCHAOS_LOCK_VERSION, which run.sh installs and runs (test_install).
-    assert set(lf) <= {"name", "description", "command", "dir", "env", "options", "library", "language", "capabilities"}
+    assert set(lf) <= {"name", "description", "command", "dir", "env", "options", "library", "language", "capabilities",
+                       "extensions"}
     d = drivers(lf["command"], env=lf["env"], cwd=os.path.join(where, lf["dir"]))
     h = d.hello()
     assert h["name"] == lock and h["library"] == library and h["capabilities"] == caps
+    assert h.get("extensions", []) == lf.get("extensions", []), "the lock file says the hello's extensions"
     if lock != "my-lock":
         assert h["version"] == pinned(library)
     assert set(lf["options"]) <= set(h["options"])
@@ -263,3 +265,43 @@ def test_python_redis_lock_pause_outlasts_expire(start, server):
         time.sleep(0.05)
     assert a.call({"type": "release", "lease": r["lease"]})["type"] == "not_owner"
     assert key_of(server, key) == rb["token"]
+
+
+@pytest.mark.parametrize("lock", ALL)
+def test_cancel_extension_only_where_a_call_can_be_cancelled(driver_python, drivers, lock):
+    h = drivers([driver_python, DRIVER, lock]).hello()
+    # asyncio cancels a task in flight; a sync call in a thread cannot be stopped from outside.
+    want = ["cancel"] if lock == "redis-py-asyncio" else []
+    assert h.get("extensions", []) == want, h
+
+
+def test_asyncio_cancel_ends_the_call_in_flight(start, server):
+    key = "lc:t:k9"
+    a, b, r = holding(start, "redis-py-asyncio", key)
+    # In flight: the library's blocking wait for a key a holds.
+    acq = b.send({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 3000})
+    time.sleep(0.2)
+    ok = b.wait(b.send({"type": "cancel", "of": acq}), timeout=2)
+    assert ok["type"] == "cancel_ok" and ok["delivered"] is True, ok
+    got = b.wait(acq, timeout=2)  # cancel_ok came first (wait checks the order)
+    assert got["type"] == "cancelled" and "CancelledError" in got["error"], got
+    assert (got["t1"] - got["t0"]) / 1e9 < 1.5, "ended by the cancel, not by its 3 s wait"
+    # Answered already: nothing to cancel.
+    late = b.call({"type": "cancel", "of": acq})
+    assert late["type"] == "cancel_ok" and late["delivered"] is False, late
+    # Sent right behind its request: queued or just started, it starts cancelled.
+    acq2 = b.send({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 3000})
+    ok2 = b.wait(b.send({"type": "cancel", "of": acq2}), timeout=2)
+    assert ok2["delivered"] is True, ok2
+    assert b.wait(acq2, timeout=2)["type"] == "cancelled"
+    # The next call runs normally, on a fresh task; the held key was never b's.
+    r3 = b.call({"type": "acquire", "key": "lc:t:k10", "ttl_ms": 5000, "wait_ms": 0})
+    assert r3["type"] == "acquired", r3
+    assert key_of(server, key) == r["token"]
+    # A release cancelled in flight ends its lease on the driver's side: a second one is unknown.
+    rel = b.send({"type": "release", "lease": r3["lease"]})
+    ok3 = b.wait(b.send({"type": "cancel", "of": rel}), timeout=2)
+    out = b.wait(rel, timeout=2)
+    assert (ok3["delivered"], out["type"]) in ((True, "cancelled"), (False, "released"), (True, "released")), (ok3, out)
+    again = b.call({"type": "release", "lease": r3["lease"]})
+    assert again["type"] == "error", again

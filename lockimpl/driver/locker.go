@@ -46,12 +46,13 @@ type Locker struct {
 }
 
 var (
-	_ lockimpl.Locker       = (*Locker)(nil)
-	_ lockimpl.Process      = (*Locker)(nil)
-	_ lockimpl.Configured   = (*Locker)(nil)
-	_ lockimpl.Reentrant    = (*Locker)(nil)
-	_ lockimpl.ProcessClock = (*Locker)(nil)
-	_ lockimpl.LoopBlocker  = (*Locker)(nil)
+	_ lockimpl.Locker        = (*Locker)(nil)
+	_ lockimpl.Process       = (*Locker)(nil)
+	_ lockimpl.Configured    = (*Locker)(nil)
+	_ lockimpl.Reentrant     = (*Locker)(nil)
+	_ lockimpl.ProcessClock  = (*Locker)(nil)
+	_ lockimpl.LoopBlocker   = (*Locker)(nil)
+	_ lockimpl.CallCanceller = (*Locker)(nil)
 )
 
 // hello starts the driver of s and checks its hello.
@@ -141,6 +142,7 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 		return nil, err
 	}
 	l.p, l.hello = p, m
+	p.cancels.Store(slices.Contains(m.Extensions, "cancel"))
 	p.mu.Lock()
 	p.onReply = l.onReply
 	p.mu.Unlock()
@@ -254,6 +256,10 @@ func (l *Locker) deadline(ns int64) time.Time { return l.at(ns).Add(-l.rtt / 2) 
 // round trip less the driver's own time in it (nil before any).
 func (l *Locker) PipeCost() *hdrhistogram.Histogram { return l.p.pipeCost() }
 
+// CancelsCalls says whether a cancelled context reaches the driver's call
+// (its hello lists the cancel extension).
+func (l *Locker) CancelsCalls() bool { return l.hasExtension("cancel") }
+
 // hasExtension: the driver's hello declares the optional request.
 func (l *Locker) hasExtension(x string) bool { return slices.Contains(l.hello.Extensions, x) }
 
@@ -317,7 +323,7 @@ func (l *Locker) acquire(ctx context.Context, key string, wait time.Duration) (l
 		return ls, nil
 	case TypeNotAcquired:
 		return nil, lockimpl.ErrNotAcquired
-	case TypeIndetermined, TypeError:
+	case TypeIndetermined, TypeError, TypeCancelled:
 		return nil, l.indeterminate(m)
 	}
 	return nil, l.protocolBreak("acquire", m)
@@ -452,14 +458,19 @@ func (l *Locker) outcome(req, ok string, m Reply) error {
 		return nil
 	case TypeNotOwner:
 		return lockimpl.ErrNotOwner
-	case TypeIndetermined, TypeError:
+	case TypeIndetermined, TypeError, TypeCancelled:
 		return l.indeterminate(m)
 	}
 	return l.protocolBreak(req, m)
 }
 
-// indeterminate is the error of an indeterminate or error answer.
+// indeterminate is the error of an indeterminate or error answer, or of
+// a call ended by its cancel (which wraps context.Canceled too: its effect
+// at the server is unknown).
 func (l *Locker) indeterminate(m Reply) error {
+	if m.Type == TypeCancelled {
+		return fmt.Errorf("%w: %w: driver %s: the call was cancelled: %s", lockimpl.ErrIndeterminate, context.Canceled, l.spec.Name, m.Error)
+	}
 	return fmt.Errorf("%w: driver %s: %s: %s", lockimpl.ErrIndeterminate, l.spec.Name, m.Type, m.Error)
 }
 

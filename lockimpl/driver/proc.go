@@ -3,6 +3,7 @@ package driver
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -139,9 +140,12 @@ type proc struct {
 	broken    chan struct{} // closed by fail
 	err       *Error
 	killed    atomic.Bool // by Kill (a crash) or stop: its exit is expected
-	readDone  chan struct{}
-	exited    chan struct{}
-	waitErr   error
+	// cancels: the driver's hello lists the cancel extension; a call
+	// whose context ends sends it a cancel instead of giving up.
+	cancels  atomic.Bool
+	readDone chan struct{}
+	exited   chan struct{}
+	waitErr  error
 
 	// frozen: SIGSTOPped now; frozenNS: time spent stopped so far. A
 	// request's bound does not count it.
@@ -355,9 +359,11 @@ var errAbandoned = errors.New("driver: the caller gave up waiting")
 
 // call sends req and waits for its answer, at most bound of the driver's
 // running time (time it spent stopped by a pause does not count). A
-// driver that does not answer within it is broken. ctx ending first
-// abandons the request (its answer, when it comes, is dropped) with an
-// indeterminate error. done, when not nil, ends the wait too (a Stop).
+// driver that does not answer within it is broken. ctx ending first: a
+// driver with the cancel extension (cancels) is sent a cancel of req and
+// its answer is still waited for (what the cancelled call did, reported to
+// ctx's lockimpl.CancelReport); any other abandons the request (its
+// answer, when it comes, is dropped) with an indeterminate error.
 func (p *proc) call(ctx interface{ Done() <-chan struct{} }, req *Request, bound time.Duration) (Reply, error) {
 	sent := time.Now()
 	id, ch, err := p.send(req)
@@ -369,13 +375,22 @@ func (p *proc) call(ctx interface{ Done() <-chan struct{} }, req *Request, bound
 	t := time.NewTimer(left)
 	defer t.Stop()
 	began := time.Now()
+	done := ctx.Done()
+	cancelSent := false
+	var cancelled chan Reply // the cancel's answer, until it comes
+	var ack *Reply
 	for {
 		select {
 		case m := <-ch:
-			if p.frozenNS.Load() == fz0 && !p.frozen.Load() {
+			if p.frozenNS.Load() == fz0 && !p.frozen.Load() && !cancelSent {
 				p.pipeSample(time.Since(sent), m)
 			}
+			if cancelSent {
+				p.reportCancel(ctx, req, cancelled, ack, m)
+			}
 			return m, nil
+		case a := <-cancelled:
+			ack, cancelled = &a, nil
 		case <-p.broken:
 			select {
 			case m := <-ch: // answered before it broke
@@ -383,7 +398,14 @@ func (p *proc) call(ctx interface{ Done() <-chan struct{} }, req *Request, bound
 			default:
 			}
 			return Reply{}, p.brokenErr()
-		case <-ctx.Done():
+		case <-done:
+			done = nil
+			if p.cancels.Load() {
+				if _, c, err := p.send(&Request{Type: "cancel", Of: id}); err == nil {
+					cancelled, cancelSent = c, true
+					continue
+				}
+			}
 			p.mu.Lock()
 			if _, ok := p.pending[id]; ok {
 				delete(p.pending, id)
@@ -410,6 +432,30 @@ func (p *proc) call(ctx interface{ Done() <-chan struct{} }, req *Request, bound
 			return Reply{}, p.brokenErr()
 		}
 	}
+}
+
+// reportCancel fills ctx's cancel report with what a cancelled request
+// did: whether the driver's cancel_ok said it was delivered (waited for
+// briefly when it has not come yet: a driver sends it first when it is)
+// and the request's answer m.
+func (p *proc) reportCancel(ctx interface{ Done() <-chan struct{} }, req *Request, pending chan Reply, ack *Reply, m Reply) {
+	c, ok := ctx.(context.Context)
+	if !ok {
+		return
+	}
+	rep := lockimpl.CancelReportFrom(c)
+	if rep == nil {
+		return
+	}
+	if ack == nil && pending != nil {
+		select {
+		case a := <-pending:
+			ack = &a
+		case <-time.After(ReplyMargin):
+		case <-p.broken:
+		}
+	}
+	rep.Finish(req.Type, ack != nil && ack.Type == TypeCancelOK && ack.Delivered, m.Type)
 }
 
 func (p *proc) frozenAtTime() time.Time {

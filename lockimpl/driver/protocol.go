@@ -33,6 +33,8 @@ type Request struct {
 	Lease  string `json:"lease,omitempty"`
 	// block_loop (an extension)
 	MS *int64 `json:"ms,omitempty"`
+	// cancel (an extension): the id of the request to cancel
+	Of int64 `json:"of,omitempty"`
 }
 
 // EndpointMsg is one endpoint of init.
@@ -69,7 +71,7 @@ type Reply struct {
 	Reports      []string `json:"reports,omitempty"`
 	Options      []string `json:"options,omitempty"`
 	// Extensions are the optional requests the driver answers
-	// (block_loop).
+	// (block_loop, cancel).
 	Extensions []string `json:"extensions,omitempty"`
 	// acquired, extended, renewal, lost
 	Lease      string  `json:"lease,omitempty"`
@@ -89,6 +91,8 @@ type Reply struct {
 	// clock_ok
 	MonoNS int64 `json:"mono_ns,omitempty"`
 	WallNS int64 `json:"wall_ns,omitempty"`
+	// cancel_ok: the cancel reached the request before it answered
+	Delivered bool `json:"delivered,omitempty"`
 	// lost, renewal
 	T       int64  `json:"t,omitempty"`
 	Reason  string `json:"reason,omitempty"`
@@ -110,6 +114,8 @@ const (
 	TypeClockOK      = "clock_ok"
 	TypeShutdownOK   = "shutdown_ok"
 	TypeBlockLoopOK  = "block_loop_ok"
+	TypeCancelOK     = "cancel_ok"
+	TypeCancelled    = "cancelled" // a call ended by its cancel (the cancel extension)
 	TypeLost         = "lost"
 	TypeRenewal      = "renewal"
 )

@@ -226,6 +226,16 @@ func (s *Spec) BlockLoop() error {
 	return nil
 }
 
+// Cancel is nil for a lock file that declares the cancel extension and for
+// a driver known by its hello only (exec:, left to the fault, which records
+// it as not taken effect), an error otherwise (lockimpl.ProcessNeeds).
+func (s *Spec) Cancel() error {
+	if s.Capabilities != nil && !slices.Contains(s.Extensions, "cancel") {
+		return fmt.Errorf("its lock file %s declares extensions %v, not cancel: the protocol cannot cancel its calls", s.label(), s.Extensions)
+	}
+	return nil
+}
+
 // label names a spec in errors: its lock file, or its command.
 func (s *Spec) label() string {
 	if s.File != "" {

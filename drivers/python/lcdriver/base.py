@@ -31,6 +31,11 @@ class Unsupported(Exception):
     """A request the library has no call for."""
 
 
+class Cancelled(Exception):
+    """Raised by a lock whose library call ended by its cancel (the
+    protocol's cancel extension: BaseLock.cancel_call)."""
+
+
 class Indeterminate(Exception):
     """Raised by a lock when the library's answer hides an unknown outcome
     (e.g. a refusal counted from masters that timed out)."""
@@ -72,6 +77,20 @@ class BaseLock:
     # Options every lock understands; each adds its own.
     common_options = ["version", "retries"]
     own_options = []
+
+    # The cancel extension: a lock whose library calls can be cancelled in
+    # flight (asyncio) sets cancellable and defines cancel_call, which the
+    # stdin thread calls while a request is in the worker, and raises
+    # Cancelled from the call it ended. cancel_reset(pending) is called as
+    # each request starts (pending: it was cancelled before it started, so
+    # its call starts cancelled) and as it ends (False).
+    cancellable = False
+
+    def cancel_call(self):
+        raise NotImplementedError
+
+    def cancel_reset(self, pending):
+        pass
 
     def __init__(self):
         self.push = None  # set by the driver: sends a pushed event
@@ -147,6 +166,8 @@ class BaseLock:
             ok = self.do_acquire(lock, ttl_ms, wait_ms)
         except self.refusals:
             ok = False
+        except Cancelled as e:  # the application gave up: no lease, no release
+            return {"type": "cancelled", "error": str(e), "t0": t0, "t1": now()}
         except Exception as e:
             return outcome_of(e, t0, now())
         t1 = now()
@@ -173,6 +194,8 @@ class BaseLock:
             call()
         except self.refusals:
             return {"type": "not_owner", "t0": t0, "t1": now()}
+        except Cancelled as e:
+            return {"type": "cancelled", "error": str(e), "t0": t0, "t1": now()}
         except Exception as e:
             return outcome_of(e, t0, now())
         t1 = now()
@@ -181,7 +204,8 @@ class BaseLock:
     def release(self, lease):
         lock = self.hold(lease)
         r = self.timed(lambda: self.do_release(lock), "released")
-        if r["type"] in ("released", "not_owner"):  # a definite answer: the lease is over
+        # A definite answer, or a release the application gave up on (it does not send another): the lease is over.
+        if r["type"] in ("released", "not_owner", "cancelled"):
             self.leases.pop(lease, None)
         return r
 

@@ -2,16 +2,21 @@
 (SET NX PX, Lua compare-and-delete and extend) on asyncio clients. Unlike the
 sync Lock, its release keeps the token when the call fails other than by not
 owning. The worker thread runs one event loop; each library call is one
-run_until_complete (inside the times t0, t1)."""
+run_until_complete (inside the times t0, t1), as a task: the cancel
+extension cancels it (task.cancel(), as an application's timeout or a
+caller gone does), and the library's call sees CancelledError wherever it
+awaits."""
 
 import asyncio
+import threading
 
-from .base import clients, log
+from .base import Cancelled, clients, log
 from .redispy import RedisPyLock
 
 
 class RedisPyAsyncioLock(RedisPyLock):
     name = "redis-py-asyncio"
+    cancellable = True
 
     def connect(self):
         import redis.asyncio.lock
@@ -31,7 +36,35 @@ class RedisPyAsyncioLock(RedisPyLock):
         self.options_from_extra()
 
     def run(self, coro):
-        return self.loop.run_until_complete(coro)
+        with self.task_mu:
+            task = self.loop.create_task(coro)
+            self.task = task
+            if self.cancel_pending:
+                task.cancel()
+        try:
+            return self.loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            raise Cancelled("CancelledError: the task was cancelled (task.cancel())") from None
+        finally:
+            with self.task_mu:
+                self.task = None
+
+    # The cancel extension. cancel_call runs on the stdin thread: the task
+    # in the loop is cancelled from the loop's thread (call_soon_threadsafe);
+    # between two run()s of one request, the next one starts cancelled.
+    task = None
+    cancel_pending = False
+    task_mu = threading.Lock()
+
+    def cancel_call(self):
+        with self.task_mu:
+            self.cancel_pending = True
+            if self.task is not None:
+                self.loop.call_soon_threadsafe(self.task.cancel)
+
+    def cancel_reset(self, pending):
+        with self.task_mu:
+            self.cancel_pending = pending
 
     def do_acquire(self, lock, ttl_ms, wait_ms):
         return self.run(lock.acquire(**self.wait_args(wait_ms)))

@@ -33,6 +33,14 @@ class Driver:
         self.out_mu = threading.Lock()
         self.work = queue.Queue()
         lock.push = self.send
+        # The cancel extension: the request in the worker now, the ones
+        # queued for it, and those cancelled before they started. Under
+        # cancel_mu, which a reply is sent under too: a cancel_ok that says
+        # delivered comes before the cancelled request's answer.
+        self.cancel_mu = threading.Lock()
+        self.current = None
+        self.queued = set()
+        self.cancel_first = set()
 
     def send(self, msg):
         line = (_encode(msg) + "\n").encode()
@@ -60,9 +68,29 @@ class Driver:
             elif kind == "clock":
                 self.send({"in_reply_to": msg.get("id"), "type": "clock_ok",
                            "mono_ns": time.monotonic_ns(), "wall_ns": time.time_ns()})
+            elif kind == "cancel" and self.lock.cancellable:
+                self.cancel(msg)
             else:
+                with self.cancel_mu:
+                    self.queued.add(msg.get("id"))
                 self.work.put(msg)
         self.work.put(None)
+
+    def cancel(self, msg):
+        """The cancel extension: the call in flight is cancelled by the
+        lock (BaseLock.cancel_call); a request still queued starts
+        cancelled; anything else was answered already."""
+        of = msg.get("of")
+        with self.cancel_mu:
+            if of is not None and of == self.current:
+                self.lock.cancel_call()
+                delivered = True
+            elif of in self.queued:
+                self.cancel_first.add(of)
+                delivered = True
+            else:
+                delivered = False
+            self.send({"in_reply_to": msg.get("id"), "type": "cancel_ok", "delivered": delivered})
 
     def serve(self):
         threading.Thread(target=self.read, name="stdin", daemon=True).start()
@@ -72,12 +100,20 @@ class Driver:
                 return
             rid = msg.get("id")
             kind = msg.get("type")
+            with self.cancel_mu:
+                self.queued.discard(rid)
+                self.current = rid
+                self.lock.cancel_reset(rid in self.cancel_first)
+                self.cancel_first.discard(rid)
             try:
                 reply = self.handle(kind, msg)
             except Exception as e:  # anything the library threw that the lock did not map
                 reply = {"type": "error", "error": f"{type(e).__name__}: {e}"}
             reply = dict(reply, in_reply_to=rid)
-            self.send(reply)
+            with self.cancel_mu:
+                self.current = None
+                self.lock.cancel_reset(False)
+                self.send(reply)
             if kind == "shutdown":
                 return
 
@@ -88,7 +124,8 @@ class Driver:
                 return {"type": "error", "error": f"protocol {msg.get('protocol')} not spoken (this driver: {PROTOCOL})"}
             return {"type": "hello_ok", "protocol": PROTOCOL, "name": lk.name, "library": lk.library,
                     "version": lk.version(), "language": "python", "capabilities": lk.capabilities,
-                    "reports": lk.reports, "options": lk.options}
+                    "reports": lk.reports, "options": lk.options,
+                    **({"extensions": ["cancel"]} if lk.cancellable else {})}
         if kind == "init":
             return lk.init(msg)
         if kind == "acquire":
