@@ -150,6 +150,7 @@ const (
 	EffectCancelledCall = "cancelled_call"
 	EffectDelivered     = "cancel_delivered"
 	EffectCallAnswer    = "call_answer"
+	EffectTries         = "tries" // the calls it was sent for, when the first ones had answered first
 	// stall-commands' heal: the commands it delayed at the client's gate,
 	// those of them in an acquire, and "true" when the client's lock runs
 	// in a process whose own commands the stall met on the wire, uncounted.

@@ -120,6 +120,8 @@ type armedFault struct {
 	kind  armKind
 	d     time.Duration
 	shot  *shot
+	ctx   context.Context // the fault's wait: armed until it ends
+	tries atomic.Int32    // a driver's cancel armed again after a miss (rearm)
 }
 
 // shot is shared by the gates armed together: taken once, by the first
@@ -143,7 +145,7 @@ var errDropped = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceede
 // arm arms the gates of clients cs with one fault; see faults.ClientControl.
 func arm(ctx context.Context, gates []*gate, point string, kind armKind, d time.Duration) <-chan faults.Hit {
 	sh := &shot{reply: make(chan faults.Hit, 1)}
-	a := &armedFault{point: point, kind: kind, d: d, shot: sh}
+	a := &armedFault{point: point, kind: kind, d: d, shot: sh, ctx: ctx}
 	live := 0
 	for _, g := range gates {
 		g.mu.Lock()
@@ -290,35 +292,69 @@ func (g *gate) cancel(a *armedFault) {
 // cancelCall cancels a driver's call (after the fault's delay, a.d) and
 // reports what the driver says the cancel did: whether it reached the call
 // before its answer, and the answer. A cancel in the critical section
-// reaches the release that follows; a cycle that ends without sending one
-// (cycle closed) reports the fault as not taken effect.
+// reaches the release that follows. A cancel that came too late (the call
+// had answered: a one-command release is quick) or found no call (the
+// cycle ended without a release) is tried again at this client's next
+// cycle until the fault's wait ends (rearm), as a pause waits for its
+// point; the effect then counts the tries.
 func (g *gate) cancelCall(a *armedFault, t int64, eff map[string]string, cancel context.CancelFunc, rep *lockimpl.CancelReport, cycle <-chan struct{}) {
+	missed := ""
 	if a.d > 0 {
 		ph := g.phase.Load() >> 32
 		time.Sleep(a.d)
 		eff[history.ParamDelay] = a.d.String()
 		t = g.c.rec.Now()
 		if eff[history.EffectCall] != "none" && g.phase.Load()>>32 != ph {
-			eff[history.EffectReason] = "cancel: the driver's " + eff[history.EffectCall] + " had answered before the cancel was sent, " + a.d.String() + " after it"
-			a.shot.reply <- faults.Hit{Client: g.c.ID, From: t, To: t, Effect: eff}
-			close(a.shot.reply)
-			return
+			missed = "cancel: the driver's " + eff[history.EffectCall] + " had answered before the cancel was sent, " + a.d.String() + " after it"
 		}
 	}
-	cancel()
-	select {
-	case <-rep.Done():
-		eff[history.EffectCancelledCall] = cmp.Or(rep.Call, eff[history.EffectCall])
-		eff[history.EffectDelivered] = strconv.FormatBool(rep.Delivered)
-		eff[history.EffectCallAnswer] = rep.Answer
-		if !rep.Delivered {
-			eff[history.EffectReason] = "cancel: the driver's " + rep.Call + " had answered (" + rep.Answer + ") before the cancel reached it"
+	if missed == "" {
+		cancel()
+		select {
+		case <-rep.Done():
+			eff[history.EffectCancelledCall] = cmp.Or(rep.Call, eff[history.EffectCall])
+			eff[history.EffectDelivered] = strconv.FormatBool(rep.Delivered)
+			eff[history.EffectCallAnswer] = rep.Answer
+			if !rep.Delivered {
+				missed = "cancel: the driver's " + rep.Call + " had answered (" + rep.Answer + ") before the cancel reached it"
+			}
+		case <-cycle:
+			missed = "cancel: the cycle ended without a call of the driver's to cancel"
 		}
-	case <-cycle:
-		eff[history.EffectReason] = "cancel: the cycle ended without a call of the driver's to cancel"
+	}
+	if missed != "" && g.rearm(a) {
+		return
+	}
+	if missed != "" {
+		eff[history.EffectReason] = missed
+	}
+	if n := a.tries.Load(); n > 0 {
+		eff[history.EffectTries] = strconv.Itoa(int(n) + 1)
 	}
 	a.shot.reply <- faults.Hit{Client: g.c.ID, From: t, To: g.c.rec.Now(), Effect: eff}
 	close(a.shot.reply)
+}
+
+// rearm arms a, whose shot this gate holds, again in this gate alone,
+// while the fault's wait lasts; false when it has ended (the caller then
+// reports the miss). The shot is released to the gate's next cycle; a
+// wait that ends first closes it empty (arm's own watcher).
+func (g *gate) rearm(a *armedFault) bool {
+	if a.ctx.Err() != nil {
+		return false
+	}
+	a.tries.Add(1)
+	g.mu.Lock()
+	g.armed = append(g.armed, a)
+	a.shot.taken.Store(false)
+	g.unlock()
+	// arm's watcher closes the shot when the wait ends; if it ended just
+	// now, the watcher may have looked while this gate held the shot.
+	if a.ctx.Err() != nil && a.shot.taken.CompareAndSwap(false, true) {
+		g.disarm(a)
+		close(a.shot.reply)
+	}
+	return true
 }
 
 // wantsCancel says whether a cancel is armed in this gate: the cycle

@@ -7,6 +7,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 "$root/scripts/drivers-java.sh" >/dev/null
 # The example is built on the driver kit: the kit goes into the local Maven repository first.
-(cd "$root/drivers/java/kit" && mvn -q -B -C install >&2)
-(cd "$root/examples/java-driver" && mvn -q -B -C package >&2)
+# clean: the example's jar is shaded, and a package over the last one keeps the kit classes
+# already in it (a changed kit would go untested).
+(cd "$root/drivers/java/kit" && mvn -q -B -C clean install >&2)
+(cd "$root/examples/java-driver" && mvn -q -B -C clean package >&2)
 exec python3 "$root/drivers/java/test_driver.py" "$@"

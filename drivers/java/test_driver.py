@@ -412,6 +412,105 @@ def watchdog(r):
     o.shutdown()
 
 
+def cancel(make, kind, hold, stops_io=True):
+    """The cancel extension: a waiting acquire interrupted, a queued one started interrupted, a release
+    cancelled in flight, a cancel of an answered or unknown request; the next request runs normally.
+    hold(r, key) takes key at the server as another client of the lock would. stops_io: the interrupt
+    ends a call waiting on its server (Redisson's futures); Jedis' socket read does not heed it, and
+    its release ends at its read timeout (then it threw with the interrupt delivered: cancelled)."""
+    r = Redis()  # its own server: the release test stops it
+    d = make("%s-cancel" % kind)
+    d.hello_init(30, [r.addr], cmd_timeout=1000)
+    check("%s: hello lists the cancel extension" % kind, "cancel" in d.hello.get("extensions", []), str(d.hello))
+
+    def before(first, then):
+        """The reply first came before the reply then (by arrival)."""
+        ids = [rid for rid, _ in d.order]
+        return first in ids and then in ids and ids.index(first) < ids.index(then)
+
+    # A contended acquire, cancelled 100 ms into its wait of 3 s.
+    key = "lc:t:%s-cancel-k0" % kind
+    hold(r, key)
+    t = time.monotonic()
+    a = d.send({"type": "acquire", "key": key, "ttl_ms": 2000, "wait_ms": 3000})
+    time.sleep(0.1)
+    c = d.send({"type": "cancel", "of": a})
+    ack = d.wait(c, 2)
+    x = d.wait(a, 5)
+    ms = (time.monotonic() - t) * 1000
+    check("%s: cancel of a waiting acquire: cancel_ok delivered" % kind, ack["type"] == "cancel_ok" and
+          ack.get("delivered") is True, str(ack))
+    check("%s: cancel_ok before the acquire's answer" % kind, before(c, a), str(d.order[-3:]))
+    check("%s: the acquire answers cancelled, well before its wait_ms" % kind, x["type"] == "cancelled" and
+          x.get("error") and x["t1"] >= x["t0"] and ms < 1500, "%s, %.0f ms" % (x, ms))
+    note("%s: acquire (wait_ms 3000) cancelled 100 ms in: answered %.0f ms after it was sent, the call ran %.0f ms: %s",
+         kind, ms, (x.get("t1", 0) - x.get("t0", 0)) / 1e6, x.get("error", "")[:120])
+    # The interrupt flag is cleared: the next acquire, of a free key, acquires (a waiting one too).
+    free = "lc:t:%s-cancel-free" % kind
+    y = d.acquire(free, ttl=2000, wait=1000)
+    check("%s: the next acquire after a cancel acquires" % kind, y["type"] == "acquired", str(y))
+    rel = d.release(y["lease"]) if y["type"] == "acquired" else {}
+    check("%s: and releases" % kind, rel.get("type") == "released", str(rel))
+    # A cancel of an answered request, and of one never sent: delivered false, nothing else.
+    late = d.req({"type": "cancel", "of": a}, 2)
+    unknown = d.req({"type": "cancel", "of": 987654321}, 2)
+    check("%s: cancel of an answered request: delivered false" % kind, late["type"] == "cancel_ok" and
+          late.get("delivered") is False, str(late))
+    check("%s: cancel of an unknown request: delivered false" % kind, unknown["type"] == "cancel_ok" and
+          unknown.get("delivered") is False, str(unknown))
+    z = d.acquire(free, ttl=2000, wait=0)
+    check("%s: an acquire after those cancels acquires" % kind, z["type"] == "acquired", str(z))
+    # A queued acquire, cancelled before it starts (behind a waiting one), starts cancelled.
+    t = time.monotonic()
+    a1 = d.send({"type": "acquire", "key": key, "ttl_ms": 2000, "wait_ms": 3000})
+    a2 = d.send({"type": "acquire", "key": key, "ttl_ms": 2000, "wait_ms": 3000})
+    time.sleep(0.1)
+    c2 = d.send({"type": "cancel", "of": a2})
+    ack2 = d.wait(c2, 2)
+    c1 = d.send({"type": "cancel", "of": a1})
+    ack1 = d.wait(c1, 2)
+    x1, x2 = d.wait(a1, 5), d.wait(a2, 5)
+    ms = (time.monotonic() - t) * 1000
+    check("%s: cancel of a queued acquire: delivered" % kind, ack2.get("delivered") is True and
+          ack1.get("delivered") is True and before(c2, a2) and before(c1, a1), "%s %s" % (ack2, ack1))
+    check("%s: the waiting one and the queued one answer cancelled" % kind, x1["type"] == "cancelled" and
+          x2["type"] == "cancelled" and ms < 2500, "%s %s, %.0f ms" % (x1, x2, ms))
+    note("%s: a queued acquire cancelled before it started: %s after %.0f ms of its call: %s", kind, x2["type"],
+         (x2.get("t1", 0) - x2.get("t0", 0)) / 1e6, x2.get("error", "")[:120])
+    # A release in flight (its server stopped), cancelled: cancelled, and its lease is over.
+    os.kill(r.proc.pid, signal.SIGSTOP)
+    try:
+        t = time.monotonic()
+        rr = d.send({"type": "release", "lease": z["lease"]})
+        time.sleep(0.1)
+        c3 = d.send({"type": "cancel", "of": rr})
+        ack3 = d.wait(c3, 2)
+        x3 = d.wait(rr, 5)
+        ms = (time.monotonic() - t) * 1000
+    finally:
+        os.kill(r.proc.pid, signal.SIGCONT)
+    check("%s: cancel of a release in flight: delivered, then cancelled" % kind, ack3.get("delivered") is True and
+          before(c3, rr) and x3["type"] == "cancelled" and (ms < 900 or not stops_io), "%s %s, %.0f ms" % (ack3, x3, ms))
+    note("%s: a release in flight (its server stopped) cancelled 100 ms in: %s %.0f ms after it was sent: %s", kind,
+         x3["type"], ms, x3.get("error", "")[:120])
+    again = d.release(z["lease"])
+    check("%s: a cancelled release's lease is over" % kind, again["type"] == "error", str(again))
+    w = d.acquire(free + "2", ttl=2000, wait=500)
+    check("%s: and the next acquire acquires" % kind, w["type"] == "acquired", str(w))
+    check("%s: stdout is protocol lines only (cancel)" % kind, not d.bad, str(d.bad[:3]))
+    d.shutdown()
+
+
+def hold_rlock(r, key):
+    """Another Redisson client's hold: its field in the lock's hash, 10 s."""
+    r.cmd("HSET", key, "another-client:1", "1")
+    r.cmd("PEXPIRE", key, "10000")
+
+
+def hold_set(r, key):
+    r.cmd("SET", key, "another-client", "PX", "10000")
+
+
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 
 
@@ -502,6 +601,7 @@ def redlock():
     a.hello_init(7, addrs, topology="independent")
     b.hello_init(8, addrs, topology="independent")
     check("redlock: hello multi-node", "multi-node" in a.hello.get("capabilities", []), str(a.hello))
+    check("redlock: hello lists the cancel extension", "cancel" in a.hello.get("extensions", []), str(a.hello))
     check("redlock: named on every master", all(x.addrs_named(a.conn_name) for x in rs))
     key = "lc:t:rl-k0"
     x = a.acquire(key, ttl=3000)
@@ -516,6 +616,28 @@ def redlock():
     check("init twice: error", bad["type"] == "error")
     for d in (a, b):
         d.shutdown()
+    # A cancel with the lock file's options (retry=driver: tryLock(0, ttl) and a sleep between, which
+    # the interrupt ends; RedissonRedLock.tryLock(wait, ttl) swallows it and waits out wait_ms).
+    c = java_driver("redisson-redlock", "redlock-cancel")
+    c.hello_init(9, addrs, topology="independent", extra={"master_timeout_ms": "25", "warmup": "true", "retry": "driver"})
+    key = "lc:t:rl-cancel"
+    for s in rs:
+        hold_rlock(s, key)
+    t = time.monotonic()
+    w = c.send({"type": "acquire", "key": key, "ttl_ms": 2000, "wait_ms": 3000})
+    time.sleep(0.1)
+    ack = c.req({"type": "cancel", "of": w}, 2)
+    x = c.wait(w, 5)
+    ms = (time.monotonic() - t) * 1000
+    ids = [rid for rid, _ in c.order]
+    check("redlock (retry=driver): a waiting acquire cancelled: cancel_ok first, then cancelled",
+          ack.get("delivered") is True and ids.index(ack["in_reply_to"]) < ids.index(w) and x["type"] == "cancelled"
+          and ms < 1500, "%s %s, %.0f ms" % (ack, x, ms))
+    note("redlock (retry=driver): acquire (wait_ms 3000) cancelled 100 ms in: %s %.0f ms after it was sent: %s",
+         x["type"], ms, x.get("error", "")[:80])
+    y = c.acquire("lc:t:rl-cancel-free", ttl=2000, wait=500)
+    check("redlock (retry=driver): the next acquire acquires", y["type"] == "acquired", str(y))
+    c.shutdown()
 
 
 def main():
@@ -523,11 +645,13 @@ def main():
     try:
         for name, fn in (("redisson", lambda: basic(lambda l: java_driver("redisson-lease", l), r, "redisson")),
                          ("reentrant", lambda: reentrant_and_faults(r)),
+                         ("cancel", lambda: cancel(lambda l: java_driver("redisson", l), "redisson", hold_rlock)),
                          ("watchdog", lambda: watchdog(r)),
                          ("faketime", lambda: faketime(r)),
                          ("redlock", redlock),
                          ("sentinel and cluster", sentinel_and_cluster),
-                         ("example", lambda: basic(example_driver, r, "example"))):
+                         ("example", lambda: basic(example_driver, r, "example")),
+                         ("example cancel", lambda: cancel(example_driver, "example", hold_set, stops_io=False))):
             if time.monotonic() > DEADLINE:
                 check(name + ": run (out of time)", False)
                 continue

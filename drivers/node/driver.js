@@ -14,6 +14,22 @@
 // Extension: {"type":"block_loop","ms":N} busy-waits the event loop for N ms
 // (the "Node's event loop blocked" fault: timers, renewals and replies all
 // wait), then answers block_loop_ok with t0/t1.
+//
+// Extension: {"type":"cancel","of":M} gives up request M (an acquire, a
+// release or an extend) as a Node application does: it stops waiting for
+// the library's promise (the promise loses a race with an AbortSignal's
+// abort) and the library's call goes on unobserved. cancel_ok says
+// delivered true while M is unanswered (then M answers "cancelled" at once,
+// right after it), false otherwise. M's call, when it settles later, is
+// dropped, as a careful application drops a result it gave up on: an
+// acquire that won is released at once (its late result's cleanup,
+// acquire().then(l => l.release())), never kept as a lease; a cancelled
+// release's lease is forgotten. (Leaking it instead would blame the
+// library for the application: node-redlock's and redis-semaphore's
+// calls take no signal, and their auto-extension would renew the leak for
+// the life of the process.) A request cancelled while it
+// waits its turn is not started. The next request runs at once, not after
+// the abandoned call.
 const readline = require('node:readline');
 const { mono, line, log, parseOpts, boolOpt } = require('./lib/proto');
 const { load } = require('./lib/load');
@@ -93,7 +109,7 @@ const needLock = (f) => async (req) => {
 };
 
 const HANDLERS = {
-  hello: async () => ({ type: 'hello_ok', protocol: 1, ...identity(), options: spec.options, extensions: ['block_loop'] }),
+  hello: async () => ({ type: 'hello_ok', protocol: 1, ...identity(), options: spec.options, extensions: ['block_loop', 'cancel'] }),
   init,
   acquire: needLock((r) => lock.acquire(r)),
   release: needLock((r) => lock.release(r)),
@@ -111,8 +127,8 @@ function onLine(text) {
     return;
   }
   const id = req.id;
-  // ping, clock and block_loop are answered here, at once, whatever else is
-  // in flight: the event loop is free unless a block_loop holds it.
+  // ping, clock, block_loop and cancel are answered here, at once, whatever
+  // else is in flight: the event loop is free unless a block_loop holds it.
   switch (req.type) {
     case 'ping': {
       const t0 = mono();
@@ -125,9 +141,12 @@ function onLine(text) {
     case 'block_loop':
       line({ in_reply_to: id, ...blockLoop(Number(req.ms) || 0) });
       return;
+    case 'cancel':
+      cancel(req);
+      return;
     case 'shutdown':
       // After what is in flight, but not stuck behind it for more than 2 s.
-      Promise.race([queue, new Promise((r) => setTimeout(r, 2000))]).then(() => shutdown(req));
+      Promise.race([idle(), new Promise((r) => setTimeout(r, 2000))]).then(() => shutdown(req));
       return;
     default:
   }
@@ -137,12 +156,133 @@ function onLine(text) {
     return;
   }
   // The rest run one after another, in the order they came.
-  queue = queue.then(() => h(req)).then(
-    (rep) => line({ in_reply_to: id, ...rep }),
-    (e) => line({ in_reply_to: id, type: 'error', error: String(e && e.message || e) }),
+  enqueue(req, h);
+}
+
+// The request queue: one request runs at a time (running), the others wait
+// their turn (waiting), in order. open holds the cancellable requests not
+// answered yet (queued or running), by id; answer() writes a request's one
+// answer and takes it out.
+const CANCELLABLE = new Set(['acquire', 'release', 'extend']);
+const CANCELLED = 'aborted: the caller stopped waiting';
+const waiting = [];
+const open = new Map();
+let running = null;
+let idleWaiters = [];
+
+function enqueue(req, h) {
+  const e = { req, h, state: 'queued', answered: false, t0: 0, abort: null };
+  if (CANCELLABLE.has(req.type) && Number.isInteger(req.id)) open.set(req.id, e);
+  waiting.push(e);
+  pump();
+}
+
+// answer writes e's answer unless it has one already (false then).
+function answer(e, rep) {
+  if (e.answered) return false;
+  e.answered = true;
+  if (open.get(e.req.id) === e) open.delete(e.req.id);
+  line({ in_reply_to: e.req.id, ...rep });
+  return true;
+}
+
+// idle resolves when no request runs or waits (shutdown, stdin closed); an
+// abandoned call (cancelled, still running in the library) does not count.
+function idle() {
+  if (!running && waiting.length === 0) return Promise.resolve();
+  return new Promise((r) => idleWaiters.push(r));
+}
+
+function pump() {
+  while (!running && waiting.length > 0) {
+    const e = waiting.shift();
+    if (e.answered) continue; // cancelled while it waited: not started
+    start(e);
+  }
+  if (!running && waiting.length === 0 && idleWaiters.length > 0) {
+    const ws = idleWaiters;
+    idleWaiters = [];
+    ws.forEach((r) => r());
+  }
+}
+
+// start runs e's call and races its promise against an AbortSignal's
+// abort (a cancel), as an application that may give up the call does:
+// whichever comes first answers; the loser is dropped.
+function start(e) {
+  running = e;
+  e.state = 'running';
+  e.t0 = mono();
+  const ac = new AbortController();
+  e.abort = () => ac.abort();
+  ac.signal.addEventListener('abort', () => {
+    answer(e, { type: 'cancelled', error: CANCELLED, t0: e.t0, t1: mono() });
+    done(e);
+  }, { once: true });
+  // Called now, not in a later microtask: a cancel read next (even from
+  // the same chunk of stdin) finds the call under way, never one that is
+  // "running" but would start after its cancel.
+  let p;
+  try {
+    p = Promise.resolve(e.h(e.req));
+  } catch (err) {
+    p = Promise.reject(err);
+  }
+  p.then(
+    (rep) => settled(e, rep),
+    (err) => settled(e, { type: 'error', error: String(err && err.message || err) }),
   );
 }
-let queue = Promise.resolve();
+
+// done frees the queue for the next request when e held it.
+function done(e) {
+  if (running === e) {
+    running = null;
+    pump();
+  }
+}
+
+// settled: e's call ended. Its answer, unless the request was cancelled
+// first; then the result is dropped as a careful application that gave up
+// drops it: an acquire that won is released at once (its result reported
+// to nobody, the release's outcome logged).
+function settled(e, rep) {
+  if (!answer(e, rep)) {
+    log(`request ${e.req.id} (${e.req.type}), cancelled, ended: ${rep.type}${rep.lease ? ` ${rep.lease}` : ''}${rep.error ? `: ${rep.error}` : ''} (dropped)`);
+    if (e.req.type === 'acquire' && rep.type === 'acquired' && lock) {
+      Promise.resolve()
+        .then(() => lock.release({ lease: rep.lease }))
+        .then((r) => log(`request ${e.req.id}: its late lease ${rep.lease} released: ${r && r.type}`),
+          (err) => log(`request ${e.req.id}: its late lease ${rep.lease} not released: ${err && err.message}`))
+        .finally(() => lock.forget && lock.forget(rep.lease));
+    }
+  }
+  done(e);
+}
+
+// cancel answers cancel_ok at once: delivered when request of is not
+// answered yet, which then answers cancelled right after (in flight: the
+// abort wins the race; waiting its turn: it is never started). A cancel of
+// an answered or unknown request (or of one that is not an acquire, a
+// release or an extend) does nothing.
+function cancel(req) {
+  const e = open.get(req.of);
+  if (!e || e.answered) {
+    line({ in_reply_to: req.id, type: 'cancel_ok', delivered: false });
+    return;
+  }
+  line({ in_reply_to: req.id, type: 'cancel_ok', delivered: true });
+  if (e.state === 'running') {
+    e.abort();
+    return;
+  }
+  // Not started: the application gave up before its call began. A
+  // release's lease ends on the driver's side all the same.
+  const t = mono();
+  answer(e, { type: 'cancelled', error: `${CANCELLED} (before the call started)`, t0: t, t1: t });
+  if (e.req.type === 'release' && lock && lock.forget) lock.forget(e.req.lease);
+  pump();
+}
 
 function main() {
   let a;
@@ -171,7 +311,7 @@ function main() {
   rl.on('line', onLine);
   rl.on('close', async () => {
     // stdin closed: finish what was asked (at most 5 s), then go.
-    await Promise.race([queue, new Promise((r) => setTimeout(r, 5000))]);
+    await Promise.race([idle(), new Promise((r) => setTimeout(r, 5000))]);
     await clientsMod.close(clients);
     process.exit(0);
   });

@@ -310,3 +310,168 @@ test('libfaketime shifts the driver\'s clocks: the wall clock from the start, bo
   const monoJump = ((b.mono - a.mono) - (b.ours - a.ours)) / 1e6;
   assert.ok(Math.abs(monoJump - 15000) < 50 + a.rttMs + b.rttMs, `monotonic jumped ${monoJump} ms, want +15000`);
 });
+
+// --- the cancel extension (docs/driver-protocol.md, "cancel") ---
+
+// answers: the lines d wrote in reply to request id, in order.
+const answers = (d, id) => d.lines.filter((l) => l.in_reply_to === id);
+// until polls cond every 20 ms, at most ms.
+async function until(cond, ms) {
+  const t = Date.now();
+  while (!cond() && Date.now() - t < ms) await sleep(20);
+  return cond();
+}
+
+test('hello lists the cancel extension, as the lock files do', async () => {
+  await Promise.all([...LOCKS, 'example'].map(async (lock) => {
+    const h = await driver(lock).hello();
+    assert.ok(Array.isArray(h.extensions) && h.extensions.includes('cancel'), `${lock}: extensions ${JSON.stringify(h.extensions)}`);
+    if (lock === 'example') return;
+    assert.deepEqual([...h.extensions].sort(), ['block_loop', 'cancel']);
+    // The lock file must say the same (lockimpl/driver/locker.go checks it).
+    const yaml = fs.readFileSync(path.join(__dirname, `${lock}.yaml`), 'utf8');
+    const m = yaml.match(/^extensions:\s*\[([^\]]*)\]/m);
+    assert.ok(m, `${lock}.yaml has an extensions: line`);
+    assert.deepEqual(m[1].split(',').map((x) => x.trim()).filter(Boolean).sort(), [...h.extensions].sort(), `${lock}.yaml`);
+  }));
+});
+
+test('a contended acquire cancelled while it waits answers cancelled at once; the next request runs', async (tc) => {
+  await Promise.all([...LOCKS, 'example'].map(async (lock) => {
+    const holder = await ready(lock, [shared], { client: 1 });
+    const d = await ready(lock, [shared], { client: 2 });
+    const key = newKey();
+    const held = await holder.request({ type: 'acquire', key, ttl_ms: 10000, wait_ms: 0 });
+    assert.equal(held.type, 'acquired', `${lock}: ${JSON.stringify(held)}`);
+    const sent = Date.now();
+    const acqP = d.request({ type: 'acquire', key, ttl_ms: 2000, wait_ms: 3000 });
+    const acqId = d.id;
+    await sleep(100);
+    const okP = d.request({ type: 'cancel', of: acqId }, 1000);
+    const cancelId = d.id;
+    const ok = await okP;
+    const acq = await acqP;
+    assert.equal(ok.type, 'cancel_ok', `${lock}: ${JSON.stringify(ok)}`);
+    assert.equal(ok.delivered, true, `${lock}: ${JSON.stringify(ok)}`);
+    assert.equal(acq.type, 'cancelled', `${lock}: ${JSON.stringify(acq)}`);
+    assert.match(acq.error, /abort/);
+    assert.ok(d.lines.indexOf(ok) < d.lines.indexOf(acq), `${lock}: cancel_ok before the acquire's answer`);
+    const took = acq.at - sent;
+    const callMs = (acq.t1 - acq.t0) / 1e6;
+    assert.ok(took < 1000, `${lock}: cancelled ${took} ms after the acquire was sent (wait_ms 3000)`);
+    // t0..t1 from the call's start in the driver to the cancel (each line
+    // crosses the pipe with its own delay, under ten processes' load).
+    assert.ok(callMs >= 40 && callMs < 1000, `${lock}: the cancelled call's t0..t1 ${callMs} ms`);
+    // The next request runs now, not after the abandoned call.
+    const other = newKey();
+    const t = Date.now();
+    const next = await d.request({ type: 'acquire', key: other, ttl_ms: 2000, wait_ms: 0 }, 2000);
+    assert.equal(next.type, 'acquired', `${lock}: ${JSON.stringify(next)}`);
+    assert.ok(Date.now() - t < 1000, `${lock}: the next acquire took ${Date.now() - t} ms`);
+    assert.equal((await d.request({ type: 'release', lease: next.lease })).type, 'released');
+    // The library's (or the driver's) wait ends at wait_ms; its result is
+    // dropped: nothing more for the cancelled id.
+    const ended = await until(() => /cancelled, ended: not_acquired/.test(d.stderr), 3000 + 2000 - (Date.now() - sent));
+    assert.ok(ended, `${lock}: the abandoned call ended (stderr: ${d.stderr})`);
+    const endedMs = Date.now() - sent;
+    await sleep(200);
+    assert.equal(answers(d, acqId).length, 1, `${lock}: one answer for the cancelled acquire: ${JSON.stringify(answers(d, acqId))}`);
+    assert.equal(answers(d, cancelId).length, 1, `${lock}: one cancel_ok`);
+    tc.diagnostic(`${lock}: cancel sent +100 ms, cancel_ok +${ok.at - sent} ms, cancelled +${took} ms (call ${callMs.toFixed(1)} ms), next acquire ${next.at - t} ms, abandoned call ended +${endedMs} ms`);
+    assert.equal((await holder.request({ type: 'release', lease: held.lease })).type, 'released');
+    await holder.request({ type: 'shutdown' });
+    await d.request({ type: 'shutdown' });
+  }));
+});
+
+test('a cancelled acquire that wins after all is released at once, never kept as a lease', async () => {
+  await Promise.all(['node-redlock', 'sesamecare-redlock', 'redis-semaphore-mutex', 'example'].map(async (lock) => {
+    const holder = await ready(lock, [shared], { client: 1 });
+    const d = await ready(lock, [shared], { client: 2 });
+    const key = newKey();
+    const held = await holder.request({ type: 'acquire', key, ttl_ms: 10000, wait_ms: 0 });
+    const rk = held.redis_key || key;
+    const acqP = d.request({ type: 'acquire', key, ttl_ms: 1000, wait_ms: 3000 });
+    const acqId = d.id;
+    await sleep(100);
+    const ok = await d.request({ type: 'cancel', of: acqId });
+    assert.equal(ok.delivered, true);
+    assert.equal((await acqP).type, 'cancelled');
+    // The holder lets go: the abandoned wait takes the key, for nobody.
+    assert.equal((await holder.request({ type: 'release', lease: held.lease })).type, 'released');
+    assert.ok(await until(() => /cancelled, ended: acquired/.test(d.stderr), 2000), `${lock}: the abandoned acquire won (stderr: ${d.stderr})`);
+    // (It holds the key for the moment its release takes: too short to read here.)
+    // Released at once by the driver (the application's cleanup of a late
+    // result), well before its 1 s TTL; nothing is pushed or answered for it.
+    let freed = false;
+    for (const t = Date.now(); !freed && Date.now() - t < 800; await sleep(20)) freed = (await shared.admin.get(rk)) === null;
+    assert.ok(freed, `${lock}: the late lease was released (stderr: ${d.stderr})`);
+    assert.match(d.stderr, /its late lease \S* ?released/, `${lock}: stderr says so`);
+    await sleep(200);
+    assert.equal(answers(d, acqId).length, 1, JSON.stringify(answers(d, acqId)));
+    assert.deepEqual(d.events, [], `${lock}: nothing pushed for a lease nobody has`);
+    const again = await d.request({ type: 'acquire', key, ttl_ms: 1000, wait_ms: 0 });
+    assert.equal(again.type, 'acquired', `${lock}: ${JSON.stringify(again)}`);
+    assert.equal((await d.request({ type: 'release', lease: again.lease })).type, 'released');
+    await d.request({ type: 'shutdown' });
+    await holder.request({ type: 'shutdown' });
+    await shared.admin.del(rk);
+  }));
+});
+
+test('a cancel of a request that waits its turn: not started, and a release\'s lease is forgotten', async () => {
+  const holder = await ready('node-redlock', [shared], { client: 1 });
+  const d = await ready('node-redlock', [shared], { client: 2 });
+  const mine = newKey();
+  const lease = await d.request({ type: 'acquire', key: mine, ttl_ms: 5000, wait_ms: 0 });
+  assert.equal(lease.type, 'acquired');
+  const key = newKey();
+  const held = await holder.request({ type: 'acquire', key, ttl_ms: 10000, wait_ms: 0 });
+  // Requests come one at a time from lockchaos; sent together here, the
+  // release waits behind the acquire.
+  const acqP = d.request({ type: 'acquire', key, ttl_ms: 2000, wait_ms: 3000 });
+  const acqId = d.id;
+  const relP = d.request({ type: 'release', lease: lease.lease });
+  const relId = d.id;
+  await sleep(100);
+  const ok = await d.request({ type: 'cancel', of: relId }, 1000);
+  const rel = await relP;
+  assert.equal(ok.delivered, true);
+  assert.equal(rel.type, 'cancelled', JSON.stringify(rel));
+  assert.equal(rel.t0, rel.t1, 'never started');
+  assert.ok(d.lines.indexOf(ok) < d.lines.indexOf(rel));
+  assert.equal(answers(d, acqId).length, 0, 'the acquire still waits');
+  const ok2 = await d.request({ type: 'cancel', of: acqId }, 1000);
+  assert.equal(ok2.delivered, true);
+  assert.equal((await acqP).type, 'cancelled');
+  // The release never ran: the key is still held (using() renews it), and
+  // the lease is gone on the driver's side.
+  assert.equal(await shared.admin.get(mine), lease.token);
+  const again = await d.request({ type: 'release', lease: lease.lease });
+  assert.equal(again.type, 'error', JSON.stringify(again));
+  assert.match(again.error, /unknown lease/);
+  await holder.request({ type: 'release', lease: held.lease });
+  await d.request({ type: 'shutdown' });
+  await holder.request({ type: 'shutdown' });
+  await shared.admin.del(mine);
+});
+
+test('a cancel of an unknown or answered request is not delivered and does nothing', async () => {
+  await Promise.all([...LOCKS, 'example'].map(async (lock) => {
+    const d = await ready(lock, [shared]);
+    const unknown = await d.request({ type: 'cancel', of: 9999 }, 1000);
+    assert.equal(unknown.type, 'cancel_ok', `${lock}: ${JSON.stringify(unknown)}`);
+    assert.equal(unknown.delivered, false, `${lock}: ${JSON.stringify(unknown)}`);
+    const key = newKey();
+    const rP = d.request({ type: 'acquire', key, ttl_ms: 2000, wait_ms: 0 });
+    const acqId = d.id;
+    const r = await rP;
+    assert.equal(r.type, 'acquired');
+    const late = await d.request({ type: 'cancel', of: acqId }, 1000);
+    assert.equal(late.delivered, false, `${lock}: ${JSON.stringify(late)}`);
+    // The lease stands: its release works.
+    assert.equal((await d.request({ type: 'release', lease: r.lease })).type, 'released');
+    assert.equal(answers(d, acqId).length, 1);
+    await d.request({ type: 'shutdown' });
+  }));
+});

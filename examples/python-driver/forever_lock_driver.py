@@ -42,18 +42,22 @@ class Driver(lcdriver.BaseLock):
     def connect(self):
         self.clients = lcdriver.clients(self)[:1]
         lcdriver.ping_all(self.clients)
-        self.conn = Counted(self.clients[0])
-    def new_lock(self, key, ttl_ms, lease):
-        return ForeverLock(self.conn, key)
+    def new_lock(self, key, ttl_ms, lease):  # each acquire counts its own commands
+        return ForeverLock(Counted(self.clients[0]), key)
     def do_acquire(self, lk, ttl_ms, wait_ms):  # race the blocking call against wait_ms
-        won, failed0 = threading.Event(), self.conn.failed
+        won = threading.Event()
         t = threading.Thread(target=lambda: (lk.acquire(ttl_ms), won.set()), daemon=True)
         t.start()
         if won.wait(max(wait_ms / 1000, self.command_timeout)):  # wait_ms 0: its first attempt
             return True
+        end = time.monotonic() + self.command_timeout
+        while lk.r.busy and time.monotonic() < end:  # a SET in flight at the deadline: its answer decides
+            time.sleep(0.001)
+        if won.is_set():
+            return True
         # Still trying: a lock it wins after the answer is released at once.
         threading.Thread(target=lambda: (t.join(), won.is_set() and lk.release()), daemon=True).start()
-        if self.conn.busy or self.conn.failed != failed0:  # a SET in flight or lost: the server may have the key
+        if lk.r.busy or lk.r.failed:  # a SET in flight or lost: the server may have the key
             raise lcdriver.Indeterminate("wait_ms ended with a SET in flight or failed")
         return False
     def do_release(self, lk):

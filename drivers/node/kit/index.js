@@ -17,6 +17,16 @@
 // leases until a definite answer, retries an acquire until wait_ms when the
 // lock answers null, and turns an error that is not a refusal or a server's
 // ReplyError into indeterminate: the command may have run.
+//
+// It answers the protocol's cancel extension (hello lists "cancel") as a
+// Node application gives up a call: it stops waiting (the call's promise
+// loses a race with an AbortSignal's abort) and the call goes on
+// unobserved; cancel_ok, then "cancelled" at once. What the call does
+// after is dropped: an acquire that won (the kit's retries go on until
+// wait_ms, as a library's wait would) is released at once and never kept
+// as a lease, a cancelled release's lease is forgotten. The signal is the
+// calls' last argument (acquire(req, signal), release(req, lease, signal),
+// extend(req, lease, signal)) for a lock whose library takes one.
 const readline = require('node:readline');
 
 const ORIGIN = process.hrtime.bigint();
@@ -35,18 +45,21 @@ function serve(lock, input = process.stdin, output = process.stdout) {
   let n = 0;
   let retryDelay = 10;
   const handlers = {
-    hello: async () => ({ type: 'hello_ok', protocol: 1, language: 'node', capabilities: [], reports: [], options: [], ...lock.hello }),
+    hello: async () => ({
+      type: 'hello_ok', protocol: 1, language: 'node', capabilities: [], reports: [], options: [], ...lock.hello,
+      extensions: [...new Set([...((lock.hello && lock.hello.extensions) || []), 'cancel'])],
+    }),
     async init(r) {
       retryDelay = (r.options && r.options.retry_delay_ms) || retryDelay;
       await lock.init(r);
       return { type: 'init_ok' };
     },
-    async acquire(r) {
+    async acquire(r, signal) {
       const end = now() + (r.wait_ms || 0) * 1e6;
       for (;;) {
         let got = null;
         try {
-          got = await lock.acquire(r);
+          got = await lock.acquire(r, signal);
         } catch (e) {
           if (!(lock.isRefusal && lock.isRefusal(e))) throw e;
         }
@@ -60,12 +73,12 @@ function serve(lock, input = process.stdin, output = process.stdout) {
         await sleep(retryDelay);
       }
     },
-    async release(r) {
+    async release(r, signal) {
       const l = leases.get(r.lease);
       if (!l) return { type: 'error', error: `no lease ${r.lease}` };
       let ok;
       try {
-        ok = await lock.release(r, l);
+        ok = await lock.release(r, l, signal);
       } catch (e) {
         if (!(lock.isRefusal && lock.isRefusal(e))) throw e;
         ok = false;
@@ -73,11 +86,19 @@ function serve(lock, input = process.stdin, output = process.stdout) {
       leases.delete(r.lease); // a definite answer: the lease is over
       return { type: ok ? 'released' : 'not_owner' };
     },
-    async extend(r) {
+    async extend(r, signal) {
       if (!lock.extend) return { type: 'error', error: 'unsupported' };
       const l = leases.get(r.lease);
-      return { type: (await lock.extend(r, l)) ? 'extended' : 'not_owner' };
+      return { type: (await lock.extend(r, l, signal)) ? 'extended' : 'not_owner' };
     },
+  };
+  // The calls a cancel may give up, by request id, until answered.
+  const open = new Map();
+  const cancellable = new Set(['acquire', 'release', 'extend']);
+  const cancel = (req) => {
+    const c = open.get(req.of);
+    send({ in_reply_to: req.id, type: 'cancel_ok', delivered: !!c });
+    if (c) c.abort();
   };
   readline.createInterface({ input }).on('line', async (text) => {
     let req;
@@ -89,6 +110,7 @@ function serve(lock, input = process.stdin, output = process.stdout) {
     }
     if (req.type === 'ping') return send({ in_reply_to: req.id, type: 'pong', t0: now(), t1: now() });
     if (req.type === 'clock') return send({ in_reply_to: req.id, type: 'clock_ok', mono_ns: now(), wall_ns: Date.now() * 1e6 });
+    if (req.type === 'cancel') return cancel(req);
     if (req.type === 'shutdown') {
       try {
         if (lock.close) await lock.close();
@@ -100,10 +122,43 @@ function serve(lock, input = process.stdin, output = process.stdout) {
     const h = handlers[req.type];
     if (!h) return send({ in_reply_to: req.id, type: 'error', error: `unsupported: request type ${req.type}` });
     const t0 = now();
+    // One answer per request: the call's, or "cancelled" when a cancel's
+    // abort wins the race (then the call's result is dropped).
+    let answered = false;
+    const answer = (o) => {
+      if (answered) return false;
+      answered = true;
+      open.delete(req.id);
+      send({ in_reply_to: req.id, t0, ...o, t1: now() });
+      return true;
+    };
+    const ac = new AbortController();
+    if (cancellable.has(req.type)) {
+      open.set(req.id, ac);
+      ac.signal.addEventListener('abort', () => {
+        answer({ type: 'cancelled', error: 'aborted: the caller stopped waiting' });
+        if (req.type === 'release') leases.delete(req.lease); // the application's lease is over
+      }, { once: true });
+    }
+    let rep;
     try {
-      send({ in_reply_to: req.id, t0, ...(await h(req)), t1: now() });
+      rep = await h(req, ac.signal);
     } catch (e) {
-      send({ in_reply_to: req.id, type: unknownOutcome(e) ? 'indeterminate' : 'error', error: String(e && e.message), t0, t1: now() });
+      rep = { type: unknownOutcome(e) ? 'indeterminate' : 'error', error: String(e && e.message) };
+    }
+    if (!answer(rep)) {
+      process.stderr.write(`lockchaos driver: request ${req.id} (${req.type}), cancelled, ended: ${rep.type} (dropped)\n`);
+      if (req.type === 'acquire' && rep.type === 'acquired') {
+        // Won after its caller left: released at once, as a careful
+        // application cleans up a result it gave up on.
+        const l = leases.get(rep.lease);
+        leases.delete(rep.lease);
+        if (l !== undefined) {
+          Promise.resolve().then(() => lock.release(req, l)).then(
+            (ok) => process.stderr.write(`lockchaos driver: request ${req.id}: its late lease ${rep.lease} released: ${ok ? 'released' : 'not_owner'}\n`),
+            (e) => process.stderr.write(`lockchaos driver: request ${req.id}: its late lease ${rep.lease} not released: ${e && e.message}\n`));
+        }
+      }
     }
   });
   input.on('end', () => process.exit(0)); // lockchaos is gone

@@ -17,6 +17,9 @@
 const { mono, wallToMono, boolOpt, intOpt, sleep, leaseOf } = require('./proto');
 const { definiteNo } = require('./clients');
 
+// The settings key under which usingOnce passes its box to acquire.
+const TAKEN = Symbol('lockchaos.taken');
+
 const OPTIONS = ['version', 'auto_extend', 'renew_interval_ms', 'retry', 'retry_jitter_ms', 'drift_factor', 'offline_queue'];
 
 function describe(opts) {
@@ -58,14 +61,18 @@ class RedlockLock {
 
   // wrapForUsing overrides this instance's acquire (to see the Lock that
   // using() takes, which redlock v5 does not hand to the routine) and
-  // extend (to push each renewal the library makes).
+  // extend (to push each renewal the library makes). The Lock goes to the
+  // box that usingOnce put in the settings (using() hands its settings to
+  // acquire), so calls that overlap (one a cancel abandoned, the next one)
+  // each see their own.
   wrapForUsing() {
     const rl = this.redlock;
     const acquire = rl.acquire.bind(rl);
     const extend = rl.extend.bind(rl);
-    rl.acquire = async (...args) => {
-      const lock = await acquire(...args);
-      this.taken = lock;
+    rl.acquire = async (resources, duration, settings, ...rest) => {
+      const lock = await acquire(resources, duration, settings, ...rest);
+      const box = settings && settings[TAKEN];
+      if (box) box.lock = lock;
       return lock;
     };
     rl.extend = async (existing, ...args) => {
@@ -125,21 +132,34 @@ class RedlockLock {
     if (this.byValue.get(lease.lock.value) === lease) this.byValue.delete(lease.lock.value);
   }
 
+  // forget ends a lease on the driver's side only, as an application that
+  // gave up the call does (a cancelled acquire that won after all, a
+  // release cancelled before it started): nothing is sent, the key stays
+  // until its TTL, or as long as using() goes on extending it; no renewal
+  // or lost is pushed for it any more.
+  forget(id) {
+    const lease = this.leases.get(id);
+    if (!lease) return;
+    this.dropLease(lease);
+    lease.forgotten = true;
+  }
+
   // One attempt through using(): resolves with the lease once the routine
   // runs (the lock is held), rejects with using()'s error otherwise.
   usingOnce(key, ttl, retryCount) {
     let threshold = ttl - (this.renewMs > 0 ? this.renewMs : Math.floor(ttl / 3));
     threshold = Math.min(threshold, ttl - 100); // using() refuses more
-    const settings = { retryCount, automaticExtensionThreshold: threshold };
+    const box = {};
+    const settings = { retryCount, automaticExtensionThreshold: threshold, [TAKEN]: box };
     return new Promise((resolve, reject) => {
       let started = false;
-      const box = {};
       box.done = this.redlock.using([key], ttl, settings, (signal) => {
-        // Runs after using() awaited its acquire, so box.done is set.
+        // Runs after using() awaited its acquire, so box.done and box.lock are set.
         started = true;
-        const lease = this.newLease(this.taken);
+        const lease = this.newLease(box.lock);
         lease.done = box.done;
         signal.addEventListener('abort', () => {
+          if (lease.forgotten) return;
           this.push({ type: 'lost', lease: lease.id, t: mono(), reason: signal.error ? signal.error.message : 'aborted' });
         });
         return new Promise((finish) => {

@@ -99,7 +99,7 @@ class SemaphoreLock {
       acquireAttemptsLimit: wait > 0 ? Number.POSITIVE_INFINITY : 1,
       retryInterval: this.retryDelay,
       ...(this.renewMs !== undefined ? { refreshInterval: this.renewMs } : {}),
-      onLockLost: (err) => this.push({ type: 'lost', lease: lease.id, t: mono(), reason: err.message }),
+      onLockLost: (err) => { if (!lease.forgotten) this.push({ type: 'lost', lease: lease.id, t: mono(), reason: err.message }); },
     });
     lease.mutex = mutex;
     this.watchRefresh(lease);
@@ -152,14 +152,25 @@ class SemaphoreLock {
         j.closed = true;
         const t = tally(j, ['eval', 'evalsha'], isOne);
         const outcome = ok ? 'ok' : this.judge(t) === 'indeterminate' ? 'indeterminate' : 'not_owner';
-        this.push({ type: 'renewal', lease: lease.id, t0, t1, outcome, ...(t.error ? { error: t.error } : {}) });
+        if (!lease.forgotten) this.push({ type: 'renewal', lease: lease.id, t0, t1, outcome, ...(t.error ? { error: t.error } : {}) });
         return ok;
       } catch (e) {
         j.closed = true;
-        this.push({ type: 'renewal', lease: lease.id, t0, t1: mono(), outcome: 'indeterminate', error: e.message });
+        if (!lease.forgotten) this.push({ type: 'renewal', lease: lease.id, t0, t1: mono(), outcome: 'indeterminate', error: e.message });
         throw e;
       }
     };
+  }
+
+  // forget ends a lease on the driver's side only, as an application that
+  // gave up the call does (a cancelled acquire that won after all, a
+  // release cancelled before it started): nothing is sent, the library's
+  // refresh timer goes on as it does; no renewal or lost is pushed for it.
+  forget(id) {
+    const lease = this.leases.get(id);
+    if (!lease) return;
+    this.leases.delete(id);
+    lease.forgotten = true;
   }
 
   async release(req) {

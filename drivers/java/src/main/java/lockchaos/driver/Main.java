@@ -14,6 +14,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -41,6 +42,13 @@ import org.redisson.config.Config;
  * {@code redisson-lease}) and {@link MultiLockDriver} ({@code redisson-redlock},
  * {@code redisson-redlock-watchdog}, {@code redisson-multilock}); their clients' configuration is
  * {@link RedissonConfig}'s.
+ *
+ * <p>The cancel extension: the stdin thread answers {@code cancel} at once, interrupting the lock
+ * thread ({@link Thread#interrupt()}) when the request cancelled is the call in flight, or marking
+ * it to start interrupted when it is still queued. The check, the interrupt and cancel_ok are
+ * under the monitor of this Main, which a request's task also holds to write its answer, leave
+ * the in-flight state and clear the thread's interrupt flag: cancel_ok comes before the answer,
+ * and no interrupt reaches the next request.
  */
 public final class Main {
     static final ObjectMapper JSON = new ObjectMapper();
@@ -65,6 +73,17 @@ public final class Main {
     boolean driverRetry;
     long perMasterMs; // master_timeout_ms on independent masters, else 0
     long retryDelayMs = 10;
+    /** What the request's Redisson call threw (set by failure), for a cancelled answer; the lock thread's. */
+    Throwable callFailure;
+
+    // The cancel extension, under this Main's monitor (which send takes too): the acquire,
+    // release or extend on the lock thread now (0: none) and the thread, the ones submitted and
+    // not started, and those cancelled and not answered yet.
+    static final Set<String> CANCELLABLE = Set.of("acquire", "release", "extend");
+    long inFlight;
+    Thread inFlightThread;
+    final Set<Long> queued = new HashSet<>();
+    final Set<Long> cancelled = new HashSet<>();
 
     Main(DriverLock lock, PrintStream out) {
         this.lock = lock;
@@ -134,19 +153,82 @@ public final class Main {
                     // Load Redisson's classes on the lock thread while lockchaos sends init.
                     lockThread.submit(Main::warmUp);
                     break;
-                default:
-                    lockThread.submit(() -> {
-                        ObjectNode m;
-                        try {
-                            m = handle(id, type, req);
-                        } catch (Throwable e) {
-                            m = reply(id, "error").put("error", describe(e));
+                case "cancel":
+                    cancel(id, req.path("of").asLong(0));
+                    break;
+                default: {
+                    boolean cancellable = CANCELLABLE.contains(type) && id > 0;
+                    if (cancellable) {
+                        synchronized (this) {
+                            queued.add(id);
                         }
-                        send(m);
-                    });
+                    }
+                    lockThread.submit(() -> run(id, type, req, cancellable));
+                }
             }
         }
         Runtime.getRuntime().halt(0); // stdin closed: lockchaos is gone
+    }
+
+    /**
+     * cancel of request of: delivered when it is the call in flight (the lock thread is
+     * interrupted) or still queued (it starts interrupted); otherwise nothing is done. cancel_ok
+     * is written under the monitor the request's answer is written under, so it comes first.
+     */
+    synchronized void cancel(long id, long of) {
+        boolean delivered = false;
+        if (of > 0 && of == inFlight) {
+            cancelled.add(of);
+            inFlightThread.interrupt();
+            delivered = true;
+        } else if (of > 0 && queued.contains(of)) {
+            cancelled.add(of); // run interrupts the thread as it starts
+            delivered = true;
+        }
+        send(reply(id, "cancel_ok").put("delivered", delivered));
+    }
+
+    /**
+     * One request on the lock thread: in flight (cancellable) from its start to its answer; a
+     * request cancelled while queued starts with the thread interrupted; a cancelled one whose
+     * call threw answers cancelled. The answer, the end of the in-flight state and the clearing of
+     * the interrupt flag are one step under the monitor cancel takes.
+     */
+    void run(long id, String type, JsonNode req, boolean cancellable) {
+        if (cancellable) {
+            synchronized (this) {
+                queued.remove(id);
+                inFlight = id;
+                inFlightThread = Thread.currentThread();
+                if (cancelled.contains(id)) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+        callFailure = null;
+        ObjectNode m;
+        try {
+            m = handle(id, type, req);
+        } catch (Throwable e) {
+            m = reply(id, "error").put("error", describe(e));
+        }
+        synchronized (this) {
+            if (cancellable) {
+                inFlight = 0;
+                inFlightThread = null;
+                if (cancelled.remove(id) && callFailure != null) {
+                    // The call ended by the interrupt (or failed with it delivered): an acquire
+                    // recorded no lease, a release removed its lease before its call.
+                    ObjectNode c = reply(id, "cancelled").put("error", describe(callFailure));
+                    c.set("t0", m.get("t0"));
+                    c.set("t1", m.get("t1"));
+                    m = c;
+                }
+            }
+            send(m);
+            Thread.interrupted(); // a late interrupt (or one Redisson set again) never reaches the next request
+        }
+        callFailure = null;
     }
 
     static void warmUp() {
@@ -202,6 +284,7 @@ public final class Main {
         // Redisson's RLock tells its user nothing more than yes or no: no validity time, no
         // signal when the watchdog fails to renew, no fence, and its renewals are internal.
         m.putArray("reports");
+        m.putArray("extensions").add("cancel");
         OPTIONS.stream().sorted().forEach(m.putArray("options")::add);
         return m;
     }
@@ -395,8 +478,9 @@ public final class Main {
         return reply(id, "released").put("t0", t0).put("t1", t1);
     }
 
-    /** not_owner, indeterminate or error, from what Redisson threw. */
-    static ObjectNode failure(long id, Throwable e, long t0, long t1) {
+    /** not_owner, indeterminate or error, from what Redisson threw (kept for a cancelled answer). */
+    ObjectNode failure(long id, Throwable e, long t0, long t1) {
+        callFailure = e;
         String type = classify(e);
         return reply(id, type).put("error", describe(e)).put("t0", t0).put("t1", t1);
     }

@@ -10,6 +10,11 @@ import org.json.JSONObject;
  * as a reentrant one does, sees the same thread for every call), times around each call, leases
  * kept until a definite answer, retries of a refused acquire until wait_ms, and an indeterminate
  * outcome for any exception that is not a refusal.
+ *
+ * <p>A cancel (the protocol's cancel extension, which the kit's hello lists) interrupts the worker
+ * thread in the call ({@link Thread#interrupt()}), or has the call start with the thread
+ * interrupted: a call that heeds interrupts throws (the request answers "cancelled"); one that
+ * does not (a blocking socket read) returns, and its answer is the usual one.
  */
 public interface DriverLock {
     /** hello's fields: the lock's name, library and version, its capabilities and reports. */

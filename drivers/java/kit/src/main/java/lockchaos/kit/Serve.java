@@ -8,12 +8,24 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.json.JSONObject;
 
-/** Serves a {@link DriverLock} over the lock-client protocol on stdin and stdout. */
+/**
+ * Serves a {@link DriverLock} over the lock-client protocol on stdin and stdout.
+ *
+ * <p>It answers the protocol's cancel extension (hello lists "cancel") as a Java application gives
+ * up a call: the stdin thread interrupts the worker ({@link Thread#interrupt()}) when the request
+ * cancelled is the call in flight, or has it start interrupted when it is still queued; cancel_ok
+ * at once. The request then answers with what its call did: "cancelled" when it threw (the kit's
+ * retry sleep throws InterruptedException, so does a lock call that heeds interrupts), its usual
+ * answer when it returned anyway. A cancelled acquire holds no lease; a cancelled release's lease
+ * is over. The worker's interrupt flag is cleared before the next request runs.
+ */
 public final class Serve {
     private final DriverLock lock;
     private final PrintStream out;
@@ -24,6 +36,16 @@ public final class Serve {
     });
     private final Map<String, String[]> leases = new HashMap<>(); // lease -> {key, token}; the worker's only
     private long seq, retryMs = 10;
+
+    // The cancel extension, under this Serve's monitor (which send takes too: a cancel_ok that
+    // says delivered comes before the cancelled request's answer): the acquire, release or extend
+    // on the worker now (0: none) and the worker, the ones submitted and not started, and those
+    // cancelled and not answered yet.
+    private static final Set<String> CANCELLABLE = Set.of("acquire", "release", "extend");
+    private long inFlight;
+    private Thread inFlightThread;
+    private final Set<Long> queued = new HashSet<>();
+    private final Set<Long> cancelled = new HashSet<>();
 
     private Serve(DriverLock lock, PrintStream out) {
         this.lock = lock;
@@ -59,19 +81,71 @@ public final class Serve {
                     send(reply(id, "shutdown_ok"));
                     Runtime.getRuntime().halt(0);
                 }
-                default -> worker.submit(() -> {
-                    long t0 = System.nanoTime();
-                    JSONObject m;
-                    try {
-                        m = handle(id, req);
-                    } catch (Exception e) { // not a refusal: the outcome at the server is unknown
-                        m = reply(id, "indeterminate").put("error", e.toString());
+                case "cancel" -> cancel(id, req.optLong("of"));
+                default -> {
+                    boolean cancellable = CANCELLABLE.contains(req.optString("type")) && id > 0;
+                    if (cancellable) {
+                        synchronized (this) {
+                            queued.add(id);
+                        }
                     }
-                    send(m.put("t0", t0).put("t1", System.nanoTime()));
-                });
+                    worker.submit(() -> run(id, req, cancellable));
+                }
             }
         }
         Runtime.getRuntime().halt(0); // stdin closed: lockchaos is gone
+    }
+
+    /** cancel of request of: delivered when it is in flight (the worker is interrupted) or queued (it starts interrupted). */
+    private synchronized void cancel(long id, long of) {
+        boolean delivered = false;
+        if (of > 0 && of == inFlight) {
+            cancelled.add(of);
+            inFlightThread.interrupt();
+            delivered = true;
+        } else if (of > 0 && queued.contains(of)) {
+            cancelled.add(of);
+            delivered = true;
+        }
+        send(reply(id, "cancel_ok").put("delivered", delivered));
+    }
+
+    /** One request on the worker; the answer, the end of its in-flight state and the clearing of the interrupt flag under one monitor. */
+    private void run(long id, JSONObject req, boolean cancellable) {
+        if (cancellable) {
+            synchronized (this) {
+                queued.remove(id);
+                inFlight = id;
+                inFlightThread = Thread.currentThread();
+                if (cancelled.contains(id)) {
+                    Thread.currentThread().interrupt(); // cancelled before it started
+                }
+            }
+        }
+        long t0 = System.nanoTime();
+        JSONObject m;
+        Exception threw = null;
+        try {
+            m = handle(id, req);
+        } catch (Exception e) { // not a refusal: the outcome at the server is unknown
+            threw = e;
+            m = reply(id, "indeterminate").put("error", e.toString());
+        }
+        long t1 = System.nanoTime();
+        synchronized (this) {
+            if (cancellable) {
+                inFlight = 0;
+                inFlightThread = null;
+                if (cancelled.remove(id) && threw != null) {
+                    m = reply(id, "cancelled").put("error", threw.toString());
+                    if ("release".equals(req.optString("type"))) {
+                        leases.remove(req.optString("lease")); // the application's lease is over: no second release
+                    }
+                }
+            }
+            send(m.put("t0", t0).put("t1", t1));
+            Thread.interrupted(); // a late interrupt never reaches the next request
+        }
     }
 
     private JSONObject handle(long id, JSONObject req) throws Exception {
@@ -79,7 +153,8 @@ public final class Serve {
             case "hello": {
                 DriverLock.Hello h = lock.hello();
                 return reply(id, "hello_ok").put("protocol", 1).put("name", h.name()).put("library", h.library()).put("version", h.version())
-                        .put("language", "java").put("capabilities", h.capabilities()).put("reports", h.reports()).put("options", new String[0]);
+                        .put("language", "java").put("capabilities", h.capabilities()).put("reports", h.reports()).put("options", new String[0])
+                        .put("extensions", new String[] {"cancel"});
             }
             case "init":
                 retryMs = Math.max(1, req.optJSONObject("options", new JSONObject()).optLong("retry_delay_ms", 10));
