@@ -360,8 +360,9 @@ var errAbandoned = errors.New("driver: the caller gave up waiting")
 // call sends req and waits for its answer, at most bound of the driver's
 // running time (time it spent stopped by a pause does not count). A
 // driver that does not answer within it is broken. ctx ending first: a
-// driver with the cancel extension (cancels) is sent a cancel of req and
-// its answer is still waited for (what the cancelled call did, reported to
+// driver with the cancel extension (cancels), when ctx is a cancel fault's
+// (cancelReported), is sent a cancel of req and its answer is still
+// waited for (what the cancelled call did, reported to
 // ctx's lockimpl.CancelReport); any other abandons the request (its
 // answer, when it comes, is dropped) with an indeterminate error.
 func (p *proc) call(ctx interface{ Done() <-chan struct{} }, req *Request, bound time.Duration) (Reply, error) {
@@ -400,7 +401,7 @@ func (p *proc) call(ctx interface{ Done() <-chan struct{} }, req *Request, bound
 			return Reply{}, p.brokenErr()
 		case <-done:
 			done = nil
-			if p.cancels.Load() {
+			if p.cancels.Load() && cancelReported(ctx) {
 				if _, c, err := p.send(&Request{Type: "cancel", Of: id}); err == nil {
 					cancelled, cancelSent = c, true
 					continue
@@ -432,6 +433,17 @@ func (p *proc) call(ctx interface{ Done() <-chan struct{} }, req *Request, bound
 			return Reply{}, p.brokenErr()
 		}
 	}
+}
+
+// cancelReported says whether ctx is a request's that a cancel fault may
+// cancel (it carries a lockimpl.CancelReport): only those send the driver
+// a cancel. The end of a run, or a caller's own deadline, abandons the
+// call as before: the run's stop is no application giving up a request,
+// and an interrupted library call there would leave effects no check
+// looks at as a fault's.
+func cancelReported(ctx interface{ Done() <-chan struct{} }) bool {
+	c, ok := ctx.(context.Context)
+	return ok && lockimpl.CancelReportFrom(c) != nil
 }
 
 // reportCancel fills ctx's cancel report with what a cancelled request
