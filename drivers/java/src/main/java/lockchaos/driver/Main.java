@@ -348,6 +348,11 @@ public final class Main {
         // commands only) instead of command_timeout_ms, a short one as the Redlock algorithm asks.
         perMasterMs = topology.equals("independent") && lock.multiNode() && eps.size() > 1
                 ? extra.path("master_timeout_ms").asLong(0) : 0;
+        if (perMasterMs > 0 && MultiLockDriver.TIMED_LOCK == null) {
+            // Older Redisson has no timeout of a lock's own: command_timeout_ms would apply instead.
+            return reply(id, "error").put("error", "master_timeout_ms unsupported: Redisson " + redissonVersion()
+                    + " has no per-lock timeout (org.redisson.api.options.CommonOptions)");
+        }
         long t0 = System.nanoTime();
         for (int attempt = 1; ; attempt++) {
             try {

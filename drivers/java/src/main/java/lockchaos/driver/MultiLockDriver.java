@@ -2,6 +2,9 @@ package lockchaos.driver;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,7 +18,6 @@ import org.redisson.RedissonMultiLock;
 import org.redisson.RedissonRedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
-import org.redisson.api.options.CommonOptions;
 import org.redisson.config.Config;
 
 /**
@@ -33,6 +35,32 @@ final class MultiLockDriver extends DriverLock {
         t.setDaemon(true);
         return t;
     });
+
+    /**
+     * RedissonClient.getLock(CommonOptions.name(key).timeout(t)): a lock whose own commands time
+     * out after t (master_timeout_ms), or null where this Redisson has no
+     * org.redisson.api.options.CommonOptions (none of 3.11 to 3.16 has), which Main then refuses
+     * the option on.
+     */
+    static final MethodHandle TIMED_LOCK = timedLock();
+
+    static MethodHandle timedLock() {
+        try {
+            MethodHandles.Lookup l = MethodHandles.publicLookup();
+            Class<?> options = Class.forName("org.redisson.api.options.CommonOptions");
+            MethodHandle named = l.findStatic(options, "name", MethodType.methodType(options, String.class));
+            Class<?> invocation = Class.forName("org.redisson.api.options.InvocationOptions");
+            MethodHandle timeout = l.findVirtual(invocation, "timeout", MethodType.methodType(invocation, Duration.class));
+            MethodHandle getLock = l.findVirtual(RedissonClient.class, "getLock", MethodType.methodType(RLock.class, options));
+            // (client, key, duration) -> client.getLock((CommonOptions) CommonOptions.name(key).timeout(duration))
+            named = named.asType(MethodType.methodType(invocation, String.class));
+            MethodHandle opts = MethodHandles.filterArguments(timeout, 0, named); // (String, Duration) -> InvocationOptions
+            opts = opts.asType(MethodType.methodType(options, String.class, Duration.class));
+            return MethodHandles.collectArguments(getLock, 1, opts); // (RedissonClient, String, Duration) -> RLock
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
+    }
 
     MultiLockDriver(String name, boolean watchdog, boolean redlock) {
         super(name, watchdog, watchdog ? List.of("multi-node", "reentrant", "renews") : List.of("multi-node", "reentrant"));
@@ -84,11 +112,23 @@ final class MultiLockDriver extends DriverLock {
     RLock lockFor(List<RedissonClient> clients, String key, long perMasterMs) {
         RLock[] each = new RLock[clients.size()];
         for (int i = 0; i < each.length; i++) {
-            each[i] = perMasterMs > 0
-                    ? clients.get(i).getLock(CommonOptions.name(key).timeout(Duration.ofMillis(perMasterMs)))
-                    : clients.get(i).getLock(key);
+            each[i] = perMasterMs > 0 ? timedLock(clients.get(i), key, perMasterMs) : clients.get(i).getLock(key);
         }
         return redlock ? new RedissonRedLock(each) : new RedissonMultiLock(each);
+    }
+
+    static RLock timedLock(RedissonClient client, String key, long ms) {
+        if (TIMED_LOCK == null) {
+            throw new IllegalStateException("master_timeout_ms: Redisson " + Main.redissonVersion()
+                    + " has no per-lock timeout (org.redisson.api.options.CommonOptions)");
+        }
+        try {
+            return (RLock) TIMED_LOCK.invoke(client, key, Duration.ofMillis(ms));
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     @Override

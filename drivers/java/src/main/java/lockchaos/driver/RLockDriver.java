@@ -2,6 +2,7 @@ package lockchaos.driver;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import java.lang.reflect.Method;
 import java.util.List;
 import java.util.function.Function;
 
@@ -17,6 +18,9 @@ import org.redisson.config.Config;
  * a single server, behind Sentinel or on a Cluster; on independent masters, the first.
  */
 final class RLockDriver extends DriverLock {
+    /** The client's id, the first part of the hash field its locks write (set at connect). */
+    String clientId;
+
     RLockDriver(String name, boolean watchdog) {
         super(name, watchdog, watchdog ? List.of("reentrant", "renews") : List.of("reentrant"));
     }
@@ -36,7 +40,30 @@ final class RLockDriver extends DriverLock {
             Function<JsonNode, Config> asIs, List<RedissonClient> made) {
         // A one-node lock on independent masters runs on the first.
         Config c = topology.equals("independent") ? single.apply(endpoints.get(0)) : asIs.apply(endpoints.get(0));
-        made.add(Redisson.create(c));
+        RedissonClient client = Redisson.create(c);
+        made.add(client);
+        clientId = clientId(client);
+    }
+
+    /**
+     * The id RedissonLock puts before the thread id in its hash field: RedissonClient.getId()
+     * where Redisson has it (3.16 on), else the connection manager's id (a UUID in 3.11), which is
+     * what RedissonLock itself reads there.
+     */
+    static String clientId(RedissonClient client) {
+        try {
+            Method getId;
+            try {
+                getId = RedissonClient.class.getMethod("getId");
+            } catch (NoSuchMethodException e) {
+                Object cm = client.getClass().getMethod("getConnectionManager").invoke(client);
+                return String.valueOf(Class.forName("org.redisson.connection.ConnectionManager")
+                        .getMethod("getId").invoke(cm));
+            }
+            return String.valueOf(getId.invoke(client));
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("Redisson " + Main.redissonVersion() + ": no client id: " + e, e);
+        }
     }
 
     @Override
@@ -47,18 +74,18 @@ final class RLockDriver extends DriverLock {
     @Override
     String token(List<RedissonClient> clients) {
         // The hash field Redisson stores: the client's id and the owning thread's id.
-        return clients.get(0).getId() + ":" + Thread.currentThread().getId();
+        return clientId + ":" + Thread.currentThread().getId();
     }
 
     @Override
     int depth(RLock lock, int before) {
-        if (before == 0) {
-            return 1;
-        }
-        // A re-entry, or a fresh hold after an earlier one expired: the server's count says which
-        // (an HGET after the call, outside t0..t1).
+        // The server's count of this thread's levels (an HGET after the call, outside t0..t1), on
+        // every acquire, a first one too: a level the application never learned of (an acquire
+        // that threw or timed out after its script ran) shows as a count above the driver's own.
+        // A re-entry that found its key gone and took it afresh answers 1.
         try {
-            return lock.getHoldCount();
+            int n = lock.getHoldCount();
+            return n >= 1 ? n : before + 1;
         } catch (Throwable ignored) {
             return before + 1; // the driver's count
         }

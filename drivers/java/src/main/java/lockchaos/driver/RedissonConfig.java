@@ -2,18 +2,24 @@ package lockchaos.driver;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import java.lang.reflect.Method;
 import java.util.HashMap;
 import java.util.Map;
 
 import org.redisson.client.codec.StringCodec;
-import org.redisson.config.BaseConfig;
 import org.redisson.config.ClusterServersConfig;
 import org.redisson.config.Config;
 import org.redisson.config.ReadMode;
 import org.redisson.config.SentinelServersConfig;
 import org.redisson.config.SubscriptionMode;
 
-/** Redisson's configuration from an init request: every lock's clients are made from it. */
+/**
+ * Redisson's configuration from an init request: every lock's clients are made from it. Built
+ * against the pinned Redisson and older ones (scripts/drivers-java.sh VERSION): the settings
+ * common to every server config are BaseConfig's, a package-private class in 3.11, so they are
+ * set by name ({@link #set}); Sentinel's checkSentinelsList (not in 3.11) and sentinelsDiscovery
+ * (not in 3.16) likewise, where this Redisson has them.
+ */
 final class RedissonConfig {
     private RedissonConfig() {}
 
@@ -31,7 +37,7 @@ final class RedissonConfig {
         c.setCodec(StringCodec.INSTANCE);
         c.setThreads(2);
         c.setNettyThreads(2);
-        BaseConfig<?> b;
+        Object b; // a BaseConfig, by reflection (package-private up to Redisson 3.11)
         switch (topology) {
             case "single": {
                 b = c.useSingleServer().setAddress(uri(ep.path("addr").asText()))
@@ -42,9 +48,16 @@ final class RedissonConfig {
             case "sentinel": {
                 SentinelServersConfig s = c.useSentinelServers().setMasterName(ep.path("master_name").asText())
                         .setReadMode(ReadMode.MASTER).setSubscriptionMode(SubscriptionMode.MASTER)
-                        .setCheckSentinelsList(false).setSentinelsDiscovery(false)
                         .setMasterConnectionMinimumIdleSize(1).setMasterConnectionPoolSize(4)
                         .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(2);
+                // Only the sentinels given: no check that the sentinels know of two or more, no
+                // discovery of the ones they announce. Redisson 3.11 has no such check; 3.16 and
+                // older always add the sentinels announced (through addr_map, where given).
+                setIfPresent(s, "setCheckSentinelsList", boolean.class, false);
+                if (!setIfPresent(s, "setSentinelsDiscovery", boolean.class, false)) {
+                    System.err.println("lockchaos driver: Redisson " + Main.redissonVersion()
+                            + " has no setSentinelsDiscovery: it also dials the sentinels the sentinels announce");
+                }
                 for (JsonNode a : ep.path("sentinels")) {
                     s.addSentinelAddress(uri(a.asText()));
                 }
@@ -73,25 +86,54 @@ final class RedissonConfig {
                 throw new IllegalArgumentException("unknown topology " + topology);
         }
         if (!connName.isEmpty()) {
-            b.setClientName(connName);
+            set(b, "setClientName", String.class, connName);
         }
         if (ep.hasNonNull("password")) {
-            b.setPassword(ep.path("password").asText());
+            set(b, "setPassword", String.class, ep.path("password").asText());
         }
         long cmd = opts.path("command_timeout_ms").asLong(0);
         if (cmd > 0) {
-            b.setTimeout((int) cmd);
-            b.setConnectTimeout((int) Math.max(cmd, 1000));
+            set(b, "setTimeout", int.class, (int) cmd);
+            set(b, "setConnectTimeout", int.class, (int) Math.max(cmd, 1000));
         }
         // Redisson retries a command that timed out (3 times, 1.5 s apart, by default). Here it does
         // not unless asked: an outcome then comes within command_timeout_ms, and a timeout is an
         // indeterminate reply rather than a silent re-send.
-        b.setRetryAttempts(extra.path("retry_attempts").asInt(0));
+        set(b, "setRetryAttempts", int.class, extra.path("retry_attempts").asInt(0));
         long retryDelay = opts.path("retry_delay_ms").asLong(0);
         if (retryDelay > 0) {
-            b.setRetryInterval((int) retryDelay);
+            set(b, "setRetryInterval", int.class, (int) retryDelay);
         }
         return c;
+    }
+
+    /** A public setter of the server config, by name (every Redisson version has it). */
+    static void set(Object config, String setter, Class<?> type, Object value) {
+        if (!setIfPresent(config, setter, type, value)) {
+            throw new IllegalStateException("Redisson " + Main.redissonVersion() + " has no "
+                    + config.getClass().getSimpleName() + "." + setter + "(" + type.getSimpleName() + ")");
+        }
+    }
+
+    /** The same, false when this Redisson has no such setter. */
+    static boolean setIfPresent(Object config, String setter, Class<?> type, Object value) {
+        Method m;
+        try {
+            m = config.getClass().getMethod(setter, type);
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+        try {
+            // Declared by BaseConfig, package-private in 3.11: a public method of it is not
+            // reachable by reflection without this.
+            m.setAccessible(true);
+            m.invoke(config, value);
+            return true;
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw new IllegalArgumentException(setter + ": " + e.getCause(), e.getCause());
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            throw new IllegalStateException(setter + ": " + e, e);
+        }
     }
 
     static String uri(String addr) {
