@@ -39,6 +39,12 @@ const (
 	// (a release that never reached it), so the client's last release
 	// leaves the key held.
 	CauseReleasedLevelKept = "released-level-kept"
+	// CauseFailedAcquireKept: as CauseReleasedLevelKept, but the level the
+	// server kept was taken by an acquire of the client's that answered
+	// failed or unknown (its script ran at the server after the call was
+	// cancelled or timed out, by the servers' record), so the client never
+	// knew it held it and its next acquire re-entered it.
+	CauseFailedAcquireKept = "failed-acquire-level-kept"
 	CauseLostUpdate        = "lost-update"
 	CauseUnknown           = "unknown"
 

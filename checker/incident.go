@@ -422,6 +422,8 @@ func (m *model) whatHappened(inc *Incident, vs []Violation, p *pause, pc int) st
 		return fmt.Sprintf("client %d re-entered %s after its key had expired at the server", c, key)
 	case CauseReleasedLevelKept:
 		return fmt.Sprintf("client %d acquired %s and the lock counted levels it had released, so its release left the key held", c, key)
+	case CauseFailedAcquireKept:
+		return fmt.Sprintf("client %d's acquire of %s that answered it had failed left a level at the server, so its later release left the key held", c, key)
 	case CauseMinorityQuorum, CauseForeignReentry, CauseFreedAboveZero, CauseFenceNotMonotonic, CauseNotGranted, CauseExpiredOnArrival, CauseFenceIssuedLate:
 		if s := ownHappened(inc, vs); s != "" {
 			return s

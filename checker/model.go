@@ -135,8 +135,9 @@ type nested struct {
 
 // attempt is an acquire that did not succeed (for liveness).
 type attempt struct {
-	t, end int64
-	client int32
+	t, end  int64
+	client  int32
+	unknown bool // answered unknown (else failed)
 }
 
 // fault is one fault firing with its heal.
@@ -615,7 +616,7 @@ func (m *model) addAcquire(e *history.Event) {
 	hi, holding := c.open.get(k)
 	if e.Result != history.OK {
 		if !holding {
-			m.kd[k].failed = append(m.kd[k].failed, attempt{e.T, e.End, int32(e.Client)})
+			m.kd[k].failed = append(m.kd[k].failed, attempt{e.T, e.End, int32(e.Client), e.Result == history.Unknown})
 		}
 		return
 	}

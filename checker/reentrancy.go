@@ -31,6 +31,10 @@ func judgeReentrancy(m *model, c *ctx) {
 // the server or while another client held it.
 func (m *model) judgeReentries(c *ctx, k int32, kd *keyData) {
 	a := &c.reent
+	// A client's last stale level on k: its next outermost acquires answer
+	// the same depth until a release finally frees the key (one leftover
+	// level, told once).
+	var lastStale map[int32]nested
 	for _, r := range kd.nested {
 		if !m.in(r.t) {
 			continue
@@ -41,6 +45,15 @@ func (m *model) judgeReentries(c *ctx, k int32, kd *keyData) {
 			continue
 		}
 		if r.stale {
+			p, ok := lastStale[r.client]
+			if lastStale == nil {
+				lastStale = map[int32]nested{}
+			}
+			lastStale[r.client] = r
+			if ok && p.depth == r.depth && !freshHoldBetween(m, kd, r.client, p.hold, r.hold) {
+				a.sameLevel++
+				continue
+			}
 			m.judgeStaleLevel(c, k, kd, r)
 			continue
 		}
@@ -95,21 +108,93 @@ func (m *model) judgeReentries(c *ctx, k int32, kd *keyData) {
 // holds. The sentence names the client's last release before, and its
 // outcome (one that never reached the server: cancelled, cut).
 func (m *model) judgeStaleLevel(c *ctx, k int32, kd *keyData, r nested) {
-	prior := ""
+	prior, relEnd := "", int64(-1)
 	for i := len(kd.releases) - 1; i >= 0; i-- {
 		if rel := &kd.releases[i]; rel.client == r.client && rel.end <= r.t {
-			prior = fmt.Sprintf("; its release of %s at %s", m.keys[k], sec(rel.t))
+			prior, relEnd = fmt.Sprintf("; its release of %s at %s", m.keys[k], sec(rel.t)), rel.end
 			if rel.refused {
 				prior += " was refused"
 			}
 			break
 		}
 	}
-	c.violate(Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: history.MS(r.at),
+	v := Violation{Check: CheckReentrancy, Key: m.keys[k], Clients: []int{int(r.client)}, AtMS: history.MS(r.at),
 		Window: [2]int64{r.t, r.at}, Cause: CauseReleasedLevelKept, Lease: m.lease(r.hold),
-		Detail: fmt.Sprintf("client %d's acquire of %s answered depth %d while it held no lease on it", r.client, m.keys[k], r.depth),
-		Explanation: fmt.Sprintf("client %d acquired %s at %s holding no lease on it, and the lock answered depth %d: it counted %d level(s) the client had released%s. The client's last release then leaves the key held, with nobody believing it holds it.",
-			r.client, m.keys[k], sec(r.at), r.depth, r.depth-1, prior)}, &c.reent.count)
+		Detail: fmt.Sprintf("client %d's acquire of %s answered depth %d while it held no lease on it", r.client, m.keys[k], r.depth)}
+	if tk, a := m.orphanLevel(kd, r.client, relEnd, r.t, r.at); a != nil {
+		// The servers' record shows where the level came from: a take of
+		// the client's own within an acquire it was told had failed.
+		answer := a.answer()
+		v.Cause = CauseFailedAcquireKept
+		v.Explanation = fmt.Sprintf("client %d acquired %s at %s holding no lease on it, and the lock answered depth %d: its acquire of %s at %s answered %s, yet %s took the key at %s (the servers' record), a level the client never knew it held. Its last release then leaves the key held, with nobody believing it holds it.",
+			r.client, m.keys[k], sec(r.at), r.depth, m.keys[k], sec(a.t), answer, tk.what(), sec(tk.t))
+	} else {
+		if a := lastFailed(kd, r.client, relEnd, r.t); a != nil {
+			// No take to prove it (the key was there already): either the
+			// release kept its level or this acquire's command ran.
+			prior += fmt.Sprintf(", or its acquire of %s at %s, answered %s, counted one all the same", m.keys[k], sec(a.t), a.answer())
+		}
+		v.Explanation = fmt.Sprintf("client %d acquired %s at %s holding no lease on it, and the lock answered depth %d: it counted %d level(s) the client had released%s. The client's last release then leaves the key held, with nobody believing it holds it.",
+			r.client, m.keys[k], sec(r.at), r.depth, r.depth-1, prior)
+	}
+	c.violate(v, &c.reent.count)
+}
+
+// orphanLevel: the last acquire of client's that answered failed or
+// unknown after from (its last release's end) and before t (the stale
+// acquire's invoke), with a key-take by client's connection after that
+// acquire began and by at (the stale acquire's end); nil, nil without the
+// servers' record or either. The key was absent then and client's own
+// command created it, and the only acquires client made since its release
+// are that one, answered without the lock, and the stale one, which found
+// the level there (it answered depth > 1): the failed one's command took
+// it, however late it reached the server (a link's delay can bring it
+// after the call gave up, even inside the next call).
+func (m *model) orphanLevel(kd *keyData, client int32, from, t, at int64) (*ownCmd, *attempt) {
+	if !m.useRecord() || len(kd.failed) == 0 || len(kd.takes) == 0 {
+		return nil, nil
+	}
+	a := lastFailed(kd, client, from, t)
+	if a == nil {
+		return nil, nil
+	}
+	for i := sort.Search(len(kd.takes), func(i int) bool { return kd.takes[i].t > at }) - 1; i >= 0 && kd.takes[i].t >= a.t; i-- {
+		if tk := &kd.takes[i]; tk.client == client {
+			return tk, a
+		}
+	}
+	return nil, nil
+}
+
+// lastFailed is client's last acquire of kd's that answered failed or
+// unknown, invoked after from and before t, or nil.
+func lastFailed(kd *keyData, client int32, from, t int64) *attempt {
+	for j := len(kd.failed) - 1; j >= 0; j-- {
+		if f := &kd.failed[j]; f.client == client && f.t > from && f.t < t {
+			return f
+		}
+	}
+	return nil
+}
+
+func (a *attempt) answer() string {
+	if a.unknown {
+		return "unknown"
+	}
+	return "failed"
+}
+
+// freshHoldBetween: client began a hold of kd's after hold p and before
+// hold r (indices into m.holds) — an outermost acquire at depth 1, which
+// ends a stale level's run.
+func freshHoldBetween(m *model, kd *keyData, client, p, r int32) bool {
+	i := sort.Search(len(kd.holds), func(i int) bool { return kd.holds[i] > p })
+	for ; i < len(kd.holds) && kd.holds[i] < r; i++ {
+		if m.holds[kd.holds[i]].client == client {
+			return true
+		}
+	}
+	return false
 }
 
 // judgeEarlyFrees: a release that left depth > 0 freed the key (the
@@ -160,7 +245,7 @@ func (m *model) judgeEarlyFrees(c *ctx, k int32, kd *keyData) {
 }
 
 // reentAcc accumulates the reentrancy check over judged windows.
-type reentAcc struct{ n, count, fresh int }
+type reentAcc struct{ n, count, fresh, sameLevel int }
 
 func resultReentrancy(m *model, c *ctx) (CheckResult, bool) {
 	a := &c.reent
@@ -173,6 +258,10 @@ func resultReentrancy(m *model, c *ctx) (CheckResult, bool) {
 	res.Verdict = verdictOf(a.count, true)
 	if a.fresh > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d re-entries found the key gone and took it afresh (depth 1)", a.fresh))
+	}
+	if a.sameLevel > 0 {
+		res.Stats["same_kept_level"] = a.sameLevel
+		res.Notes = append(res.Notes, fmt.Sprintf("%d later acquires answered a kept level already told (its client's outermost acquires since, at the same depth)", a.sameLevel))
 	}
 	return res, true
 }

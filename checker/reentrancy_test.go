@@ -149,3 +149,75 @@ func TestReleasedLevelKept(t *testing.T) {
 		t.Errorf("reentrancy %s with the count set back (depth 1)", v)
 	}
 }
+
+// An acquire that answered failed (its call was interrupted) while its
+// script took the key at the server, by the command record: client 0's
+// next acquire found its own field there and answered depth 2 although it
+// held nothing, and its release left the key held at depth 1. The cause
+// names the failed acquire and the take; without the record it is the
+// released-level story, and an acquire that answers depth 1 is valid.
+func TestFailedAcquireLevelKept(t *testing.T) {
+	build := func(depth int) *hb {
+		acq := func(b *hb, at int64) {
+			b.cmd(0, at, []string{"EVALSHA", "acq", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "1"}, []string{"PEXPIRE", recKey, "100"})
+		}
+		b := recordHB()
+		b.acq(0, 0, 1, 101, history.OK, 1)
+		acq(b, 1)
+		b.rel(0, 5, 6, 0).cmd(0, 5, []string{"EVALSHA", "rel", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "-1"}, []string{"DEL", recKey})
+		b.acq(0, 10, 14, 0, history.Fail, 0)
+		acq(b, 12)
+		b.acq(0, 20, 21, 121, history.OK, depth)
+		acq(b, 21)
+		b.rel(0, 30, 31, 0).cmd(0, 30, []string{"EVALSHA", "rel", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "-1"})
+		// The same kept level, answered by the next two acquires: told
+		// once, counted.
+		for _, at := range []int64{40, 60} {
+			b.acq(0, at, at+1, at+101, history.OK, depth)
+			acq(b, at+1)
+			b.rel(0, at+10, at+11, 0).cmd(0, at+10, []string{"EVALSHA", "rel", "1", recKey, "tokA"}, []string{"HINCRBY", recKey, "tokA", "-1"})
+		}
+		return b
+	}
+	reent := func(r *Result) []Violation {
+		var got []Violation
+		for _, v := range r.Violations {
+			if v.Check == CheckReentrancy {
+				got = append(got, v)
+			}
+		}
+		return got
+	}
+	got := reent(Check(build(2).ev, Options{}))
+	if len(got) != 1 || got[0].Cause != CauseFailedAcquireKept ||
+		!strings.Contains(got[0].Explanation, "its acquire of k at 0.010 s answered failed, yet its script's HINCRBY took the key at 0.012 s") {
+		t.Errorf("want one %s naming the failed acquire: %+v", CauseFailedAcquireKept, got)
+	}
+	if n := Check(build(2).ev, Options{}).Checks[CheckReentrancy].Stats["same_kept_level"]; n != 2 {
+		t.Errorf("same_kept_level %v, want the 2 later acquires at the same depth", n)
+	}
+	// A fresh hold between (the level finally freed) tells the next kept
+	// level again.
+	fresh := build(2)
+	fresh.acq(0, 80, 81, 181, history.OK, 1)
+	fresh.rel(0, 85, 86, 0)
+	fresh.acq(0, 90, 91, 191, history.OK, 2)
+	if got := reent(Check(fresh.ev, Options{})); len(got) != 2 {
+		t.Errorf("after a fresh hold: %d reentrancy violations, want 2: %+v", len(got), got)
+	}
+	// Without the record: the same violation, told as a kept level.
+	noRec := build(2)
+	var ev []history.Event
+	for _, e := range noRec.ev {
+		if e.Op != history.OpCommand {
+			ev = append(ev, e)
+		}
+	}
+	ev[0].Meta = map[string]any{"ttl_ms": 100.0, "honours": true, "topology": "single", "resource": "counter"}
+	if got := reent(Check(ev, Options{})); len(got) != 1 || got[0].Cause != CauseReleasedLevelKept {
+		t.Errorf("without the record: want one %s: %+v", CauseReleasedLevelKept, got)
+	}
+	if v := Check(build(1).ev, Options{}).Checks[CheckReentrancy].Verdict; v == Invalid {
+		t.Errorf("reentrancy %s with depth 1", v)
+	}
+}

@@ -235,6 +235,7 @@ func TestEveryCauseSentenceIsWhole(t *testing.T) {
 		CauseNotGranted:        "TestAcquireNotGranted",
 		CauseLocalReentry:      "TestReentryAfterExpiry",
 		CauseReleasedLevelKept: "TestReleasedLevelKept",
+		CauseFailedAcquireKept: "TestFailedAcquireLevelKept",
 		// The stranded keys' causes, each built there.
 		CauseRenewedAfterRelease:       "TestStrandedKeys",
 		CauseKeyWithoutTTL:             "TestStrandedKeys",
