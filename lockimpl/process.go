@@ -22,4 +22,11 @@ type ProcessNeeds interface {
 	// (a driver with the protocol's cancel extension) or it cannot tell
 	// before its hello (exec:), and says why not otherwise.
 	Cancel() error
+	// Extension is nil when the process handles the protocol's extension
+	// x (throw, sigterm, ...) or cannot tell before its hello (exec:), and
+	// says why not otherwise.
+	Extension(x string) error
+	// APIModes are the library idioms the process can call (the lock
+	// option api), the default first; none for a lock with one way in.
+	APIModes() []string
 }

@@ -97,6 +97,12 @@ func checkHello(s *Spec, name string, m Reply) error {
 	if s.Extensions != nil && !sameCaps(s.Extensions, m.Extensions) {
 		return &Error{Driver: name, Msg: fmt.Sprintf("its lock file %s says extensions %v, its hello %v", s.File, s.Extensions, m.Extensions)}
 	}
+	if s.APIs != nil && !slices.Equal(s.APIs, m.APIs) {
+		return &Error{Driver: name, Msg: fmt.Sprintf("its lock file %s says apis %v, its hello %v (the same modes, the default first)", s.File, s.APIs, m.APIs)}
+	}
+	if len(m.APIs) > 0 && !slices.Contains(m.Options, "api") {
+		return &Error{Driver: name, Msg: fmt.Sprintf("hello_ok: apis %v but no option api to choose one", m.APIs)}
+	}
 	for _, r := range m.Reports {
 		if !slices.Contains([]string{"deadline", "lost", "fence", "renewals"}, r) {
 			return &Error{Driver: name, Msg: fmt.Sprintf("hello_ok: reports %q: not one of deadline, lost, fence, renewals", r)}
@@ -154,6 +160,9 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 		if !slices.Contains(m.Options, k) {
 			return fail(fmt.Errorf("lock option %s=%s: driver %s (%s %s) understands %s", k, extra[k], s.Name, m.Library, m.Version, optList(m.Options)))
 		}
+	}
+	if v, ok := extra["api"]; ok && len(m.APIs) > 0 && !slices.Contains(m.APIs, v) {
+		return fail(fmt.Errorf("lock option api=%s: driver %s (%s %s) calls its library in modes %s (the default first)", v, s.Name, m.Library, m.Version, strings.Join(m.APIs, ", ")))
 	}
 	o := l.opts
 	client := env.ClientID

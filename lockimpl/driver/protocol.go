@@ -70,9 +70,16 @@ type Reply struct {
 	Capabilities []string `json:"capabilities,omitempty"`
 	Reports      []string `json:"reports,omitempty"`
 	Options      []string `json:"options,omitempty"`
-	// Extensions are the optional requests the driver answers
-	// (block_loop, cancel).
+	// Extensions are the optional requests and signals the driver
+	// handles (block_loop, cancel, throw, sigterm).
 	Extensions []string `json:"extensions,omitempty"`
+	// APIs are the library's idioms the driver can call (its API modes,
+	// the lock option api), the default first.
+	APIs []string `json:"apis,omitempty"`
+	// released, not_owner, indeterminate of a release with throw (the
+	// throw extension): the exception came out of the idiom to the
+	// application (false: the idiom swallowed it).
+	Raised *bool `json:"raised,omitempty"`
 	// acquired, extended, renewal, lost
 	Lease      string  `json:"lease,omitempty"`
 	Token      string  `json:"token,omitempty"`

@@ -34,6 +34,9 @@ type Spec struct {
 	// (block_loop), so that a fault that needs one is refused before the
 	// run; nil: not said.
 	Extensions []string `yaml:"extensions"`
+	// APIs are the library's idioms its hello offers (the lock option
+	// api), the default first; nil: not said.
+	APIs []string `yaml:"apis"`
 
 	// File is the lock file's path ("" for exec:); base is the folder
 	// Dir and the command are relative to.
@@ -172,7 +175,7 @@ func Register(s *Spec) (string, error) {
 			name = h.Name
 		}
 		caps = h.Capabilities
-		s.Library, s.Language, s.Extensions = h.Library, h.Language, h.Extensions
+		s.Library, s.Language, s.Extensions, s.APIs = h.Library, h.Language, h.Extensions, h.APIs
 		cs := slices.Clone(caps)
 		s.Capabilities = &cs
 	}
@@ -225,6 +228,20 @@ func (s *Spec) BlockLoop() error {
 	}
 	return nil
 }
+
+// Extension is nil for a lock file that declares extension x and for a
+// driver known by its hello only (exec:, left to the fault, which records
+// it as not taken effect), an error otherwise (lockimpl.ProcessNeeds).
+func (s *Spec) Extension(x string) error {
+	if s.Capabilities != nil && !slices.Contains(s.Extensions, x) {
+		return fmt.Errorf("its lock file %s declares extensions %v, not %s", s.label(), s.Extensions, x)
+	}
+	return nil
+}
+
+// APIModes are the idioms the lock file says its driver offers, the
+// default first (lockimpl.ProcessNeeds).
+func (s *Spec) APIModes() []string { return slices.Clone(s.APIs) }
 
 // Cancel is nil for a lock file that declares the cancel extension and for
 // a driver known by its hello only (exec:, left to the fault, which records
