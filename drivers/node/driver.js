@@ -30,6 +30,23 @@
 // the life of the process.) A request cancelled while it
 // waits its turn is not started. The next request runs at once, not after
 // the abandoned call.
+//
+// API modes: the lock option api picks the library's idiom (lib/redlock.js,
+// lib/semaphore.js); hello lists the modes of the lock's kind in apis, the
+// default first. Each hold is a scope (lib/scope.js): the idiom runs the
+// critical section, parked until the release.
+//
+// Extension throw: a release with "throw": "<message>" raises an Error
+// with that message in the critical section; the idiom's exception path
+// releases (using() rejects, a finally runs), and the answer says raised:
+// true when the error came out of the idiom to the application.
+//
+// Extension sigterm: on SIGTERM the driver shuts down as a Node service
+// does (process.on('SIGTERM')): it ends every critical section, so each
+// idiom releases on its way out (using() after its extension in flight,
+// the explicit idioms in their finally), lets an acquire still under way
+// release at once what it wins, waits for them at most the TTL, quits its
+// clients and exits 0. Requests that come after it are refused.
 const readline = require('node:readline');
 const { mono, line, log, parseOpts, boolOpt } = require('./lib/proto');
 const { load } = require('./lib/load');
@@ -58,7 +75,7 @@ let clients = [];
 // What hello says about the lock under these options and this version.
 function identity() {
   const d = spec.describe(opts);
-  return { name: spec.name, library: spec.pkg, version: lib.version, language: 'node', capabilities: d.capabilities, reports: d.reports };
+  return { name: spec.name, library: spec.pkg, version: lib.version, language: 'node', capabilities: d.capabilities, reports: d.reports, apis: d.apis };
 }
 
 async function init(req) {
@@ -76,12 +93,18 @@ async function init(req) {
   const ioOpts = { ...(spec.clientOptions ? spec.clientOptions(req) : {}) };
   if (opts.offline_queue !== undefined) ioOpts.enableOfflineQueue = boolOpt(opts.offline_queue, true);
   clients = await clientsMod.connect(req, ioOpts, undefined, lib.dir);
-  lock = spec.create(lib.mod, clients, req, opts, line);
+  try {
+    lock = spec.create(lib.mod, clients, req, opts, line);
+  } catch (e) {
+    await clientsMod.close(clients);
+    clients = [];
+    throw new Error(`init: ${e.message}`);
+  }
   defaultTtl = (req.options && req.options.ttl_ms) || 0;
   const t1 = mono();
   const after = identity();
   const changed = {};
-  for (const k of ['version', 'capabilities', 'reports']) {
+  for (const k of ['version', 'capabilities', 'reports', 'apis']) {
     if (JSON.stringify(before[k]) !== JSON.stringify(after[k])) changed[k] = after[k];
   }
   return { type: 'init_ok', t0, t1, ...changed };
@@ -108,8 +131,9 @@ const needLock = (f) => async (req) => {
   return f(req);
 };
 
+const EXTENSIONS = ['block_loop', 'cancel', 'throw', 'sigterm'];
 const HANDLERS = {
-  hello: async () => ({ type: 'hello_ok', protocol: 1, ...identity(), options: spec.options, extensions: ['block_loop', 'cancel'] }),
+  hello: async () => ({ type: 'hello_ok', protocol: 1, ...identity(), options: spec.options, extensions: EXTENSIONS }),
   init,
   acquire: needLock((r) => lock.acquire(r)),
   release: needLock((r) => lock.release(r)),
@@ -151,6 +175,10 @@ function onLine(text) {
     default:
   }
   const h = HANDLERS[req.type];
+  if (terminating && h) {
+    line({ in_reply_to: id, type: 'error', error: 'shutting down (SIGTERM): not started' });
+    return;
+  }
   if (!h) {
     line({ in_reply_to: id, type: 'error', error: `unknown request type ${JSON.stringify(req.type)}` });
     return;
@@ -247,6 +275,16 @@ function done(e) {
 // drops it: an acquire that won is released at once (its result reported
 // to nobody, the release's outcome logged).
 function settled(e, rep) {
+  if (terminating && e.req.type === 'acquire' && !e.answered) {
+    // Ended while the process shuts down: not answered (indeterminate to
+    // lockchaos). A win is never reported (the caller would hold what the
+    // shutdown releases): lock.shutdown() ended its critical section, or
+    // its late entry ended at once, which released it.
+    log(`request ${e.req.id} (acquire) ended during the SIGTERM shutdown: ${rep.type}${rep.lease ? ` ${rep.lease}` : ''}, not answered`);
+    e.answered = true;
+    done(e);
+    return;
+  }
   if (!answer(e, rep)) {
     log(`request ${e.req.id} (${e.req.type}), cancelled, ended: ${rep.type}${rep.lease ? ` ${rep.lease}` : ''}${rep.error ? `: ${rep.error}` : ''} (dropped)`);
     if (e.req.type === 'acquire' && rep.type === 'acquired' && lock) {
@@ -284,6 +322,23 @@ function cancel(req) {
   pump();
 }
 
+// SIGTERM: the service's graceful shutdown (see the top of the file).
+let terminating = false;
+async function onSigterm() {
+  if (terminating) return;
+  terminating = true;
+  const deadline = Math.max(250, defaultTtl || 1000);
+  const t0 = mono();
+  log(`SIGTERM: ending the critical sections (at most ${deadline} ms), then quitting`);
+  let finished = false;
+  if (lock && lock.shutdown) {
+    finished = await Promise.race([lock.shutdown().then(() => true), new Promise((r) => setTimeout(() => r(false), deadline))]);
+  }
+  log(`SIGTERM: ${finished ? 'every idiom returned' : 'the deadline came first'} after ${((mono() - t0) / 1e6).toFixed(1)} ms; quitting the clients`);
+  await clientsMod.close(clients);
+  process.exit(0);
+}
+
 function main() {
   let a;
   try {
@@ -307,6 +362,7 @@ function main() {
   if (process.env.LOCKCHAOS_NODE_UNHANDLED !== 'exit') {
     process.on('unhandledRejection', (e) => log(`unhandled rejection: ${e && e.stack || e}`));
   }
+  process.on('SIGTERM', onSigterm);
   const rl = readline.createInterface({ input: process.stdin, terminal: false });
   rl.on('line', onLine);
   rl.on('close', async () => {

@@ -148,7 +148,9 @@ test('release after the lease expired is not_owner (no renewal)', async () => {
 
 test('renewing locks keep the lease past its TTL and push each renewal', async () => {
   await Promise.all(LOCKS.map(async (lock) => {
-    const d = await ready(lock, [shared], { options: { renew_interval_ms: 100 } });
+    // The lock option: redis-semaphore's own interval is 0.8 of the TTL,
+    // redlock's using() extends 500 ms (at most ttl - 100) before expiry.
+    const d = await ready(lock, [shared], {}, ['--opt', 'renew_interval_ms=100']);
     const key = newKey();
     const r = await d.request({ type: 'acquire', key, ttl_ms: 300, wait_ms: 0 });
     assert.equal(r.type, 'acquired');
@@ -170,7 +172,10 @@ test('a renewing lock whose key is taken away pushes lost', async () => {
     const r = await d.request({ type: 'acquire', key, ttl_ms: 400, wait_ms: 0 });
     await shared.admin.set(r.redis_key || key, 'someone-else', 'PX', 5000);
     const t = Date.now();
-    while (!d.events.some((e) => e.type === 'lost') && Date.now() - t < 2000) await sleep(20);
+    // using() aborts its signal once an extension failed and the lease
+    // expired; the refused extension itself retries 10 times 200 ms (the
+    // library's default retryCount and retryDelay): about 2 s.
+    while (!d.events.some((e) => e.type === 'lost') && Date.now() - t < 5000) await sleep(20);
     const lost = d.events.find((e) => e.type === 'lost');
     assert.ok(lost, `${lock}: no lost event; events ${JSON.stringify(d.events)}`);
     assert.equal(lost.lease, r.lease);
@@ -322,12 +327,12 @@ async function until(cond, ms) {
   return cond();
 }
 
-test('hello lists the cancel extension, as the lock files do', async () => {
+test('hello lists the cancel, throw and sigterm extensions, as the lock files do', async () => {
   await Promise.all([...LOCKS, 'example'].map(async (lock) => {
     const h = await driver(lock).hello();
     assert.ok(Array.isArray(h.extensions) && h.extensions.includes('cancel'), `${lock}: extensions ${JSON.stringify(h.extensions)}`);
     if (lock === 'example') return;
-    assert.deepEqual([...h.extensions].sort(), ['block_loop', 'cancel']);
+    assert.deepEqual([...h.extensions].sort(), ['block_loop', 'cancel', 'sigterm', 'throw']);
     // The lock file must say the same (lockimpl/driver/locker.go checks it).
     const yaml = fs.readFileSync(path.join(__dirname, `${lock}.yaml`), 'utf8');
     const m = yaml.match(/^extensions:\s*\[([^\]]*)\]/m);
@@ -474,4 +479,214 @@ test('a cancel of an unknown or answered request is not delivered and does nothi
     assert.equal(answers(d, acqId).length, 1);
     await d.request({ type: 'shutdown' });
   }));
+});
+
+// --- API modes, and the throw and sigterm extensions (docs/driver-protocol.md) ---
+
+// Every lock's modes, the default first, as its lock file lists them; and
+// the redlock locks' api=acquire, a lock of another kind (no extension).
+const MODES = {
+  'node-redlock': ['using', 'acquire-extend'],
+  'sesamecare-redlock': ['using', 'acquire-extend'],
+  'redis-semaphore-mutex': ['acquire', 'try-acquire'],
+  'redis-semaphore-redlock': ['acquire', 'try-acquire'],
+};
+const CASES = [
+  ...Object.entries(MODES).flatMap(([lock, apis]) => apis.map((api) => [lock, api])),
+  ['node-redlock', 'acquire'], ['sesamecare-redlock', 'acquire'],
+];
+const yamlList = (lock, field) => {
+  const m = fs.readFileSync(path.join(__dirname, `${lock}.yaml`), 'utf8').match(new RegExp(`^${field}:\\s*\\[([^\\]]*)\\]`, 'm'));
+  return m ? m[1].split(',').map((x) => x.trim()).filter(Boolean) : null;
+};
+const redisKey = (r, key) => r.redis_key || key;
+
+test('hello lists the API modes of the lock\'s kind, the default first, as the lock files do', async () => {
+  await Promise.all(LOCKS.map(async (lock) => {
+    const h = await driver(lock).hello();
+    assert.deepEqual(h.apis, MODES[lock], `${lock}: apis`);
+    assert.deepEqual(yamlList(lock, 'apis'), h.apis, `${lock}.yaml apis`);
+    assert.ok(h.options.includes('api'), `${lock}: options ${h.options}`);
+    // Every mode offered keeps the lock file's capabilities.
+    for (const api of h.apis) {
+      const hm = await driver(lock, ['--opt', `api=${api}`]).hello();
+      assert.deepEqual(hm.capabilities, h.capabilities, `${lock} api=${api}`);
+      assert.deepEqual(hm.apis, h.apis, `${lock} api=${api}: the same list, the default first`);
+    }
+  }));
+  // redlock's acquire does not extend: another kind of lock, offered alone;
+  // auto_extend=false (the older option) is the same; the two disagreeing
+  // stop the driver at start, naming both.
+  for (const lock of ['node-redlock', 'sesamecare-redlock']) {
+    for (const opt of ['api=acquire', 'auto_extend=false']) {
+      const h = await driver(lock, ['--opt', opt]).hello();
+      assert.deepEqual(h.capabilities, ['multi-node'], `${lock} ${opt}`);
+      assert.deepEqual(h.reports, ['deadline'], `${lock} ${opt}`);
+      assert.deepEqual(h.apis, ['acquire'], `${lock} ${opt}`);
+    }
+  }
+  const bad = driver('node-redlock', ['--opt', 'api=using', '--opt', 'auto_extend=false']);
+  assert.equal(await bad.exited, 2);
+  assert.match(bad.stderr, /api=using and auto_extend=false disagree/);
+});
+
+test('an unknown api in init is an error naming it and the modes', async () => {
+  await Promise.all([...LOCKS, 'example'].map(async (lock) => {
+    const d = driver(lock);
+    await d.hello();
+    const r = await d.init([shared], { extra: { api: 'no-such-idiom' } });
+    assert.equal(r.type, 'error', `${lock}: ${JSON.stringify(r)}`);
+    assert.match(r.error, /api=no-such-idiom/, lock);
+    const modes = lock === 'example' ? ['with-lock', 'try-unlock'] : MODES[lock];
+    for (const m of modes) assert.ok(r.error.includes(m), `${lock}: ${r.error} names ${m}`);
+  }));
+});
+
+test('each API mode acquires, is refused, waits, releases and hands over', async () => {
+  const byLock = new Map();
+  for (const [lock, api] of [...CASES, ['example', 'with-lock'], ['example', 'try-unlock']]) byLock.set(lock, [...(byLock.get(lock) || []), api]);
+  await Promise.all([...byLock].map(async ([lock, apis]) => {
+    for (const api of apis) {
+      const what = `${lock} api=${api}`;
+      const a = await ready(lock, [shared], { client: 1, extra: { api } });
+      const b = await ready(lock, [shared], { client: 2, extra: { api } });
+      const key = newKey();
+      const ra = await a.request({ type: 'acquire', key, ttl_ms: 3000, wait_ms: 0 });
+      assert.equal(ra.type, 'acquired', `${what}: ${JSON.stringify(ra)}`);
+      assert.equal(await shared.admin.get(redisKey(ra, key)), ra.token, `${what}: the key holds the token`);
+      const rb = await b.request({ type: 'acquire', key, ttl_ms: 3000, wait_ms: 0 });
+      assert.equal(rb.type, 'not_acquired', `${what}: ${JSON.stringify(rb)}`);
+      const wb = b.request({ type: 'acquire', key, ttl_ms: 3000, wait_ms: 2000 });
+      await sleep(100);
+      assert.equal((await a.request({ type: 'release', lease: ra.lease })).type, 'released', what);
+      const rb2 = await wb;
+      assert.equal(rb2.type, 'acquired', `${what}: the waiter gets it after the release: ${JSON.stringify(rb2)}`);
+      assert.equal((await b.request({ type: 'release', lease: rb2.lease })).type, 'released', what);
+      assert.equal(await shared.admin.exists(redisKey(rb2, key)), 0, `${what}: released`);
+      await a.request({ type: 'shutdown' });
+      await b.request({ type: 'shutdown' });
+    }
+  }));
+});
+
+test('acquire-extend extends on the application\'s timer and pushes each renewal', async () => {
+  await Promise.all(['node-redlock', 'sesamecare-redlock'].map(async (lock) => {
+    const d = await ready(lock, [shared], { extra: { api: 'acquire-extend' }, options: { renew_interval_ms: 100 } });
+    const key = newKey();
+    const r = await d.request({ type: 'acquire', key, ttl_ms: 300, wait_ms: 0 });
+    assert.equal(r.type, 'acquired');
+    await sleep(700);
+    assert.equal(await shared.admin.get(key), r.token, `${lock}: the key outlived its 300 ms TTL`);
+    const ren = d.events.filter((e) => e.type === 'renewal' && e.lease === r.lease);
+    assert.ok(ren.length >= 4 && ren.every((e) => e.outcome === 'ok'), `${lock}: ${JSON.stringify(ren)}`);
+    // Taken away: the next extend fails, the section is told (lost).
+    await shared.admin.set(key, 'someone-else', 'PX', 5000);
+    assert.ok(await until(() => d.events.some((e) => e.type === 'lost'), 4000), `${lock}: ${JSON.stringify(d.events.slice(-3))}`);
+    assert.equal((await d.request({ type: 'release', lease: r.lease })).type, 'not_owner');
+    await shared.admin.del(key);
+  }));
+});
+
+test('redlock\'s own retries are raced against wait_ms; a late win is released at once', async () => {
+  const holder = await ready('node-redlock', [shared], { client: 1 });
+  const d = await ready('node-redlock', [shared], { client: 2 });
+  const key = newKey();
+  const held = await holder.request({ type: 'acquire', key, ttl_ms: 10000, wait_ms: 0 });
+  // The library alone retries 10 times 200 ms ± 100 (2 s or more).
+  const r = await d.request({ type: 'acquire', key, ttl_ms: 10000, wait_ms: 700 });
+  const waited = (r.t1 - r.t0) / 1e6;
+  assert.equal(r.type, 'not_acquired', JSON.stringify(r));
+  assert.ok(waited >= 690 && waited < 1100, `answered after ${waited} ms of wait_ms 700`);
+  // The library goes on trying; the key freed now, it wins for nobody and
+  // its critical section ends at once.
+  assert.equal((await holder.request({ type: 'release', lease: held.lease })).type, 'released');
+  assert.ok(await until(() => /won after its caller stopped waiting/.test(d.stderr), 2500), `stderr: ${d.stderr}`);
+  let freed = false;
+  for (const t = Date.now(); !freed && Date.now() - t < 500; await sleep(20)) freed = (await shared.admin.exists(key)) === 0;
+  assert.ok(freed, 'released at once, well before its 10 s TTL');
+  const again = await d.request({ type: 'acquire', key, ttl_ms: 1000, wait_ms: 0 });
+  assert.equal(again.type, 'acquired', JSON.stringify(again));
+  assert.deepEqual(d.events, [], 'nothing pushed for the late win');
+  await d.request({ type: 'release', lease: again.lease });
+});
+
+test('throw: the error is raised in the critical section, the idiom releases, raised says it came out', async () => {
+  await Promise.all([...CASES, ['example', 'with-lock'], ['example', 'try-unlock']].map(async ([lock, api]) => {
+    const what = `${lock} api=${api}`;
+    const d = await ready(lock, [shared], { extra: { api } });
+    const key = newKey();
+    const r = await d.request({ type: 'acquire', key, ttl_ms: 5000, wait_ms: 0 });
+    assert.equal(r.type, 'acquired', what);
+    const rel = await d.request({ type: 'release', lease: r.lease, throw: 'lockchaos: an error in the critical section' });
+    assert.equal(rel.type, 'released', `${what}: ${JSON.stringify(rel)}`);
+    assert.equal(rel.raised, true, `${what}: using() and finally pass the error on`);
+    assert.equal(await shared.admin.exists(redisKey(r, key)), 0, `${what}: the idiom released the key`);
+    // The lease is over; the next hold is as usual.
+    assert.match((await d.request({ type: 'release', lease: r.lease })).error, /lease/);
+    const next = await d.request({ type: 'acquire', key, ttl_ms: 5000, wait_ms: 0 });
+    assert.equal(next.type, 'acquired', what);
+    assert.equal((await d.request({ type: 'release', lease: next.lease })).raised, undefined, `${what}: a plain release has no raised`);
+    await d.request({ type: 'shutdown' });
+  }));
+  // A lease lost before the throw: the idiom's release is refused, the
+  // error still comes out.
+  const d = await ready('redis-semaphore-mutex', [shared], {}, ['--opt', 'renew_interval_ms=0']);
+  const key = newKey();
+  const r = await d.request({ type: 'acquire', key, ttl_ms: 150, wait_ms: 0 });
+  await sleep(300);
+  await shared.admin.set(r.redis_key, 'someone-else', 'PX', 5000);
+  const rel = await d.request({ type: 'release', lease: r.lease, throw: 'boom' });
+  assert.equal(rel.type, 'not_owner', JSON.stringify(rel));
+  assert.equal(rel.raised, true);
+  assert.equal(await shared.admin.get(r.redis_key), 'someone-else');
+});
+
+test('sigterm: the driver ends its critical sections, releases, and exits 0 within its deadline', async () => {
+  const cases = [...LOCKS.map((l) => [l, MODES[l][0]]), ['node-redlock', 'acquire-extend'], ['redis-semaphore-mutex', 'try-acquire'], ['node-redlock', 'acquire'], ['example', 'with-lock'], ['example', 'try-unlock']];
+  await Promise.all(cases.map(async ([lock, api]) => {
+    const what = `${lock} api=${api}`;
+    // init's TTL (the shutdown's deadline) 1 s; the lease's 20 s, so that
+    // only a release frees the key.
+    const d = await ready(lock, [shared], { extra: { api }, options: { ttl_ms: 1000 } });
+    const key = newKey();
+    const r = await d.request({ type: 'acquire', key, ttl_ms: 20000, wait_ms: 0 });
+    assert.equal(r.type, 'acquired', what);
+    const t = Date.now();
+    process.kill(d.proc.pid, 'SIGTERM');
+    assert.equal(await d.exited, 0, `${what}: exit 0 (stderr ${d.stderr})`);
+    const took = Date.now() - t;
+    assert.ok(took < 1000 + 1500, `${what}: exited ${took} ms after SIGTERM (deadline 1 s)`);
+    assert.equal(await shared.admin.exists(redisKey(r, key)), 0, `${what}: the key was released on the way out`);
+  }));
+});
+
+test('sigterm while an acquire waits: the process exits within the deadline, the holder keeps the key', async () => {
+  await Promise.all(['node-redlock', 'redis-semaphore-mutex', 'example'].map(async (lock) => {
+    const holder = await ready(lock, [shared], { client: 1 });
+    const d = await ready(lock, [shared], { client: 2, options: { ttl_ms: 500 } });
+    const key = newKey();
+    const held = await holder.request({ type: 'acquire', key, ttl_ms: 20000, wait_ms: 0 });
+    const waiting = d.request({ type: 'acquire', key, ttl_ms: 20000, wait_ms: 5000 }, 8000).catch(() => null);
+    await sleep(150);
+    const t = Date.now();
+    process.kill(d.proc.pid, 'SIGTERM');
+    assert.equal(await d.exited, 0, `${lock}: ${d.stderr}`);
+    assert.ok(Date.now() - t < 500 + 1500, `${lock}: exited ${Date.now() - t} ms after SIGTERM (deadline 500 ms)`);
+    void waiting;
+    assert.equal(await shared.admin.get(redisKey(held, key)), held.token, `${lock}: the holder's key stands`);
+    assert.equal((await holder.request({ type: 'release', lease: held.lease })).type, 'released');
+    await holder.request({ type: 'shutdown' });
+  }));
+});
+
+test('the redlock settings: the library\'s defaults but for what lockchaos sets', () => {
+  const { settingsOf, thresholdOf, LIBRARY } = require('./lib/redlock');
+  const init = { options: { ttl_ms: 500, retry_delay_ms: 10, renew_interval_ms: 166 } };
+  assert.deepEqual(settingsOf({}, init), {}, 'nothing of its own: the library fills in its defaults');
+  assert.deepEqual(LIBRARY, { driftFactor: 0.01, retryCount: 10, retryDelay: 200, retryJitter: 100, automaticExtensionThreshold: 500 });
+  assert.deepEqual(settingsOf({ retry_count: '3', retry_delay_ms: '20', retry_jitter_ms: '5', drift_factor: '0.02' }, init), { retryCount: 3, retryDelay: 20, retryJitter: 5, driftFactor: 0.02 });
+  assert.deepEqual(settingsOf({ retry: 'driver' }, init), { retryCount: 0, retryDelay: 10, retryJitter: 5, driftFactor: 0.01 }, 'retry=driver: as before the modes');
+  assert.equal(thresholdOf(2000, 0), 500, 'the library\'s threshold');
+  assert.equal(thresholdOf(500, 0), 400, 'at most ttl - 100 (using() refuses more)');
+  assert.equal(thresholdOf(2000, 300), 1700, 'renew_interval_ms: extend that long into the lease');
 });

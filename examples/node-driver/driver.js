@@ -7,15 +7,23 @@ const { serve } = require('lockchaos-driver-kit');
 
 // --- the team's lock helper, as it is in their service ---
 const DEL_IF_OWNER = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
-const lockHelper = (redis) => ({
-  async tryLock(key, ttlMs) {
-    const token = crypto.randomBytes(16).toString('hex');
-    return (await redis.set(key, token, 'PX', ttlMs, 'NX')) === 'OK' ? token : null;
-  },
-  async unlock(key, token) { return (await redis.eval(DEL_IF_OWNER, 1, key, token)) === 1; },
-});
+const lockHelper = (redis) => {
+  const h = {
+    async tryLock(key, ttlMs) {
+      const token = crypto.randomBytes(16).toString('hex');
+      return (await redis.set(key, token, 'PX', ttlMs, 'NX')) === 'OK' ? token : null;
+    },
+    async unlock(key, token) { return (await redis.eval(DEL_IF_OWNER, 1, key, token)) === 1; },
+    async withLock(key, ttlMs, fn) { // the service's usual way in: false when taken
+      const token = await h.tryLock(key, ttlMs);
+      if (!token) return false;
+      try { await fn(token); return true; } finally { await h.unlock(key, token); }
+    },
+  };
+  return h;
+};
 
-// --- the driver: its calls, on the kit ---
+// --- the driver: its calls, on the kit; each idiom the service uses is a mode ---
 let redis, helper;
 serve({
   hello: { name: 'my-node-lock', library: 'my-lock', version: '1.0.0' },
@@ -26,10 +34,12 @@ serve({
     await redis.connect();
     helper = lockHelper(redis);
   },
-  async acquire(r) { // null: refused (the kit retries until wait_ms)
-    const token = await helper.tryLock(r.key, r.ttl_ms);
-    return token && { key: r.key, token };
+  apis: { // api=with-lock (the default) or api=try-unlock
+    'with-lock': { scoped: (r, body) => helper.withLock(r.key, r.ttl_ms, (token) => body({ key: r.key, token })) },
+    'try-unlock': { // null: refused (the kit retries until wait_ms)
+      acquire: async (r) => { const token = await helper.tryLock(r.key, r.ttl_ms); return token && { key: r.key, token }; },
+      release: (r, lease) => helper.unlock(lease.key, lease.token),
+    },
   },
-  release: (r, lease) => helper.unlock(lease.key, lease.token),
   close: () => redis && redis.disconnect(),
 });

@@ -89,7 +89,8 @@ async function close(clients) {
 // RedlockMutex counts a failed SET as a no), the driver records what each
 // command of one library call answered, to tell a refusal from an unknown
 // outcome. A call runs inside tapped.run(journal, fn); each tapped command
-// issued in that call appends {name, client, value | error} to the journal.
+// issued in that call appends {name, client, value | error, done} to the
+// journal (done: the command has answered or failed).
 const tapped = new AsyncLocalStorage();
 
 function tap(clients, names) {
@@ -102,7 +103,7 @@ function tap(clients, names) {
         if (j && !j.closed && p && typeof p.then === 'function') {
           const rec = { name, client: idx };
           j.calls.push(rec);
-          p.then((v) => { rec.value = v; }, (e) => { rec.error = e; });
+          p.then((v) => { rec.value = v; rec.done = true; }, (e) => { rec.error = e; rec.done = true; });
         }
         return p;
       };
@@ -110,7 +111,8 @@ function tap(clients, names) {
   });
 }
 
-// journalRun runs fn with a fresh journal and returns [journal, promise].
+// journalRun runs fn with a fresh journal and returns [journal, what fn
+// returned] (a promise, or a scope whose calls the journal then records).
 function journalRun(fn) {
   const j = { calls: [], closed: false };
   return [j, tapped.run(j, fn)];

@@ -4,6 +4,22 @@
 // refreshInterval, by default 0.8 of lockTimeout) and call onLockLost when a
 // refresh fails; neither reports a validity time.
 //
+// API modes (the lock option api; docs/driver-protocol.md "API modes"),
+// both scoped, both with the same capabilities:
+//   acquire      (default, the README's first example) `await
+//                mutex.acquire(); try { … } finally { await mutex.release() }`:
+//                acquire() throws TimeoutError when it gives up.
+//   try-acquire  (the README's "optional lock") `if (await
+//                mutex.tryAcquire()) { try { … } finally { await
+//                mutex.release() } }`: false when it gives up.
+// The library's defaults (retryInterval 10 ms, refreshInterval 0.8 ×
+// lockTimeout, acquireAttemptsLimit unbounded) except: lockTimeout is the
+// request's TTL; the wait is the idiom's own acquireTimeout = wait_ms
+// (wait_ms 0: acquireAttemptsLimit 1, one attempt), and a safety race at
+// wait_ms + 2 × command_timeout_ms + 1 s (its loop reads Date.now(), which a
+// client clock fault moves). renew_interval_ms (a lock option) overrides the
+// refresh interval ("0": no refresh).
+//
 // The library answers less than the protocol asks: release() returns
 // nothing (owner or not), and RedlockMutex counts a SET that timed out as a
 // no. The driver taps the clients' set/eval/evalsha (clients.tap) during
@@ -16,18 +32,30 @@
 // protocol wants; the acquired reply names it in keys (the protocol's
 // field, docs/driver-protocol.md) and in redis_key (this driver's older
 // extension, which its tests read).
-const { mono, intOpt, leaseOf } = require('./proto');
+const { mono, intOpt, leaseOf, log } = require('./proto');
 const { tap, journalRun, definiteNo } = require('./clients');
+const { openScope, race, thrownOf } = require('./scope');
 
-const OPTIONS = ['version', 'renew_interval_ms', 'offline_queue'];
+const OPTIONS = ['version', 'api', 'renew_interval_ms', 'offline_queue'];
+const APIS = ['acquire', 'try-acquire'];
+
+// refreshOf: the refreshInterval the lock option asks for, undefined for
+// the library's default (unset, or "library").
+function refreshOf(opts) {
+  const r = opts.renew_interval_ms;
+  if (r === undefined || r === null || r === '' || r === 'library') return undefined;
+  const n = intOpt(r);
+  if (n < 0) throw new Error(`renew_interval_ms=${r} is negative`);
+  return n;
+}
 
 function describe(multi) {
   return (opts) => {
-    const renews = opts.renew_interval_ms === undefined || String(opts.renew_interval_ms) !== '0';
+    const renews = refreshOf(opts) !== 0;
     const caps = [];
     if (renews) caps.push('renews');
     if (multi) caps.push('multi-node');
-    return { capabilities: caps, reports: renews ? ['lost', 'renewals'] : [] };
+    return { capabilities: caps, reports: renews ? ['lost', 'renewals'] : [], apis: APIS };
   };
 }
 
@@ -57,20 +85,22 @@ function tally(journal, names, yes) {
 const isOne = (v) => Number(v) === 1;
 
 class SemaphoreLock {
-  constructor(lib, clients, init, opts, push, multi) {
+  constructor(lib, clients, init, opts, push, multi, name) {
     const o = init.options || {};
+    this.api = opts.api === undefined || opts.api === '' ? APIS[0] : String(opts.api);
+    if (!APIS.includes(this.api)) throw new Error(`api=${this.api}: ${name} calls redis-semaphore in modes ${APIS.join(', ')}`);
     this.Mutex = multi ? lib.RedlockMutex : lib.Mutex;
+    this.TimeoutError = lib.TimeoutError;
     this.multi = multi;
     this.target = multi ? clients : clients[0];
     this.n = multi ? clients.length : 1;
     this.quorum = multi ? Math.round((clients.length + 1) / 2) : 1; // the library's getQuorum
     this.prefix = init.key_prefix || '';
     this.push = push;
-    this.retryDelay = Math.max(1, o.retry_delay_ms ?? 10);
-    this.cmdTimeout = o.command_timeout_ms || 1000;
-    const r = opts.renew_interval_ms;
-    this.renewMs = r === 'library' ? undefined : intOpt(r, o.renew_interval_ms > 0 ? o.renew_interval_ms : undefined);
+    this.cmdTimeout = o.command_timeout_ms > 0 ? o.command_timeout_ms : 1000;
+    this.refresh = refreshOf(opts);
     this.leases = new Map();
+    this.scopes = new Set(); // the idioms under way (SIGTERM ends them)
     this.seq = 0;
     tap(clients, ['set', 'eval', 'evalsha']);
   }
@@ -83,9 +113,33 @@ class SemaphoreLock {
     return 'indeterminate';
   }
 
+  // gaveUp: acquire()'s TimeoutError (its class has no name of its own).
+  gaveUp(e) {
+    return (this.TimeoutError && e instanceof this.TimeoutError) || (e && e.constructor && e.constructor.name === 'TimeoutError');
+  }
+
   relKey(key) {
     if (!key.startsWith(this.prefix)) throw new Error(`key ${JSON.stringify(key)} is not under key_prefix ${JSON.stringify(this.prefix)}`);
     return key.slice(this.prefix.length);
+  }
+
+  // The idiom: acquire (or tryAcquire), the critical section, release in
+  // finally; the release's commands go to a journal of their own.
+  async idiom(mutex, lease, enter) {
+    if (this.api === 'acquire') await mutex.acquire();
+    else if (!(await mutex.tryAcquire())) return;
+    try {
+      await enter(lease);
+    } finally {
+      lease.ended = true;
+      const [j, p] = journalRun(() => mutex.release());
+      lease.releaseJournal = j;
+      try {
+        await p;
+      } finally {
+        j.closed = true;
+      }
+    }
   }
 
   async acquire(req) {
@@ -94,37 +148,47 @@ class SemaphoreLock {
     const lease = { id: `L${++this.seq}` };
     const mutex = new this.Mutex(this.target, rel, {
       lockTimeout: req.ttl_ms,
-      // wait_ms 0 is one attempt; the library's loop also needs time left.
-      acquireTimeout: wait > 0 ? wait : this.cmdTimeout + 1000,
-      acquireAttemptsLimit: wait > 0 ? Number.POSITIVE_INFINITY : 1,
-      retryInterval: this.retryDelay,
-      ...(this.renewMs !== undefined ? { refreshInterval: this.renewMs } : {}),
-      onLockLost: (err) => { if (!lease.forgotten) this.push({ type: 'lost', lease: lease.id, t: mono(), reason: err.message }); },
+      // wait_ms 0 is one attempt; the loop also needs time left (the
+      // library's acquireTimeout, 10 s, then).
+      ...(wait > 0 ? { acquireTimeout: wait } : { acquireAttemptsLimit: 1 }),
+      ...(this.refresh !== undefined ? { refreshInterval: this.refresh } : {}),
+      onLockLost: (err) => { if (!lease.forgotten && !lease.ended) this.push({ type: 'lost', lease: lease.id, t: mono(), reason: err.message }); },
     });
     lease.mutex = mutex;
     this.watchRefresh(lease);
     const t0 = mono();
-    const [j, p] = journalRun(() => mutex.tryAcquire());
-    let ok = false;
-    let thrown = null;
-    try { ok = await p; } catch (e) { thrown = e; }
-    const t1 = mono();
+    const late = () => {
+      lease.forgotten = true;
+      log(`${lease.id} of ${req.key}: won after its caller stopped waiting; its critical section ends at once (released)`);
+    };
+    const [j, scope] = journalRun(() => openScope((enter) => this.idiom(mutex, lease, enter), { late }));
+    this.scopes.add(scope);
+    scope.done.then(() => this.scopes.delete(scope), () => this.scopes.delete(scope));
+    const bound = wait + 2 * this.cmdTimeout + 1000;
+    const r = await race(scope.entered, bound);
     j.closed = true;
-    if (ok) {
+    const t1 = mono();
+    if (r.value) {
       this.leases.set(lease.id, lease);
       const redisKey = `${this.prefix}mutex:${rel}`;
       return { type: 'acquired', lease: lease.id, token: mutex.identifier, depth: 1, keys: [redisKey], redis_key: redisKey, t0, t1 };
     }
-    if (thrown) return { type: 'indeterminate', error: thrown.message, t0, t1 };
-    // Every attempt sends one SET per client, in client order: an attempt
-    // whose answers left a quorum possible makes the outcome unknown (the
-    // library's cleanup DEL may not have reached that server either).
+    if (r.deadline) {
+      scope.abandon();
+      if (j.calls.some((c) => !c.done)) return { type: 'indeterminate', error: `the library's acquire had not returned ${bound} ms on, a command on the wire (a late win is released at once)`, t0, t1 };
+    } else if (r.error && !this.gaveUp(r.error)) {
+      return { type: 'indeterminate', error: r.error.message, t0, t1 };
+    }
+    // Given up (tryAcquire false, acquire()'s TimeoutError) or the safety
+    // bound: every attempt sends one SET per client, in client order; an
+    // attempt whose answers left a quorum possible makes the outcome
+    // unknown (the library's cleanup DEL may not have reached that server).
     let attempt = null;
     const attempts = [];
-    for (const r of j.calls) {
-      if (r.name !== 'set') continue;
-      if (r.client === 0 || !attempt) attempts.push(attempt = { calls: [] });
-      attempt.calls.push(r);
+    for (const c of j.calls) {
+      if (c.name !== 'set') continue;
+      if (c.client === 0 || !attempt) attempts.push(attempt = { calls: [] });
+      attempt.calls.push(c);
     }
     for (const a of attempts) {
       const t = tally(a, ['set'], (v) => v === 'OK');
@@ -143,6 +207,7 @@ class SemaphoreLock {
   watchRefresh(lease) {
     const m = lease.mutex;
     const refresh = m._refresh.bind(m);
+    const quiet = () => lease.forgotten || lease.ended;
     m._refresh = async () => {
       const t0 = mono();
       const [j, p] = journalRun(refresh);
@@ -152,20 +217,20 @@ class SemaphoreLock {
         j.closed = true;
         const t = tally(j, ['eval', 'evalsha'], isOne);
         const outcome = ok ? 'ok' : this.judge(t) === 'indeterminate' ? 'indeterminate' : 'not_owner';
-        if (!lease.forgotten) this.push({ type: 'renewal', lease: lease.id, t0, t1, outcome, ...(t.error ? { error: t.error } : {}) });
+        if (!quiet()) this.push({ type: 'renewal', lease: lease.id, t0, t1, outcome, ...(t.error ? { error: t.error } : {}) });
         return ok;
       } catch (e) {
         j.closed = true;
-        if (!lease.forgotten) this.push({ type: 'renewal', lease: lease.id, t0, t1: mono(), outcome: 'indeterminate', error: e.message });
+        if (!quiet()) this.push({ type: 'renewal', lease: lease.id, t0, t1: mono(), outcome: 'indeterminate', error: e.message });
         throw e;
       }
     };
   }
 
   // forget ends a lease on the driver's side only, as an application that
-  // gave up the call does (a cancelled acquire that won after all, a
-  // release cancelled before it started): nothing is sent, the library's
-  // refresh timer goes on as it does; no renewal or lost is pushed for it.
+  // gave up the call does (a release cancelled before it started): nothing
+  // is sent, the library's refresh timer goes on as it does; no renewal or
+  // lost is pushed for it.
   forget(id) {
     const lease = this.leases.get(id);
     if (!lease) return;
@@ -173,27 +238,44 @@ class SemaphoreLock {
     lease.forgotten = true;
   }
 
+  // release leaves the scope: normally, or (throw) by an Error raised in
+  // the critical section; the idiom's finally releases. release() returns
+  // nothing: the journal of its commands says what the servers answered.
   async release(req) {
     const lease = leaseOf(this.leases, req.lease);
     this.leases.delete(lease.id);
     const held = lease.mutex.isAcquired;
+    const thrown = thrownOf(req);
     const t0 = mono();
-    const [j, p] = journalRun(() => lease.mutex.release());
-    let thrown = null;
-    try { await p; } catch (e) { thrown = e; }
+    lease.scope.end(thrown);
+    const bound = 2 * this.cmdTimeout + 4000;
+    const r = await race(lease.scope.done, bound);
     const t1 = mono();
-    j.closed = true;
-    if (!held) return { type: 'not_owner', error: 'the library had lost the lock (a refresh failed); its release sent nothing', t0, t1 };
-    if (thrown) return { type: 'indeterminate', error: thrown.message, t0, t1 };
-    const t = tally(j, ['eval', 'evalsha'], isOne);
+    const raised = thrown ? { raised: !!r.error } : {};
+    if (r.deadline) return { type: 'indeterminate', error: `the idiom's release had not returned after ${bound} ms`, ...raised, t0, t1 };
+    if (!held) return { type: 'not_owner', error: 'the library had lost the lock (a refresh failed); its release sent nothing', ...raised, t0, t1 };
+    if (r.error && r.error !== thrown) return { type: 'indeterminate', error: r.error.message, ...raised, t0, t1 };
+    const t = tally(lease.releaseJournal || { calls: [] }, ['eval', 'evalsha'], isOne);
     const v = this.judge(t);
-    if (v === 'yes') return { type: 'released', t0, t1 };
-    if (v === 'no') return { type: 'not_owner', t0, t1 };
-    return { type: 'indeterminate', error: t.error, t0, t1 };
+    if (v === 'yes') return { type: 'released', ...raised, t0, t1 };
+    if (v === 'no') return { type: 'not_owner', ...raised, t0, t1 };
+    return { type: 'indeterminate', error: t.error, ...raised, t0, t1 };
   }
 
   async extend() {
     return { type: 'error', error: 'unsupported: redis-semaphore has no extend; it refreshes on its own timer' };
+  }
+
+  // shutdown (SIGTERM): every critical section ends normally, so each
+  // idiom's finally releases; an acquire still trying ends its section at
+  // once if it wins. Resolves when every idiom has returned.
+  shutdown() {
+    const all = [...this.scopes];
+    for (const s of all) {
+      s.abandon();
+      s.end();
+    }
+    return Promise.allSettled(all.map((s) => s.done));
   }
 }
 
@@ -201,11 +283,12 @@ function spec(name, multi) {
   return {
     name, pkg: 'redis-semaphore', options: OPTIONS, describe: describe(multi),
     clientOptions: (init) => ({ keyPrefix: init.key_prefix || undefined }),
-    create: (lib, clients, init, opts, push) => new SemaphoreLock(lib, clients, init, opts, push, multi),
+    create: (lib, clients, init, opts, push) => new SemaphoreLock(lib, clients, init, opts, push, multi, name),
   };
 }
 
 module.exports = {
   semaphoreMutex: spec('redis-semaphore-mutex', false),
   semaphoreRedlock: spec('redis-semaphore-redlock', true),
+  APIS,
 };
