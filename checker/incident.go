@@ -72,7 +72,7 @@ var causeFaults = map[string][]string{
 	CausePartitioned:        {history.FaultCutClient, history.FaultPartition},
 	CauseStalled:            {history.FaultStallCommands},
 	CauseClockSkew:          {history.FaultClockSkew},
-	CauseNotFreedAfterCrash: {history.FaultCrashClient},
+	CauseNotFreedAfterCrash: {history.FaultCrashClient, history.FaultSigterm},
 	CauseNotGranted:         {history.FaultPauseNode, history.FaultPartition, history.FaultCutClient},
 }
 
@@ -90,6 +90,7 @@ var uncaused = map[string]string{
 	history.FaultLink:           "one client's slow or cut link shows as renewal-overwrote-owner, renewal-failed or a key that expired",
 	history.FaultMigrateSlot:    "MIGRATE moves a key with its TTL: a migration loses nothing; commands it redirects fail and are retried",
 	history.FaultCancel:         "a cancelled call loses no key by itself: what a lock leaves behind shows as renewed-after-failed-acquire or key-without-ttl",
+	history.FaultThrow:          "a release on the exception path is a release: what an idiom leaves behind shows as renewed-after-release, key-without-ttl or release-not-applied",
 }
 
 // namedFault finds the fault v's cause names: of the kinds the cause

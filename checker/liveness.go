@@ -370,9 +370,13 @@ func (m *model) livenessGap(c *ctx, w *keyWaits, x, y int64, prev, next int32, s
 		expl = fmt.Sprintf("from %s", sec(x))
 	}
 	for _, f := range m.faults {
-		if f.kind == history.FaultCrashClient && f.applied && f.crashAt <= y && f.crashAt >= x-allowed {
+		if endsClient(f.kind) && f.applied && f.crashAt <= y && f.crashAt >= x-allowed {
 			cause = CauseNotFreedAfterCrash
-			expl = fmt.Sprintf("client %d crashed at %s%s", f.clientTarget, sec(f.crashAt), ifs(f.v.Point != "", " ("+f.v.Point+")"))
+			died := "crashed"
+			if f.kind == history.FaultSigterm {
+				died = "was stopped (SIGTERM) and its process ended"
+			}
+			expl = fmt.Sprintf("client %d %s at %s%s", f.clientTarget, died, sec(f.crashAt), ifs(f.v.Point != "", " ("+f.v.Point+")"))
 			break
 		}
 	}

@@ -157,7 +157,7 @@ func (m *model) lossDetection(a *lossAcc) *LossDetection {
 // when the record ended (not a crashed client, whose belief ends with it).
 func (m *model) openAtEnd(h *hold) bool {
 	for _, f := range m.faults {
-		if f.kind == history.FaultCrashClient && f.clientTarget == int(h.client) && f.applied {
+		if endsClient(f.kind) && f.clientTarget == int(h.client) && f.applied {
 			return false
 		}
 	}

@@ -216,7 +216,7 @@ type clientState struct {
 	// pausesOutOfOrder: a pause began before the one recorded ahead of it
 	// (not in a history the runner writes): granted scans them all.
 	pausesOutOfOrder bool
-	crashes          []*fault // the crash-client faults that took effect on it
+	crashes          []*fault // the crash-client and sigterm faults that took effect on it
 	ok               int64    // successful top-level acquires
 	tried            int64    // acquire calls
 }
@@ -711,7 +711,7 @@ func (m *model) addFault(e *history.Event) {
 			f.clientTarget = id
 		}
 	}
-	if f.kind == history.FaultCrashClient {
+	if endsClient(f.kind) {
 		f.crashAt = f.end
 		if v, err := strconv.ParseFloat(e.Fault.Effect[history.EffectCrashedAt], 64); err == nil && v >= 0 {
 			f.crashAt = int64(v * 1e6)
@@ -723,6 +723,13 @@ func (m *model) addFault(e *history.Event) {
 	}
 	m.faults = append(m.faults, f)
 	m.faultBy[f.id] = f
+}
+
+// endsClient: a fault of kind ends its client for good, holding what it
+// holds (crash-client; sigterm, whose process ended at crashed_at_ms after
+// its shutdown hooks ran, releasing or not).
+func endsClient(kind string) bool {
+	return kind == history.FaultCrashClient || kind == history.FaultSigterm
 }
 
 // stillInEffect is the heal time of a fault whose heal is not read yet:

@@ -122,11 +122,21 @@ func pickWeighted(r *rand.Rand, prior map[string]int, names []string) string {
 
 func (g Generator) kinds() []string {
 	ks := Applicable(g.Topology)
-	if p, driver := lockimpl.ProcessNeedsOf(g.Info.Name); driver && p.Cancel() != nil {
-		// A driver without the protocol's cancel extension: every such
-		// fault would report itself not applied.
-		ks = slices.DeleteFunc(ks, func(k string) bool { return k == history.FaultCancel })
-	}
+	p, driver := lockimpl.ProcessNeedsOf(g.Info.Name)
+	ks = slices.DeleteFunc(ks, func(k string) bool {
+		switch k {
+		case history.FaultCancel:
+			// A driver without the protocol's cancel extension: every
+			// such fault would report itself not applied.
+			return driver && p.Cancel() != nil
+		case history.FaultThrow:
+			return driver && p.Extension("throw") != nil
+		case history.FaultSigterm:
+			// A Go lock has no process of its own to stop.
+			return !driver
+		}
+		return false
+	})
 	if len(g.Kinds) > 0 {
 		ks = slices.DeleteFunc(ks, func(k string) bool { return !slices.Contains(g.Kinds, k) })
 	}

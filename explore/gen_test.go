@@ -1,6 +1,8 @@
 package explore
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -111,9 +113,10 @@ func TestMagnitudesInRange(t *testing.T) {
 			}
 		}
 	}
-	// The whole vocabulary of the topology comes up.
+	// The whole vocabulary of the topology comes up (but sigterm, for a
+	// lock with a process of its own: TestApplicationFaultsFollowTheProcess).
 	for _, k := range Applicable("single") {
-		if !seen[k] {
+		if !seen[k] && k != history.FaultSigterm {
 			t.Errorf("kind %s never drawn in 500 schedules", k)
 		}
 	}
@@ -167,6 +170,49 @@ func TestRenewingLocksAreHeldForSeveralCycles(t *testing.T) {
 			t.Errorf("renewing lock: longest hold %v in 300 schedules, want 4×TTL (%v)", longest, 4*ttl)
 		case !renews && longest > ttl*12/10:
 			t.Errorf("plain lock: longest hold %v, want at most 1.2×TTL", longest)
+		}
+	}
+}
+
+// fakeNeeds is a driver lock's process as explore sees it: the extensions
+// it lists.
+type fakeNeeds struct{ ext []string }
+
+func (fakeNeeds) OwnTraffic() bool              { return true }
+func (fakeNeeds) ClockPreload() (string, error) { return "", nil }
+func (fakeNeeds) BlockLoop() error              { return nil }
+func (n fakeNeeds) Cancel() error               { return n.Extension("cancel") }
+func (n fakeNeeds) Extension(x string) error {
+	if slices.Contains(n.ext, x) {
+		return nil
+	}
+	return fmt.Errorf("no extension %s", x)
+}
+func (fakeNeeds) APIModes() []string { return nil }
+
+// sigterm is drawn for a lock with a process of its own and never for a Go
+// lock; throw and cancel for a Go lock, and for a driver only when its
+// lock file lists their extensions.
+func TestApplicationFaultsFollowTheProcess(t *testing.T) {
+	factory := func(lockimpl.Env) (lockimpl.Locker, error) { return nil, errors.New("not started") }
+	lockimpl.RegisterProcess(lockimpl.Info{Name: "explore-test-driver-all"}, factory, fakeNeeds{ext: []string{"cancel", "throw", "sigterm"}})
+	lockimpl.RegisterProcess(lockimpl.Info{Name: "explore-test-driver-none"}, factory, fakeNeeds{})
+	simple, _, _ := lockimpl.Lookup("simple")
+	all, _, _ := lockimpl.Lookup("explore-test-driver-all")
+	none, _, _ := lockimpl.Lookup("explore-test-driver-none")
+	for _, tc := range []struct {
+		info lockimpl.Info
+		want map[string]bool
+	}{
+		{simple, map[string]bool{history.FaultCancel: true, history.FaultThrow: true, history.FaultSigterm: false}},
+		{all, map[string]bool{history.FaultCancel: true, history.FaultThrow: true, history.FaultSigterm: true}},
+		{none, map[string]bool{history.FaultCancel: false, history.FaultThrow: false, history.FaultSigterm: true}},
+	} {
+		ks := Generator{Topology: "single", Info: tc.info}.kinds()
+		for k, want := range tc.want {
+			if got := slices.Contains(ks, k); got != want {
+				t.Errorf("%s: %s drawn %v, want %v", tc.info.Name, k, got, want)
+			}
 		}
 	}
 }

@@ -50,6 +50,8 @@ var kindDraws = map[string]kindDraw{
 	history.FaultMigrateSlot:    {2, false, drawNothing},
 	history.FaultIsolateNode:    {2, false, drawNothing},
 	history.FaultCancel:         {6, true, drawCancel},
+	history.FaultThrow:          {4, true, drawThrow},
+	history.FaultSigterm:        {4, true, drawSigterm},
 }
 
 // unexplored are the registered fault kinds explore never draws, each with
@@ -99,6 +101,34 @@ func drawCancel(g Generator, r *rand.Rand, s Schedule, f *Fault) {
 
 var cancelPrior = map[string]int{history.PointInAcquire: 4, history.PointAfterAcquire: 2, history.PointBeforeWrite: 1,
 	history.PointInWrite: 1, history.PointBeforeRelease: 2, history.PointInRelease: 3}
+
+// The application's code in the critical section raises
+// (faults.ThrowPoints): the lock's idiom releases on its exception path.
+func drawThrow(g Generator, r *rand.Rand, s Schedule, f *Fault) {
+	f.Spec.Point = pick(r, faults.ThrowPoints)
+	f.Spec.Target = g.clientTarget(r, s)
+	if r.IntN(3) == 0 {
+		f.Spec.Target = "any-client"
+	}
+}
+
+// A driver's process stopped gracefully while it acquires, holds or
+// releases; in a call, in flight (params.delay after it was sent) as a
+// cancel is. Drawn for locks with a process of their own only
+// (Generator.kinds).
+func drawSigterm(g Generator, r *rand.Rand, s Schedule, f *Fault) {
+	f.Spec.Point = pickWeighted(r, sigtermPrior, []string{history.PointInAcquire, history.PointAfterAcquire,
+		history.PointBeforeWrite, history.PointBeforeRelease, history.PointInRelease})
+	if f.Spec.Point == history.PointInAcquire || f.Spec.Point == history.PointInRelease {
+		if d := pick(r, []string{"", "1ms", "3ms", "10ms"}); d != "" {
+			f.Spec.Params[history.ParamDelay] = d
+		}
+	}
+	f.Spec.Target = g.clientTarget(r, s)
+}
+
+var sigtermPrior = map[string]int{history.PointInAcquire: 2, history.PointAfterAcquire: 3, history.PointBeforeWrite: 2,
+	history.PointBeforeRelease: 1, history.PointInRelease: 2}
 
 func drawStallCommands(g Generator, r *rand.Rand, s Schedule, f *Fault) {
 	f.Spec.Target = g.clientTarget(r, s)

@@ -108,6 +108,21 @@ type ClientControl interface {
 	// Hit then comes when the call answered, To its answer's time, and
 	// says whether the cancel reached it (history.EffectDelivered).
 	Cancel(ctx context.Context, cs []int, point string, delay time.Duration) <-chan Hit
+	// Throw makes the critical section of the first of clients cs to reach
+	// point raise: the rest of it is skipped and the lock is released on
+	// the exception path (a Go deferred release recovering the panic; a
+	// driver's idiom, through the protocol's throw extension). Same
+	// channel contract; the Hit comes once that release answered, its
+	// Effect says what the lock did with the exception.
+	Throw(ctx context.Context, cs []int, point string) <-chan Hit
+	// Terminate stops the process of the first of clients cs to reach
+	// point with SIGTERM, and kills it if it has not ended after grace;
+	// the client acts no more. On a lock in a driver process in-acquire and
+	// in-release are the driver's call in flight, delay after its request.
+	// Same channel contract; the Hit comes when the process ended (To),
+	// its Effect says how, or has EffectReason for a lock with no process
+	// of its own.
+	Terminate(ctx context.Context, cs []int, point string, delay, grace time.Duration) <-chan Hit
 	// SetClock skews client c's clock (offset, rate; 0,1 = real), and its
 	// lock's process's clock when the lock runs in one, returning what
 	// was measured inside that process; an error says the process's clock

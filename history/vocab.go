@@ -46,6 +46,15 @@ const (
 	// client's cycle: the lock call in flight (its context) and the
 	// release the application defers with it.
 	FaultCancel = "cancel"
+	// FaultThrow raises an exception in the application's critical
+	// section: the release runs on the lock idiom's exception path (a
+	// deferred release recovering a panic, a context manager's exit, a
+	// using() routine that rejects, a finally).
+	FaultThrow = "throw"
+	// FaultSigterm stops a client's process gracefully (SIGTERM): its
+	// runtime's shutdown hooks run, then it exits; it is killed if it has
+	// not after a grace period.
+	FaultSigterm = "sigterm"
 )
 
 // Fault families: kinds that do the same thing to a lock by different
@@ -63,7 +72,7 @@ const (
 	FamilyReplication  = "replication"   // replicas fall behind
 	FamilyClock        = "clock"         // a clock jumps, drifts or is skewed
 	FamilyReshard      = "reshard"       // a slot moves to another shard
-	FamilyApplication  = "application"   // the application gives up a call
+	FamilyApplication  = "application"   // the application gives up a call, throws, shuts down
 )
 
 // FaultFamilies lists every family.
@@ -82,7 +91,7 @@ var faultTable = []struct {
 	{FaultReplicationLag, FamilyReplication, false}, {FaultClockJump, FamilyClock, false}, {FaultClockDrift, FamilyClock, false},
 	{FaultFailover, FamilyFailover, false}, {FaultPartition, FamilyCut, false}, {FaultLatency, FamilySlowLink, false},
 	{FaultLink, FamilySlowLink, false}, {FaultMigrateSlot, FamilyReshard, false}, {FaultIsolateNode, FamilyCut, false},
-	{FaultCancel, FamilyApplication, true},
+	{FaultCancel, FamilyApplication, true}, {FaultThrow, FamilyApplication, true}, {FaultSigterm, FamilyApplication, true},
 }
 
 // FaultKinds lists every fault kind.
@@ -151,6 +160,23 @@ const (
 	EffectDelivered     = "cancel_delivered"
 	EffectCallAnswer    = "call_answer"
 	EffectTries         = "tries" // the calls it was sent for, when the first ones had answered first
+	// throw: the release on the exception path and its answer, and (a
+	// driver with the throw extension) whether the exception came out of
+	// the lock's idiom to the application.
+	EffectThrownAt     = "thrown_at_ms"
+	EffectRelease      = "release_answer"
+	EffectRaised       = "raised"
+	EffectPanicRecover = "panic_recovered"
+	// sigterm: when the signal was sent and the process ended (run ms;
+	// crashed_at_ms too, which the checks read as a crash's), how it ended
+	// (exit status, or killed after the grace), whether it ended within the
+	// grace, and whether its driver declared a graceful shutdown (the
+	// sigterm extension).
+	EffectSignalledAt = "signalled_at_ms"
+	EffectExit        = "exit"
+	EffectGraceful    = "ended_in_grace"
+	EffectHooks       = "shutdown_hooks"
+	ParamGrace        = "grace" // sigterm: how long the process may take to exit
 	// stall-commands' heal: the commands it delayed at the client's gate,
 	// those of them in an acquire, and "true" when the client's lock runs
 	// in a process whose own commands the stall met on the wire, uncounted.

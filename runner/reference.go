@@ -173,12 +173,26 @@ func Applicable(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
 	if info.MinNodes > 1 && s.Topology != "independent" {
 		return false, fmt.Sprintf("needs %d independent masters", info.MinNodes)
 	}
-	if p, driver := lockimpl.ProcessNeedsOf(info.Name); driver {
-		if err := p.Cancel(); err != nil {
-			for i, f := range s.Faults {
-				if f.Kind == history.FaultCancel {
-					return false, fmt.Sprintf("faults[%d] cancels a call: %v", i, err)
-				}
+	return processApplicable(info, s)
+}
+
+// processApplicable says whether the application faults of s reach the
+// lock: a cancel or a throw a driver whose lock file lists the extension
+// they need, a sigterm a lock with a process of its own.
+func processApplicable(info lockimpl.Info, s *scenarios.Scenario) (bool, string) {
+	p, driver := lockimpl.ProcessNeedsOf(info.Name)
+	for i, f := range s.Faults {
+		switch {
+		case f.Kind == history.FaultSigterm && !driver:
+			return false, fmt.Sprintf("faults[%d] stops the client's process (sigterm): lock %s runs in lockchaos's own process", i, info.Name)
+		case !driver:
+		case f.Kind == history.FaultCancel:
+			if err := p.Cancel(); err != nil {
+				return false, fmt.Sprintf("faults[%d] cancels a call: %v", i, err)
+			}
+		case f.Kind == history.FaultThrow:
+			if err := p.Extension("throw"); err != nil {
+				return false, fmt.Sprintf("faults[%d] throws in the critical section: %v", i, err)
 			}
 		}
 	}

@@ -98,7 +98,6 @@ func (c *Client) run(ctx context.Context, stop <-chan struct{}, tickets <-chan i
 // releases, so the run ends on time and its history stays whole.
 func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched int64) error {
 	w, rec, g := c.w, c.rec, &c.gate
-	key := w.keyNames[k]
 	c.key.Store(int32(k))
 	defer c.key.Store(-1)
 	if err := g.checkpoint(history.PointBeforeAcquire); err != nil {
@@ -109,6 +108,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	// is ctx, and the release's context.Background().
 	ctx, relCtx, done := g.request(ctx)
 	defer done()
+	defer g.throwEnded()
 	lease, ev, err := c.acquire(ctx, k, 1, &c.evAcq)
 	if sched != 0 {
 		ev.Value = ev.T - sched // open loop: how long the cycle waited to start
@@ -127,11 +127,55 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	if sched != 0 {
 		start = sched
 	}
-	if err := g.checkpoint(history.PointAfterAcquire); err != nil {
+	// The critical section; a throw fault there unwinds it (errThrown)
+	// to the release, which runs on the exception path.
+	nested, err := c.critical(ctx, stop, k, lease)
+	thrown := errors.Is(err, errThrown)
+	if err != nil && !thrown {
 		return err
 	}
+	relCtx, th := g.throwContext(relCtx, thrown)
+	for i := len(nested) - 1; i >= 0; i-- {
+		c.release(relCtx, nested[i], nested[i].Depth()-1)
+	}
+	if !thrown {
+		if err := g.checkpoint(history.PointBeforeRelease); errors.Is(err, errThrown) {
+			relCtx, th = g.throwContext(relCtx, true)
+		} else if err != nil {
+			return err
+		}
+	}
+	c.hold(k, false)
+	// The hold ends as the release is called, less the time the client
+	// was frozen (its lock's renewals with it): see Workload.Notes.
+	w.sawHold(rec.Now() - ev.End - (c.gate.frozenNS.Load() - frozen0))
+	end := c.release(relCtx, lease, 0)
+	if th != nil {
+		g.thrown(th, &c.ev)
+	}
+	if c.gate.isDead() {
+		return ErrCrashed
+	}
+	if err := g.checkpoint(history.PointAfterRelease); err != nil {
+		return err
+	}
+	if c.hCycle != nil {
+		_ = c.hCycle.RecordValue(us(end - start))
+	}
+	c.Cycles.Add(1)
+	return nil
+}
+
+// critical is the critical section of a cycle holding key k: read, hold,
+// [re-enter], check the lease, write value+1 (not atomic on purpose). It
+// returns the nested leases to release, and errThrown when a throw fault
+// made it raise (at after-acquire, before-write or in-write).
+func (c *Client) critical(ctx context.Context, stop <-chan struct{}, k int, lease lockimpl.Lease) ([]lockimpl.Lease, error) {
+	w, rec, key := c.w, c.rec, c.w.keyNames[k]
+	if err := c.gate.checkpoint(history.PointAfterAcquire); err != nil {
+		return nil, err
+	}
 	fence, _ := lease.Fence()
-	// Critical section: read, hold, write value+1 — not atomic on purpose.
 	v, applied := w.res.Read(k, rec.Now)
 	c.ev = history.Event{T: applied, End: applied, Client: c.ID, Key: key, Op: history.OpRead, Value: v, Fence: fence}
 	rec.Record(&c.ev)
@@ -145,31 +189,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 		}
 		nested = append(nested, l2)
 	}
-	if err := c.writeIfHeld(k, key, lease, v, fence); err != nil {
-		return err
-	}
-	for i := len(nested) - 1; i >= 0; i-- {
-		c.release(relCtx, nested[i], nested[i].Depth()-1)
-	}
-	if err := g.checkpoint(history.PointBeforeRelease); err != nil {
-		return err
-	}
-	c.hold(k, false)
-	// The hold ends as the release is called, less the time the client
-	// was frozen (its lock's renewals with it): see Workload.Notes.
-	w.sawHold(rec.Now() - ev.End - (c.gate.frozenNS.Load() - frozen0))
-	end := c.release(relCtx, lease, 0)
-	if c.gate.isDead() {
-		return ErrCrashed
-	}
-	if err := g.checkpoint(history.PointAfterRelease); err != nil {
-		return err
-	}
-	if c.hCycle != nil {
-		_ = c.hCycle.RecordValue(us(end - start))
-	}
-	c.Cycles.Add(1)
-	return nil
+	return nested, c.writeIfHeld(k, key, lease, v, fence)
 }
 
 // writeIfHeld checks the lease (when clients honour Lost/Deadline), then

@@ -84,6 +84,10 @@ type gate struct {
 	// cycle ends. Under mu, set with cancelReq.
 	acqRep, relRep *lockimpl.CancelReport
 	reqDone        chan struct{}
+	// throwing is the throw fault that fired in the cycle in progress, at
+	// throwAtNS, until its release reports it (appfaults.go). Under mu.
+	throwing  *armedFault
+	throwAtNS int64
 	// busy says the gate has something to do at a checkpoint or before a
 	// command: an armed fault, a freeze, death, a stall or a cut. It is
 	// set under mu (unlock) and read without it: a client without faults
@@ -111,6 +115,10 @@ const (
 	// armCancel cancels the request of the cycle in progress (cancelReq)
 	// and lets the client go on.
 	armCancel
+	// armThrow makes the cycle's critical section raise (appfaults.go).
+	armThrow
+	// armTerm stops the client's process gracefully (appfaults.go).
+	armTerm
 )
 
 // armedFault waits in one or more gates for a point; the first gate to reach
@@ -122,6 +130,7 @@ type armedFault struct {
 	shot  *shot
 	ctx   context.Context // the fault's wait: armed until it ends
 	tries atomic.Int32    // a driver's cancel armed again after a miss (rearm)
+	grace time.Duration   // armTerm: how long the process may take to end
 }
 
 // shot is shared by the gates armed together: taken once, by the first
@@ -144,8 +153,13 @@ var errDropped = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceede
 
 // arm arms the gates of clients cs with one fault; see faults.ClientControl.
 func arm(ctx context.Context, gates []*gate, point string, kind armKind, d time.Duration) <-chan faults.Hit {
+	return armFault(ctx, gates, &armedFault{point: point, kind: kind, d: d})
+}
+
+// armFault arms the gates with a (its point, kind and parameters set).
+func armFault(ctx context.Context, gates []*gate, a *armedFault) <-chan faults.Hit {
 	sh := &shot{reply: make(chan faults.Hit, 1)}
-	a := &armedFault{point: point, kind: kind, d: d, shot: sh, ctx: ctx}
+	a.shot, a.ctx = sh, ctx
 	live := 0
 	for _, g := range gates {
 		g.mu.Lock()
@@ -219,11 +233,34 @@ func (g *gate) checkpoint(point string) error {
 		clear(g.armed[len(keep):])
 		g.armed = keep
 	}
-	if stop != nil && stop.kind == armCancel {
+	if stop != nil {
+		return g.fire(stop, point)
+	}
+	fr := g.frozen
+	g.unlock()
+	if fr != nil {
+		<-fr
+	}
+	return nil
+}
+
+// fire (with mu held, which it unlocks) fires fault stop, which this
+// gate's client took at point: what the client does next is its result.
+func (g *gate) fire(stop *armedFault, point string) error {
+	switch stop.kind {
+	case armCancel:
 		g.cancel(stop)
 		return nil
-	}
-	if stop != nil && stop.kind == armCrash {
+	case armThrow:
+		return g.throwAt(stop)
+	case armTerm:
+		call := strings.HasPrefix(point, "call-")
+		g.terminate(stop, call)
+		if call {
+			return nil // the call goes on; the process ends under it
+		}
+		return ErrCrashed
+	case armCrash:
 		g.dead = true
 		t := g.c.rec.Now()
 		g.unlock()
@@ -240,18 +277,10 @@ func (g *gate) checkpoint(point string) error {
 		close(stop.shot.reply)
 		return ErrCrashed
 	}
-	if stop != nil {
-		ch := make(chan struct{})
-		g.frozen = ch
-		g.unlock()
-		g.freeze(stop, point, ch)
-		return nil
-	}
-	fr := g.frozen
+	ch := make(chan struct{})
+	g.frozen = ch
 	g.unlock()
-	if fr != nil {
-		<-fr
-	}
+	g.freeze(stop, point, ch)
 	return nil
 }
 

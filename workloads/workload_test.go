@@ -299,3 +299,51 @@ func TestCancelReachesTheCallInFlight(t *testing.T) {
 		t.Errorf("client %d acquired nothing after the cancels: it did not go on", h.Client)
 	}
 }
+
+// A throw in the critical section skips the rest of it and releases on the
+// exception path: no write of the thrower's between the throw and its
+// release, which answers ok (the Go application's deferred release
+// recovers the panic), and the client goes on. A sigterm on a lock with no
+// process of its own says so and stops nobody.
+func TestThrowReleasesOnTheExceptionPath(t *testing.T) {
+	c := startRedis(t)
+	cfg := workloads.Config{Clients: 2, Keys: 1, Hold: workloads.Range{Min: 2 * time.Millisecond, Max: 2 * time.Millisecond}}
+	hits := map[string]faults.Hit{}
+	var term faults.Hit
+	evs, _ := runFor(t, c, cfg, 600*time.Millisecond, func(w *workloads.Workload) {
+		for _, p := range []string{history.PointAfterAcquire, history.PointBeforeWrite, history.PointInWrite, history.PointBeforeRelease} {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			h, ok := <-w.Throw(ctx, []int{0, 1}, p)
+			cancel()
+			if !ok {
+				t.Fatalf("no client reached %s within 2 s", p)
+			}
+			hits[p] = h
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		term = <-w.Terminate(ctx, []int{0}, history.PointAfterAcquire, 0, time.Second)
+		cancel()
+	})
+	for p, h := range hits {
+		if h.Effect[history.EffectRelease] != string(history.OK) || h.Effect[history.EffectPanicRecover] != "true" || h.Effect[history.EffectReason] != "" {
+			t.Errorf("throw at %s: effect %v, want the release ok, the panic recovered", p, h.Effect)
+		}
+		for _, e := range evs {
+			if e.Client == h.Client && e.Op == history.OpWrite && e.T >= h.From && e.T <= h.To {
+				t.Errorf("throw at %s: client %d wrote at %d, between the throw (%d) and its release (%d)", p, h.Client, e.T, h.From, h.To)
+			}
+		}
+	}
+	if !strings.Contains(term.Effect[history.EffectReason], "no process of its own") {
+		t.Errorf("sigterm on an in-process lock: effect %v, want the reason it did not take effect", term.Effect)
+	}
+	after := map[int]int{}
+	for _, e := range evs {
+		if e.Op == history.OpAcquire && e.Result == history.OK && e.T > hits[history.PointBeforeRelease].To {
+			after[e.Client]++
+		}
+	}
+	if h := hits[history.PointBeforeRelease]; after[h.Client] == 0 {
+		t.Errorf("client %d acquired nothing after its throw: it did not go on", h.Client)
+	}
+}

@@ -327,3 +327,42 @@ func TestReleaseOverACutLinkReachesTheLibrary(t *testing.T) {
 		t.Errorf("%d leases still tracked after the release", n)
 	}
 }
+
+// Terminate stops a driver with SIGTERM (the sigterm fault): a driver
+// that ends on it ends within the grace, and a call it had in flight comes
+// back unknown, not as a broken driver.
+func TestTerminate(t *testing.T) {
+	env := testEnv(nil)
+	env.Options.AcquireTimeout = 5 * time.Second
+	lk, err := New(fakeSpec("never"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := lk.(*Locker)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(context.Background(), "k0") // never answered
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	began := time.Now()
+	exit, graceful, err := l.Terminate(3 * time.Second)
+	if err != nil || !graceful || !strings.Contains(exit, "terminated") {
+		t.Errorf("Terminate = %q, %v, %v; want ended by the signal within the grace", exit, graceful, err)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Errorf("Terminate took %v", d)
+	}
+	select {
+	case err := <-errc:
+		if !lockimpl.IsIndeterminate(err) || errors.Is(err, lockimpl.ErrBroken) {
+			t.Errorf("the acquire in flight: %v, want an unknown outcome, not a broken driver", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the acquire in flight did not come back when the driver ended")
+	}
+	if l.ShutsDownGracefully() {
+		t.Error("the fake driver declares no sigterm extension")
+	}
+	_ = l.Close()
+}

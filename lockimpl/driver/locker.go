@@ -499,6 +499,22 @@ func (l *Locker) Kill() error {
 	return l.p.signal(syscall.SIGKILL)
 }
 
+// Terminate stops the driver gracefully (SIGTERM), as a pod being stopped
+// is: its runtime's shutdown hooks run (a driver with the sigterm
+// extension runs the application's), and it is killed if it has not ended
+// after grace (lockimpl.Terminator).
+func (l *Locker) Terminate(grace time.Duration) (exit string, graceful bool, err error) {
+	return l.p.terminate(grace)
+}
+
+// ShutsDownGracefully says whether the driver declared the sigterm
+// extension (lockimpl.Terminator).
+func (l *Locker) ShutsDownGracefully() bool { return l.hasExtension("sigterm") }
+
+// Throws says whether the driver raises in its idiom for a release on the
+// exception path (the throw extension; lockimpl.Thrower).
+func (l *Locker) Throws() bool { return l.hasExtension("throw") }
+
 // Pid is the driver's process id (its process group's too).
 func (l *Locker) Pid() int { return l.p.pid }
 
@@ -543,7 +559,19 @@ func (s *lease) Release(ctx context.Context) error {
 
 func (s *lease) release(ctx context.Context) error {
 	l := s.l
-	m, err := l.gated(ctx, &Request{Type: "release", Lease: s.name}, l.bound(0), TypeReleased, TypeNotOwner)
+	req := &Request{Type: "release", Lease: s.name}
+	th := lockimpl.ThrowFrom(ctx)
+	if th != nil && l.Throws() {
+		req.Throw = th.Msg
+	}
+	m, err := l.gated(ctx, req, l.bound(0), TypeReleased, TypeNotOwner)
+	if th != nil {
+		answer := m.Type
+		if err != nil {
+			answer = "error: " + err.Error()
+		}
+		th.Finish(req.Throw != "", answer, m.Raised)
+	}
 	if err != nil {
 		return err
 	}

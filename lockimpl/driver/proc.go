@@ -328,6 +328,59 @@ func (p *proc) signal(sig syscall.Signal) error {
 	return syscall.Kill(-p.pid, sig)
 }
 
+// ended is the answer of request id when the driver's process ended with
+// it in flight: its reply if it came first; unknown when lockchaos ended
+// it (a crash, a SIGTERM: what the call did at the server is unknown);
+// the driver broken otherwise.
+func (p *proc) ended(req *Request, id int64, ch chan Reply) (Reply, error) {
+	if err := p.brokenErr(); err != nil {
+		return Reply{}, err
+	}
+	if !p.killed.Load() {
+		<-p.broken // an exit lockchaos did not ask for breaks the driver
+		return Reply{}, p.brokenErr()
+	}
+	select {
+	case m := <-ch:
+		return m, nil
+	default:
+	}
+	return Reply{}, fmt.Errorf("%w: %w: driver %s ended with request %s %d unanswered", lockimpl.ErrIndeterminate, errEnded, p.name, req.Type, id)
+}
+
+// errEnded: a request in flight when lockchaos ended the driver.
+var errEnded = errors.New("driver process ended")
+
+// terminate sends SIGTERM to the driver's process (not its group: the
+// runtime that handles it, which a driver's script execs) and waits for it
+// to exit, at most grace; then it kills the group. It returns how the
+// process ended, and whether it did within the grace.
+func (p *proc) terminate(grace time.Duration) (exit string, graceful bool, err error) {
+	p.killed.Store(true)
+	if err := syscall.Kill(p.pid, syscall.SIGTERM); err != nil {
+		return "", false, fmt.Errorf("SIGTERM to driver %s (pid %d): %w", p.name, p.pid, err)
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		graceful = true
+	case <-t.C:
+		p.signal(syscall.SIGKILL)
+		<-p.exited
+	}
+	exit = "exit status 0"
+	if p.waitErr != nil {
+		exit = p.waitErr.Error()
+	}
+	if !graceful {
+		exit = fmt.Sprintf("killed after %v (SIGTERM did not end it)", grace)
+	}
+	// What the process left behind in its group (a child it started).
+	p.signal(syscall.SIGKILL)
+	return exit, graceful, nil
+}
+
 // send writes one request and returns the channel its answer comes on.
 func (p *proc) send(req *Request) (int64, chan Reply, error) {
 	p.mu.Lock()
@@ -399,6 +452,8 @@ func (p *proc) call(ctx interface{ Done() <-chan struct{} }, req *Request, bound
 			default:
 			}
 			return Reply{}, p.brokenErr()
+		case <-p.exited:
+			return p.ended(req, id, ch)
 		case <-done:
 			done = nil
 			if p.cancels.Load() && cancelReported(ctx) {

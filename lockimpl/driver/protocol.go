@@ -31,6 +31,9 @@ type Request struct {
 	TTLMS  *int64 `json:"ttl_ms,omitempty"`
 	WaitMS *int64 `json:"wait_ms,omitempty"`
 	Lease  string `json:"lease,omitempty"`
+	// release (the throw extension): the application's critical section
+	// raised this; the driver releases on its idiom's exception path.
+	Throw string `json:"throw,omitempty"`
 	// block_loop (an extension)
 	MS *int64 `json:"ms,omitempty"`
 	// cancel (an extension): the id of the request to cancel
