@@ -75,7 +75,7 @@ let clients = [];
 // What hello says about the lock under these options and this version.
 function identity() {
   const d = spec.describe(opts);
-  return { name: spec.name, library: spec.pkg, version: lib.version, language: 'node', capabilities: d.capabilities, reports: d.reports, apis: d.apis };
+  return { name: d.variant ? `${spec.name}-${d.variant}` : spec.name, library: spec.pkg, version: lib.version, language: 'node', capabilities: d.capabilities, reports: d.reports, apis: d.apis };
 }
 
 async function init(req) {

@@ -15,8 +15,9 @@
 //                   a failed extend pushes "lost" and ends the timer).
 //   acquire         the same without the extend: capabilities [multi-node],
 //                   reports [deadline]. A lock of another kind, so hello
-//                   offers it alone (apis [acquire]) and a lock file of the
-//                   renewing kind cannot list it (drivers/node/README.md).
+//                   offers it alone (apis [acquire]) under a name of its own
+//                   (<lock>-acquire), and a lock file of the renewing kind
+//                   cannot list it (drivers/node/README.md).
 // auto_extend (older) chooses between using (true) and acquire (false)
 // when api is not given; given both, they must agree.
 //
@@ -80,6 +81,9 @@ function describe(opts) {
     // The modes of this kind: a lock file lists them (explore draws among
     // them expecting the same capabilities), the default first.
     apis: renews ? RENEWING : PLAIN,
+    // A lock of another kind has a name of its own (hello's), so that
+    // `--lock exec:…` registers it beside the shipped lock file's.
+    ...(renews ? {} : { variant: 'acquire' }),
   };
 }
 
