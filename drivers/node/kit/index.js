@@ -146,6 +146,7 @@ function serve(lock, input = process.stdin, output = process.stdout) {
   const openIdiom = (r, signal) => {
     const s = openScope((enter) => mode.scoped(r, (data) => enter({ data: data || {} }), signal),
       () => log(`${r.key}: the idiom entered after its caller stopped waiting; its critical section ends at once`));
+    if (terminating) s.abandon(); // after SIGTERM: an entry ends at once
     scopes.add(s);
     s.done.then(() => scopes.delete(s), () => scopes.delete(s));
     return s;
@@ -251,7 +252,7 @@ function serve(lock, input = process.stdin, output = process.stdout) {
   process.on('SIGTERM', async () => {
     if (terminating) return;
     terminating = true;
-    const work = [];
+    const work = [...inflight]; // the requests under way (a late win is released as they end)
     for (const s of scopes) {
       s.abandon();
       s.end();
@@ -269,8 +270,10 @@ function serve(lock, input = process.stdin, output = process.stdout) {
     }
   });
 
-  // The calls a cancel may give up, by request id, until answered.
+  // The calls a cancel may give up, by request id, until answered; the
+  // requests' handlers under way (SIGTERM waits for them).
   const open = new Map();
+  const inflight = new Set();
   const cancellable = new Set(['acquire', 'release', 'extend']);
   const cancel = (req) => {
     const c = open.get(req.of);
@@ -319,6 +322,9 @@ function serve(lock, input = process.stdin, output = process.stdout) {
       }, { once: true });
     }
     let rep;
+    let finish;
+    const running = new Promise((r) => { finish = r; });
+    inflight.add(running);
     try {
       rep = await h(req, ac.signal);
     } catch (e) {
@@ -341,12 +347,14 @@ function serve(lock, input = process.stdin, output = process.stdout) {
         const l = leases.get(rep.lease);
         leases.delete(rep.lease);
         if (l !== undefined) {
-          Promise.resolve().then(() => releaseLease(req, l)).then(
+          await Promise.resolve().then(() => releaseLease(req, l)).then(
             (ok) => log(`request ${req.id}: its late lease ${rep.lease} released: ${ok === false ? 'not_owner' : 'released'}`),
             (e) => log(`request ${req.id}: its late lease ${rep.lease} not released: ${e && e.message}`));
         }
       }
     }
+    inflight.delete(running);
+    finish();
   });
   input.on('end', () => process.exit(0)); // lockchaos is gone
 }

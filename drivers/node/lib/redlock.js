@@ -256,6 +256,7 @@ class RedlockLock {
       log(`${lease.id} of ${key}: won after its caller stopped waiting; its critical section ends at once (released)`);
     };
     const scope = openScope((enter) => (this.api === 'using' ? this.usingIdiom(key, ttl, settings, enter) : this.acquireIdiom(key, ttl, settings, enter)), { late });
+    if (this.closing) scope.abandon(); // after SIGTERM: a win ends at once
     this.scopes.add(scope);
     scope.done.then(() => this.scopes.delete(scope), () => this.scopes.delete(scope));
     return scope;
@@ -355,7 +356,7 @@ class RedlockLock {
       const c = r.error ? await this.classify(r.error) : { kind: 'refused' };
       if (c.kind !== 'refused') return { type: c.kind, error: c.error, t0, t1: mono() };
       const left = (end - mono()) / 1e6;
-      if (wait === 0 || left <= 0) return { type: 'not_acquired', t0, t1: mono() };
+      if (wait === 0 || left <= 0 || this.closing) return { type: 'not_acquired', t0, t1: mono() };
       const d = Math.max(0, this.retryDelay + Math.floor((Math.random() * 2 - 1) * this.jitter));
       await sleep(Math.min(d, left));
       if (mono() >= end) return { type: 'not_acquired', t0, t1: mono() };
@@ -402,16 +403,20 @@ class RedlockLock {
 
   // shutdown (SIGTERM): every critical section ends normally, so each
   // idiom releases as it leaves (using() after its extension in flight, the
-  // explicit idiom in its finally); an acquire still trying ends its
-  // section at once if it wins. Resolves when every idiom has returned.
-  shutdown() {
-    const all = [...this.scopes];
-    for (const s of all) {
-      s.abandon();
-      s.end();
-    }
+  // explicit idiom in its finally); an acquire still trying (retry=driver:
+  // its next attempts too) ends its section at once if it wins. Resolves
+  // when every idiom has returned.
+  async shutdown() {
+    this.closing = true;
     for (const lease of this.leases.values()) lease.ended = true;
-    return Promise.allSettled(all.map((s) => s.done));
+    while (this.scopes.size > 0) {
+      const all = [...this.scopes];
+      for (const s of all) {
+        s.abandon();
+        s.end();
+      }
+      await Promise.allSettled(all.map((s) => s.done));
+    }
   }
 }
 

@@ -162,6 +162,7 @@ class SemaphoreLock {
       log(`${lease.id} of ${req.key}: won after its caller stopped waiting; its critical section ends at once (released)`);
     };
     const [j, scope] = journalRun(() => openScope((enter) => this.idiom(mutex, lease, enter), { late }));
+    if (this.closing) scope.abandon(); // after SIGTERM: a win ends at once
     this.scopes.add(scope);
     scope.done.then(() => this.scopes.delete(scope), () => this.scopes.delete(scope));
     const bound = wait + 2 * this.cmdTimeout + 1000;
@@ -269,13 +270,16 @@ class SemaphoreLock {
   // shutdown (SIGTERM): every critical section ends normally, so each
   // idiom's finally releases; an acquire still trying ends its section at
   // once if it wins. Resolves when every idiom has returned.
-  shutdown() {
-    const all = [...this.scopes];
-    for (const s of all) {
-      s.abandon();
-      s.end();
+  async shutdown() {
+    this.closing = true;
+    while (this.scopes.size > 0) {
+      const all = [...this.scopes];
+      for (const s of all) {
+        s.abandon();
+        s.end();
+      }
+      await Promise.allSettled(all.map((s) => s.done));
     }
-    return Promise.allSettled(all.map((s) => s.done));
   }
 }
 
