@@ -2,19 +2,22 @@ package example;
 
 import java.util.List;
 import java.util.UUID;
-import lockchaos.kit.DriverLock;
 import lockchaos.kit.Serve;
+import lockchaos.kit.ScopedLock;
 import org.json.JSONObject;
 import redis.clients.jedis.*;
 import redis.clients.jedis.exceptions.JedisConnectionException;
 import redis.clients.jedis.params.SetParams;
 
-/** A team's own Redis lock (SET NX PX, a Lua compare-and-delete) as a lockchaos driver, on the Java driver kit. */
-public class MyLockDriver implements DriverLock {
+/**
+ * A team's own Redis lock (SET NX PX, a Lua compare-and-delete) as a lockchaos driver, on the Java driver kit. It is a
+ * ScopedLock: the kit runs each lease inside the team's idiom (scope), so lockchaos's API modes, throw and sigterm reach it.
+ */
+public class MyLockDriver implements ScopedLock {
     static final String DEL = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
     HostAndPort addr;
     JedisClientConfig conf;
-    Jedis jedis; // the kit calls on one thread only
+    Jedis jedis; // the kit makes one call at a time
 
     public static void main(String[] args) throws Exception { Serve.serve(new MyLockDriver()); }
 
@@ -36,6 +39,16 @@ public class MyLockDriver implements DriverLock {
     }
 
     public boolean release(String key, String token) { return Long.valueOf(1).equals(call(() -> jedis.eval(DEL, List.of(key), List.of(token)))); }
+
+    public List<String> apis() { return List.of("with-lock"); }
+
+    /** The team's idiom, withLock(key, ttl, wait, body): the wait by the kit's retries, the unlock in a finally. */
+    public boolean scope(String api, String key, long ttlMs, long waitMs, Body body) throws Exception {
+        String token = Serve.acquire(this, key, ttlMs, waitMs);
+        if (token == null) return false;
+        try { body.run(token); } finally { if (!release(key, token)) throw new IllegalMonitorStateException("not the owner of " + key); }
+        return true;
+    }
 
     public void close() { jedis.close(); }
 

@@ -21,11 +21,14 @@ abstract class DriverLock {
     /** No lease: Redisson's watchdog renews the lock every lockWatchdogTimeout/3. */
     final boolean watchdog;
     final List<String> capabilities;
+    /** Its API modes (Idioms, the lock option api), the default first: hello's apis. */
+    final List<String> apis;
 
-    DriverLock(String name, boolean watchdog, List<String> capabilities) {
+    DriverLock(String name, boolean watchdog, List<String> capabilities, List<String> apis) {
         this.name = name;
         this.watchdog = watchdog;
         this.capabilities = capabilities;
+        this.apis = apis;
     }
 
     static final String NAMES = "redisson, redisson-lease, redisson-redlock, redisson-redlock-watchdog, redisson-multilock";

@@ -1,5 +1,7 @@
 package lockchaos.driver;
 
+import static java.util.concurrent.TimeUnit.MILLISECONDS;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -12,7 +14,9 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
@@ -20,9 +24,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.Redisson;
@@ -34,60 +41,160 @@ import org.redisson.config.Config;
 
 /**
  * A lockchaos driver (docs/driver-protocol.md) for Redisson's locks: JSON lines on stdin and
- * stdout. The main thread reads stdin and answers ping, clock and shutdown at once; every other
- * request runs on one dedicated lock thread, since Redisson's RLock is owned by a thread id
- * (a re-entry must come from the same thread, and so must the unlock).
+ * stdout. The main thread reads stdin and answers ping, clock, cancel and shutdown at once; the
+ * lock calls run on the application's threads ({@link Worker}), since Redisson's RLock is owned by
+ * a thread id (a re-entry must come from the same thread, and so must the unlock).
  *
  * <p>Locks ({@code --lock NAME}), a file each: {@link RLockDriver} ({@code redisson},
  * {@code redisson-lease}) and {@link MultiLockDriver} ({@code redisson-redlock},
  * {@code redisson-redlock-watchdog}, {@code redisson-multilock}); their clients' configuration is
- * {@link RedissonConfig}'s.
+ * {@link RedissonConfig}'s, their idioms (the API modes, the lock option {@code api}) are
+ * {@link Idioms}'.
  *
- * <p>The cancel extension: the stdin thread answers {@code cancel} at once, interrupting the lock
- * thread ({@link Thread#interrupt()}) when the request cancelled is the call in flight, or marking
- * it to start interrupted when it is still queued. The check, the interrupt and cancel_ok are
- * under the monitor of this Main, which a request's task also holds to write its answer, leave
- * the in-flight state and clear the thread's interrupt flag: cancel_ok comes before the answer,
- * and no interrupt reaches the next request.
+ * <p>Each lease is a scope on one worker thread, as on an application's request thread: the acquire
+ * enters the idiom ({@code lock.lock(); try { … } finally { lock.unlock(); }}), answers acquired
+ * inside it and parks there; a re-entry of the key is a scope nested in it on the same thread; the
+ * release returns from the scope (or throws the release's {@code throw}, the throw extension) and
+ * the idiom's finally unlocks. A worker whose scopes have all ended is idle, and the next acquire
+ * takes the one idle last, so a client's acquires run on one thread while it holds one lease at a
+ * time. An idiom with no bound of its own ({@code lock()}) is bounded by wait_ms: at the deadline
+ * the acquire answers not_acquired, or indeterminate when the lock's command may be in flight, and
+ * the thread goes on (lock-interruptibly's is interrupted, as a caller's Future.cancel(true)
+ * does); a lock it wins after that is unlocked at once on it, and it is idle again.
+ *
+ * <p>The cancel extension: the stdin thread answers {@code cancel} at once, interrupting the thread
+ * in the call ({@link Thread#interrupt()}) when the request cancelled is the call in flight, or
+ * marking it to start interrupted when it is still queued. The check, the interrupt and cancel_ok
+ * are under the monitor of this Main, which a request's answer is written under too, with the end
+ * of its in-flight state and the clearing of the thread's interrupt flag: cancel_ok comes before
+ * the answer, and no interrupt reaches the next request.
+ *
+ * <p>The sigterm extension: the JVM runs its shutdown hooks on SIGTERM; the driver registers the
+ * one an application registers, {@code redisson.shutdown()} of its clients (bounded: a hook that
+ * hangs would keep the process), and nothing else: the threads in a scope are halted where they
+ * are, their finally does not run.
  */
 public final class Main {
     static final ObjectMapper JSON = new ObjectMapper();
-    static final Set<String> OPTIONS = Set.of("version", "watchdog_timeout_ms", "retry_attempts", "master_timeout_ms", "warmup", "retry");
+    static final Set<String> OPTIONS = Set.of("api", "version", "watchdog_timeout_ms", "retry_attempts", "master_timeout_ms", "warmup", "retry");
+    /** How long the SIGTERM hook waits for redisson.shutdown() before it halts the JVM itself. */
+    static final long HOOK_BOUND_MS = 5000;
 
     final DriverLock lock;
     final PrintStream out;
-    final ExecutorService lockThread = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "lockchaos-lock");
+    final List<RedissonClient> clients = new CopyOnWriteArrayList<>();
+    final Map<String, RLock> locks = new ConcurrentHashMap<>();
+    /** The deadlines of unbounded idioms and the bound of a request queued behind a busy thread. */
+    final ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, r -> {
+        Thread t = new Thread(r, "lockchaos-deadline");
         t.setDaemon(true);
         return t;
     });
-    // Only the lock thread touches these.
-    final List<RedissonClient> clients = new ArrayList<>();
-    final Map<String, RLock> locks = new HashMap<>();
-    final Map<String, String> leases = new HashMap<>(); // lease -> key
-    final Map<String, Integer> held = new HashMap<>();  // key -> leases not yet released
-    long leaseSeq;
-    long ttlDefault = 30000;
-    // retry=driver (multi-node locks): a waiting acquire is one tryLock(0, ttl) after another,
-    // retry_delay_ms ± half apart, until wait_ms, instead of the library's tryLock(wait_ms, ttl).
-    boolean driverRetry;
-    long perMasterMs; // master_timeout_ms on independent masters, else 0
-    long retryDelayMs = 10;
-    /** What the request's Redisson call threw (set by failure), for a cancelled answer; the lock thread's. */
-    Throwable callFailure;
 
-    // The cancel extension, under this Main's monitor (which send takes too): the acquire,
-    // release or extend on the lock thread now (0: none) and the thread, the ones submitted and
+    // Set by init, read by the requests after it (each handed over through this Main's monitor and a queue).
+    volatile String api;
+    volatile long ttlDefault = 30000;
+    // retry=driver (a multi-lock's try-lock): one tryLock(0, ttl) after another, retry_delay_ms ±
+    // half apart, until wait_ms, instead of the library's tryLock(wait_ms, ttl).
+    volatile boolean driverRetry;
+    volatile long perMasterMs; // master_timeout_ms on independent masters, else 0
+    volatile long retryDelayMs = 10;
+    volatile long commandTimeoutMs = 1000;
+    volatile boolean hooked;
+
+    // Under this Main's monitor (which send takes too): the idle workers (the one idle last
+    // first), each lease's scope, the worker whose scope holds a key, and the cancel extension's
+    // state: the acquires, releases and extends in flight and their threads (one at a time as
+    // lockchaos sends them; the map keeps a test's concurrent ones apart), the ones submitted and
     // not started, and those cancelled and not answered yet.
+    final Deque<Worker> idle = new ArrayDeque<>();
+    final Map<String, Frame> leases = new HashMap<>();
+    final Map<String, Worker> holders = new HashMap<>();
+    long leaseSeq;
+    int workerSeq;
     static final Set<String> CANCELLABLE = Set.of("acquire", "release", "extend");
-    long inFlight;
-    Thread inFlightThread;
+    final Map<Long, Thread> inFlight = new HashMap<>();
     final Set<Long> queued = new HashSet<>();
     final Set<Long> cancelled = new HashSet<>();
 
     Main(DriverLock lock, PrintStream out) {
         this.lock = lock;
         this.out = out;
+        timer.setRemoveOnCancelPolicy(true);
+    }
+
+    /** A request handed to a worker; started and answered under Main's monitor. */
+    static final class Request {
+        final long id;
+        final String type;
+        final JsonNode req;
+        final boolean cancellable;
+        boolean started;
+        boolean answered;
+        long t0;
+        ScheduledFuture<?> bound;
+
+        Request(long id, String type, JsonNode req, boolean cancellable) {
+            this.id = id;
+            this.type = type;
+            this.req = req;
+            this.cancellable = cancellable;
+        }
+    }
+
+    /** One lease's scope on its worker. */
+    static final class Frame {
+        final Worker worker;
+        final Request acquire;
+        final String key;
+        /** Set once acquired is answered. */
+        String lease;
+        /** The idiom ran the body: the lock was won. */
+        boolean entered;
+        /** The release that left the scope; null when it was left without one (a win after the deadline). */
+        Request release;
+        /** The throw extension's exception, thrown inside the scope. */
+        RuntimeException thrown;
+
+        Frame(Worker worker, Request acquire, String key) {
+            this.worker = worker;
+            this.acquire = acquire;
+            this.key = key;
+        }
+    }
+
+    /** An application thread: requests from its inbox, one lease's scope (and its re-entries) at a time. */
+    final class Worker extends Thread {
+        final BlockingQueue<Request> inbox = new LinkedBlockingQueue<>();
+        /** Its open scopes, innermost first (under Main's monitor). */
+        final Deque<Frame> frames = new ArrayDeque<>();
+
+        Worker(int n) {
+            super("lockchaos-lock-" + n);
+            setDaemon(true);
+        }
+
+        @Override
+        public void run() {
+            for (;;) {
+                Request r = next();
+                if (r.type.equals("acquire")) {
+                    acquire(r, this);
+                } else {
+                    generic(r, true);
+                }
+            }
+        }
+
+        Request next() {
+            for (;;) {
+                try {
+                    return inbox.take();
+                } catch (InterruptedException e) {
+                    // an interrupt that came after its call's answer: the next request starts clean
+                }
+            }
+        }
     }
 
     public static void main(String[] args) throws Exception {
@@ -148,87 +255,166 @@ public final class Main {
                     // halt, not exit: no shutdown hook (Redisson's netty) may hold the exit up.
                     Runtime.getRuntime().halt(0);
                     break;
-                case "hello":
+                case "hello": {
                     send(hello(id, req));
-                    // Load Redisson's classes on the lock thread while lockchaos sends init.
-                    lockThread.submit(Main::warmUp);
+                    // Load Redisson's classes while lockchaos sends init.
+                    Thread t = new Thread(Main::warmUp, "lockchaos-warmup");
+                    t.setDaemon(true);
+                    t.start();
                     break;
+                }
                 case "cancel":
                     cancel(id, req.path("of").asLong(0));
                     break;
-                default: {
-                    boolean cancellable = CANCELLABLE.contains(type) && id > 0;
-                    if (cancellable) {
-                        synchronized (this) {
-                            queued.add(id);
-                        }
-                    }
-                    lockThread.submit(() -> run(id, type, req, cancellable));
-                }
+                default:
+                    dispatch(new Request(id, type, req, CANCELLABLE.contains(type) && id > 0));
             }
         }
         Runtime.getRuntime().halt(0); // stdin closed: lockchaos is gone
     }
 
     /**
-     * cancel of request of: delivered when it is the call in flight (the lock thread is
-     * interrupted) or still queued (it starts interrupted); otherwise nothing is done. cancel_ok
-     * is written under the monitor the request's answer is written under, so it comes first.
+     * Hands r to its thread: a release to its lease's worker, an acquire of a key a scope holds to
+     * that scope's worker (a re-entry, nested in it), anything else to the worker idle last (a new
+     * one when none is). An acquire or a release not started within its bound (its worker is still
+     * in an earlier call) is answered indeterminate.
+     */
+    synchronized void dispatch(Request r) {
+        Worker w = null;
+        if (r.type.equals("release")) {
+            Frame f = leases.get(r.req.path("lease").asText());
+            if (f == null) {
+                send(reply(r.id, "error").put("error", "unknown lease " + r.req.path("lease").asText()));
+                return;
+            }
+            w = f.worker;
+        } else if (r.type.equals("acquire")) {
+            w = holders.get(r.req.path("key").asText());
+        }
+        if (w == null) {
+            w = idle.pollFirst();
+            if (w == null) {
+                w = new Worker(++workerSeq);
+                w.start();
+            }
+        }
+        if (r.cancellable) {
+            queued.add(r.id);
+        }
+        if (r.type.equals("acquire") || r.type.equals("release")) {
+            long ms = 2 * commandTimeoutMs + 3000 + (r.type.equals("acquire") ? Math.max(0, r.req.path("wait_ms").asLong(0)) : 0);
+            r.bound = timer.schedule(() -> notStarted(r, ms), ms, MILLISECONDS);
+        }
+        w.inbox.add(r);
+    }
+
+    synchronized void notStarted(Request r, long ms) {
+        if (r.started || r.answered) {
+            return;
+        }
+        long t = System.nanoTime();
+        answer(r, reply(r.id, "indeterminate").put("error", "not started within " + ms
+                + " ms: its thread is still in an earlier call (a lock() that went on after its wait_ms)")
+                .put("t0", t).put("t1", t), null, false);
+    }
+
+    /**
+     * cancel of request of: delivered when it is the call in flight (its thread is interrupted) or
+     * still queued (it starts interrupted); otherwise nothing is done. cancel_ok is written under
+     * the monitor the request's answer is written under, so it comes first.
      */
     synchronized void cancel(long id, long of) {
         boolean delivered = false;
-        if (of > 0 && of == inFlight) {
+        if (of > 0 && inFlight.containsKey(of)) {
             cancelled.add(of);
-            inFlightThread.interrupt();
+            inFlight.get(of).interrupt();
             delivered = true;
         } else if (of > 0 && queued.contains(of)) {
-            cancelled.add(of); // run interrupts the thread as it starts
+            cancelled.add(of); // begin interrupts the thread as it starts
             delivered = true;
         }
         send(reply(id, "cancel_ok").put("delivered", delivered));
     }
 
     /**
-     * One request on the lock thread: in flight (cancellable) from its start to its answer; a
-     * request cancelled while queued starts with the thread interrupted; a cancelled one whose
-     * call threw answers cancelled. The answer, the end of the in-flight state and the clearing of
-     * the interrupt flag are one step under the monitor cancel takes.
+     * r starts on this thread: in flight (cancellable) until its answer; one cancelled while queued
+     * starts with the thread interrupted. False: it was answered already (its bound), not run.
      */
-    void run(long id, String type, JsonNode req, boolean cancellable) {
-        if (cancellable) {
-            synchronized (this) {
-                queued.remove(id);
-                inFlight = id;
-                inFlightThread = Thread.currentThread();
-                if (cancelled.contains(id)) {
-                    Thread.currentThread().interrupt();
-                }
+    synchronized boolean begin(Request r) {
+        if (r.answered) {
+            return false;
+        }
+        r.started = true;
+        queued.remove(r.id);
+        if (r.cancellable) {
+            inFlight.put(r.id, Thread.currentThread());
+            if (cancelled.contains(r.id)) {
+                Thread.currentThread().interrupt();
             }
         }
-        callFailure = null;
-        ObjectNode m;
-        try {
-            m = handle(id, type, req);
-        } catch (Throwable e) {
-            m = reply(id, "error").put("error", describe(e));
+        r.t0 = System.nanoTime();
+        return true;
+    }
+
+    /**
+     * r's answer m, once: a cancelled request whose call failed (failure) answers cancelled; the
+     * end of the in-flight state and the clearing of a worker's interrupt flag are one step with
+     * it. idleAfter: this worker's last scope ended with it, and it is idle before the answer goes
+     * (the next acquire finds it). False when r was answered already.
+     */
+    synchronized boolean answer(Request r, ObjectNode m, Throwable failure, boolean idleAfter) {
+        if (r.answered) {
+            return false;
         }
-        synchronized (this) {
-            if (cancellable) {
-                inFlight = 0;
-                inFlightThread = null;
-                if (cancelled.remove(id) && callFailure != null) {
-                    // The call ended by the interrupt (or failed with it delivered): an acquire
-                    // recorded no lease, a release removed its lease before its call.
-                    ObjectNode c = reply(id, "cancelled").put("error", describe(callFailure));
-                    c.set("t0", m.get("t0"));
-                    c.set("t1", m.get("t1"));
-                    m = c;
-                }
+        r.answered = true;
+        if (r.bound != null) {
+            r.bound.cancel(false);
+        }
+        queued.remove(r.id);
+        inFlight.remove(r.id);
+        if (cancelled.remove(r.id) && failure != null) {
+            // The call ended by the interrupt (or failed with it delivered): an acquire holds no
+            // lease, a release's lease ended as it started.
+            ObjectNode c = reply(r.id, "cancelled").put("error", describe(failure));
+            c.set("t0", m.get("t0"));
+            c.set("t1", m.get("t1"));
+            if (m.has("raised")) {
+                c.set("raised", m.get("raised"));
             }
-            send(m);
+            m = c;
+        }
+        if (idleAfter) {
+            toIdle();
+        }
+        send(m);
+        if (Thread.currentThread() instanceof Worker) {
             Thread.interrupted(); // a late interrupt (or one Redisson set again) never reaches the next request
         }
-        callFailure = null;
+        return true;
+    }
+
+    /** This worker, its scopes all ended, is idle (the first the next acquire takes). */
+    synchronized void toIdle() {
+        if (Thread.currentThread() instanceof Worker w && w.frames.isEmpty() && !idle.contains(w)) {
+            idle.push(w);
+        }
+    }
+
+    /** A request that is not a lock call (init, extend): run and answered on its worker. */
+    void generic(Request r, boolean idleAfter) {
+        if (!begin(r)) {
+            if (idleAfter) {
+                toIdle();
+            }
+            return;
+        }
+        ObjectNode m;
+        try {
+            m = handle(r.id, r.type, r.req);
+        } catch (Throwable e) {
+            m = reply(r.id, "error").put("error", describe(e));
+        }
+        answer(r, m, null, idleAfter);
     }
 
     static void warmUp() {
@@ -244,8 +430,7 @@ public final class Main {
     ObjectNode handle(long id, String type, JsonNode req) throws Exception {
         switch (type) {
             case "init": return init(id, req);
-            case "acquire": return acquire(id, req);
-            case "release": return release(id, req);
+            case "release": return reply(id, "error").put("error", "unknown lease " + req.path("lease").asText());
             case "extend":
                 // RLock has no owner-checked extension of its lease (expire() is not one).
                 return reply(id, "error").put("error", "unsupported");
@@ -261,6 +446,10 @@ public final class Main {
         } catch (Exception e) {
             System.err.println("lockchaos driver: cannot write a reply: " + e);
         }
+    }
+
+    static void log(String s) {
+        System.err.println("lockchaos driver: " + s);
     }
 
     static ObjectNode reply(long id, String type) {
@@ -284,7 +473,8 @@ public final class Main {
         // Redisson's RLock tells its user nothing more than yes or no: no validity time, no
         // signal when the watchdog fails to renew, no fence, and its renewals are internal.
         m.putArray("reports");
-        m.putArray("extensions").add("cancel");
+        m.putArray("extensions").add("cancel").add("throw").add("sigterm");
+        lock.apis.forEach(m.putArray("apis")::add);
         OPTIONS.stream().sorted().forEach(m.putArray("options")::add);
         return m;
     }
@@ -325,12 +515,24 @@ public final class Main {
                     + " asked for, this jar has " + have + ": scripts/drivers-java.sh " + extra.path("version").asText()
                     + " builds it, run.sh picks it by LOCKCHAOS_LOCK_VERSION");
         }
+        // The API mode: the idiom the application calls Redisson with (Idioms), the default first.
+        String mode = extra.path("api").asText(lock.apis.get(0));
+        if (!lock.apis.contains(mode)) {
+            return reply(id, "error").put("error", "api=" + mode + ": " + lock.name + " calls Redisson in modes "
+                    + String.join(", ", lock.apis) + " (the default first)");
+        }
         ttlDefault = opts.path("ttl_ms").asLong(ttlDefault);
         String retry = extra.path("retry").asText("library");
         if (!retry.equals("library") && !retry.equals("driver")) {
             return reply(id, "error").put("error", "retry=" + retry + ": want library or driver");
         }
+        if (retry.equals("driver") && lock.multiNode() && !mode.equals("try-lock")) {
+            return reply(id, "error").put("error", "retry=driver is api=try-lock's (tryLock(0, ttl) again until wait_ms"
+                    + " instead of tryLock(wait_ms, ttl)); api=" + mode + " is Redisson's own lock() loop");
+        }
         driverRetry = retry.equals("driver") && lock.multiNode();
+        api = mode;
+        commandTimeoutMs = Math.max(1, opts.path("command_timeout_ms").asLong(1000));
         retryDelayMs = Math.max(1, opts.path("retry_delay_ms").asLong(10));
         String topology = req.path("topology").asText("single");
         String connName = req.path("conn_name").asText("");
@@ -371,6 +573,7 @@ public final class Main {
                 return reply(id, "error").put("error", "connect: " + describe(e)).put("t0", t0).put("t1", System.nanoTime());
             }
         }
+        addShutdownHook();
         if (extra.path("warmup").asBoolean(false)) {
             warmUpLock(req.path("key_prefix").asText("") + "lockchaos-warmup");
         }
@@ -405,91 +608,248 @@ public final class Main {
         return locks.computeIfAbsent(key, k -> lock.lockFor(clients, k, perMasterMs));
     }
 
-    ObjectNode acquire(long id, JsonNode req) {
-        if (clients.isEmpty()) {
-            return reply(id, "error").put("error", "acquire before init");
+
+    /**
+     * An acquire on worker w: the idiom of the api mode runs here, and the body it runs is the
+     * lease's critical section ({@link #critical}), which answers acquired and parks until the
+     * lease's release. What leaves the idiom answers the acquire when the lock was not won, else the
+     * release. outermost: w held no scope before (it is idle again after the answer).
+     */
+    void acquire(Request r, Worker w) {
+        boolean outermost;
+        synchronized (this) {
+            outermost = w.frames.isEmpty();
         }
-        String key = req.path("key").asText();
-        long ttl = req.path("ttl_ms").asLong(ttlDefault);
-        long wait = req.path("wait_ms").asLong(0);
+        if (!begin(r)) {
+            if (outermost) {
+                toIdle();
+            }
+            return;
+        }
+        if (clients.isEmpty()) {
+            answer(r, reply(r.id, "error").put("error", "acquire before init").put("t0", r.t0).put("t1", System.nanoTime()), null, outermost);
+            return;
+        }
+        String key = r.req.path("key").asText();
+        long ttl = r.req.path("ttl_ms").asLong(ttlDefault);
+        long wait = Math.max(0, r.req.path("wait_ms").asLong(0));
+        String mode = api;
         RLock rl = lockFor(key);
-        int before = held.getOrDefault(key, 0);
-        boolean ok = false;
-        Throwable err = null;
-        long t0 = System.nanoTime();
+        int before;
+        synchronized (this) {
+            before = (int) w.frames.stream().filter(g -> g.key.equals(key)).count();
+        }
+        Frame f = new Frame(w, r, key);
+        if (wait > 0 && Idioms.unbounded(mode)) {
+            // lock() has no bound: the caller's Future.get(wait_ms); lockInterruptibly()'s caller
+            // then cancels it (Future.cancel(true): an interrupt).
+            boolean interrupt = mode.equals("lock-interruptibly");
+            timer.schedule(() -> deadline(r, w, wait, interrupt), wait, MILLISECONDS);
+        }
+        Throwable outcome = null;
         try {
-            if (driverRetry && wait > 0) {
-                // RedissonMultiLock.tryLock(wait, lease) sets each master's key with a lease of
-                // 2 x wait until every master has answered (then PEXPIREs them to the lease) and
-                // waits up to wait/n on each held master in turn; tryLock(0, lease) is one round
-                // with the lease itself, retried here until wait_ms.
-                long end = t0 + wait * 1_000_000L;
-                for (;;) {
-                    ok = lock.watchdog ? rl.tryLock(0, TimeUnit.MILLISECONDS)
-                            : rl.tryLock(0, ttl, TimeUnit.MILLISECONDS);
-                    long left = end - System.nanoTime();
-                    if (ok || left <= 0) {
-                        break;
-                    }
-                    long d = retryDelayMs + ThreadLocalRandom.current().nextLong(-retryDelayMs / 2, retryDelayMs / 2 + 1);
-                    Thread.sleep(Math.max(0, Math.min(d, left / 1_000_000L)));
-                    if (System.nanoTime() >= end) {
-                        break;
+            Idioms.scope(mode, rl, new Idioms.Call(wait, ttl, lock.watchdog, driverRetry, retryDelayMs),
+                    () -> critical(f, rl, before));
+        } catch (Throwable e) {
+            outcome = e;
+        }
+        long t1 = System.nanoTime();
+        if (!f.entered) {
+            // Not won: the acquire's answer (not_acquired, or what the acquire threw).
+            ObjectNode m = outcome == null ? reply(r.id, "not_acquired")
+                    : reply(r.id, classify(outcome)).put("error", describe(outcome));
+            if (!answer(r, m.put("t0", r.t0).put("t1", t1), outcome, outermost)) {
+                log(String.format("acquire %d of %s (api %s), answered at its wait_ms, ended %d ms after it began: %s",
+                        r.id, key, mode, (t1 - r.t0) / 1_000_000, outcome == null ? "not acquired" : describe(outcome)));
+                Thread.interrupted();
+                if (outermost) {
+                    toIdle();
+                }
+            }
+            return;
+        }
+        Request rel = f.release;
+        if (rel == null) {
+            // Won after the acquire had answered (its wait_ms passed), or its release was answered
+            // before it started: the scope was left at once, and its finally unlocked.
+            log(String.format("acquire %d of %s (api %s), answered at its wait_ms, won %d ms after it began: unlocked at once: %s",
+                    r.id, key, mode, (t1 - r.t0) / 1_000_000, outcome == null ? "released" : describe(outcome)));
+            Thread.interrupted();
+            if (outermost) {
+                toIdle();
+            }
+            return;
+        }
+        // The release's answer: what leaving the scope did.
+        ObjectNode m;
+        Throwable failure = null;
+        if (outcome == null || outcome == f.thrown) {
+            m = reply(rel.id, "released");
+        } else {
+            // The finally's unlock() threw; in Java its exception replaces the application's.
+            failure = outcome;
+            m = reply(rel.id, classify(outcome)).put("error", describe(outcome)
+                    + (f.thrown != null ? " (from the finally's unlock(): it replaced the application's exception)" : ""));
+        }
+        if (f.thrown != null) {
+            m.put("raised", outcome == f.thrown);
+        }
+        answer(rel, m.put("t0", rel.t0).put("t1", t1), failure, outermost);
+    }
+
+    /**
+     * The application's critical section inside the idiom: answers acquired (depth and token read
+     * on this thread) and waits for lockchaos. A re-entry of the key runs nested here; the lease's
+     * release returns (the scope is left normally) or throws its throw's RuntimeException. A win
+     * after the acquire was answered (wait_ms passed) returns at once: the finally unlocks.
+     */
+    void critical(Frame f, RLock rl, int before) throws Exception {
+        f.entered = true;
+        long t1 = System.nanoTime();
+        Request r = f.acquire;
+        int depth = lock.depth(rl, before);
+        String token = lock.token(clients);
+        synchronized (this) {
+            if (r.answered) {
+                // The deadline answered it (and interrupted a lockInterruptibly() in the same step):
+                // the interrupt must not reach the finally's unlock.
+                Thread.interrupted();
+                return;
+            }
+            f.lease = "L" + (++leaseSeq);
+            leases.put(f.lease, f);
+            f.worker.frames.push(f);
+            holders.putIfAbsent(f.key, f.worker);
+            ObjectNode m = reply(r.id, "acquired").put("lease", f.lease).put("depth", depth);
+            if (token != null) {
+                m.put("token", token);
+            }
+            answer(r, m.put("t0", r.t0).put("t1", t1), null, false);
+        }
+        for (;;) {
+            Request q = f.worker.next();
+            if (q.type.equals("acquire")) {
+                acquire(q, f.worker); // a re-entry: a scope nested in this one
+                continue;
+            }
+            if (!q.type.equals("release")) {
+                generic(q, false);
+                continue;
+            }
+            if (!q.req.path("lease").asText().equals(f.lease)) {
+                if (begin(q)) {
+                    answer(q, reply(q.id, "error").put("error", "lease " + q.req.path("lease").asText()
+                            + " is not the innermost scope on its thread: " + f.lease + "'s is open inside it (release it first)")
+                            .put("t0", q.t0).put("t1", System.nanoTime()), null, false);
+                }
+                continue;
+            }
+            boolean started = begin(q);
+            synchronized (this) {
+                // The application's lease ends here whatever the release does.
+                leases.remove(f.lease);
+                f.worker.frames.remove(f);
+                if (f.worker.frames.stream().noneMatch(g -> g.key.equals(f.key))) {
+                    holders.remove(f.key);
+                }
+            }
+            if (!started) {
+                return; // answered already (not started within its bound): leave all the same
+            }
+            f.release = q;
+            if (q.req.hasNonNull("throw")) {
+                // The throw extension: the application's code raises inside the scope.
+                f.thrown = new RuntimeException(q.req.path("throw").asText());
+                throw f.thrown;
+            }
+            return;
+        }
+    }
+
+    /**
+     * wait_ms passed with r's unbounded idiom (lock()) still in its acquire on w: not_acquired, or
+     * indeterminate when the lock's command may be in flight (Idioms.mayTakeKey); the thread goes
+     * on, interrupted for lock-interruptibly.
+     */
+    void deadline(Request r, Worker w, long wait, boolean interrupt) {
+        synchronized (this) {
+            if (r.answered) {
+                return;
+            }
+            long t1 = System.nanoTime();
+            boolean may = Idioms.mayTakeKey(w);
+            ObjectNode m = reply(r.id, may ? "indeterminate" : "not_acquired");
+            if (may) {
+                m.put("error", "wait_ms " + wait + " passed with " + api + "'s acquire not waiting for a release (its lock command may be in flight): it goes on, and a win is unlocked at once");
+            }
+            answer(r, m.put("t0", r.t0).put("t1", t1), null, false);
+            if (interrupt) {
+                w.interrupt();
+            }
+        }
+    }
+
+    /**
+     * The sigterm extension: the shutdown hook an application registers,
+     * {@code Runtime.getRuntime().addShutdownHook(new Thread(redisson::shutdown))}, for every
+     * client. The JVM runs it on SIGTERM and halts when it returns: the other threads stop where
+     * they are (a scope's finally does not run). A hook that hangs would keep the process, so it is
+     * bounded (HOOK_BOUND_MS, then halt); what the lock threads were doing before and after it goes
+     * to stderr.
+     */
+    void addShutdownHook() {
+        if (hooked) {
+            return;
+        }
+        hooked = true;
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            long t0 = System.nanoTime();
+            log("SIGTERM: shutdown hook: redisson.shutdown(); lock threads: " + workers());
+            Thread t = new Thread(() -> {
+                for (RedissonClient c : clients) {
+                    try {
+                        c.shutdown();
+                    } catch (Throwable e) {
+                        log("redisson.shutdown() threw " + describe(e));
                     }
                 }
-            } else {
-                ok = lock.watchdog ? rl.tryLock(wait, TimeUnit.MILLISECONDS)
-                        : rl.tryLock(wait, ttl, TimeUnit.MILLISECONDS);
+            }, "lockchaos-redisson-shutdown");
+            t.setDaemon(true);
+            t.start();
+            try {
+                t.join(HOOK_BOUND_MS);
+            } catch (InterruptedException ignored) {
+                // the JVM is going anyway
             }
-        } catch (Throwable e) {
-            err = e;
-        }
-        long t1 = System.nanoTime();
-        if (err != null) {
-            return failure(id, err, t0, t1);
-        }
-        if (!ok) {
-            return reply(id, "not_acquired").put("t0", t0).put("t1", t1);
-        }
-        String lease = "L" + (++leaseSeq);
-        leases.put(lease, key);
-        held.put(key, before + 1);
-        ObjectNode m = reply(id, "acquired").put("lease", lease).put("depth", lock.depth(rl, before));
-        String token = lock.token(clients);
-        if (token != null) {
-            m.put("token", token);
-        }
-        return m.put("t0", t0).put("t1", t1);
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            if (t.isAlive()) {
+                log("redisson.shutdown() still running after " + ms + " ms: halting; lock threads: " + workers());
+                Runtime.getRuntime().halt(143);
+            }
+            log("redisson.shutdown() returned in " + ms + " ms; lock threads: " + workers());
+        }, "lockchaos-shutdown-hook"));
     }
 
-    ObjectNode release(long id, JsonNode req) {
-        String lease = req.path("lease").asText();
-        String key = leases.remove(lease);
-        if (key == null) {
-            return reply(id, "error").put("error", "unknown lease " + lease);
+    /** Each lock thread's state and where it is (the innermost Redisson or driver frame), for the log. */
+    synchronized String workers() {
+        List<String> each = new ArrayList<>();
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (!(t instanceof Worker w)) {
+                continue;
+            }
+            String at = "";
+            for (StackTraceElement e : t.getStackTrace()) {
+                if (e.getClassName().startsWith("org.redisson.") || e.getClassName().startsWith("lockchaos.")) {
+                    at = e.getClassName().replaceAll(".*\\.", "") + "." + e.getMethodName();
+                    break;
+                }
+            }
+            each.add(t.getName() + " " + t.getState() + " scopes " + w.frames.size() + " in " + at);
         }
-        held.merge(key, -1, Integer::sum);
-        if (held.get(key) <= 0) {
-            held.remove(key);
-        }
-        RLock rl = lockFor(key);
-        long t0 = System.nanoTime();
-        try {
-            rl.unlock();
-        } catch (Throwable e) {
-            return failure(id, e, t0, System.nanoTime());
-        }
-        long t1 = System.nanoTime();
-        return reply(id, "released").put("t0", t0).put("t1", t1);
+        return each.isEmpty() ? "none" : String.join("; ", each);
     }
 
-    /** not_owner, indeterminate or error, from what Redisson threw (kept for a cancelled answer). */
-    ObjectNode failure(long id, Throwable e, long t0, long t1) {
-        callFailure = e;
-        String type = classify(e);
-        return reply(id, type).put("error", describe(e)).put("t0", t0).put("t1", t1);
-    }
-
+    /** not_owner, indeterminate or error, from what Redisson threw. */
     static final Set<String> UNKNOWN_OUTCOME = Set.of("RedisRetryExhaustedException", "RedisNodeNotFoundException",
             "WriteRedisConnectionException", "TimeoutException", "ClosedChannelException", "ConnectException");
 

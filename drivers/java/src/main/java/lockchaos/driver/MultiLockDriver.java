@@ -24,7 +24,8 @@ import org.redisson.config.Config;
  * {@code redisson-redlock}: RedissonRedLock over one RedissonClient per independent master, with
  * the lease ttl_ms (multi-node, reentrant); {@code redisson-redlock-watchdog} the same without a
  * lease (renews); {@code redisson-multilock}: RedissonMultiLock (every master) with the lease. On
- * one server, a lock of one master, as the built-in redlock runs on a single node.
+ * one server, a lock of one master, as the built-in redlock runs on a single node. Modes lock
+ * (lock(lease, unit), or lock() without a lease) and try-lock.
  */
 final class MultiLockDriver extends DriverLock {
     /** RedissonRedLock (a majority), else RedissonMultiLock (all). */
@@ -63,7 +64,8 @@ final class MultiLockDriver extends DriverLock {
     }
 
     MultiLockDriver(String name, boolean watchdog, boolean redlock) {
-        super(name, watchdog, watchdog ? List.of("multi-node", "reentrant", "renews") : List.of("multi-node", "reentrant"));
+        super(name, watchdog, watchdog ? List.of("multi-node", "reentrant", "renews") : List.of("multi-node", "reentrant"),
+                Idioms.MULTI);
         this.redlock = redlock;
     }
 

@@ -12,9 +12,10 @@ import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 
 /**
- * {@code redisson}: RLock.tryLock(wait) without a lease, renewed by the watchdog every
- * lockWatchdogTimeout/3 (capabilities reentrant, renews); {@code redisson-lease}:
- * RLock.tryLock(wait, ttl_ms), an explicit lease and no renewal (reentrant). One RedissonClient on
+ * {@code redisson}: RLock without a lease, renewed by the watchdog every lockWatchdogTimeout/3
+ * (capabilities reentrant, renews; modes lock, try-lock, lock-interruptibly);
+ * {@code redisson-lease}: RLock with a lease of ttl_ms and no renewal (reentrant; modes
+ * lock-lease, try-lock-lease). One RedissonClient on
  * a single server, behind Sentinel or on a Cluster; on independent masters, the first.
  */
 final class RLockDriver extends DriverLock {
@@ -22,7 +23,8 @@ final class RLockDriver extends DriverLock {
     String clientId;
 
     RLockDriver(String name, boolean watchdog) {
-        super(name, watchdog, watchdog ? List.of("reentrant", "renews") : List.of("reentrant"));
+        super(name, watchdog, watchdog ? List.of("reentrant", "renews") : List.of("reentrant"),
+                watchdog ? Idioms.WATCHDOG : Idioms.LEASE);
     }
 
     @Override
