@@ -231,7 +231,7 @@ def test_lock_file_starts_the_driver(driver_python, drivers, lock):
     assert lf["name"] == lock and lf["library"] == library and lf["capabilities"] == caps
     # The lock-file format refuses fields lockchaos does not know: another version reaches
     # the driver as LOCKCHAOS_LOCK_VERSION, which run.sh installs and runs (test_install).
-    assert set(lf) <= {"name", "description", "command", "dir", "env", "options", "library", "language", "capabilities",
+    assert set(lf) <= {"name", "description", "command", "dir", "env", "options", "library", "language", "capabilities", "apis",
                        "extensions"}
     d = drivers(lf["command"], env=lf["env"], cwd=os.path.join(where, lf["dir"]))
     h = d.hello()
@@ -271,8 +271,73 @@ def test_python_redis_lock_pause_outlasts_expire(start, server):
 def test_cancel_extension_only_where_a_call_can_be_cancelled(driver_python, drivers, lock):
     h = drivers([driver_python, DRIVER, lock]).hello()
     # asyncio cancels a task in flight; a sync call in a thread cannot be stopped from outside.
-    want = ["cancel"] if lock == "redis-py-asyncio" else []
+    # Every lock on the kit raises in its idiom (throw) and unwinds its holds on SIGTERM.
+    want = (["cancel"] if lock == "redis-py-asyncio" else []) + ["throw", "sigterm"]
     assert h.get("extensions", []) == want, h
+
+
+# Each lock's idioms (api), the default first: the README's first.
+APIS = {"redis-py": ["with", "acquire"], "redis-py-asyncio": ["async-with", "acquire"],
+        "python-redis-lock": ["acquire", "with"], "pottery-redlock": ["acquire", "with"]}
+LOCK_APIS = [(lock, api) for lock in ALL for api in APIS[lock]]
+
+
+@pytest.mark.parametrize("lock", ALL)
+def test_hello_lists_the_idioms(driver_python, drivers, lock):
+    h = drivers([driver_python, DRIVER, lock]).hello()
+    assert h["apis"] == APIS[lock] and "api" in h["options"], h
+
+
+@pytest.mark.parametrize("lock,api", LOCK_APIS)
+def test_api_modes_hold_and_release(start, server, lock, api):
+    key = "lc:t:api"
+    a, b = start(lock, "lc-t-c1", "lc-t-c2", extra={"api": api})
+    r = a.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
+    assert r["type"] == "acquired", r
+    assert key_of(server, key) == r["token"]
+    r2 = b.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 300})
+    assert r2["type"] == "not_acquired", r2
+    rel = a.call({"type": "release", "lease": r["lease"]})
+    assert rel["type"] == "released" and "raised" not in rel, rel
+    # An idiom whose wait has no bound (python-redis-lock's `with`) was
+    # given up at wait_ms and goes on in its thread: it may take the key
+    # now, and is left at once, as an application that gave up drops it.
+    free_by(server, key, 2.0)
+    r3 = b.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 300})
+    assert r3["type"] == "acquired", r3
+    # Thrown in the critical section: the idiom's exception path releases, and the error goes on.
+    th = b.call({"type": "release", "lease": r3["lease"], "throw": "lockchaos: boom"})
+    assert th["type"] == "released" and th["raised"] is True, th
+    assert key_of(server, key) is None
+
+
+def free_by(server, key, within):
+    deadline = time.monotonic() + within
+    while key_of(server, key) is not None:
+        assert time.monotonic() < deadline, f"{key} still held after {within} s"
+        time.sleep(0.01)
+
+
+def test_unknown_api_refused(start, server, driver_python, drivers):
+    d = drivers([driver_python, DRIVER, "redis-py"])
+    d.hello()
+    r = d.init(server.addr, "lc-t-c1", extra={"api": "lock-forever"})
+    assert r["type"] == "error" and "api=lock-forever" in r["error"] and "with" in r["error"], r
+
+
+@pytest.mark.parametrize("lock,api", LOCK_APIS)
+def test_sigterm_unwinds_the_hold(start, server, lock, api):
+    """SIGTERM while holding: SystemExit unwinds the hold (its scope's exit,
+    or the application's finally releases), then the interpreter exits 0."""
+    key = "lc:t:term"
+    a = start(lock, "lc-t-c1", extra={"api": api})
+    r = a.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
+    assert r["type"] == "acquired", r
+    began = time.monotonic()
+    a.proc.send_signal(signal.SIGTERM)
+    assert a.proc.wait(timeout=5) == 0
+    assert time.monotonic() - began < 2
+    assert key_of(server, key) is None, "the hold was released on the way out"
 
 
 def test_asyncio_cancel_ends_the_call_in_flight(start, server):

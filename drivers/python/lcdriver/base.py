@@ -27,6 +27,23 @@ def split_addr(addr):
     return host.strip("[]"), int(port)
 
 
+from .scope import ApplicationError, Shutdown, ThreadScope  # noqa: E402
+
+
+def abandon(sc):
+    """A scope the application gave up entering: if it enters after all, it
+    is left at once (its exit releases what it won)."""
+    import threading
+
+    def leave():
+        for _ in range(6000):  # a minute at most
+            if sc.entered.wait(0.01) or sc.ended.is_set():
+                break
+        if sc.entered.is_set():
+            sc.leave_with(None, bound=30)
+    threading.Thread(target=leave, name="abandoned-scope", daemon=True).start()
+
+
 class Unsupported(Exception):
     """A request the library has no call for."""
 
@@ -77,6 +94,15 @@ class BaseLock:
     # Options every lock understands; each adds its own.
     common_options = ["version", "retries"]
     own_options = []
+    # The library's idioms this driver calls (docs/driver-protocol.md, "API
+    # modes"), the default first: the one the library's README shows first.
+    # A scoped one ("with", "async-with") holds the lock inside the library's
+    # own context manager (scope_cm); any other calls acquire and release
+    # (do_acquire, do_release), the release in the application's finally.
+    apis = ["acquire"]
+    scoped_apis = ("with", "async-with")
+    # The throw and sigterm extensions: every lock on the kit has them.
+    extensions = ["throw", "sigterm"]
 
     # The cancel extension: a lock whose library calls can be cancelled in
     # flight (asyncio) sets cancellable and defines cancel_call, which the
@@ -95,13 +121,18 @@ class BaseLock:
     def __init__(self):
         self.push = None  # set by the driver: sends a pushed event
         self.leases = {}
+        self.scopes = {}  # lease -> the scope it is held in (scoped idioms)
         self.next_lease = itertools.count(1)
         self.cfg = {}
         self.extra = {}
+        self.api = self.apis[0]
 
     @property
     def options(self):
-        return self.common_options + self.own_options
+        return self.common_options + (["api"] if self.apis else []) + self.own_options
+
+    def hello_extensions(self):
+        return (["cancel"] if self.cancellable else []) + list(self.extensions)
 
     def version(self):
         return importlib.metadata.version(self.library)
@@ -118,6 +149,10 @@ class BaseLock:
         if want and want != self.version():
             return {"type": "error", "error": f"{self.library} {want} asked for but {self.version()} is installed "
                                               f"(start the driver with LOCKCHAOS_LOCK_VERSION={want})"}
+        api = extra.get("api", self.apis[0])
+        if api not in self.apis:
+            return {"type": "error", "error": f"api={api}: this lock calls its library in modes {self.apis} (the default first)"}
+        self.api = api
         self.extra = extra
         self.cfg = opts
         self.conn_name = msg.get("conn_name")
@@ -161,6 +196,8 @@ class BaseLock:
     def acquire(self, key, ttl_ms, wait_ms):
         lease = f"L{next(self.next_lease)}"
         lock = self.new_lock(key, ttl_ms, lease)
+        if self.api in self.scoped_apis:
+            return self.acquire_scoped(lease, lock, wait_ms)
         t0 = now()
         try:
             ok = self.do_acquire(lock, ttl_ms, wait_ms)
@@ -173,9 +210,13 @@ class BaseLock:
         t1 = now()
         if not ok:
             return {"type": "not_acquired", "t0": t0, "t1": t1}
+        return self.acquired(lease, lock, t0, t1)
+
+    def acquired(self, lease, lock, t0, t1, tok=None):
         self.leases[lease] = lock
         r = {"type": "acquired", "lease": lease, "depth": 1, "t0": t0, "t1": t1}
-        tok = self.token(lock)
+        if tok is None:
+            tok = self.token(lock)
         if tok is not None:
             r["token"] = tok.decode("utf-8", "replace") if isinstance(tok, bytes) else str(tok)
         keys = self.keys(lock)
@@ -201,16 +242,143 @@ class BaseLock:
         t1 = now()
         return {"type": done, "t0": t0, "t1": t1}
 
-    def release(self, lease):
+    def release(self, lease, throw=None):
         lock = self.hold(lease)
+        if lease in self.scopes:
+            return self.release_scoped(lease, throw)
+        # The explicit idiom: the release is the application's finally, which
+        # runs whether or not its critical section raised (throw); the error
+        # then goes on to the application's caller.
         r = self.timed(lambda: self.do_release(lock), "released")
+        if throw is not None:
+            r["raised"] = True
         # A definite answer, or a release the application gave up on (it does not send another): the lease is over.
-        if r["type"] in ("released", "not_owner", "cancelled"):
+        if r["type"] in ("released", "not_owner", "cancelled") or throw is not None:
             self.leases.pop(lease, None)
         return r
 
+    # scoped idioms (lcdriver.scope) -----------------------------------------
+
+    def scope_cm(self, lock, wait_ms):
+        """The library's context manager for the scoped api (sync: a with,
+        asyncio: an async with), its wait bounded by wait_ms where the idiom
+        can be; a lock with scoped apis defines it."""
+        raise Unsupported(f"unsupported: api {self.api}")
+
+    # enter_refusals: what the context manager's entry raises when the lock
+    # was not acquired (redis-py's LockError "Unable to acquire lock ...").
+    enter_refusals = ()
+
+    # scope_unbounded: the scoped idiom's entry waits without a bound of its
+    # own (python-redis-lock's `with`): the driver gives up at wait_ms, as
+    # an application's timeout around it does.
+    scope_unbounded = False
+
+    def scope_bound(self, wait_ms):
+        """How long a scope's entry may take before the driver answers without
+        it: wait_ms for an idiom with no bound of its own; else the wait, then
+        two command timeouts, so that the idiom's own bound answers first
+        (lockchaos's bound adds 5 s)."""
+        if self.scope_unbounded:  # the wait, and one command's time (wait_ms 0: one try)
+            return now() + int((wait_ms / 1000.0 + self.command_timeout) * 1e9)
+        return now() + int((wait_ms / 1000.0 + 2 * self.command_timeout + 1.0) * 1e9)
+
+    def acquire_scoped(self, lease, lock, wait_ms):
+        cm = self.scope_cm(lock, wait_ms)
+        t0 = now()
+        try:
+            sc, inside = self.enter_scope(cm, wait_ms, lambda: self.token(lock))
+        except Cancelled as e:
+            return {"type": "cancelled", "error": str(e), "t0": t0, "t1": now()}
+        except self.refusals + self.enter_refusals:
+            return {"type": "not_acquired", "t0": t0, "t1": now()}
+        except Exception as e:
+            return outcome_of(e, t0, now())
+        t1 = now()
+        if inside is None:
+            # Still entering at the bound (an idiom with no bounded wait): the
+            # application gave up; a scope entered later is left at once.
+            abandon(sc)
+            return {"type": "not_acquired", "error": "the idiom's wait outlasted wait_ms; abandoned", "t0": t0, "t1": t1}
+        self.scopes[lease] = sc
+        return self.acquired(lease, lock, t0, t1, getattr(sc, "token", None))
+
+    def enter_scope(self, cm, wait_ms, token):
+        """Enters cm on a thread of its own (a sync lock; redispy_asyncio has
+        its own): (scope, True) once inside, (scope, None) when the bound
+        passed first; raises what entering raised. token() is read inside."""
+        sc = ThreadScope(cm, on_enter=token)
+        deadline = self.scope_bound(wait_ms)
+        inside = sc.enter(lambda: now() > deadline)
+        if inside is False:
+            raise sc.enter_error
+        return sc, inside
+
+    def leave_scope(self, sc, exc):
+        return sc.leave_with(exc, bound=self.command_timeout * 2 + 5)
+
+    def release_scoped(self, lease, throw):
+        sc = self.scopes[lease]
+        t0 = now()
+        try:
+            ex = self.leave_scope(sc, ApplicationError(throw) if throw is not None else None)
+        except Cancelled as e:
+            self.scopes.pop(lease, None)
+            self.leases.pop(lease, None)
+            return {"type": "cancelled", "error": str(e), "t0": t0, "t1": now()}
+        t1 = now()
+        self.scopes.pop(lease, None)
+        if ex is None:
+            return {"type": "indeterminate", "error": "the scope's exit did not end in time", "t0": t0, "t1": t1}
+        err = ex.error
+        if err is None or isinstance(err, self.refusals + (Cancelled,)) or throw is not None:
+            self.leases.pop(lease, None)
+        # else the exit's release failed (a timeout): the lease stays, and a
+        # release sent again calls the library's release() itself, as an
+        # application's except clause around the block would.
+        if err is None:
+            r = {"type": "released", "t0": t0, "t1": t1}
+        elif isinstance(err, self.refusals):
+            r = {"type": "not_owner", "error": f"{type(err).__name__}: {err}", "t0": t0, "t1": t1}
+        elif isinstance(err, Cancelled):
+            r = {"type": "cancelled", "error": str(err), "t0": t0, "t1": t1}
+        else:
+            r = outcome_of(err, t0, t1)
+        if throw is not None:
+            r["raised"] = ex.raised
+        return r
+
+    def shutdown(self, grace_s):
+        """SIGTERM (the sigterm extension): what the application's code does
+        as SystemExit unwinds it: every scope is left with the exception
+        (its exit releases), every lease held in the explicit idiom is
+        released by its finally; then the clients are closed."""
+        deadline = now() + int(grace_s * 1e9)
+        for lease in list(self.scopes):
+            sc = self.scopes.pop(lease)
+            try:
+                self.leave_scope(sc, Shutdown())
+            except BaseException as e:  # noqa: B036
+                log(f"shutdown: leaving {lease}: {type(e).__name__}: {e}")
+            if now() > deadline:
+                break
+        for lease in list(self.leases):
+            lock = self.leases.pop(lease)
+            if now() > deadline:
+                break
+            try:
+                self.do_release(lock)
+            except BaseException as e:  # noqa: B036
+                log(f"shutdown: releasing {lease}: {type(e).__name__}: {e}")
+        self.close()
+
     def extend(self, lease, ttl_ms):
         lock = self.hold(lease)
+        sc = self.scopes.get(lease)
+        if isinstance(sc, ThreadScope):
+            # Inside the block, on its thread (a thread-local token is there).
+            return self.timed(lambda: sc.call(lambda: self.do_extend(lock, ttl_ms), bound=2 * self.command_timeout + 5),
+                              "extended")
         return self.timed(lambda: self.do_extend(lock, ttl_ms), "extended")
 
     def do_extend(self, lock, ttl_ms):

@@ -40,12 +40,43 @@ class _Errors(logging.Handler):
         return s
 
 
+class _Scope:
+    """`with redlock:` as the application writes it, with the driver's
+    reading of the masters' errors around its entry and exit: a no short of
+    a majority with master errors in it is unknown (PotteryRedlock.unknown)."""
+
+    def __init__(self, drv, lock):
+        self.drv, self.lock = drv, lock
+
+    def __enter__(self):
+        self.drv.errors.take()
+        try:
+            return self.lock.__enter__()
+        except self.drv.QuorumNotAchieved as e:
+            errs = self.drv.errors.take()
+            if errs:
+                self.drv.unknown("not acquired", errs, e)
+            raise
+
+    def __exit__(self, *exc):
+        self.drv.errors.take()
+        try:
+            return self.lock.__exit__(*exc)
+        except self.drv.ReleaseUnlocked as e:
+            errs = list(e.redis_errors or []) or self.drv.errors.take()
+            if errs:
+                self.drv.unknown("not released", errs, e)
+            raise
+
+
 class PotteryRedlock(BaseLock):
     name = "pottery-redlock"
     library = "pottery"
     capabilities = ["multi-node"]
     reports = []
     own_options = ["num_extensions", "retry_delay_ms"]
+    # The README's first idiom is acquire() ... release(); then `with printer_lock:`.
+    apis = ["acquire", "with"]
 
     def connect(self):
         import pottery
@@ -55,6 +86,8 @@ class PotteryRedlock(BaseLock):
         self.ReleaseUnlocked = pottery.exceptions.ReleaseUnlockedLock
         self.ExtendUnlocked = pottery.exceptions.ExtendUnlockedLock
         self.refusals = (self.ReleaseUnlocked, self.ExtendUnlocked)
+        self.QuorumNotAchieved = pottery.exceptions.QuorumNotAchieved
+        self.enter_refusals = (self.QuorumNotAchieved,)
         self.clients = clients(self)
         ping_all(self.clients)
         self.num_extensions = int(self.extra.get("num_extensions", 3))  # the library's default
@@ -78,6 +111,13 @@ class PotteryRedlock(BaseLock):
                             num_extensions=self.num_extensions)
         lock._Primitive__key = key
         return lock
+
+    def scope_cm(self, lock, wait_ms):
+        """`with lock:` enters with context_manager_blocking and _timeout,
+        the idiom's own bound of its wait."""
+        lock.context_manager_blocking = wait_ms > 0
+        lock.context_manager_timeout = wait_ms / 1000.0 if wait_ms > 0 else -1
+        return _Scope(self, lock)
 
     def release_time(self, ttl_ms):
         return ttl_ms / self.unit if self.unit != 1 else int(ttl_ms)

@@ -43,6 +43,11 @@ class PyRedisLock(BaseLock):
     capabilities = ["renews"]
     reports = ["renewals"]
     own_options = ["auto_renewal", "expire"]
+    # The README's first idiom is acquire(blocking=False) ... release(); then
+    # `with redis_lock.Lock(conn, name):`, whose entry waits without a bound
+    # (the driver bounds it: BaseLock.enter_scope).
+    apis = ["acquire", "with"]
+    scope_unbounded = True
 
     def connect(self):
         import redis
@@ -54,7 +59,9 @@ class PyRedisLock(BaseLock):
         self.auto_renewal = parse_bool(self.extra.get("auto_renewal", "true"))
         self.expire = int(self.extra["expire"]) if self.extra.get("expire") else None
         self.max_wait = secs(self.opt_ms("acquire_timeout_ms", 1000))
-        self.clients = clients(self, socket_timeout=self.command_timeout + self.max_wait)[:1]
+        # `with` waits by BLPOP for expire seconds at a time (its acquire has no timeout).
+        longest = self.max_wait if self.api != "with" else max(self.max_wait, self.expire or secs(self.opt_ms("ttl_ms", 1000)))
+        self.clients = clients(self, socket_timeout=self.command_timeout + longest)[:1]
         self.strict = isinstance(self.clients[0], redis.StrictRedis)
         ping_all(self.clients)
 
@@ -91,6 +98,9 @@ class PyRedisLock(BaseLock):
         lock._name = key
         lock._signal = f"{self.key_prefix}lock-signal:{{{hashtag(key) or key}}}"
         lock.lc_lease = lease
+        return lock
+
+    def scope_cm(self, lock, wait_ms):
         return lock
 
     def do_acquire(self, lock, ttl_ms, wait_ms):

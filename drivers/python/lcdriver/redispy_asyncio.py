@@ -12,11 +12,14 @@ import threading
 
 from .base import Cancelled, clients, log
 from .redispy import RedisPyLock
+from .scope import TaskScope
 
 
 class RedisPyAsyncioLock(RedisPyLock):
     name = "redis-py-asyncio"
     cancellable = True
+    # `async with r.lock(name, …):` first; acquire()/release() in a finally second.
+    apis = ["async-with", "acquire"]
 
     def connect(self):
         import redis.asyncio.lock
@@ -26,6 +29,7 @@ class RedisPyAsyncioLock(RedisPyLock):
         # The server's refusal. A plain LockError is the Lock's own (it holds no token, e.g. a release
         # retried after one that timed out: the sync Lock forgets its token first): not the server's.
         self.refusals = (redis.exceptions.LockNotOwnedError,)
+        self.enter_refusals = (redis.exceptions.LockError,)  # `async with` that gave up its wait
         self.loop = asyncio.new_event_loop()
         self.clients = clients(self, asyncio=True)[:1]  # one key per lock: with independent masters, the first
         client = self.clients[0]
@@ -65,6 +69,17 @@ class RedisPyAsyncioLock(RedisPyLock):
     def cancel_reset(self, pending):
         with self.task_mu:
             self.cancel_pending = pending
+
+    # The scoped idiom: a task parked in `async with lock:` (TaskScope) on
+    # the loop; each step runs as a call (run), so the cancel extension
+    # cancels the scope's task in its entry or its exit.
+    def enter_scope(self, cm, wait_ms, token):
+        sc = TaskScope(cm, self.loop)
+        self.run(sc.enter())
+        return sc, True
+
+    def leave_scope(self, sc, exc):
+        return self.run(sc.leave_with(exc))
 
     def do_acquire(self, lock, ttl_ms, wait_ms):
         return self.run(lock.acquire(**self.wait_args(wait_ms)))

@@ -10,14 +10,16 @@ the worker, one at a time, in the order it came.
     serve(MyLock())
 """
 
+import atexit
 import json
 import os
 import queue
+import signal
 import sys
 import threading
 import time
 
-from .base import now
+from .base import log, now
 
 PROTOCOL = 1
 
@@ -94,6 +96,22 @@ class Driver:
 
     def serve(self):
         threading.Thread(target=self.read, name="stdin", daemon=True).start()
+        if "sigterm" in self.lock.hello_extensions():
+            # The sigterm extension: SIGTERM raises SystemExit in this
+            # thread, which runs the lock's calls, wherever it is (inside a
+            # call, or waiting for the next request), as in a Python
+            # application with a handler; shutdown then unwinds the holds.
+            signal.signal(signal.SIGTERM, _sigterm)
+        try:
+            self.loop()
+        except SystemExit:
+            log("SIGTERM: shutting down (the holds unwind, then the interpreter exits)")
+            self.lock.shutdown(grace_s=max(1.0, (self.lock.cfg.get("ttl_ms") or 1000) / 1000.0))
+            self.out.flush()
+            return True
+        return False
+
+    def loop(self):
         while True:
             msg = self.work.get()
             if msg is None:  # stdin closed: lockchaos is gone
@@ -122,22 +140,27 @@ class Driver:
         if kind == "hello":
             if msg.get("protocol", PROTOCOL) != PROTOCOL:
                 return {"type": "error", "error": f"protocol {msg.get('protocol')} not spoken (this driver: {PROTOCOL})"}
+            ext = lk.hello_extensions()
             return {"type": "hello_ok", "protocol": PROTOCOL, "name": lk.name, "library": lk.library,
                     "version": lk.version(), "language": "python", "capabilities": lk.capabilities,
                     "reports": lk.reports, "options": lk.options,
-                    **({"extensions": ["cancel"]} if lk.cancellable else {})}
+                    **({"extensions": ext} if ext else {}), **({"apis": lk.apis} if lk.apis else {})}
         if kind == "init":
             return lk.init(msg)
         if kind == "acquire":
             return lk.acquire(msg["key"], int(msg["ttl_ms"]), int(msg.get("wait_ms", 0)))
         if kind == "release":
-            return lk.release(msg["lease"])
+            return lk.release(msg["lease"], msg.get("throw"))
         if kind == "extend":
             return lk.extend(msg["lease"], int(msg["ttl_ms"]))
         if kind == "shutdown":
             lk.close()
             return {"type": "shutdown_ok"}
         return {"type": "error", "error": f"unsupported: request type {kind!r}"}
+
+
+def _sigterm(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 def serve(lock):
@@ -147,7 +170,18 @@ def serve(lock):
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    Driver(lock, sys.stdin.buffer, out).serve()
+    if Driver(lock, sys.stdin.buffer, out).serve():
+        # SIGTERM: the interpreter's exit as an application's, its two steps
+        # that matter to a lock: it joins the threads that are not daemons (a
+        # library's renewer that is not one keeps the process, and renews,
+        # until lockchaos kills it after the grace), then runs atexit. (Not
+        # sys.exit itself: its finalization would abort on our stdin reader,
+        # a daemon blocked in a read.)
+        out.flush()
+        shutdown = getattr(threading, "_shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        atexit._run_exitfuncs()
     out.flush()
     # Library threads (renewers, executors) must not keep the process: the
     # holds it leaves expire at the servers, as a crashed client's would.
