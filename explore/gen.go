@@ -162,6 +162,7 @@ func (g Generator) draw(r *rand.Rand) Schedule {
 	if g.Info.Fenced && r.IntN(3) == 0 {
 		s.Resource = "register"
 	}
+	s.API = g.drawAPI(r)
 	maxF := g.MaxFaults
 	if maxF <= 0 || maxF > 3 {
 		maxF = 3
@@ -173,6 +174,21 @@ func (g Generator) draw(r *rand.Rand) Schedule {
 	}
 	fit(&s, r)
 	return s
+}
+
+// drawAPI draws the library idiom a driver lock is called in: its default
+// (the README's first, "") half the time, else one of its other API modes
+// (its lock file's apis); "" for a lock with one way in.
+func (g Generator) drawAPI(r *rand.Rand) string {
+	p, driver := lockimpl.ProcessNeedsOf(g.Info.Name)
+	if !driver {
+		return ""
+	}
+	apis := p.APIModes()
+	if len(apis) < 2 || r.IntN(2) == 0 {
+		return ""
+	}
+	return pick(r, apis[1:])
 }
 
 func drawMag(r *rand.Rand) float64 { return magLadder[weighted(r, magWeights)] }

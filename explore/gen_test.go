@@ -176,7 +176,7 @@ func TestRenewingLocksAreHeldForSeveralCycles(t *testing.T) {
 
 // fakeNeeds is a driver lock's process as explore sees it: the extensions
 // it lists.
-type fakeNeeds struct{ ext []string }
+type fakeNeeds struct{ ext, apis []string }
 
 func (fakeNeeds) OwnTraffic() bool              { return true }
 func (fakeNeeds) ClockPreload() (string, error) { return "", nil }
@@ -188,7 +188,7 @@ func (n fakeNeeds) Extension(x string) error {
 	}
 	return fmt.Errorf("no extension %s", x)
 }
-func (fakeNeeds) APIModes() []string { return nil }
+func (n fakeNeeds) APIModes() []string { return n.apis }
 
 // sigterm is drawn for a lock with a process of its own and never for a Go
 // lock; throw and cancel for a Go lock, and for a driver only when its
@@ -213,6 +213,40 @@ func TestApplicationFaultsFollowTheProcess(t *testing.T) {
 			if got := slices.Contains(ks, k); got != want {
 				t.Errorf("%s: %s drawn %v, want %v", tc.info.Name, k, got, want)
 			}
+		}
+	}
+}
+
+// A driver lock with several idioms is explored in each: its default about
+// half the time, its other API modes otherwise; the mode reaches the run as
+// lock.extra api, and shrinking tries the default.
+func TestAPIModesDrawn(t *testing.T) {
+	factory := func(lockimpl.Env) (lockimpl.Locker, error) { return nil, errors.New("not started") }
+	lockimpl.RegisterProcess(lockimpl.Info{Name: "explore-test-driver-apis"}, factory, fakeNeeds{apis: []string{"with", "acquire", "try"}})
+	info, _, _ := lockimpl.Lookup("explore-test-driver-apis")
+	g := Generator{Seed: 5, Topology: "single", Info: info}
+	seen := map[string]int{}
+	for i := range 200 {
+		s, err := g.Generate(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[s.API]++
+		sc, _ := s.Scenario("x")
+		if got := sc.Lock.Extra["api"]; got != s.API {
+			t.Fatalf("schedule api %q, scenario lock.extra api %q", s.API, got)
+		}
+		if s.API != "" && !slices.ContainsFunc(reductions(s), func(r reduction) bool { return r.s.API == "" }) {
+			t.Fatalf("no reduction tries the default api of %+v", s)
+		}
+	}
+	if seen[""] < 60 || seen["acquire"] < 30 || seen["try"] < 30 || seen["with"] != 0 {
+		t.Errorf("api modes drawn %v: want the default (\"\") about half the time, each other mode the rest", seen)
+	}
+	simple, _, _ := lockimpl.Lookup("simple")
+	for i := range 50 {
+		if s, _ := (Generator{Seed: 5, Topology: "single", Info: simple}).Generate(i); s.API != "" {
+			t.Fatalf("a Go lock drew api %q", s.API)
 		}
 	}
 }

@@ -90,7 +90,7 @@ func (o RunnerOracle) Run(ctx context.Context, s Schedule, lock string, seed uin
 		return rr
 	}
 	sc.Seed = seed
-	sc.Lock.Extra = o.LockExtra
+	sc.Lock.Extra = s.LockExtra(o.LockExtra)
 	_ = os.RemoveAll(dir)
 	out, err := runner.Run(ctx, runner.Options{Scenario: sc, Lock: lock, Out: dir, Setup: runner.Setup{Backend: o.Backend}, NoPlots: true})
 	if out == nil || out.Results == nil {

@@ -246,7 +246,7 @@ func (e *Explorer) Scenario(f *Found) (*scenarios.Scenario, error) {
 	}
 	sc.Seed = f.Seed
 	if o, ok := e.cfg.Oracle.(LockOptioner); ok {
-		sc.Lock.Extra = o.LockOptions() // the replay runs the version explored
+		sc.Lock.Extra = saved.LockExtra(o.LockOptions()) // the replay runs the version and the API mode explored
 	}
 	sc.Description = fmt.Sprintf("Found by lockchaos explore (seed %d, %s vs %s): %s fails %s (%s). %s Minimal schedule: %s. "+
 		"Lock fails %s seeds, reference %s %s.%s",

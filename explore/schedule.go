@@ -68,7 +68,10 @@ type Schedule struct {
 	Think    time.Duration `json:"think"`
 	Reentry  int           `json:"reentry,omitempty"`
 	Resource string        `json:"resource"`
-	Faults   []Fault       `json:"faults"`
+	// API is the library idiom a driver lock is called in (its lock
+	// option api; "" its default), drawn among its lock file's apis.
+	API    string  `json:"api,omitempty"`
+	Faults []Fault `json:"faults"`
 }
 
 // Clone is a deep copy (faults and their params).
@@ -143,11 +146,26 @@ func (s Schedule) Scenario(name string) (*scenarios.Scenario, error) {
 	for _, f := range s.Faults {
 		sc.Faults = append(sc.Faults, f.SpecFor(s.TTL))
 	}
+	sc.Lock.Extra = s.LockExtra(nil)
 	sc.Description = s.Describe()
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
 	return sc, nil
+}
+
+// LockExtra is base (the explored lock's options) with the schedule's API
+// mode, a new map; nil when both are empty.
+func (s Schedule) LockExtra(base map[string]string) map[string]string {
+	if s.API == "" {
+		return maps.Clone(base)
+	}
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out["api"] = s.API
+	return out
 }
 
 // Describe is the schedule in words: "3 clients, 1 key, hold 0.1×TTL;
@@ -161,8 +179,12 @@ func (s Schedule) Describe() string {
 	if len(parts) > 0 {
 		fs = strings.Join(parts, "; ")
 	}
-	return fmt.Sprintf("%s, TTL %v, %d clients, %d key(s), hold %v, think %v%s, %v run: %s",
-		s.Topology, s.TTL, s.Clients, s.Keys, s.Hold, s.Think, reentryWords(s.Reentry), s.Duration, fs)
+	api := ""
+	if s.API != "" {
+		api = ", api " + s.API
+	}
+	return fmt.Sprintf("%s, TTL %v, %d clients, %d key(s), hold %v, think %v%s%s, %v run: %s",
+		s.Topology, s.TTL, s.Clients, s.Keys, s.Hold, s.Think, reentryWords(s.Reentry), api, s.Duration, fs)
 }
 
 func reentryWords(n int) string {

@@ -123,6 +123,9 @@ func reductions(s Schedule) []reduction {
 	if s.Resource != "counter" {
 		add("resource counter", func(c *Schedule) { c.Resource = "counter" })
 	}
+	if s.API != "" {
+		add("api "+s.API+" → the lock's default", func(c *Schedule) { c.API = "" })
+	}
 	if h := s.Hold / 4; h >= time.Millisecond && s.Hold > 2*time.Millisecond {
 		add(fmt.Sprintf("hold %v → %v", s.Hold, h.Round(time.Millisecond)), func(c *Schedule) { c.Hold = h.Round(time.Millisecond) })
 	}
