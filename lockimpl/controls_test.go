@@ -461,3 +461,41 @@ func (h afterCmd) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h afterCmd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// release-on-success, released on the exception path (a ThrowReport in the
+// release's context, as the throw fault gives), releases nothing and its
+// renewal goes on: the key is still there three TTLs later. Released
+// normally, it frees the key, as the correct watchdog does either way.
+func TestReleaseOnTheExceptionPathLeavesTheRenewalRunning(t *testing.T) {
+	s := startServer(t)
+	o := lockimpl.Options{TTL: 300 * time.Millisecond}
+	thrown := lockimpl.WithThrow(context.Background(), lockimpl.NewThrowReport("boom"))
+	lk := s.locker(t, "release-on-success", o)
+	l, err := lk.Acquire(context.Background(), "rs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(thrown); err != nil {
+		t.Fatalf("release on the exception path: %v, want nil (the helper returned the error)", err)
+	}
+	time.Sleep(3 * o.TTL)
+	if ttl := s.admin.PTTL(context.Background(), "rs").Val(); ttl <= 0 {
+		t.Fatalf("the key is gone (PTTL %v) three TTLs after the release on the exception path: the renewal did not leak", ttl)
+	}
+	l2, err := lk.Acquire(context.Background(), "rs2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, l2)
+	if n := s.admin.Exists(context.Background(), "rs2").Val(); n != 0 {
+		t.Fatal("released off the exception path, the key stayed")
+	}
+	wd := s.locker(t, "watchdog", o)
+	l3, err := wd.Acquire(context.Background(), "wd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l3.Release(thrown); err != nil || s.admin.Exists(context.Background(), "wd").Val() != 0 {
+		t.Fatalf("watchdog released on the exception path: %v, the key still there: it must free it", err)
+	}
+}
