@@ -191,6 +191,19 @@ func (g Generator) drawAPI(r *rand.Rand) string {
 	return pick(r, apis[1:])
 }
 
+// drawRenewal times a fault by a renewing lock's renewals: just after the
+// 1st to 3rd renewal of a hold, or just before the next one (9/10 of the
+// renew interval, TTL/3, after it): a renewal that loses a little of the
+// lease each time fails only cycles in, and a fault between two renewals
+// meets a different lease than one across one.
+func (g Generator) drawRenewal(r *rand.Rand, ttl time.Duration) string {
+	w := "renewal " + strconv.Itoa(1+r.IntN(3))
+	if r.IntN(2) == 0 {
+		w += " +" + (ttl * 3 / 10).Round(time.Millisecond).String()
+	}
+	return w
+}
+
 func drawMag(r *rand.Rand) float64 { return magLadder[weighted(r, magWeights)] }
 
 func drawPoint(r *rand.Rand, now bool) string {
@@ -241,6 +254,9 @@ func (g Generator) fault(r *rand.Rand, kind string, s Schedule) Fault {
 			who = "client:0"
 		}
 		f.Spec.When = who + " " + drawPoint(r, false)
+		if g.Info.Renews && nonPoint && r.IntN(2) == 0 {
+			f.Spec.When = who + " " + g.drawRenewal(r, s.TTL)
+		}
 	}
 	return f
 }

@@ -290,7 +290,7 @@ func Validate(s Spec, i int) error {
 		return fmt.Errorf("faults[%d].random: %v is not [from, to) with 0 <= from < to", i, s.Random)
 	}
 	if s.When != "" {
-		if _, _, err := parseWhen(s.When); err != nil {
+		if _, _, _, err := parseWhen(s.When); err != nil {
 			return fmt.Errorf("faults[%d].when: %w", i, err)
 		}
 	}
@@ -459,7 +459,7 @@ func (r *Runner) fire(ctx context.Context, s Scheduled) {
 // firing of the same spec is due (Every), else until ctx ends. It returns
 // what the trigger was and whether it came.
 func (r *Runner) awaitTrigger(ctx context.Context, s Scheduled) (map[string]string, bool) {
-	who, point, _ := parseWhen(s.Spec.When)
+	who, point, delay, _ := parseWhen(s.Spec.When)
 	eff := map[string]string{"when": s.Spec.When}
 	cs, err := pointTargets(r.env, who)
 	if err != nil {
@@ -479,23 +479,64 @@ func (r *Runner) awaitTrigger(ctx context.Context, s Scheduled) (map[string]stri
 	}
 	eff["triggered_by"] = fmt.Sprintf("client %d", h.Client)
 	eff["triggered_at_ms"] = ms(h.From)
+	if delay > 0 {
+		select {
+		case <-ctx.Done():
+			eff[history.EffectReason] = fmt.Sprintf("trigger %q: the run ended within its delay", s.Spec.When)
+			return eff, false
+		case <-time.After(delay):
+		}
+	}
 	return eff, true
 }
 
-// parseWhen splits "client:N POINT" / "any-client POINT".
-func parseWhen(w string) (who, point string, err error) {
+// parseWhen splits "client:N POINT" / "any-client POINT", or a renewal
+// trigger, "WHO renewal N [+DELAY]": DELAY after the N-th renewal of a
+// hold answered ok (RenewalPoint), to time a fault just after a renewal
+// or, with DELAY near the renew interval, just before the next one.
+func parseWhen(w string) (who, point string, delay time.Duration, err error) {
 	f := strings.Fields(w)
+	if len(f) >= 3 && f[1] == "renewal" {
+		return parseRenewalWhen(w, f)
+	}
 	if len(f) != 2 {
-		return "", "", fmt.Errorf("%q is not \"client:N POINT\" or \"any-client POINT\"", w)
+		return "", "", 0, fmt.Errorf("%q is not \"client:N POINT\", \"any-client POINT\" or \"WHO renewal N [+DELAY]\"", w)
 	}
 	if err := validPointTarget(f[0]); err != nil || f[0] == "holder" || f[0] == "random-client" {
-		return "", "", fmt.Errorf("%q: the client must be client:N or any-client", w)
+		return "", "", 0, fmt.Errorf("%q: the client must be client:N or any-client", w)
 	}
 	if err := validPoint(f[1]); err != nil || f[1] == history.PointNow {
-		return "", "", fmt.Errorf("%q: the point must be one of %s", w, strings.Join(history.Points, ", "))
+		return "", "", 0, fmt.Errorf("%q: the point must be one of %s, or renewal N", w, strings.Join(history.Points, ", "))
 	}
-	return f[0], f[1], nil
+	return f[0], f[1], 0, nil
 }
+
+func parseRenewalWhen(w string, f []string) (who, point string, delay time.Duration, err error) {
+	if err := validPointTarget(f[0]); err != nil || f[0] == "holder" || f[0] == "random-client" {
+		return "", "", 0, fmt.Errorf("%q: the client must be client:N or any-client", w)
+	}
+	n, err := strconv.Atoi(f[2])
+	if err != nil || n < 1 || n > 100 {
+		return "", "", 0, fmt.Errorf("%q: the renewal must be a number from 1 to 100, not %q", w, f[2])
+	}
+	if len(f) > 4 {
+		return "", "", 0, fmt.Errorf("%q is not \"WHO renewal N [+DELAY]\"", w)
+	}
+	if len(f) == 4 {
+		d, err := time.ParseDuration(strings.TrimPrefix(f[3], "+"))
+		if !strings.HasPrefix(f[3], "+") || err != nil || d < 0 || d > time.Minute {
+			return "", "", 0, fmt.Errorf("%q: the delay must be +DURATION from 0 to 1m, not %q", w, f[3])
+		}
+		delay = d
+	}
+	return f[0], RenewalPoint(n), delay, nil
+}
+
+// RenewalPoint is the trigger point of a client's n-th renewal of a hold
+// answered ok (a lock's Env.Note, a driver's renewal event): watched only,
+// never a point a client fault stops a client at (the renewal runs on the
+// lock's own goroutine or process).
+func RenewalPoint(n int) string { return "renewal:" + strconv.Itoa(n) }
 
 // record appends a firing to the history and, when inj ran, tracks it as
 // active so that it is healed.

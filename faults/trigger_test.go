@@ -153,3 +153,29 @@ func TestSerialFiringsDoNotOverlap(t *testing.T) {
 		}
 	}
 }
+
+// A renewal trigger names a client, the renewal of a hold (1-100) and an
+// optional delay after it; anything else is refused, naming the value.
+func TestRenewalTriggerParses(t *testing.T) {
+	for _, tc := range []struct {
+		when, point string
+		delay       time.Duration
+		err         string
+	}{
+		{"any-client renewal 2", "renewal:2", 0, ""},
+		{"client:1 renewal 1 +150ms", "renewal:1", 150 * time.Millisecond, ""},
+		{"any-client renewal 0", "", 0, `"0"`},
+		{"any-client renewal two", "", 0, `"two"`},
+		{"any-client renewal 2 150ms", "", 0, `"150ms"`},
+		{"holder renewal 2", "", 0, "client:N or any-client"},
+		{"any-client renewal 2 +1s extra", "", 0, "is not"},
+	} {
+		_, point, delay, err := parseWhen(tc.when)
+		switch {
+		case tc.err == "" && (err != nil || point != tc.point || delay != tc.delay):
+			t.Errorf("%q: %q, %v, %v; want %q, %v", tc.when, point, delay, err, tc.point, tc.delay)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: error %v, want one naming %s", tc.when, err, tc.err)
+		}
+	}
+}

@@ -65,7 +65,7 @@ func ValidateRun(s Spec, i int, r Run) error {
 		return fmt.Errorf("faults[%d].target: %w", i, err)
 	}
 	if s.When != "" {
-		who, _, _ := parseWhen(s.When)
+		who, _, _, _ := parseWhen(s.When)
 		if err := targetExists(who, r); err != nil {
 			return fmt.Errorf("faults[%d].when: %q: %w", i, s.When, err)
 		}

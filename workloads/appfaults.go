@@ -162,3 +162,34 @@ func (w *Workload) Terminate(ctx context.Context, cs []int, point string, delay,
 	}
 	return armFault(ctx, gs, &armedFault{point: point, kind: armTerm, d: delay, grace: grace})
 }
+
+// watchPoint fires the watches (when: triggers) armed at point, and nothing
+// else: for points reached off the client's loop (a renewal, on the lock's
+// own goroutine or process), which must not wait out the client's freeze.
+func (g *gate) watchPoint(point string) {
+	if !g.busy.Load() {
+		return
+	}
+	g.mu.Lock()
+	var now int64
+	keep := g.armed[:0]
+	for _, a := range g.armed {
+		switch {
+		case a.shot.taken.Load():
+			continue // another client took it, or its wait ended
+		case a.kind != armWatch || a.point != point:
+			keep = append(keep, a)
+			continue
+		case !a.shot.taken.CompareAndSwap(false, true):
+			continue
+		}
+		if now == 0 {
+			now = g.c.rec.Now()
+		}
+		a.shot.reply <- faults.Hit{Client: g.c.ID, From: now, To: now}
+		close(a.shot.reply)
+	}
+	clear(g.armed[len(keep):])
+	g.armed = keep
+	g.unlock()
+}

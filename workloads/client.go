@@ -9,6 +9,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/lockimpl"
 )
@@ -49,6 +50,9 @@ type Client struct {
 	// keysNoted: the lock's own Redis keys (lockimpl.KeysOf) already
 	// recorded (history.OpKeys), by workload key and Redis key.
 	keysNoted map[[2]string]bool
+	// renewed counts the renewals of the hold in progress answered ok
+	// (the renewal N trigger, faults.RenewalPoint).
+	renewed atomic.Int32
 }
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) } // µs
@@ -122,6 +126,7 @@ func (c *Client) cycle(ctx context.Context, stop <-chan struct{}, k int, sched i
 	}
 	c.hold(k, true)
 	defer c.hold(k, false)
+	c.renewed.Store(0)
 	frozen0 := c.gate.frozenNS.Load()
 	start := ev.T
 	if sched != 0 {
@@ -368,6 +373,7 @@ func (c *Client) note(n lockimpl.Note) {
 	ev := &history.Event{T: end - int64(n.End.Sub(n.Start)), End: end, Client: c.ID, Key: c.w.shortKey(n.Key), Token: n.Token, Op: history.OpRenew, Result: history.OK}
 	switch {
 	case n.Err == nil:
+		defer c.gate.watchPoint(faults.RenewalPoint(int(c.renewed.Add(1))))
 	case lockimpl.IsIndeterminate(n.Err):
 		ev.Result, ev.Err = history.Unknown, n.Err.Error()
 	default:
