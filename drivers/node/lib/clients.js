@@ -65,7 +65,7 @@ async function connect(init, extra = {}, connectMs = 5000, libDir = '') {
   let timer;
   try {
     await Promise.race([
-      Promise.all(clients.map((c) => c.connect())),
+      connectAll(clients, connectMs),
       new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`init: not connected within ${connectMs}ms`)), connectMs); }),
     ]);
   } catch (e) {
@@ -75,6 +75,28 @@ async function connect(init, extra = {}, connectMs = 5000, libDir = '') {
     clearTimeout(timer);
   }
   return clients;
+}
+
+// connectAll connects every client, each tried again (200 ms apart, within
+// connectMs) when its connect failed: a connection's first commands
+// (CLIENT SETNAME, under commandTimeout) can time out on a loaded machine,
+// and ioredis then closes it ("Connection is closed.", a CI-like run of
+// the drivers matrix beside other work).
+async function connectAll(clients, connectMs) {
+  const end = Date.now() + connectMs;
+  await Promise.all(clients.map(async (c) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await c.connect();
+        return;
+      } catch (e) {
+        if (attempt >= 4 || Date.now() + 200 >= end) throw e;
+        log(`init: connecting again after: ${e.message}`);
+        c.disconnect();
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  }));
 }
 
 async function close(clients) {

@@ -604,6 +604,16 @@ public final class Main {
                     rl.unlock();
                 }
             }
+            // The default idiom's own path too (lock(): its subscription to the key's
+            // channel, used when it waits), on a key nobody else holds.
+            if ("lock".equals(api) || "lock-lease".equals(api)) {
+                if (lock.watchdog) {
+                    rl.lock();
+                } else {
+                    rl.lock(ttlDefault, TimeUnit.MILLISECONDS);
+                }
+                rl.unlock();
+            }
         } catch (Throwable e) {
             System.err.println("lockchaos driver: warm-up: " + describe(e));
         } finally {
