@@ -367,7 +367,7 @@ func (e *Explorer) finish() (*Report, error) {
 	if m := r.Elapsed.Minutes(); m > 0 {
 		r.PerMinute = float64(r.Schedules) / m
 	}
-	r.Coverage = Coverage{Kinds: sortedSet(e.cov.kinds), KindsAll: Applicable(e.cfg.Topology), Points: sortedSet(e.cov.points),
+	r.Coverage = Coverage{Kinds: sortedSet(e.cov.kinds), KindsAll: e.gen.kinds(), Points: sortedSet(e.cov.points),
 		Directions: sortedSet(e.cov.dirs), Whens: sortedSet(e.cov.whens), Tuples: len(e.cov.tuples)}
 	for _, f := range r.Findings {
 		if f.Replay == "" && f.Minimal.Faults != nil {
