@@ -15,14 +15,18 @@ import (
 // key the other holds, and end the library's wait (call_answer cancelled);
 // the critical-section cancel reaches the release that follows, and the
 // in-release one a release in flight. Every fault says what the driver
-// did, and the history has the cancelled calls.
+// did, and the history has the cancelled calls. The explicit idiom with a
+// 10 ms sleep between tries (the library's default is 0.1 s): the clients
+// cycle fast enough for each cancel to find its call within the run, under
+// -race on a loaded machine too (in the default async-with mode and the
+// 0.1 s sleep, client 1 once reached no release in time).
 func TestDriverCancelReachesTheLibraryCall(t *testing.T) {
 	lock := driverLock(t, "python", "redis-py-asyncio")
 	const y = `
 name: driver-cancel
 topology: single
 duration: 2500ms
-lock: {ttl: 500ms, acquire_timeout: 1s}
+lock: {ttl: 500ms, acquire_timeout: 1s, extra: {api: acquire, sleep: "0.01"}}
 workload: {clients: 2, keys: 1, hold: 60ms, think: 30ms, resource: counter}
 faults:
   - {kind: cancel, at: 200ms, every: 300ms, count: 3, target: any-client, point: in-acquire, params: {delay: 20ms}}
