@@ -126,7 +126,8 @@ func ReferenceFor(info lockimpl.Info) string { return runner.CapabilityReference
 //     local deadline), clock-jump-under-holder (renew-false-success),
 //     renewal-times-out (renew-timeout-ack), cancelled-acquire
 //     (renew-after-cancel: a renewal left running by an acquire whose
-//     caller gave up);
+//     caller gave up), thrown-in-critical-section (release-on-success: a
+//     renewal left running by a release skipped on the exception path);
 //   - redlock: slow-acquire (redlock-no-validity), minority-quorum
 //     (redlock-minority-quorum);
 //   - simple-wait: failover, the one scenario with replicas (9s).
@@ -137,7 +138,7 @@ var ShortScenarios = map[string][]string{
 	"simple":      append(slices.Clone(shortBase), "slow-acquire-reply", "server-clock-ahead", "acquire-times-out"),
 	"fenced":      append(slices.Clone(shortBase), "gc-pause", "late-fence"),
 	"reentrant":   append(slices.Clone(shortBase), "reentrant-expiry", "own-commands"),
-	"watchdog":    append(slices.Clone(shortBase), "reentrant-expiry", "renewal-starved", "clock-jump-under-holder", "renewal-times-out", "cancelled-acquire"),
+	"watchdog":    append(slices.Clone(shortBase), "reentrant-expiry", "renewal-starved", "clock-jump-under-holder", "renewal-times-out", "cancelled-acquire", "thrown-in-critical-section"),
 	"redlock":     append(slices.Clone(shortBase), "slow-acquire", "minority-quorum"),
 	"simple-wait": {"failover"},
 }
