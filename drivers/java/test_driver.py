@@ -530,10 +530,13 @@ def redlock_interrupted_spin():
     d.release(w["lease"])
     mine = r.addrs_named(d.conn_name)
     key = "lc:t:spin"
-    os.kill(r.proc.pid, signal.SIGSTOP)  # its lock script in flight, for the interrupt to meet
+    # Its lock script in flight, for the interrupt to meet: with the server stopped nothing is
+    # answered, so the cancel waits long enough (0.3 s) for a loaded JVM to have sent it (at 50 ms
+    # a CI rehearsal's interrupt came before the script, and lock() acquired after the SIGCONT).
+    os.kill(r.proc.pid, signal.SIGSTOP)
     try:
         a = d.send({"type": "acquire", "key": key, "ttl_ms": 500, "wait_ms": 800})
-        time.sleep(0.05)
+        time.sleep(0.3)
         ack = d.req({"type": "cancel", "of": a}, 2)
         time.sleep(0.05)
     finally:
