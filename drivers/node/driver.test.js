@@ -599,7 +599,10 @@ test('redlock\'s own retries are raced against wait_ms; a late win is released a
   // The library alone retries 10 times 200 ms ± 100 (2 s or more).
   const r = await d.request({ type: 'acquire', key, ttl_ms: 10000, wait_ms: 700 });
   const waited = (r.t1 - r.t0) / 1e6;
-  assert.equal(r.type, 'not_acquired', JSON.stringify(r));
+  // Refused by every attempt so far; or, when the deadline finds an attempt
+  // on the wire (on a loaded machine a round trip can straddle it: a CI
+  // rehearsal), unknown, as the protocol asks.
+  assert.ok(r.type === 'not_acquired' || (r.type === 'indeterminate' && /on the wire/.test(r.error)), JSON.stringify(r));
   assert.ok(waited >= 690 && waited < 1100, `answered after ${waited} ms of wait_ms 700`);
   // The library goes on trying; the key freed now, it wins for nobody and
   // its critical section ends at once.
