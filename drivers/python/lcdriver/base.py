@@ -459,11 +459,36 @@ def clients(lock, socket_timeout=None, asyncio=False):
             out.append(s.master_for(ep["master_name"]))
         elif lock.topology == "cluster":
             nodes = [rc.ClusterNode(*split_addr(a)) for a in (ep.get("cluster") or [ep["addr"]])]
-            out.append(rc.RedisCluster(startup_nodes=nodes, address_remap=address_remap(ep), **kw))
+            remap = address_remap(ep)
+            if remap is not None and not asyncio:
+                remap_every_node(rc)
+            out.append(rc.RedisCluster(startup_nodes=nodes, address_remap=remap, **kw))
         else:
             host, port = split_addr(ep["addr"])
             out.append(r.Redis(host=host, port=port, **kw))
     return out
+
+
+def remap_every_node(rc):
+    """Every node connection a sync redis-py cluster client makes dials through its
+    address_remap, wherever the client took the address from: on a loaded machine its
+    topology refresh after a timeout left sync clients (pottery, python-redis-lock) with
+    connections to a node's own address, lock commands on them, past lockchaos's link
+    faults (test_topologies' test_cluster). NodesManager.create_redis_node is where
+    each node's client is made; patched once per process."""
+    nm = getattr(rc, "NodesManager", None)
+    orig = getattr(nm, "create_redis_node", None)
+    if orig is None or getattr(orig, "lockchaos_remaps", False):
+        return
+
+    def create_redis_node(self, host, port, **kwargs):
+        remap = getattr(self, "address_remap", None)
+        if remap is not None:
+            host, port = remap((host, int(port)))
+        return orig(self, host, port, **kwargs)
+
+    create_redis_node.lockchaos_remaps = True
+    nm.create_redis_node = create_redis_node
 
 
 def remap_master(sentinel, remap, asyncio):
