@@ -16,6 +16,7 @@ import (
 func init() { extraCommands = append(extraCommands, newCardCmd) }
 
 type cardFlags struct {
+	warm        warmFlag
 	cf          clusterFlags
 	locks       []string
 	scens       []string
@@ -54,6 +55,7 @@ listed as not run.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, stdout, stderr) },
 	}
 	f.cf.add(cmd)
+	f.warm.add(cmd)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.locks, "locks", nil, "locks, one column each, comma-separated (required)")
 	fl.StringSliceVar(&f.scens, "scenarios", nil, "scenarios (names or files), comma-separated (default: the catalog)")
@@ -71,6 +73,7 @@ listed as not run.`,
 }
 
 func (f *cardFlags) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
+	defer f.warm.start()()
 	list, err := loadScenarios(f.scens)
 	if err != nil {
 		return err

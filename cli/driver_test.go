@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -201,5 +202,56 @@ func TestDriverBadInput(t *testing.T) {
 		if !strings.Contains(stderr, `--lock-opt "version": not key=value`) {
 			t.Errorf("%s --lock-opt version: stderr\n%s", args[0], stderr)
 		}
+	}
+}
+
+// Warm drivers give the verdicts cold ones do (issue 43): the same cells
+// and seeds with reuse (the default) and with --cold-drivers come out the
+// same, check by check; the warm matrix's runs were served by reused
+// processes, the cold one's never; a paused process (gc-pause) is not
+// reused, so its run after starts a fresh one.
+func TestWarmDriversGiveTheColdVerdicts(t *testing.T) {
+	if os.Getenv("LOCKCHAOS_LONG") == "" {
+		t.Skip("long tier: LOCKCHAOS_LONG=1 runs it (scripts/test.sh does)")
+	}
+	runSlot(t)
+	drv := driverBinary(t)
+	dir := t.TempDir()
+	cells := map[string]map[string]string{}
+	reused := map[string]int{}
+	for _, mode := range []string{"warm", "cold"} {
+		args := []string{"matrix", "--locks", "exec:" + drv + " watchdog,exec:" + drv + " simple", "--scenarios", "smoke,gc-pause",
+			"--seeds", "1-3", "--parallel", "1", "--backend", "process", "--out", filepath.Join(dir, mode)}
+		if mode == "cold" {
+			args = append(args, "--cold-drivers")
+		}
+		code, stdout, stderr := lockchaos(t, args...)
+		wantExit(t, code, 0, stdout, stderr)
+		cells[mode] = map[string]string{}
+		files, _ := filepath.Glob(filepath.Join(dir, mode, "*", "*", "seed-*", "results.json"))
+		if len(files) != 12 {
+			t.Fatalf("%s: %d runs, want 2 scenarios × 2 locks × 3 seeds", mode, len(files))
+		}
+		for _, f := range files {
+			r := readResults(t, filepath.Dir(f))
+			rel, _ := filepath.Rel(filepath.Join(dir, mode), f)
+			var checks []string
+			for name, c := range r.Checks {
+				checks = append(checks, name+"="+string(c.Verdict))
+			}
+			sort.Strings(checks)
+			cells[mode][rel] = r.Verdict + " " + strings.Join(checks, ",")
+			if r.LockConfig["process_reused"] == true {
+				reused[mode]++
+			}
+		}
+	}
+	for cell, cold := range cells["cold"] {
+		if warm := cells["warm"][cell]; warm != cold {
+			t.Errorf("%s: warm %q, cold %q", cell, warm, cold)
+		}
+	}
+	if reused["cold"] != 0 || reused["warm"] < 6 {
+		t.Errorf("runs on a reused process: warm %d (want at least 6 of 12), cold %d (want 0)", reused["warm"], reused["cold"])
 	}
 }

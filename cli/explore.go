@@ -20,6 +20,7 @@ func init() { extraCommands = append(extraCommands, newExploreCmd) }
 
 // exploreCmd is explore's flags.
 type exploreCmd struct {
+	warm         warmFlag
 	cfg          explore.Config
 	backend      string
 	kinds        string
@@ -67,6 +68,7 @@ func newExploreCmd(stdout, stderr io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return x.run(cmd, stdout, stderr) },
 	}
 	x.ci.add(cmd)
+	x.warm.add(cmd)
 	x.flags(cmd.Flags())
 	return cmd
 }
@@ -96,6 +98,7 @@ func (x *exploreCmd) flags(fl *pflag.FlagSet) {
 }
 
 func (x *exploreCmd) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
+	defer x.warm.start()()
 	if x.cfg.Lock == "" {
 		return exitWith(ExitBadInput, fmt.Errorf("--lock: missing"))
 	}

@@ -19,6 +19,7 @@ func init() { extraCommands = append(extraCommands, newMatrixCmd) }
 
 // matrixFlags are matrix's flags.
 type matrixFlags struct {
+	warm     warmFlag
 	cf       clusterFlags
 	locks    []string
 	scens    []string
@@ -61,6 +62,7 @@ directories into one matrix with the same exit-code rules.`,
 	}
 	f.cf.add(cmd)
 	f.ci.add(cmd)
+	f.warm.add(cmd)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.locks, "locks", nil, "locks to run, comma-separated (default: all registered)")
 	fl.StringArrayVar(&f.lockOpts, "lock-opt", nil, "a lock option key=value, repeatable: into every scenario's lock.extra (a driver lock's version=…; a built-in ignores it)")
@@ -76,6 +78,7 @@ directories into one matrix with the same exit-code rules.`,
 }
 
 func (f *matrixFlags) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
+	defer f.warm.start()()
 	o, err := f.options(cmd)
 	if err != nil {
 		return err

@@ -273,6 +273,42 @@ def example_driver(label):
     return Driver(["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar", "target/my-lock-driver.jar"], EXAMPLE, label)
 
 
+def reset(r):
+    """The reset extension (warm drivers): refused while a lease is held; after it, the run's clients
+    are gone (their connections closed within a moment) and a fresh init under another name locks on
+    new ones, timed against the process's first start."""
+    a = java_driver("redisson", "reset")
+    t0 = time.monotonic()
+    a.hello_init(70, [r.addr], extra={"warmup": "true"})
+    cold = (time.monotonic() - t0) * 1000
+    check("reset: hello lists it", "reset" in a.hello.get("extensions", []), str(a.hello))
+    first = a.conn_name
+    key = "lc:t:reset"
+    x = a.acquire(key, ttl=2000)
+    refused = a.req({"type": "reset"})
+    check("reset: refused while a lease is held", refused["type"] == "error" and "leases held" in refused.get("error", ""),
+          str(refused))
+    check("reset: the release after it", a.release(x["lease"])["type"] == "released")
+    check("reset: reset_ok", a.req({"type": "reset"})["type"] == "reset_ok")
+    t1 = time.monotonic()
+    init = a.req({"type": "init", "client": 71, "conn_name": "lockchaos-test-c71", "key_prefix": "lc:t:",
+                  "topology": "single", "endpoints": [{"addr": r.addr}],
+                  "options": {"ttl_ms": 1000, "acquire_timeout_ms": 1000, "command_timeout_ms": 250,
+                              "retry_delay_ms": 10, "renew_interval_ms": 333, "extra": {"warmup": "true"}}}, 30)
+    warm = (time.monotonic() - t1) * 1000
+    check("reset: a fresh init", init["type"] == "init_ok", str(init))
+    y = a.acquire(key, ttl=2000)
+    check("reset: acquires on the new clients", y["type"] == "acquired" and r.cmd("EXISTS", key) == 1, str(y))
+    end = time.monotonic() + 3
+    while r.addrs_named(first) and time.monotonic() < end:
+        time.sleep(0.05)
+    check("reset: the first run's connections closed", not r.addrs_named(first), str(r.addrs_named(first)))
+    check("reset: the new run's connections named", bool(r.addrs_named("lockchaos-test-c71")))
+    check("reset: released", a.release(y["lease"])["type"] == "released" and r.cmd("EXISTS", key) == 0)
+    note("reset: start-up to init_ok %.0f ms cold (JVM, classes, warm-up), %.0f ms for a reset process's init", cold, warm)
+    a.shutdown()
+
+
 def basic(make, r, kind):
     """Contention, ping while a lock call blocks, not_owner after the lease expired, names."""
     a, b = make("%s-a" % kind), make("%s-b" % kind)
@@ -1001,6 +1037,7 @@ def main():
     try:
         for name, fn in (("redisson", lambda: basic(lambda l: java_driver("redisson-lease", l), r, "redisson")),
                          ("reentrant", lambda: reentrant_and_faults(r)),
+                         ("reset", lambda: reset(r)),
                          ("api modes redisson", lambda: api_modes("redisson", [r])),
                          ("api modes redisson-lease", lambda: api_modes("redisson-lease", [r])),
                          ("api modes redisson-redlock", lambda: api_modes("redisson-redlock", rs, "independent",

@@ -68,6 +68,8 @@ function args(argv) {
 
 let spec;
 let opts;
+let startOpts; // the options the process started with: a reset's next init starts from them
+let startLib;
 let lib; // {mod, version}
 let lock = null;
 let clients = [];
@@ -117,6 +119,20 @@ function blockLoop(ms) {
   return { type: 'block_loop_ok', t0, t1: mono() };
 }
 
+// reset (the reset extension, warm drivers): the run is over; its clients
+// quit and the next init makes a new lock on new ones. Refused while the
+// lock holds a lease (its extensions would outlive the run).
+async function reset() {
+  const held = lock && lock.leases ? lock.leases.size : 0;
+  if (held > 0) throw new Error(`reset: ${held} leases held`);
+  await clientsMod.close(clients);
+  clients = [];
+  lock = null;
+  opts = { ...startOpts };
+  lib = startLib;
+  return { type: 'reset_ok' };
+}
+
 async function shutdown(req) {
   line({ in_reply_to: req.id, type: 'shutdown_ok' });
   await clientsMod.close(clients);
@@ -131,10 +147,11 @@ const needLock = (f) => async (req) => {
   return f(req);
 };
 
-const EXTENSIONS = ['block_loop', 'cancel', 'throw', 'sigterm'];
+const EXTENSIONS = ['block_loop', 'cancel', 'throw', 'sigterm', 'reset'];
 const HANDLERS = {
   hello: async () => ({ type: 'hello_ok', protocol: 1, ...identity(), options: spec.options, extensions: EXTENSIONS }),
   init,
+  reset,
   acquire: needLock((r) => lock.acquire(r)),
   release: needLock((r) => lock.release(r)),
   extend: needLock((r) => lock.extend(r)),
@@ -350,6 +367,8 @@ function main() {
       if (!spec.options.includes(k)) throw new Error(`option ${k} is not one of ${spec.options.join(', ')}`);
     }
     lib = load(spec.pkg, opts.version);
+    startOpts = { ...opts };
+    startLib = lib;
     identity(); // option values are checked here
   } catch (e) {
     log(e.message);

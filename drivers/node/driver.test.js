@@ -105,6 +105,28 @@ test('the driver\'s connection carries conn_name (CLIENT LIST)', async () => {
   }));
 });
 
+test('reset (warm drivers): refused while a lease is held; after it a fresh init on new connections locks again', async () => {
+  await Promise.all(LOCKS.map(async (lock) => {
+    const d = await ready(lock, [shared], { client: 1 });
+    const first = d.connName;
+    const key = newKey();
+    const r = await d.request({ type: 'acquire', key, ttl_ms: 5000, wait_ms: 0 });
+    assert.equal(r.type, 'acquired', `${lock}: ${JSON.stringify(r)}`);
+    const refused = await d.request({ type: 'reset' });
+    assert.ok(refused.type === 'error' && /leases held/.test(refused.error), `${lock}: ${JSON.stringify(refused)}`);
+    assert.equal((await d.request({ type: 'release', lease: r.lease })).type, 'released', lock);
+    assert.equal((await d.request({ type: 'reset' })).type, 'reset_ok', lock);
+    assert.equal((await d.init([shared], { client: 2 })).type, 'init_ok', lock);
+    const r2 = await d.request({ type: 'acquire', key, ttl_ms: 5000, wait_ms: 0 });
+    assert.equal(r2.type, 'acquired', `${lock}: ${JSON.stringify(r2)}`);
+    const list = await shared.admin.client('LIST');
+    assert.ok(!list.includes(` name=${first} `), `${lock}: the first run's connection ${first} is still open:\n${list}`);
+    assert.ok(list.includes(` name=${d.connName} `), `${lock}: no connection named ${d.connName}`);
+    assert.equal((await d.request({ type: 'release', lease: r2.lease })).type, 'released', lock);
+    await d.request({ type: 'shutdown' });
+  }));
+});
+
 test('release after the lease expired is not_owner (no renewal)', async () => {
   const cases = [
     ['node-redlock', ['--opt', 'auto_extend=false']],
@@ -330,12 +352,12 @@ async function until(cond, ms) {
   return cond();
 }
 
-test('hello lists the cancel, throw and sigterm extensions, as the lock files do', async () => {
+test('hello lists the cancel, throw, sigterm and reset extensions, as the lock files do', async () => {
   await Promise.all([...LOCKS, 'example'].map(async (lock) => {
     const h = await driver(lock).hello();
     assert.ok(Array.isArray(h.extensions) && h.extensions.includes('cancel'), `${lock}: extensions ${JSON.stringify(h.extensions)}`);
     if (lock === 'example') return;
-    assert.deepEqual([...h.extensions].sort(), ['block_loop', 'cancel', 'sigterm', 'throw']);
+    assert.deepEqual([...h.extensions].sort(), ['block_loop', 'cancel', 'reset', 'sigterm', 'throw']);
     // The lock file must say the same (lockimpl/driver/locker.go checks it).
     const yaml = fs.readFileSync(path.join(__dirname, `${lock}.yaml`), 'utf8');
     const m = yaml.match(/^extensions:\s*\[([^\]]*)\]/m);

@@ -272,7 +272,7 @@ def test_cancel_extension_only_where_a_call_can_be_cancelled(driver_python, driv
     h = drivers([driver_python, DRIVER, lock]).hello()
     # asyncio cancels a task in flight; a sync call in a thread cannot be stopped from outside.
     # Every lock on the kit raises in its idiom (throw) and unwinds its holds on SIGTERM.
-    want = (["cancel"] if lock == "redis-py-asyncio" else []) + ["throw", "sigterm"]
+    want = (["cancel"] if lock == "redis-py-asyncio" else []) + ["throw", "sigterm", "reset"]
     assert h.get("extensions", []) == want, h
 
 
@@ -370,3 +370,26 @@ def test_asyncio_cancel_ends_the_call_in_flight(start, server):
     assert (ok3["delivered"], out["type"]) in ((True, "cancelled"), (False, "released"), (True, "released")), (ok3, out)
     again = b.call({"type": "release", "lease": r3["lease"]})
     assert again["type"] == "error", again
+
+
+@pytest.mark.parametrize("lock", ALL)
+def test_reset_serves_another_run(start, server, lock):
+    # The reset extension (warm drivers): refused while a lease is held; after it, the run's
+    # connections are gone and a fresh init (another name) locks as a new process would.
+    key = "lc:t:reset"
+    a = start(lock, "lc-t-run1")
+    r = a.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
+    assert r["type"] == "acquired", r
+    refused = a.call({"type": "reset"})
+    assert refused["type"] == "error" and "leases held" in refused["error"], refused
+    assert a.call({"type": "release", "lease": r["lease"]})["type"] == "released"
+    assert a.call({"type": "reset"})["type"] == "reset_ok"
+    names = re.findall(r"\bname=(\S*)", resp(server.port, "CLIENT", "LIST"))
+    assert "lc-t-run1" not in names, names
+    assert a.init(server.addr, "lc-t-run2")["type"] == "init_ok"
+    r2 = a.call({"type": "acquire", "key": key, "ttl_ms": 5000, "wait_ms": 0})
+    assert r2["type"] == "acquired" and key_of(server, key) == r2["token"], r2
+    names = re.findall(r"\bname=(\S*)", resp(server.port, "CLIENT", "LIST"))
+    assert "lc-t-run2" in names and "lc-t-run1" not in names, names
+    rel = a.call({"type": "release", "lease": r2["lease"]})
+    assert rel["type"] == "released", rel

@@ -24,6 +24,9 @@ import (
 //	never       answers hello and init, never an acquire
 //	break       answers an acquire with "released"
 //	event       answers hello, then pushes an unknown event
+//	reset       good, with the reset extension (warm drivers): reset_ok
+//	            always; an acquire of "count-inits" answers indeterminate
+//	            with "inits N"
 //	faketime    its clock request reads libfaketime's timestamp file as
 //	            libfaketime would (a Go program's clocks do not pass libc);
 //	            it declares block_loop and sleeps through one
@@ -46,6 +49,7 @@ func fakeMain(mode string) {
 	n := 0
 	lost := map[string]bool{}
 	releases := 0
+	inits := 0
 	for sc.Scan() {
 		var req map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
@@ -68,7 +72,7 @@ func fakeMain(mode string) {
 		case typ == "hello":
 			reply("hello_ok", "protocol", 1, "name", "fake-"+mode, "library", "fakelib", "version", "0.0.1", "language", "go",
 				"capabilities", []string{"renews"}, "reports", []string{"deadline", "lost", "fence", "renewals"}, "options", []string{"flavour"},
-				"extensions", map[bool][]string{true: {"block_loop"}}[mode == "faketime"])
+				"extensions", map[string][]string{"faketime": {"block_loop"}, "reset": {"reset"}}[mode])
 			switch mode {
 			case "malformed":
 				fmt.Fprintln(os.Stdout, "not json")
@@ -84,7 +88,10 @@ func fakeMain(mode string) {
 			time.Sleep(time.Duration(req["ms"].(float64)) * time.Millisecond)
 			reply("block_loop_ok", "t0", t0, "t1", mono())
 		case typ == "init":
-			reply("init_ok")
+			inits++
+			reply("init_ok", "inits", inits)
+		case typ == "reset" && mode == "reset":
+			reply("reset_ok")
 		case typ == "shutdown":
 			reply("shutdown_ok")
 			return
@@ -101,6 +108,8 @@ func fakeMain(mode string) {
 				reply("indeterminate", "error", "timeout after 250ms")
 			case "count-releases":
 				reply("indeterminate", "error", fmt.Sprintf("releases %d", releases))
+			case "count-inits":
+				reply("indeterminate", "error", fmt.Sprintf("inits %d", inits))
 			case "own.k1":
 				// A library that names its own key: it says so.
 				reply("acquired", "lease", "own", "token", "tok-own", "depth", 1, "keys", []string{"lib:" + key})

@@ -43,6 +43,10 @@ type Locker struct {
 
 	mu     sync.Mutex
 	leases map[string]*lease
+	// poolKey: where Close keeps the process when reuse is on (pool.go);
+	// warm: the process served an earlier run.
+	poolKey string
+	warm    bool
 }
 
 var (
@@ -143,18 +147,41 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 			l.fc.started = time.Now()
 		}
 	}
+	if l.fc == nil && env.ClockFile == "" && reuseOn() {
+		l.poolKey = poolKey(s, extra)
+		if p, m := take(l.poolKey); p != nil {
+			p.recycle(l.event, l.onReply)
+			if err := l.begin(p, m, extra); err == nil {
+				l.warm = true
+				return l, nil
+			}
+			// A kept process that cannot start this run (stopped by
+			// begin): a fresh one, as without reuse.
+		}
+	}
 	p, m, err := hello(s, s.Name, l.event, extra, fenv...)
 	if err != nil {
 		return nil, err
 	}
+	pool.started.Add(1)
+	if err := l.begin(p, m, extra); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// begin makes p (hello answered m) this Locker's driver: the options
+// checked against hello's, init, calibration. On an error p is stopped.
+func (l *Locker) begin(p *proc, m Reply, extra map[string]string) error {
+	s, env := l.spec, l.env
 	l.p, l.hello = p, m
 	p.cancels.Store(slices.Contains(m.Extensions, "cancel"))
 	p.mu.Lock()
 	p.onReply = l.onReply
 	p.mu.Unlock()
-	fail := func(err error) (lockimpl.Locker, error) {
+	fail := func(err error) error {
 		_ = p.stop()
-		return nil, err
+		return err
 	}
 	for _, k := range sortedKeys(extra) {
 		if !slices.Contains(m.Options, k) {
@@ -182,7 +209,7 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 	if err := l.calibrate(); err != nil {
 		return fail(err)
 	}
-	return l, nil
+	return nil
 }
 
 func optList(o []string) string {
@@ -281,7 +308,7 @@ func (l *Locker) Config() map[string]any {
 	h := l.hello
 	c := map[string]any{"driver": h.Name, "library": h.Library, "version": h.Version, "language": h.Language,
 		"protocol": h.Protocol, "capabilities": h.Capabilities, "reports": h.Reports, "command": l.spec.Command,
-		"clock_ping_rtt_us": l.rtt.Microseconds()}
+		"clock_ping_rtt_us": l.rtt.Microseconds(), "process_reused": l.warm}
 	if l.spec.File != "" {
 		c["lock_file"] = l.spec.File
 	}
@@ -521,8 +548,27 @@ func (l *Locker) Pid() int { return l.p.pid }
 // Err is the driver's failure, nil while it works.
 func (l *Locker) Err() error { return l.p.brokenErr() }
 
-// Close shuts the driver down and kills its process group.
-func (l *Locker) Close() error { return l.p.stop() }
+// Close shuts the driver down and kills its process group, or, when
+// reuse is on and nothing but the workload touched the process, resets it
+// and keeps it warm for the next run of the same lock (pool.go).
+func (l *Locker) Close() error {
+	if l.reusable() && l.p.reset() == nil && keep(l.poolKey, l.p, l.hello) {
+		return nil
+	}
+	return l.p.stop()
+}
+
+// reusable says whether the process may serve another run: reuse asked
+// for, the reset extension declared, no fault on it, not broken or ended,
+// and no lease held in lockchaos's view.
+func (l *Locker) reusable() bool {
+	if l.poolKey == "" || !l.hasExtension("reset") || l.p.touched.Load() || l.p.killed.Load() || l.p.frozen.Load() || l.p.brokenErr() != nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.leases) == 0
+}
 
 // lease is one hold, named by the driver.
 type lease struct {
@@ -563,6 +609,7 @@ func (s *lease) release(ctx context.Context) error {
 	th := lockimpl.ThrowFrom(ctx)
 	if th != nil && l.Throws() {
 		req.Throw = th.Msg
+		l.p.touched.Store(true)
 	}
 	m, err := l.gated(ctx, req, l.bound(0), TypeReleased, TypeNotOwner)
 	if th != nil {

@@ -140,6 +140,10 @@ type proc struct {
 	broken    chan struct{} // closed by fail
 	err       *Error
 	killed    atomic.Bool // by Kill (a crash) or stop: its exit is expected
+	// touched: a fault acted on the process (stopped, blocked, a call
+	// cancelled or thrown in, its clock set): it is never kept for
+	// another run (pool.go).
+	touched atomic.Bool
 	// cancels: the driver's hello lists the cancel extension; a call
 	// whose context ends sends it a cancel instead of giving up.
 	cancels  atomic.Bool
@@ -269,8 +273,11 @@ func (p *proc) handle(line []byte) {
 	if m.InReplyTo == 0 {
 		switch m.Type {
 		case TypeLost, TypeRenewal:
-			if p.events != nil {
-				p.events(m)
+			p.mu.Lock()
+			events := p.events
+			p.mu.Unlock()
+			if events != nil {
+				events(m)
 			}
 		default:
 			p.fail(&Error{Msg: "a line without in_reply_to that is no event (lost, renewal)", Line: string(line)})
@@ -457,6 +464,7 @@ func (p *proc) call(ctx interface{ Done() <-chan struct{} }, req *Request, bound
 		case <-done:
 			done = nil
 			if p.cancels.Load() && cancelReported(ctx) {
+				p.touched.Store(true)
 				if _, c, err := p.send(&Request{Type: "cancel", Of: id}); err == nil {
 					cancelled, cancelSent = c, true
 					continue
@@ -575,6 +583,7 @@ func (p *proc) freeze() (string, error) {
 	p.frozenAt = time.Now()
 	p.mu.Unlock()
 	p.frozen.Store(true)
+	p.touched.Store(true)
 	if err := p.signal(syscall.SIGSTOP); err != nil {
 		return "", fmt.Errorf("driver %s: SIGSTOP of process group %d: %w", p.name, p.pid, err)
 	}

@@ -123,6 +123,7 @@ const (
 	TypePong         = "pong"
 	TypeClockOK      = "clock_ok"
 	TypeShutdownOK   = "shutdown_ok"
+	TypeResetOK      = "reset_ok" // the reset extension (warm drivers)
 	TypeBlockLoopOK  = "block_loop_ok"
 	TypeCancelOK     = "cancel_ok"
 	TypeCancelled    = "cancelled" // a call ended by its cancel (the cancel extension)

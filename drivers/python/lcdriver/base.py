@@ -101,8 +101,9 @@ class BaseLock:
     # (do_acquire, do_release), the release in the application's finally.
     apis = ["acquire"]
     scoped_apis = ("with", "async-with")
-    # The throw and sigterm extensions: every lock on the kit has them.
-    extensions = ["throw", "sigterm"]
+    # The throw, sigterm and reset extensions: every lock on the kit has
+    # them (reset: the process serves another run after a fresh init).
+    extensions = ["throw", "sigterm", "reset"]
 
     # The cancel extension: a lock whose library calls can be cancelled in
     # flight (asyncio) sets cancellable and defines cancel_call, which the
@@ -389,6 +390,16 @@ class BaseLock:
         if h is None:
             raise KeyError(f"no lease {lease!r}")
         return h
+
+    def reset(self):
+        """The reset extension (warm drivers): the run is over; its clients
+        are closed and the next init makes new ones. Refused while a lease
+        is held or a scope open (a renewer would outlive the run)."""
+        if self.leases or self.scopes:
+            return {"type": "error", "error": f"reset: {len(self.leases)} leases held, {len(self.scopes)} scopes open"}
+        self.close()
+        self.clients = ()
+        return {"type": "reset_ok"}
 
     def close(self):
         for c in self.clients:

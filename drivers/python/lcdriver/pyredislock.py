@@ -55,7 +55,11 @@ class PyRedisLock(BaseLock):
 
         # AlreadyAcquired: this Lock's id is the key's value already (a refusal of a second acquire).
         self.refusals = (redis_lock.NotAcquired, redis_lock.AlreadyAcquired)
-        self.Lock = self.lock_class(redis_lock)
+        # One subclass per process: the library registers its scripts on the first Lock class
+        # it meets (a module global says they are), so a second one (a reset driver's next
+        # run) would have none.
+        if getattr(self, "Lock", None) is None:
+            self.Lock = self.lock_class(redis_lock)
         self.auto_renewal = parse_bool(self.extra.get("auto_renewal", "true"))
         self.expire = int(self.extra["expire"]) if self.extra.get("expire") else None
         self.max_wait = secs(self.opt_ms("acquire_timeout_ms", 1000))

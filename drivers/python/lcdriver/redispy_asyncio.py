@@ -96,3 +96,9 @@ class RedisPyAsyncioLock(RedisPyLock):
                 self.run(c.aclose())
             except Exception:
                 pass
+
+    def reset(self):
+        r = super().reset()
+        if r["type"] == "reset_ok":
+            self.loop.close()  # connect makes the next run's loop
+        return r

@@ -156,6 +156,8 @@ class Driver:
         if kind == "shutdown":
             lk.close()
             return {"type": "shutdown_ok"}
+        if kind == "reset" and "reset" in lk.hello_extensions():
+            return lk.reset()
         return {"type": "error", "error": f"unsupported: request type {kind!r}"}
 
 

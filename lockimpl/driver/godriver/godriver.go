@@ -139,6 +139,8 @@ func (s *server) handle(req driver.Request) bool {
 		s.close()
 		s.reply(req.ID, driver.Reply{Type: driver.TypeShutdownOK})
 		return true
+	case "reset":
+		s.reply(req.ID, s.reset())
 	default:
 		s.reply(req.ID, driver.Reply{Type: driver.TypeError, Error: "unknown request type " + strconv.Quote(req.Type)})
 	}
@@ -168,7 +170,7 @@ func (s *server) hello() driver.Reply {
 		version = bi.Main.Version
 	}
 	return driver.Reply{Type: driver.TypeHelloOK, Protocol: driver.Protocol, Name: "go-" + s.lock, Library: "lockchaos/lockimpl." + s.lock,
-		Version: version, Language: "go", Capabilities: caps, Reports: reports}
+		Version: version, Language: "go", Capabilities: caps, Reports: reports, Extensions: []string{"reset"}}
 }
 
 // init dials the endpoints given (named conn_name) as the harness dials its
@@ -343,6 +345,20 @@ func failed(m *driver.Reply, err, refused error, refusal string) {
 	default:
 		m.Type, m.Error = driver.TypeError, err.Error()
 	}
+}
+
+// reset (the reset extension: warm drivers) forgets the session, its
+// lock and connections closed, for the next init; refused while a lease
+// is held (its renewals would outlive the session).
+func (s *server) reset() driver.Reply {
+	s.mu.Lock()
+	n := len(s.leases)
+	s.mu.Unlock()
+	if n > 0 {
+		return driver.Reply{Type: driver.TypeError, Error: fmt.Sprintf("reset: %d leases held", n)}
+	}
+	s.close()
+	return driver.Reply{Type: driver.TypeResetOK}
 }
 
 func (s *server) close() {

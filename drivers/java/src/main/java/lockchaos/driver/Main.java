@@ -266,6 +266,9 @@ public final class Main {
                 case "cancel":
                     cancel(id, req.path("of").asLong(0));
                     break;
+                case "reset":
+                    send(reset(id));
+                    break;
                 default:
                     dispatch(new Request(id, type, req, CANCELLABLE.contains(type) && id > 0));
             }
@@ -473,7 +476,7 @@ public final class Main {
         // Redisson's RLock tells its user nothing more than yes or no: no validity time, no
         // signal when the watchdog fails to renew, no fence, and its renewals are internal.
         m.putArray("reports");
-        m.putArray("extensions").add("cancel").add("throw").add("sigterm");
+        m.putArray("extensions").add("cancel").add("throw").add("sigterm").add("reset");
         lock.apis.forEach(m.putArray("apis")::add);
         OPTIONS.stream().sorted().forEach(m.putArray("options")::add);
         return m;
@@ -495,6 +498,32 @@ public final class Main {
         }
         String v = Redisson.class.getPackage().getImplementationVersion();
         return v != null ? v : "unknown";
+    }
+
+    /**
+     * The reset extension (warm drivers): the run is over, its clients are shut down (in the
+     * background: their connections close within a moment, and nothing of theirs is used again)
+     * and the next init connects new ones, with a new connection name and so a new lock owner id.
+     * Refused while a lease is held or a request is in flight (a watchdog would outlive the run).
+     */
+    synchronized ObjectNode reset(long id) {
+        if (!leases.isEmpty() || !inFlight.isEmpty() || !queued.isEmpty()) {
+            return reply(id, "error").put("error", "reset: " + leases.size() + " leases held, "
+                    + (inFlight.size() + queued.size()) + " requests in flight");
+        }
+        List<RedissonClient> old = new ArrayList<>(clients);
+        clients.clear();
+        locks.clear();
+        Thread t = new Thread(() -> old.forEach(c -> {
+            try {
+                c.shutdown(0, 2, TimeUnit.SECONDS);
+            } catch (Throwable e) {
+                log("reset: redisson.shutdown() threw " + describe(e));
+            }
+        }), "lockchaos-reset");
+        t.setDaemon(true);
+        t.start();
+        return reply(id, "reset_ok");
     }
 
     ObjectNode init(long id, JsonNode req) {

@@ -1,0 +1,185 @@
+package driver
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Warm drivers (issue 43): a driver process whose hello lists the reset
+// extension is, once its client's run is over, reset (the driver closes
+// its clients and forgets its state) and kept for the next run of the same
+// lock file and options, which sends it a fresh init (new connections,
+// connection name, key prefix and endpoints) and calibrates its clock
+// again. A process is kept only when nothing but the workload touched it:
+// no fault stopped, killed, terminated, skewed or blocked it, no call of it
+// was cancelled or thrown in, no faked clock was preloaded, it is not
+// broken, it has no request in flight, and neither lockchaos nor the
+// driver believes it holds a lease. Everything else is stopped as before.
+// Reuse is off unless a command turns it on (explore, matrix, the card);
+// Drain stops every kept process, and one idle for PoolIdle is stopped by
+// itself.
+
+// PoolIdle is how long a kept process waits for its next run.
+const PoolIdle = 30 * time.Second
+
+// poolMax bounds the processes kept per lock file and options.
+const poolMax = 16
+
+type pooled struct {
+	p     *proc
+	hello Reply
+	timer *time.Timer
+}
+
+var pool struct {
+	mu sync.Mutex
+	// on counts the commands (in one process: tests run several) that
+	// asked for reuse and have not ended.
+	on   int
+	idle map[string][]*pooled
+	// counts for tests and the timings: processes started, and runs
+	// served by a kept process.
+	started, reused atomic.Int64
+}
+
+// Reuse(true) asks for warm drivers until the matching Reuse(false); when
+// no command asks any more, the kept processes are stopped.
+func Reuse(on bool) {
+	pool.mu.Lock()
+	if on {
+		pool.on++
+	} else if pool.on > 0 {
+		pool.on--
+	}
+	off := pool.on == 0
+	pool.mu.Unlock()
+	if off {
+		Drain()
+	}
+}
+
+// Drain stops every kept driver process.
+func Drain() {
+	pool.mu.Lock()
+	var all []*pooled
+	for k, ps := range pool.idle {
+		all = append(all, ps...)
+		delete(pool.idle, k)
+	}
+	pool.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, e := range all {
+		e.timer.Stop()
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = e.p.stop() }()
+	}
+	wg.Wait()
+}
+
+// PoolStats is how many driver processes were started and how many runs a
+// kept process served, since the program started.
+func PoolStats() (started, reused int64) { return pool.started.Load(), pool.reused.Load() }
+
+func reuseOn() bool {
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	return pool.on > 0
+}
+
+// poolKey names what makes two processes interchangeable: the lock file,
+// its command, directory and environment, and the lock options (some
+// choose what the process is before hello: a library version).
+func poolKey(s *Spec, extra map[string]string) string {
+	argv, _ := s.argv()
+	env := make([]string, 0, len(s.Env))
+	for k, v := range s.Env {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	return fmt.Sprintf("%s|%s|%q|%s|%q|%q", s.File, s.Name, argv, s.dir(), env, optionEnv(extra))
+}
+
+// take is a kept process for key, nil when none is.
+func take(key string) (*proc, Reply) {
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	for {
+		ps := pool.idle[key]
+		if len(ps) == 0 {
+			return nil, Reply{}
+		}
+		e := ps[len(ps)-1]
+		pool.idle[key] = ps[:len(ps)-1]
+		if !e.timer.Stop() || e.p.brokenErr() != nil {
+			continue // its idle time is up (being stopped), or it died meanwhile
+		}
+		pool.reused.Add(1)
+		return e.p, e.hello
+	}
+}
+
+// keep puts a reset process in the pool; false when reuse is off or the
+// pool for key is full (the caller stops it).
+func keep(key string, p *proc, hello Reply) bool {
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	if pool.on == 0 || len(pool.idle[key]) >= poolMax {
+		return false
+	}
+	if pool.idle == nil {
+		pool.idle = map[string][]*pooled{}
+	}
+	e := &pooled{p: p, hello: hello}
+	e.timer = time.AfterFunc(PoolIdle, func() {
+		pool.mu.Lock()
+		ps := pool.idle[key]
+		for i, x := range ps {
+			if x == e {
+				pool.idle[key] = append(ps[:i:i], ps[i+1:]...)
+				break
+			}
+		}
+		pool.mu.Unlock()
+		_ = p.stop()
+	})
+	pool.idle[key] = append(pool.idle[key], e)
+	return true
+}
+
+// recycle prepares a process for another client's run: what one run left
+// on it (its pipe costs, its stopped time, its handlers) is cleared.
+func (p *proc) recycle(events func(Reply), onReply func(*Request, Reply)) {
+	p.pipeMu.Lock()
+	p.pipe = nil
+	p.pipeMu.Unlock()
+	p.frozenNS.Store(0)
+	p.stderr.mu.Lock()
+	p.stderr.lines, p.stderr.part = nil, nil
+	p.stderr.mu.Unlock()
+	p.mu.Lock()
+	p.events = events
+	p.onReply = onReply
+	p.mu.Unlock()
+}
+
+// reset asks the driver to forget its run: reset_ok, or an error.
+func (p *proc) reset() error {
+	p.mu.Lock()
+	inFlight := len(p.pending)
+	p.mu.Unlock()
+	if inFlight > 0 {
+		return fmt.Errorf("driver %s: %d requests in flight", p.name, inFlight)
+	}
+	m, err := p.call(chanCtx(nil), &Request{Type: "reset"}, StopGrace)
+	if err != nil {
+		return err
+	}
+	if m.Type != TypeResetOK {
+		return fmt.Errorf("driver %s answered reset with %s %s", p.name, m.Type, strings.TrimSpace(m.Error))
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package driver
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// Warm drivers: with reuse on, a process whose driver declares reset serves
+// the next client's run after Close (the same pid, a second init, its clock
+// calibrated again, no lease of the last run known); one a fault touched, or
+// one whose driver does not declare reset, is stopped as before; Drain stops
+// the kept ones.
+func TestReuseKeepsOnlyUntouchedProcesses(t *testing.T) {
+	Reuse(true)
+	defer Reuse(false)
+	ctx := context.Background()
+	open := func(mode string) *Locker {
+		t.Helper()
+		lk, err := New(fakeSpec(mode), testEnv(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lk.(*Locker)
+	}
+	inits := func(l *Locker) string {
+		_, err := l.Acquire(ctx, "count-inits")
+		if err == nil {
+			t.Fatal("count-inits acquired")
+		}
+		return err.Error()[strings.LastIndex(err.Error(), "inits"):]
+	}
+
+	a := open("reset")
+	pid := a.Pid()
+	ls, err := a.Acquire(ctx, "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if gone(pid) {
+		t.Fatalf("pid %d stopped by Close with reuse on", pid)
+	}
+	b := open("reset")
+	if b.Pid() != pid || !b.warm || b.Config()["process_reused"] != true {
+		t.Fatalf("second client: pid %d warm %v, want the first's %d reused", b.Pid(), b.warm, pid)
+	}
+	if got := inits(b); got != "inits 2" {
+		t.Errorf("reused process: %q, want a second init", got)
+	}
+	// This run's requests only: init, the calibration's 7 pings, one acquire.
+	if h := b.PipeCost(); h == nil || h.TotalCount() > 1+7+1 {
+		t.Errorf("the reused process's pipe costs carry the last run's: %d requests", h.TotalCount())
+	}
+
+	// A lease still held at Close: stopped, not kept.
+	if _, err := b.Acquire(ctx, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !gone(pid) {
+		t.Errorf("a process closed holding a lease was kept (pid %d %s)", pid, procState(pid))
+	}
+
+	// A fault (a freeze) on it: stopped.
+	c := open("reset")
+	if c.warm {
+		t.Fatal("a stopped process served a run")
+	}
+	if _, err := c.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Thaw()
+	cpid := c.Pid()
+	_ = c.Close()
+	if !gone(cpid) {
+		t.Errorf("a frozen process was kept (pid %d)", cpid)
+	}
+
+	// No reset extension: stopped.
+	d := open("good")
+	dpid := d.Pid()
+	_ = d.Close()
+	if !gone(dpid) {
+		t.Errorf("a driver without the reset extension was kept (pid %d)", dpid)
+	}
+
+	// Drain stops what is kept.
+	e := open("reset")
+	epid := e.Pid()
+	_ = e.Close()
+	if gone(epid) {
+		t.Fatal("not kept")
+	}
+	Drain()
+	if !gone(epid) {
+		t.Errorf("Drain left pid %d (%s)", epid, procState(epid))
+	}
+}
