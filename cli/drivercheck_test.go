@@ -54,6 +54,7 @@ func TestDriverCheckCatchesEachBrokenDriver(t *testing.T) {
 		{"release", "simple", "release"},
 		{"none", "del-no-owner", "not-owner"},
 		{"stopped", "simple", "stopped-server"},
+		{"reset", "simple", "reset"},
 		{"bounded", "simple", "bounded"},
 		{"shutdown", "simple", "shutdown"},
 	}

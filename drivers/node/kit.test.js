@@ -57,7 +57,7 @@ test('a scoped idiom on the kit: modes, throw (raised false when the idiom swall
     const h = await d.hello();
     assert.equal(h.apis, undefined, 'no modes without apis');
     assert.ok(!h.options.includes('api'));
-    assert.deepEqual([...h.extensions].sort(), ['cancel', 'sigterm', 'throw']);
+    assert.deepEqual([...h.extensions].sort(), ['cancel', 'reset', 'sigterm', 'throw']);
     assert.equal((await d.init([srv], { options: { command_timeout_ms: 100, ttl_ms: 1000 } })).type, 'init_ok');
     const r = await d.request({ type: 'acquire', key: 'lc:t:s1', ttl_ms: 5000, wait_ms: 0 });
     assert.equal(r.type, 'acquired', JSON.stringify(r));
@@ -95,7 +95,7 @@ test('a scoped idiom on the kit: modes, throw (raised false when the idiom swall
     assert.ok(hx.options.includes('api'));
     const yaml = fs.readFileSync(path.join(__dirname, '..', '..', 'examples', 'node-driver', 'my-lock.yaml'), 'utf8');
     assert.match(yaml, /^apis: \[with-lock, try-unlock\]/m, 'its lock file lists the same');
-    assert.match(yaml, /^extensions: \[cancel, throw, sigterm\]/m);
+    assert.match(yaml, /^extensions: \[cancel, throw, sigterm, reset\]/m);
   } finally {
     ds.forEach((x) => x.kill());
     srv.stop();

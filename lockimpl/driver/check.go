@@ -73,6 +73,7 @@ var checkWhat = []struct{ name, what string }{
 	{"release", "release answers released and the key is gone"},
 	{"not-owner", "a release after the lease expired leaves the next holder's key"},
 	{"stopped-server", "against a server that does not answer, acquire and release say indeterminate (or error), never a refusal or a success"},
+	{"reset", "a driver with the reset extension refuses reset while it holds a lease, and after reset_ok its connections are gone and a fresh init locks again"},
 	{"bounded", "every call is answered within the bound a run holds it to: its wait, two command timeouts and 5 s"},
 	{"shutdown", "shutdown answers shutdown_ok and the process exits"},
 }
@@ -190,6 +191,7 @@ func (c *checkRun) steps(ctx context.Context) {
 	c.releaseFirst(ctx)
 	c.expiredRelease(ctx)
 	c.stoppedServer(ctx)
+	c.reset(ctx)
 	if len(c.late) > 0 {
 		c.fail("bounded", "%s", strings.Join(c.late, "; "))
 	} else {
@@ -586,6 +588,84 @@ func (c *checkRun) stoppedServer(ctx context.Context) {
 	}
 	c.pass("stopped-server", fmt.Sprintf("acquire %s, release %s", acq.Type, rel.Type))
 	_ = ctx
+}
+
+// reset: the reset extension (warm drivers), on a third process (client
+// 2): refused while it holds a lease; after reset_ok its connections are
+// gone, and an init under another name (lc-check-c3) locks again.
+func (c *checkRun) reset(ctx context.Context) {
+	t0 := time.Now()
+	defer func() { c.res["reset"].Took = time.Since(t0) }()
+	if !slices.Contains(c.hello.Extensions, "reset") {
+		c.skip("reset", "hello_ok.extensions does not list reset: lockchaos starts a process for every run")
+		return
+	}
+	p, _, err := c.startOne(2)
+	if err != nil {
+		c.fail("reset", "a third process did not start: %v", err)
+		return
+	}
+	defer func() { _ = p.stop() }()
+	key := c.key("k-reset")
+	hold := func(who string) (string, bool) {
+		m, _, err := c.call(p, Request{Type: "acquire", Key: key, TTLMS: ms(c.o.TTL), WaitMS: ms(c.wait())}, c.bound(c.wait()))
+		return m.Lease, c.answered("reset", who+"'s acquire of "+key, m, err, TypeAcquired)
+	}
+	lease, ok := hold("client 2")
+	if !ok {
+		return
+	}
+	m, _, err := c.call(p, Request{Type: "reset"}, StopGrace)
+	switch {
+	case err != nil:
+		c.fail("reset", "reset while holding: %v", err)
+		return
+	case m.Type == TypeResetOK:
+		c.fail("reset", "answered reset_ok while client 2 holds lease %s on %s: a renewer of a held lease would outlive the run; answer error until every lease is released", lease, key)
+		return
+	}
+	if m, _, err := c.call(p, Request{Type: "release", Key: key, Lease: lease}, c.bound(0)); !c.answered("reset", "the release before reset", m, err, TypeReleased) {
+		return
+	}
+	if m, _, err := c.call(p, Request{Type: "reset"}, StopGrace); !c.answered("reset", "reset with no lease held", m, err, TypeResetOK) {
+		return
+	}
+	if c.named(ctx, "lc-check-c2", false) {
+		c.fail("reset", "after reset_ok, a connection named lc-check-c2 (the run's init.conn_name) is still open 2 s later: reset closes the run's clients")
+		return
+	}
+	client := 3
+	o := InitOptions{TTLMS: c.o.TTL.Milliseconds(), AcquireTimeoutMS: c.wait().Milliseconds() + 200, CommandTimeoutMS: c.o.CommandTimeout.Milliseconds(),
+		RetryDelayMS: 10, Extra: c.o.Extra}
+	init := Request{Type: "init", Client: &client, ConnName: "lc-check-c3", KeyPrefix: c.prefix, Topology: "single",
+		Endpoints: []EndpointMsg{{Addr: c.o.Server.Addr}}, Options: &o}
+	if m, _, err := c.call(p, init, StartTimeout); !c.answered("reset", "the init after reset", m, err, TypeInitOK) {
+		return
+	}
+	lease, ok = hold("the reset process")
+	if !ok {
+		return
+	}
+	if !c.named(ctx, "lc-check-c3", true) {
+		c.fail("reset", "after the second init, no connection named lc-check-c3 (init.conn_name) holds %s: the new run's clients must carry the new name", key)
+		return
+	}
+	if m, _, err := c.call(p, Request{Type: "release", Key: key, Lease: lease}, c.bound(0)); !c.answered("reset", "the release after the second init", m, err, TypeReleased) {
+		return
+	}
+	c.pass("reset", "refused while holding; its connections closed; a fresh init locked again")
+}
+
+// named says whether a connection named name is listed (want true) or
+// gone (want false) within 2 s.
+func (c *checkRun) named(ctx context.Context, name string, want bool) bool {
+	for end := time.Now().Add(2 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		list, err := c.o.Server.Admin.ClientList(ctx).Result()
+		has := err == nil && strings.Contains(list, "name="+name+" ")
+		if has == want || time.Now().After(end) {
+			return has
+		}
+	}
 }
 
 // shutdown: both processes answer shutdown_ok and exit.

@@ -54,6 +54,9 @@
 //   critical section: a scoped idiom gets it from body, an explicit lock is
 //   released as a `finally` does and the error goes on to the application
 //   (raised: true).
+// - reset (a lock with close): the run is over, lockchaos reuses the
+//   process: close, then init again with new endpoints and names (warm
+//   drivers); refused while a lease is held.
 // - sigterm: on SIGTERM the kit does a Node service's graceful shutdown:
 //   every critical section ends (a scoped idiom leaves its scope, an
 //   explicit lease is released as a request handler's finally does), an
@@ -171,9 +174,16 @@ function serve(lock, input = process.stdin, output = process.stdout) {
     hello: async () => ({
       type: 'hello_ok', protocol: 1, language: 'node', capabilities: [], reports: [], ...h0,
       options: modes ? union(h0.options, ['api']) : (h0.options || []),
-      extensions: union(h0.extensions, ['cancel', 'throw', 'sigterm']),
+      extensions: union(h0.extensions, ['cancel', 'throw', 'sigterm', ...(lock.close ? ['reset'] : [])]),
       ...(modes && { apis: names }),
     }),
+    // reset (a lock with close): the run is over; close, then the next init
+    // connects anew. Refused while a lease is held or an idiom is open.
+    async reset() {
+      if (leases.size > 0 || scopes.size > 0) throw new Error(`reset: ${leases.size} leases held, ${scopes.size} idioms open`);
+      await lock.close();
+      return { type: 'reset_ok' };
+    },
     async init(r) {
       const o = r.options || {};
       retryDelay = o.retry_delay_ms || retryDelay;

@@ -30,6 +30,7 @@ var kinds = map[string]string{
 	"ping":         "answers every request in turn: a ping waits behind an acquire",
 	"release":      "answers released without releasing",
 	"stopped":      "answers a refusal (not_acquired, released) where the outcome is unknown",
+	"reset":        "answers reset_ok to every reset, holding or not, and keeps its clients",
 	"bounded":      "never answers an indeterminate call",
 	"shutdown":     "ignores shutdown",
 }
@@ -84,6 +85,9 @@ func (f *filter) requests(in io.Reader, to io.Writer) {
 		case f.kind == "waits" && req.Type == "acquire":
 			zero := int64(0)
 			req.WaitMS = &zero
+		case f.kind == "reset" && req.Type == "reset":
+			f.answer(driver.Reply{InReplyTo: req.ID, Type: driver.TypeResetOK})
+			continue
 		case f.kind == "release" && req.Type == "release":
 			f.answer(driver.Reply{InReplyTo: req.ID, Type: driver.TypeReleased})
 			continue
