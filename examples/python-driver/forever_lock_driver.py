@@ -1,7 +1,7 @@
 """A lock with both traits a driver author meets most (docs/driver-protocol.md): it names its own
 key ("lock:" + the name, outside lockchaos's key_prefix) and its acquire blocks until it wins,
 with no timeout. The driver, on the Python kit, reports the key and bounds the wait itself."""
-import os, sys, threading, time, uuid
+import os, sys, time, uuid
 try:
     import lcdriver
 except ImportError:  # run from this repository without installing the kit
@@ -20,21 +20,6 @@ class ForeverLock:  # the library under test
 
 class NotMine(Exception): pass  # the release found another owner: not_owner
 
-class Counted:  # the library's client, counting its commands in flight and those that failed
-    def __init__(self, r):
-        self.r, self.busy, self.failed = r, 0, 0
-    def __getattr__(self, name):
-        def call(*a, **kw):
-            self.busy += 1
-            try:
-                return getattr(self.r, name)(*a, **kw)
-            except Exception:
-                self.failed += 1  # before busy drops: a reader of busy then sees it
-                raise
-            finally:
-                self.busy -= 1
-        return call
-
 class Driver(lcdriver.BaseLock):
     name = library = "forever-lock"
     refusals = (NotMine,)
@@ -42,24 +27,10 @@ class Driver(lcdriver.BaseLock):
     def connect(self):
         self.clients = lcdriver.clients(self)[:1]
         lcdriver.ping_all(self.clients)
-    def new_lock(self, key, ttl_ms, lease):  # each acquire counts its own commands
-        return ForeverLock(Counted(self.clients[0]), key)
-    def do_acquire(self, lk, ttl_ms, wait_ms):  # race the blocking call against wait_ms
-        won = threading.Event()
-        t = threading.Thread(target=lambda: (lk.acquire(ttl_ms), won.set()), daemon=True)
-        t.start()
-        if won.wait(max(wait_ms / 1000, self.command_timeout)):  # wait_ms 0: its first attempt
-            return True
-        end = time.monotonic() + self.command_timeout
-        while lk.r.busy and time.monotonic() < end:  # a SET in flight at the deadline: its answer decides
-            time.sleep(0.001)
-        if won.is_set():
-            return True
-        # Still trying: a lock it wins after the answer is released at once.
-        threading.Thread(target=lambda: (t.join(), won.is_set() and lk.release()), daemon=True).start()
-        if lk.r.busy or lk.r.failed:  # a SET in flight or lost: the server may have the key
-            raise lcdriver.Indeterminate("wait_ms ended with a SET in flight or failed")
-        return False
+    def new_lock(self, key, ttl_ms, lease):  # each acquire counts its own commands in flight
+        return ForeverLock(lcdriver.Counted(self.clients[0]), key)
+    def do_acquire(self, lk, ttl_ms, wait_ms):  # the kit bounds the blocking call by wait_ms
+        return lcdriver.bounded_acquire(lambda: lk.acquire(ttl_ms), lk.release, lk.r, wait_ms, self.command_timeout)
     def do_release(self, lk):
         if not lk.release():
             raise NotMine()

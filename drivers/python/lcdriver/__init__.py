@@ -8,7 +8,8 @@ from .pyredislock import PyRedisLock
 from .redispy import RedisPyLock
 from .redispy_asyncio import RedisPyAsyncioLock
 from .serve import serve
+from .unbounded import Counted, bounded_acquire
 
 LOCKS = {c.name: c for c in (RedisPyLock, RedisPyAsyncioLock, PyRedisLock, PotteryRedlock)}
 
-__all__ = ["BaseLock", "Indeterminate", "Unsupported", "clients", "log", "now", "parse_bool", "ping_all", "serve", "LOCKS"]
+__all__ = ["BaseLock", "Indeterminate", "Unsupported", "clients", "log", "now", "parse_bool", "ping_all", "serve", "Counted", "bounded_acquire", "LOCKS"]
