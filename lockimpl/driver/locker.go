@@ -163,7 +163,6 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool.started.Add(1)
 	if err := l.begin(p, m, extra); err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -41,9 +40,6 @@ var pool struct {
 	// asked for reuse and have not ended.
 	on   int
 	idle map[string][]*pooled
-	// counts for tests and the timings: processes started, and runs
-	// served by a kept process.
-	started, reused atomic.Int64
 }
 
 // Reuse(true) asks for warm drivers until the matching Reuse(false); when
@@ -80,10 +76,6 @@ func Drain() {
 	wg.Wait()
 }
 
-// PoolStats is how many driver processes were started and how many runs a
-// kept process served, since the program started.
-func PoolStats() (started, reused int64) { return pool.started.Load(), pool.reused.Load() }
-
 func reuseOn() bool {
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
@@ -117,7 +109,6 @@ func take(key string) (*proc, Reply) {
 		if !e.timer.Stop() || e.p.brokenErr() != nil {
 			continue // its idle time is up (being stopped), or it died meanwhile
 		}
-		pool.reused.Add(1)
 		return e.p, e.hello
 	}
 }
