@@ -43,10 +43,13 @@ type Locker struct {
 
 	mu     sync.Mutex
 	leases map[string]*lease
-	// poolKey: where Close keeps the process when reuse is on (pool.go);
-	// warm: the process served an earlier run.
-	poolKey string
-	warm    bool
+	// poolKey: where Close keeps the process when reuse is on (pool.go),
+	// extra its options (for a spare); warm: the process served an
+	// earlier run; prestarted: a spare, started before this run asked.
+	poolKey    string
+	extra      map[string]string
+	warm       bool
+	prestarted bool
 }
 
 var (
@@ -148,11 +151,11 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 		}
 	}
 	if l.fc == nil && env.ClockFile == "" && reuseOn() {
-		l.poolKey = poolKey(s, extra)
-		if p, m := take(l.poolKey); p != nil {
-			p.recycle(l.event, l.onReply)
-			if err := l.begin(p, m, extra); err == nil {
-				l.warm = true
+		l.poolKey, l.extra = poolKey(s, extra), extra
+		if e := take(l.poolKey); e != nil {
+			e.p.recycle(l.event, l.onReply)
+			if err := l.begin(e.p, e.hello, extra); err == nil {
+				l.warm, l.prestarted = !e.fresh, e.fresh
 				return l, nil
 			}
 			// A kept process that cannot start this run (stopped by
@@ -307,7 +310,7 @@ func (l *Locker) Config() map[string]any {
 	h := l.hello
 	c := map[string]any{"driver": h.Name, "library": h.Library, "version": h.Version, "language": h.Language,
 		"protocol": h.Protocol, "capabilities": h.Capabilities, "reports": h.Reports, "command": l.spec.Command,
-		"clock_ping_rtt_us": l.rtt.Microseconds(), "process_reused": l.warm}
+		"clock_ping_rtt_us": l.rtt.Microseconds(), "process_reused": l.warm, "process_prestarted": l.prestarted}
 	if l.spec.File != "" {
 		c["lock_file"] = l.spec.File
 	}
@@ -551,8 +554,11 @@ func (l *Locker) Err() error { return l.p.brokenErr() }
 // reuse is on and nothing but the workload touched the process, resets it
 // and keeps it warm for the next run of the same lock (pool.go).
 func (l *Locker) Close() error {
-	if l.reusable() && l.p.reset() == nil && keep(l.poolKey, l.p, l.hello) {
+	if l.reusable() && l.p.reset() == nil && keep(l.poolKey, l.p, l.hello, false) {
 		return nil
+	}
+	if l.poolKey != "" && l.hasExtension("reset") && (l.p.brokenErr() == nil || l.p.killed.Load() || l.p.touched.Load()) {
+		spare(l.poolKey, l.spec, l.extra)
 	}
 	return l.p.stop()
 }

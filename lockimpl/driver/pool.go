@@ -21,6 +21,15 @@ import (
 // Reuse is off unless a command turns it on (explore, matrix, the card);
 // Drain stops every kept process, and one idle for PoolIdle is stopped by
 // itself.
+//
+// A process that cannot be kept because a fault acted on it (or it was
+// closed holding a lease) is replaced by a spare: a process of the same
+// lock file and options started in the background at once, answered hello
+// and waiting for its first init, as a process started for the next run
+// would be, only sooner. Explore's schedules freeze, cancel, terminate and
+// skew processes in most runs; a JVM's start then overlaps the rest of the
+// run instead of opening the next (results.json: process_prestarted). A
+// driver that broke by itself gets no spare.
 
 // PoolIdle is how long a kept process waits for its next run.
 const PoolIdle = 30 * time.Second
@@ -32,6 +41,8 @@ type pooled struct {
 	p     *proc
 	hello Reply
 	timer *time.Timer
+	// fresh: a spare, never initialised (it served no run).
+	fresh bool
 }
 
 var pool struct {
@@ -40,6 +51,10 @@ var pool struct {
 	// asked for reuse and have not ended.
 	on   int
 	idle map[string][]*pooled
+	// starting counts the spares per key being started; spawning waits
+	// for them.
+	starting map[string]int
+	spawning sync.WaitGroup
 }
 
 // Reuse(true) asks for warm drivers until the matching Reuse(false); when
@@ -58,8 +73,9 @@ func Reuse(on bool) {
 	}
 }
 
-// Drain stops every kept driver process.
+// Drain stops every kept driver process, and the spares being started.
 func Drain() {
+	pool.spawning.Wait()
 	pool.mu.Lock()
 	var all []*pooled
 	for k, ps := range pool.idle {
@@ -95,27 +111,60 @@ func poolKey(s *Spec, extra map[string]string) string {
 	return fmt.Sprintf("%s|%s|%q|%s|%q|%q", s.File, s.Name, argv, s.dir(), env, optionEnv(extra))
 }
 
-// take is a kept process for key, nil when none is.
-func take(key string) (*proc, Reply) {
+// take is a kept process for key (a reset one before a spare), nil when
+// none is.
+func take(key string) *pooled {
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
 	for {
 		ps := pool.idle[key]
 		if len(ps) == 0 {
-			return nil, Reply{}
+			return nil
 		}
-		e := ps[len(ps)-1]
-		pool.idle[key] = ps[:len(ps)-1]
+		i := len(ps) - 1
+		for j := i; j >= 0; j-- {
+			if !ps[j].fresh {
+				i = j
+				break
+			}
+		}
+		e := ps[i]
+		pool.idle[key] = append(ps[:i:i], ps[i+1:]...)
 		if !e.timer.Stop() || e.p.brokenErr() != nil {
 			continue // its idle time is up (being stopped), or it died meanwhile
 		}
-		return e.p, e.hello
+		return e
 	}
 }
 
-// keep puts a reset process in the pool; false when reuse is off or the
-// pool for key is full (the caller stops it).
-func keep(key string, p *proc, hello Reply) bool {
+// spare starts, in the background, a process of s with the options extra
+// for key, and keeps it unless reuse ended or the pool for key is full.
+func spare(key string, s *Spec, extra map[string]string) {
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	if pool.on == 0 || len(pool.idle[key])+pool.starting[key] >= poolMax {
+		return
+	}
+	if pool.starting == nil {
+		pool.starting = map[string]int{}
+	}
+	pool.starting[key]++
+	pool.spawning.Add(1)
+	go func() {
+		defer pool.spawning.Done()
+		p, m, err := hello(s, s.Name, nil, extra)
+		pool.mu.Lock()
+		pool.starting[key]--
+		pool.mu.Unlock()
+		if err == nil && !keep(key, p, m, true) {
+			_ = p.stop()
+		}
+	}()
+}
+
+// keep puts a reset process (fresh: a spare) in the pool; false when
+// reuse is off or the pool for key is full (the caller stops it).
+func keep(key string, p *proc, hello Reply, fresh bool) bool {
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
 	if pool.on == 0 || len(pool.idle[key]) >= poolMax {
@@ -124,7 +173,7 @@ func keep(key string, p *proc, hello Reply) bool {
 	if pool.idle == nil {
 		pool.idle = map[string][]*pooled{}
 	}
-	e := &pooled{p: p, hello: hello}
+	e := &pooled{p: p, hello: hello, fresh: fresh}
 	e.timer = time.AfterFunc(PoolIdle, func() {
 		pool.mu.Lock()
 		ps := pool.idle[key]

@@ -104,3 +104,52 @@ func TestReuseKeepsOnlyUntouchedProcesses(t *testing.T) {
 		t.Errorf("Drain left pid %d (%s)", epid, procState(epid))
 	}
 }
+
+// A process a fault acted on is replaced by a spare started in the
+// background: the next client's run gets a process it did not wait for,
+// never initialised before (its first init), marked prestarted and not
+// reused; a driver without the reset extension gets none.
+func TestSpareReplacesATouchedProcess(t *testing.T) {
+	Reuse(true)
+	defer Reuse(false)
+	ctx := context.Background()
+	// frozenClosed opens a client of mode, freezes, thaws and closes it,
+	// and says how many processes its key has kept or starting after.
+	frozenClosed := func(mode string) (pid, kept int) {
+		t.Helper()
+		lk, err := New(fakeSpec(mode), testEnv(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := lk.(*Locker)
+		if _, err := l.Freeze(); err != nil {
+			t.Fatal(err)
+		}
+		_ = l.Thaw()
+		_ = l.Close()
+		pool.spawning.Wait()
+		pool.mu.Lock()
+		defer pool.mu.Unlock()
+		return l.Pid(), len(pool.idle[l.poolKey]) + pool.starting[l.poolKey]
+	}
+	apid, n := frozenClosed("reset")
+	if n != 1 {
+		t.Fatalf("%d processes kept after a frozen one closed, want its spare", n)
+	}
+	b, err := New(fakeSpec("reset"), testEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := b.(*Locker)
+	defer lb.Close()
+	if lb.Pid() == apid || lb.warm || !lb.prestarted || lb.Config()["process_prestarted"] != true || lb.Config()["process_reused"] != false {
+		t.Fatalf("next client: pid %d (frozen one %d) warm %v prestarted %v", lb.Pid(), apid, lb.warm, lb.prestarted)
+	}
+	_, err = lb.Acquire(ctx, "count-inits")
+	if err == nil || !strings.HasSuffix(err.Error(), "inits 1") {
+		t.Errorf("the spare: %v, want its first init", err)
+	}
+	if _, n := frozenClosed("good"); n != 0 {
+		t.Errorf("a driver without reset got %d spares", n)
+	}
+}
