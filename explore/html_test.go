@@ -283,3 +283,27 @@ func TestExploreHTMLWhenStopped(t *testing.T) {
 		t.Error("report.html does not say the exploration was stopped")
 	}
 }
+
+// The hold margin (no fault, the hold's length bisected): a lock renewed
+// on a timer longer than its TTL is lost from a hold of about one TTL,
+// while the watchdog, renewing at a third of it, holds for six TTLs
+// (six renewal cycles and more) without a failing check.
+func TestHoldMarginSeparatesRenewal(t *testing.T) {
+	needRedis(t)
+	e, err := New(Config{Lock: "watchdog-fixed-timer", Reference: "watchdog", Budget: 90 * time.Second, Out: t.TempDir(), Oracle: RunnerOracle{Backend: "process"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := e.Margins(context.Background(), 1, HoldTemplate, nil)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("%v %v", ms, err)
+	}
+	m := ms[0]
+	t.Log(m.Text("watchdog-fixed-timer", "watchdog"))
+	if m.Lock == Never || m.Lock > 1.5 {
+		t.Errorf("watchdog-fixed-timer lost from a hold of %.2f×TTL, want within [0.5, 1.5]", m.Lock)
+	}
+	if m.Ref != Never {
+		t.Errorf("watchdog lost from a hold of %.2f×TTL (%v), want never up to 6×TTL", m.Ref, m.RefChecks)
+	}
+}

@@ -33,7 +33,17 @@ type Template struct {
 	// WorkHold is the workload's hold (×TTL) when not the short default:
 	// a clock's rate only matters while a client holds the lock.
 	WorkHold float64
+	// HoldMag: the magnitude is the workload's hold (×TTL) and the
+	// template has no fault (Fault is zero): how long a lock can be held
+	// before it is lost, over renewal cycles for a renewing lock.
+	HoldMag bool
 }
+
+// HoldTemplate is the margin of the hold's length: three clients on one
+// key, each holding m×TTL, no fault. A lock without renewal is lost from a
+// hold of about 1×TTL, its design; a renewing one should never be, and one
+// that loses a little of its lease at each renewal is lost some cycles in.
+const HoldTemplate = "hold"
 
 // Margin units.
 const (
@@ -63,7 +73,7 @@ func (t Template) unit() string {
 // losses, clock jumps and skews.
 func Templates(topology string) []Template {
 	kinds := Applicable(topology)
-	return slices.DeleteFunc(allTemplates(), func(t Template) bool { return !slices.Contains(kinds, t.Fault.Spec.Kind) })
+	return slices.DeleteFunc(allTemplates(), func(t Template) bool { return !t.HoldMag && !slices.Contains(kinds, t.Fault.Spec.Kind) })
 }
 
 // allTemplates are the margin templates of every topology; each names a
@@ -106,6 +116,9 @@ func allTemplates() []Template {
 		0.1, 0.95, true, 1.2)
 	rate("clock-drift(fast)", Fault{Spec: faults.Spec{Kind: history.FaultClockDrift, Target: "all"}, MagField: MagRate, Hold: 3},
 		1.05, 3, false, 0.5)
+	// Up to 6×TTL: a watchdog renewing at a third of the TTL is six
+	// renewals in, twice the cycles explore's longest holds reach.
+	out = append(out, Template{Name: HoldTemplate, Family: "none", HoldMag: true, Lo: 0.5, Hi: 6})
 	return out
 }
 
@@ -113,6 +126,15 @@ func allTemplates() []Template {
 // clients on one key, a short hold (or the template's), the fault firing
 // once after the start.
 func MarginSchedule(t Template, m float64, ttl time.Duration, topology string, nodes int) Schedule {
+	if t.HoldMag {
+		// The first holder's whole hold, with the other two waiting for
+		// the key (one taking it while the holder still believes in its
+		// lease is what fails), then a TTL of room.
+		hold := magDuration(m, ttl)
+		return Schedule{Topology: topology, Nodes: nodes, TTL: ttl, Clients: 3, Keys: 1, Hold: hold,
+			Think: 2 * time.Millisecond, Resource: "counter", Duration: (hold + ttl + 300*time.Millisecond).Round(100 * time.Millisecond),
+			Recovery: max(2*ttl, 400*time.Millisecond)}
+	}
 	f := t.Fault
 	f.Spec.Params = cloneParams(f.Spec.Params)
 	f.Mag = m
