@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -253,5 +254,39 @@ func TestWarmDriversGiveTheColdVerdicts(t *testing.T) {
 	}
 	if reused["cold"] != 0 || reused["warm"] < 6 {
 		t.Errorf("runs on a reused process: warm %d (want at least 6 of 12), cold %d (want 0)", reused["warm"], reused["cold"])
+	}
+}
+
+// An API mode catches a control that the default mode does not: the
+// driver control scoped-del (drivers/python/controls) releases with an
+// owner check in its explicit idiom (api acquire, the default) and with a
+// plain DEL when its context manager exits (api with). Judged against the
+// expectations of its capabilities' reference (simple), expire-then-unlock
+// passes the default mode on every seed and fails the scoped one's unlock
+// check (another client's key deleted) on every seed: the matrix exits 1.
+func TestAPIModeCatchesAScopedControl(t *testing.T) {
+	testenv.Long(t)
+	testenv.Need(t, "redis-server")
+	runSlot(t)
+	dir := t.TempDir()
+	ctl := filepath.Join("..", "drivers", "python", "controls")
+	code, stdout, stderr := lockchaos(t, "matrix", "--locks", filepath.Join(ctl, "scoped-del.yaml")+","+filepath.Join(ctl, "scoped-del-with.yaml"),
+		"--scenarios", "expire-then-unlock", "--seeds", "1-3", "--backend", "process", "--out", dir)
+	wantExit(t, code, ExitViolated, stdout, stderr)
+	for _, lock := range []string{"scoped-del", "scoped-del-with"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "expire-then-unlock", lock, "seed-*", "results.json"))
+		if len(files) != 3 {
+			t.Fatalf("%s: %d runs, want 3 seeds", lock, len(files))
+		}
+		for _, f := range files {
+			r := readResults(t, filepath.Dir(f))
+			unlock := r.Checks["unlock"].Verdict
+			switch {
+			case lock == "scoped-del" && r.Verdict != "valid":
+				t.Errorf("%s: the default (explicit) mode: %s, want valid: %+v", f, r.Verdict, r.Checks)
+			case lock == "scoped-del-with" && unlock != "invalid":
+				t.Errorf("%s: the scoped mode's unlock %s, want invalid (a plain DEL of another client's key)", f, unlock)
+			}
+		}
 	}
 }
