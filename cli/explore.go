@@ -188,6 +188,9 @@ func printExplore(w io.Writer, r *explore.Report, out string) {
 	if n := r.Classes[explore.RefIdle]; n > 0 {
 		fmt.Fprintf(w, ", %d where the reference could not acquire under the faults (not findings)", n)
 	}
+	if n := r.Classes[explore.Known]; n > 0 {
+		fmt.Fprintf(w, ", %d failing only with a confirmed finding's cause (not re-run)", n)
+	}
 	if _, cut := r.FindingsByConfirmation(); cut > 0 {
 		fmt.Fprintf(w, ", %d candidates whose confirmation the budget cut short (saved, inconclusive)", cut)
 	}

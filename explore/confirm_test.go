@@ -212,3 +212,34 @@ func TestAFindingNeedsRatesApart(t *testing.T) {
 		t.Fatalf("finding %+v: want confirmed at 6/10 against 0/10", f)
 	}
 }
+
+// A schedule whose screening run fails only with the cause of a confirmed
+// finding is not run again on the reference and more seeds: it counts as
+// Known (and a duplicate). One that fails with a cause not confirmed yet,
+// beside a known one, is classified as before.
+func TestKnownCauseIsNotRerun(t *testing.T) {
+	o := &scriptedOracle{refMinClients: 2, refMinMag: 1.6}
+	e, err := New(Config{Lock: "del-no-owner", Budget: time.Minute, Seed: 1, Out: t.TempDir(), Oracle: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := bigSchedule()
+	s.Clients = 4
+	e.finding(ctx, s, Verdict{Check: "mutex", Class: Finding, Cause: "expired-during-pause"}, []string{"mutex"}, []uint64{1}, time.Second)
+	if len(e.rep.Findings) != 1 || !e.known["expired-during-pause"] {
+		t.Fatalf("%d findings, known %v", len(e.rep.Findings), e.known)
+	}
+	before := o.refRuns
+	sr := RunResult{Lock: "del-no-owner", Seed: 1, Tried: true, Checks: map[string]string{"mutex": "invalid", "unlock": "valid"},
+		Causes: map[string]string{"mutex": "expired-during-pause"}, Dir: filepath.Join(t.TempDir(), "screen")}
+	e.screened(ctx, 2, s, sr)
+	if e.rep.Classes[Known] != 1 || e.rep.Duplicates != 1 || o.refRuns != before {
+		t.Errorf("known cause: classes %v, duplicates %d, %d reference runs (want none)", e.rep.Classes, e.rep.Duplicates, o.refRuns-before)
+	}
+	sr.Checks["unlock"], sr.Causes["unlock"] = "invalid", "deleted-foreign-lock"
+	e.screened(ctx, 3, s, sr)
+	if e.rep.Classes[Known] != 1 || o.refRuns == before {
+		t.Errorf("a new cause beside a known one: classes %v, %d reference runs (want some)", e.rep.Classes, o.refRuns-before)
+	}
+}

@@ -111,7 +111,8 @@ type Report struct {
 	// because it could not acquire under their faults (class RefIdle),
 	// each with its reason.
 	Idle []Limited `json:"reference_idle,omitempty"`
-	// Duplicates: schedules that showed an already saved finding again.
+	// Duplicates: schedules that showed an already saved finding again
+	// (those of class Known among them).
 	Duplicates int      `json:"duplicates"`
 	Coverage   Coverage `json:"coverage"`
 	// Unconfirmed: finding candidates the confirmation seeds did not bear out.
@@ -283,6 +284,7 @@ type Explorer struct {
 	rep      *Report
 	cov      *coverage
 	seen     map[string]bool   // causes of saved findings
+	known    map[string]bool   // causes of confirmed findings
 	shapes   map[string]*Found // confirmed findings by check, cause and schedule shape
 	runN     int
 	prog     Progress
@@ -344,7 +346,7 @@ func New(cfg Config) (*Explorer, error) {
 			return nil, fmt.Errorf("kinds: %q is not a fault kind of topology %s (%s)", k, cfg.Topology, strings.Join(Applicable(cfg.Topology), ", "))
 		}
 	}
-	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), cov: newCoverage(), seen: map[string]bool{}, shapes: map[string]*Found{}}
+	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), cov: newCoverage(), seen: map[string]bool{}, known: map[string]bool{}, shapes: map[string]*Found{}}
 	e.gen = Generator{Seed: cfg.Seed, Topology: cfg.Topology, Nodes: cfg.Nodes, TTL: cfg.TTL, Info: info, MaxFaults: cfg.MaxFaults, Kinds: cfg.Kinds}
 	e.rep = &Report{Lock: cfg.Lock, Reference: cfg.Reference, Topology: cfg.Topology, Seed: cfg.Seed, Budget: cfg.Budget,
 		Classes: map[Class]int{}}
@@ -526,6 +528,16 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 		}
 		return
 	}
+	if e.knownOnly(sr) {
+		// Re-running it on the reference and more seeds could only show
+		// a confirmed finding again.
+		e.drop(sr)
+		e.mu.Lock()
+		e.rep.Duplicates++
+		e.mu.Unlock()
+		e.count(Known)
+		return
+	}
 	lockRuns, refRuns, ok := e.rerun(ctx, id, s, sr)
 	if !ok {
 		return
@@ -539,6 +551,24 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 	case Finding:
 		e.findings(ctx, s, vs, lockRuns, time.Since(e.start))
 	}
+}
+
+// knownOnly: every check the screening run sr failed failed with the
+// cause of a confirmed finding.
+func (e *Explorer) knownOnly(sr RunResult) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for c, v := range sr.Checks {
+		if v != "invalid" {
+			continue
+		}
+		if cause := sr.Causes[c]; cause == "" || !e.known[cause] {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // anyInvalid: the run failed some check.

@@ -99,25 +99,25 @@ type htmlKind struct {
 }
 
 type htmlData struct {
-	Title             string
-	Lock, Ref         string
-	Topology          string
-	Seed              uint64
-	TTL, Budget       string
-	R                 *Report
-	Elapsed           string
-	Passed, Untried   int
-	LimitsN, IdleN    int
-	Findings          []htmlFinding
-	Kinds             []htmlKind
-	KindsTried        int
-	Whens             string
-	Margins           []Margin
-	MarginTexts       []string
-	MarginPNG         template.URL
-	MarginSVG         string
-	Generated         string
-	MarginsUnfinished bool
+	Title                  string
+	Lock, Ref              string
+	Topology               string
+	Seed                   uint64
+	TTL, Budget            string
+	R                      *Report
+	Elapsed                string
+	Passed, Untried        int
+	LimitsN, IdleN, KnownN int
+	Findings               []htmlFinding
+	Kinds                  []htmlKind
+	KindsTried             int
+	Whens                  string
+	Margins                []Margin
+	MarginTexts            []string
+	MarginPNG              template.URL
+	MarginSVG              string
+	Generated              string
+	MarginsUnfinished      bool
 }
 
 // writeHTML writes OUT/report.html: the findings with their rates,
@@ -146,7 +146,7 @@ func (e *Explorer) writeHTML(rep *Report, margins []Margin, marginsDone bool) er
 	d.Title = fmt.Sprintf("lockchaos explore: %s against %s", d.Lock, d.Ref)
 	if rep != nil {
 		d.Elapsed = rep.Elapsed.Round(time.Second).String()
-		d.Passed, d.Untried, d.LimitsN, d.IdleN = rep.Classes[Passed], rep.Classes[Untried], rep.Classes[Limit], rep.Classes[RefIdle]
+		d.Passed, d.Untried, d.LimitsN, d.IdleN, d.KnownN = rep.Classes[Passed], rep.Classes[Untried], rep.Classes[Limit], rep.Classes[RefIdle], rep.Classes[Known]
 		for _, f := range rep.Findings {
 			d.Findings = append(d.Findings, e.htmlFinding(f, rel))
 		}
@@ -278,6 +278,7 @@ const htmlSource = `<!DOCTYPE html>
 <tr><th>findings</th><td class="num" id="count-findings">{{len .Findings}}</td></tr>
 <tr><th>candidates not confirmed</th><td class="num">{{.Unconfirmed}}</td></tr>
 <tr><th>duplicates of a saved finding</th><td class="num">{{.Duplicates}}</td></tr>
+<tr><th>of those, failing only with a confirmed finding's cause (not re-run on the reference)</th><td class="num" id="count-known">{{$.KnownN}}</td></tr>
 <tr><th>candidates merged into a finding (same check, cause and schedule shape)</th><td class="num" id="count-merged">{{.Merged}}</td></tr>
 <tr><th>schedules per minute</th><td class="num" id="count-per-minute">{{printf "%.1f" .PerMinute}}</td></tr>
 </table>

@@ -31,6 +31,12 @@ const (
 	// run the lock failed the check it acquired at least once under it.
 	// Its pass is vacuous, not a finding.
 	RefIdle Class = "reference-idle"
+	// Known: the lock's screening run failed only checks whose causes are
+	// those of findings already confirmed; it is not run on the reference
+	// and more seeds (it could only show them again) and counts as a
+	// duplicate. A schedule the reference would fail too with the same
+	// cause (a limit) is counted here, not among the limits.
+	Known Class = "known"
 )
 
 // Rate is k failures in n runs with its 95% Wilson interval.

@@ -87,6 +87,11 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 		e.merge(same, f)
 		return
 	}
+	if ok {
+		e.mu.Lock()
+		e.known[f.Cause] = true
+		e.mu.Unlock()
+	}
 	if ok && f.Lock.Fails < f.Lock.N {
 		e.amplify(ctx, f)
 	}
