@@ -211,8 +211,11 @@ func safetyCell(r metrics.FamilyRate, vs, ref string) cardCell {
 		cell.Class, cell.Title = "limit", "a limit of the design: its reference "+ref+" fails this family too"
 		cell.Text += " (limit)"
 	case metrics.VersusBetter:
-		cell.Title = "better than its reference " + ref + ", which fails this family"
+		cell.Title = "better than its reference " + ref + ", which fails this family's scenarios that both ran"
 		cell.Text += " (better)"
+	}
+	if r.Invalid > 0 && (vs == metrics.VersusSame || vs == metrics.VersusBetter) {
+		cell.Title = "invalid only in scenarios its reference " + ref + " did not run: judged alone"
 	}
 	if r.Unknown > 0 {
 		cell.Text += fmt.Sprintf(", unknown %d", r.Unknown)

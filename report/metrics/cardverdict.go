@@ -44,9 +44,13 @@ func (c *Card) JudgeAgainstReferences(refOf func(lock string) string) {
 		l.Reference = refOf(l.Name)
 		l.Versus = map[string]string{}
 		if ref := col[l.Reference]; ref != nil {
-			for _, f := range c.Families {
-				if l.Safety[f].Runs > 0 && ref.Safety[f].Runs > 0 {
-					l.Versus[f] = versus(l.Safety[f], ref.Safety[f])
+			if vs, ok := c.sharedVersus(l.Name, ref.Name); ok {
+				l.Versus = vs
+			} else {
+				for _, f := range c.Families {
+					if l.Safety[f].Runs > 0 && ref.Safety[f].Runs > 0 {
+						l.Versus[f] = versus(l.Safety[f], ref.Safety[f])
+					}
 				}
 			}
 		}
@@ -54,10 +58,15 @@ func (c *Card) JudgeAgainstReferences(refOf func(lock string) string) {
 	fastest := c.fastestCorrect()
 	for i := range c.Locks {
 		l := &c.Locks[i]
-		var worse, limits, better, failing []string
+		var worse, limits, better, failing, alone []string
 		for _, f := range c.Families {
 			if l.Safety[f].Runs > 0 && l.Safety[f].Invalid > 0 {
 				failing = append(failing, f)
+				if _, judged := l.Versus[f]; !judged || l.Versus[f] == VersusSame || l.Versus[f] == VersusBetter {
+					// Its failures lie in scenarios its reference did
+					// not run.
+					alone = append(alone, f)
+				}
 			}
 			switch l.Versus[f] {
 			case VersusWorse:
@@ -69,10 +78,73 @@ func (c *Card) JudgeAgainstReferences(refOf func(lock string) string) {
 			}
 		}
 		l.VerdictClass, l.Verdict = c.verdictLine(l, col[l.Reference] != nil, worse, limits, better, failing)
+		if col[l.Reference] != nil && len(alone) > 0 {
+			l.Verdict += fmt.Sprintf("; fails %s in scenarios %s did not run (judged alone there)", strings.Join(alone, ", "), l.Reference)
+		}
 		if cost := costLine(l, fastest); cost != "" {
 			l.Verdict += "; " + cost
 		}
 	}
+}
+
+// sharedVersus compares lock with ref per family, scenario by scenario,
+// over the scenarios both ran: a scenario that applies to one of them only
+// (one meant for some locks, a topology the other cannot use) says nothing
+// of how the other would have done, and a family's totals would call a
+// lock better for what its reference never ran, or a limit where the lock
+// fails a scenario its reference holds beside one both fail. A family is
+// worse when the lock fails a scenario its reference holds, else a limit
+// when both fail one, else better when only the reference fails one, else
+// the same. ok is false when the card has no cells (the families' totals
+// are compared then).
+func (c *Card) sharedVersus(lock, ref string) (vs map[string]string, ok bool) {
+	family := map[string]string{}
+	for _, s := range c.Scenarios {
+		family[s.Name] = s.Family
+	}
+	ran := map[string]map[string][]SeedRun{} // lock → scenario → seeds
+	for _, cell := range c.Cells {
+		if len(cell.Seeds) == 0 {
+			continue
+		}
+		if ran[cell.Lock] == nil {
+			ran[cell.Lock] = map[string][]SeedRun{}
+		}
+		ran[cell.Lock][cell.Scenario] = cell.Seeds
+	}
+	if len(ran) == 0 {
+		return nil, false
+	}
+	rank := map[string]int{VersusSame: 0, VersusBetter: 1, VersusLimit: 2, VersusWorse: 3}
+	vs = map[string]string{}
+	for sc, seeds := range ran[lock] {
+		refSeeds, both := ran[ref][sc]
+		if !both {
+			continue
+		}
+		f := family[sc]
+		v := versus(FamilyRate{}.add(seeds), FamilyRate{}.add(refSeeds))
+		if cur, seen := vs[f]; !seen || rank[v] > rank[cur] {
+			vs[f] = v
+		}
+	}
+	return vs, true
+}
+
+// add counts seeds' verdicts into r.
+func (r FamilyRate) add(seeds []SeedRun) FamilyRate {
+	for _, s := range seeds {
+		r.Runs++
+		switch s.Verdict {
+		case "valid":
+			r.Valid++
+		case "invalid":
+			r.Invalid++
+		default:
+			r.Unknown++
+		}
+	}
+	return r
 }
 
 // versus compares a lock's runs of a family with its reference's.

@@ -48,3 +48,41 @@ func TestJudgeAgainstReferences(t *testing.T) {
 		t.Errorf("rueidislock's cost line: %q", c.Locks[1].Verdict)
 	}
 }
+
+// A family is compared over the scenarios both locks ran: a lock that
+// skipped the scenarios its reference failed (meant for other locks) is
+// not better there, and its failures in scenarios its reference did not
+// run are named as judged alone.
+func TestVersusOnTheSameScenarios(t *testing.T) {
+	seeds := func(vs ...string) []SeedRun {
+		var out []SeedRun
+		for i, v := range vs {
+			out = append(out, SeedRun{Seed: uint64(i + 1), Verdict: v})
+		}
+		return out
+	}
+	c := &Card{Families: []string{"clock", "failover"},
+		Scenarios: []CardScenario{{Name: "clock-behind", Family: "clock"}, {Name: "clock-jump", Family: "clock"}, {Name: "failover", Family: "failover"}},
+		Locks: []CardLock{
+			{Name: "simple", Safety: map[string]FamilyRate{"clock": {Runs: 4, Valid: 2, Invalid: 2}}},
+			{Name: "adapter", Safety: map[string]FamilyRate{"clock": {Runs: 2, Valid: 2}, "failover": {Runs: 2, Invalid: 2}}},
+		},
+		Cells: []Cell{
+			{Scenario: "clock-behind", Lock: "simple", Seeds: seeds("valid", "valid")},
+			{Scenario: "clock-jump", Lock: "simple", Seeds: seeds("invalid", "invalid")},
+			{Scenario: "clock-behind", Lock: "adapter", Seeds: seeds("valid", "valid")},
+			{Scenario: "clock-jump", Lock: "adapter"}, // not applicable: no seeds
+			{Scenario: "failover", Lock: "adapter", Seeds: seeds("invalid", "invalid")},
+		}}
+	c.JudgeAgainstReferences(func(string) string { return "simple" })
+	a := c.Locks[1]
+	if a.Versus["clock"] != VersusSame {
+		t.Errorf("clock: %q, want same (both valid on clock-behind, the one clock scenario both ran)", a.Versus["clock"])
+	}
+	if _, ok := a.Versus["failover"]; ok {
+		t.Errorf("failover: %q, want no comparison (simple did not run it)", a.Versus["failover"])
+	}
+	if a.VerdictClass == VerdictBetter || !strings.Contains(a.Verdict, "fails failover in scenarios simple did not run (judged alone there)") {
+		t.Errorf("verdict %s %q", a.VerdictClass, a.Verdict)
+	}
+}
