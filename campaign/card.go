@@ -245,7 +245,7 @@ func (cr *cardRun) run(ctx context.Context, mo *MatrixOptions) {
 	var wg sync.WaitGroup
 	for _, k := range todo {
 		st := cr.steps[k]
-		a := 1.0 // margins and bench keep the machine to themselves
+		a := appetiteExclusive // margins and bench keep the machine to themselves
 		if st.kind == "run" {
 			a = cellAppetite(st.s)
 		}

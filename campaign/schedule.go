@@ -3,6 +3,7 @@ package campaign
 import (
 	"bufio"
 	"context"
+	"math"
 	"os"
 	"runtime"
 	"sort"
@@ -22,20 +23,29 @@ import (
 // mostly idle (gc-pause: 0.7 CPU-seconds in a 3.4 s run; failover 2 in 21.6;
 // restart-empty 0.3 in 5.6). A few are benchmarks in disguise (contention,
 // hot-keys, smoke: clients that neither hold nor think) and take every core
-// they get (contention: 2.3 CPU-seconds in 2.5 s); those run alone, so
-// neither they nor a timing fault beside them see a different machine.
+// they get (contention: 2.3 CPU-seconds in 2.5 s); no timing cell runs beside
+// them, so none sees a machine their clients saturate. They run beside each
+// other, up to one a core: a busy cell's workload lasts its scenario's
+// duration however many cores it gets (two side by side on two cores take
+// the time of one, each with about half the cycles; their verdicts do not
+// rest on how many). A card's bench and margins keep the machine to
+// themselves (appetiteExclusive).
 
 // autoParallel is MatrixOptions.Parallel's default for the backend.
 func autoParallel(o runner.Setup) int {
 	b, err := cluster.ResolvedBackend(cluster.Spec{Backend: o.Backend, RedisServer: o.RedisServer, Topology: cluster.Single})
 	if err == nil && b == cluster.Process {
-		return 4 * runtime.NumCPU()
+		return 8 * runtime.NumCPU()
 	}
 	return 1
 }
 
-// appetiteAlone is the appetite from which a cell runs alone.
+// appetiteAlone is the appetite from which a cell is busy: it runs with
+// no timing cell beside it.
 const appetiteAlone = 0.5
+
+// appetiteExclusive is a step that runs with nothing beside it but tails.
+const appetiteExclusive = math.MaxFloat64
 
 // cellAppetite estimates the cores a scenario's cell keeps busy: a base for
 // starting the servers, the check and the report, a share for each server
@@ -63,8 +73,10 @@ func cellAppetite(s *scenarios.Scenario) float64 {
 }
 
 // scheduler admits cells while the machine has room: at most max at once,
-// their appetites within budget cores, a cell of appetite ≥ appetiteAlone
-// only beside cells in their tails, and (where /proc/stat can be read) not
+// their appetites within budget cores, a busy cell (appetite ≥
+// appetiteAlone) only beside busy cells (at most busyMax of them) and cells
+// in their tails, an exclusive step beside tails only, and (where /proc/stat
+// can be read) not
 // while the machine's CPU was busier than busyLimit over the last interval,
 // whoever was busy.
 //
@@ -76,13 +88,15 @@ type scheduler struct {
 	max       int
 	budget    float64
 	busyLimit float64
+	busyMax   int
 
 	mu      sync.Mutex
 	cond    *sync.Cond
 	running int     // cells admitted and not released
 	tails   int     // of those, in their tails
 	used    float64 // their appetites
-	alone   int     // busy cells whose clients run (0 or 1)
+	alone   int     // busy cells and exclusive steps whose clients run
+	excl    int     // of those, exclusive steps (0 or 1)
 	load    *cpuLoad
 }
 
@@ -91,7 +105,7 @@ const tailAppetite = 1.0
 
 func newScheduler(parallel int) *scheduler {
 	cpus := float64(runtime.NumCPU())
-	s := &scheduler{max: parallel, budget: 0.75 * cpus, busyLimit: 0.85, load: newCPULoad()}
+	s := &scheduler{max: parallel, budget: 0.75 * cpus, busyLimit: 0.85, busyMax: max(1, runtime.NumCPU()), load: newCPULoad()}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }
@@ -101,6 +115,7 @@ type slot struct {
 	s        *scheduler
 	appetite float64
 	alone    bool
+	excl     bool
 	tail     bool
 	released bool
 }
@@ -109,6 +124,7 @@ type slot struct {
 // slot, or nil when ctx ended first.
 func (s *scheduler) acquire(ctx context.Context, a float64) *slot {
 	alone := a >= appetiteAlone || s.max == 1
+	excl := a == appetiteExclusive || s.max == 1
 	stop := context.AfterFunc(ctx, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
 	defer stop()
 	s.mu.Lock()
@@ -118,20 +134,30 @@ func (s *scheduler) acquire(ctx context.Context, a float64) *slot {
 			return nil
 		}
 		var room bool
-		if alone {
+		switch {
+		case excl:
 			// Only tails beside it (at --parallel 1, nothing).
 			room = s.alone == 0 && s.running == s.tails && (s.max > 1 || s.running == 0)
-		} else {
+		case alone:
+			// Only busy cells and tails beside it.
+			room = s.excl == 0 && s.alone < s.busyMax && s.running < s.max && s.running == s.tails+s.alone
+		default:
 			room = s.alone == 0 && s.running < s.max && s.used+a <= s.budget
 		}
 		switch {
 		case s.running == 0 || room && !s.busy():
+			if excl {
+				a = 0 // the machine's, counted as nobody's appetite
+			}
 			s.running++
 			s.used += a
 			if alone {
 				s.alone++
 			}
-			return &slot{s: s, appetite: a, alone: alone}
+			if excl {
+				s.excl++
+			}
+			return &slot{s: s, appetite: a, alone: alone, excl: excl}
 		case room:
 			// Room but a busy machine: look again shortly.
 			s.mu.Unlock()
@@ -156,6 +182,9 @@ func (sl *slot) clientsDone() {
 	s.tails++
 	if sl.alone {
 		s.alone--
+		if sl.excl {
+			s.excl--
+		}
 		s.used += tailAppetite - sl.appetite
 		sl.appetite = tailAppetite
 	}
@@ -177,6 +206,9 @@ func (sl *slot) release() {
 		s.tails--
 	} else if sl.alone {
 		s.alone--
+		if sl.excl {
+			s.excl--
+		}
 	}
 	if s.running == 0 {
 		s.used = 0

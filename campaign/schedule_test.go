@@ -27,7 +27,7 @@ func TestCellAppetite(t *testing.T) {
 // its budget, and a cell that runs alone with nothing beside it.
 func TestSchedulerPacks(t *testing.T) {
 	s := newScheduler(3)
-	s.budget, s.load = 1.0, nil // no look at the machine's load: deterministic
+	s.budget, s.load, s.busyMax = 1.0, nil, 1 // no look at the machine's load: deterministic; busy cells one at a time
 	cells := []float64{0.4, 0.3, 0.2, 0.9, 0.2, 0.2, 0.1, 0.6, 0.1}
 	var mu sync.Mutex
 	running, used, aloneNow := 0, 0.0, false
@@ -62,51 +62,64 @@ func TestSchedulerPacks(t *testing.T) {
 	}
 	wg.Wait()
 	ctx, cancel := context.WithCancel(context.Background())
-	s.acquire(ctx, 0.9)
+	s.acquire(ctx, appetiteExclusive)
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
 	if s.acquire(ctx, 0.1) != nil {
 		t.Error("a cell was admitted beside one that runs alone")
 	}
 }
 
-// A busy cell keeps the machine to itself while its clients run; in its
-// tail (stopping, check, report) the next busy cell may start, and timing
-// cells within the budget, but no busy cell beside another's clients.
+// Busy cells run beside each other (up to busyMax) but never beside a
+// timing cell's clients; in their tails (stopping, check, report) timing
+// cells start within the budget. An exclusive step (a card's bench) waits
+// for every busy cell's clients and keeps the machine from all but tails.
 func TestBusyCellTail(t *testing.T) {
 	s := newScheduler(8)
-	s.budget, s.load = 1.5, nil
+	s.budget, s.load, s.busyMax = 1.5, nil, 2
 	soon := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), 30*time.Millisecond)
 	}
-	a := s.acquire(context.Background(), 5)
-	ctx, cancel := soon()
-	if s.acquire(ctx, 0.1) != nil || s.acquire(ctx, 5) != nil {
-		t.Fatal("a cell started beside a busy cell's clients")
+	refused := func(a float64, why string) {
+		t.Helper()
+		ctx, cancel := soon()
+		defer cancel()
+		if s.acquire(ctx, a) != nil {
+			t.Fatal(why)
+		}
 	}
-	cancel()
-	a.clientsDone()
+	a := s.acquire(context.Background(), 5)
+	refused(0.1, "a timing cell started beside a busy cell's clients")
 	b := s.acquire(context.Background(), 5)
 	if b == nil {
+		t.Fatal("no second busy cell beside the first")
+	}
+	refused(5, "a third busy cell started beyond busyMax 2")
+	refused(appetiteExclusive, "an exclusive step started beside busy cells")
+	a.clientsDone()
+	refused(0.1, "a timing cell started beside a busy cell's clients")
+	c := s.acquire(context.Background(), 5)
+	if c == nil {
 		t.Fatal("no busy cell started in the previous one's tail")
 	}
-	ctx, cancel = soon()
-	if s.acquire(ctx, 0.1) != nil {
-		t.Error("a timing cell started beside a busy cell's clients")
-	}
-	cancel()
 	b.clientsDone()
-	// Two tails (a core each) leave no room in 1.5 cores; one does.
-	ctx, cancel = soon()
-	if s.acquire(ctx, 0.4) != nil {
-		t.Error("a timing cell started beyond the budget beside two tails")
-	}
-	cancel()
+	c.clientsDone()
+	// Three tails (a core each) leave no room in 1.5 cores; one does.
+	refused(0.4, "a timing cell started beyond the budget beside three tails")
 	a.release()
-	c := s.acquire(context.Background(), 0.4)
 	b.release()
+	d := s.acquire(context.Background(), 0.4)
+	refused(appetiteExclusive, "an exclusive step started beside a timing cell")
 	c.release()
-	if s.running != 0 || s.tails != 0 || s.alone != 0 || s.used != 0 {
-		t.Errorf("after releases: running %d tails %d alone %d used %.2f", s.running, s.tails, s.alone, s.used)
+	d.release()
+	e := s.acquire(context.Background(), appetiteExclusive)
+	refused(5, "a busy cell started beside an exclusive step")
+	refused(0.01, "a timing cell started beside an exclusive step")
+	e.clientsDone()
+	f := s.acquire(context.Background(), 0.4)
+	e.release()
+	f.release()
+	if s.running != 0 || s.tails != 0 || s.alone != 0 || s.excl != 0 || s.used != 0 {
+		t.Errorf("after releases: running %d tails %d alone %d excl %d used %.2f", s.running, s.tails, s.alone, s.excl, s.used)
 	}
 }
 
