@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"github.com/lockchaos/lockchaos/internal/testenv"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -52,9 +51,7 @@ func driverBinary(t *testing.T) string {
 // process (its state T, read from /proc during the pause) and the
 // watchdog's lease expires during it, as the in-process lock's does.
 func TestDriverLockEndToEnd(t *testing.T) {
-	if os.Getenv("LOCKCHAOS_LONG") == "" {
-		t.Skip("long tier: LOCKCHAOS_LONG=1 runs it (scripts/test.sh does)")
-	}
+	testenv.Long(t)
 	runSlot(t)
 	drv := driverBinary(t)
 	dir := t.TempDir()
@@ -155,9 +152,7 @@ func quietDuring(t *testing.T, dir, target string, from, to float64) {
 // A lockchaos killed by SIGKILL while it runs a driver lock leaves no
 // driver behind (Pdeathsig), checked by pid.
 func TestSIGKILLLeavesNoDriver(t *testing.T) {
-	if os.Getenv("LOCKCHAOS_LONG") == "" {
-		t.Skip("long tier: LOCKCHAOS_LONG=1 runs it (scripts/test.sh does)")
-	}
+	testenv.Long(t)
 	runSlot(t)
 	bin, drv := lockchaosBinary(t), driverBinary(t)
 	var drivers []int
@@ -212,9 +207,7 @@ func TestDriverBadInput(t *testing.T) {
 // processes, the cold one's never; a paused process (gc-pause) is not
 // reused, so its run after starts a fresh one.
 func TestWarmDriversGiveTheColdVerdicts(t *testing.T) {
-	if os.Getenv("LOCKCHAOS_LONG") == "" {
-		t.Skip("long tier: LOCKCHAOS_LONG=1 runs it (scripts/test.sh does)")
-	}
+	testenv.Long(t)
 	runSlot(t)
 	drv := driverBinary(t)
 	dir := t.TempDir()
