@@ -51,10 +51,20 @@ var pool struct {
 	// asked for reuse and have not ended.
 	on   int
 	idle map[string][]*pooled
-	// starting counts the spares per key being started; spawning waits
-	// for them.
+	// starting counts the spares per key being started, spawning all of
+	// them; spawned is signalled as each one ends.
 	starting map[string]int
-	spawning sync.WaitGroup
+	spawning int
+	spawned  *sync.Cond
+}
+
+// waitSpares waits until no spare is being started.
+func waitSpares() {
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	for pool.spawning > 0 {
+		pool.spawned.Wait()
+	}
 }
 
 // Reuse(true) asks for warm drivers until the matching Reuse(false); when
@@ -75,7 +85,7 @@ func Reuse(on bool) {
 
 // Drain stops every kept driver process, and the spares being started.
 func Drain() {
-	pool.spawning.Wait()
+	waitSpares()
 	pool.mu.Lock()
 	var all []*pooled
 	for k, ps := range pool.idle {
@@ -146,19 +156,20 @@ func spare(key string, s *Spec, extra map[string]string) {
 		return
 	}
 	if pool.starting == nil {
-		pool.starting = map[string]int{}
+		pool.starting, pool.spawned = map[string]int{}, sync.NewCond(&pool.mu)
 	}
 	pool.starting[key]++
-	pool.spawning.Add(1)
+	pool.spawning++
 	go func() {
-		defer pool.spawning.Done()
 		p, m, err := hello(s, s.Name, nil, extra)
-		pool.mu.Lock()
-		pool.starting[key]--
-		pool.mu.Unlock()
 		if err == nil && !keep(key, p, m, true) {
 			_ = p.stop()
 		}
+		pool.mu.Lock()
+		pool.starting[key]--
+		pool.spawning--
+		pool.spawned.Broadcast()
+		pool.mu.Unlock()
 	}()
 }
 

@@ -127,7 +127,7 @@ func TestSpareReplacesATouchedProcess(t *testing.T) {
 		}
 		_ = l.Thaw()
 		_ = l.Close()
-		pool.spawning.Wait()
+		waitSpares()
 		pool.mu.Lock()
 		defer pool.mu.Unlock()
 		return l.Pid(), len(pool.idle[l.poolKey]) + pool.starting[l.poolKey]
