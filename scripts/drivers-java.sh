@@ -46,7 +46,7 @@ if [ "$only_missing" = 1 ] && [ -f "$jar" ]; then
 fi
 # Up to date: the jar and its archive newer than every source (LOCKCHAOS_REBUILD=1 builds anyway).
 if [ -z "${LOCKCHAOS_REBUILD:-}" ] && [ -f "$jar" ] && [ -f "${jar%.jar}.jsa" ] && [ -f "$sums" ] &&
-  [ -z "$(find "$src/pom.xml" "$src/src" "$src/train_cds.py" "$src/run.sh" "$sums" "$0" -newer "$jar" 2>/dev/null)" ]; then
+  [ -z "$(find "$src/pom.xml" "$src/src" "$src/train_cds.py" "$src/lcproto.py" "$src/run.sh" "$sums" "$0" -newer "$jar" 2>/dev/null)" ]; then
   echo "drivers-java: $jar is up to date" >&2
   echo "$jar"
   exit 0
