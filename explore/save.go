@@ -60,20 +60,13 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 		return
 	}
 	if !ok {
-		// The budget ended before a confirmation: the schedule as found
-		// is saved, with the rates and the sentence it was found with
-		// (the shrinking so far is kept as Partial).
-		if f.Minimal.Size() != s.Size() {
-			p := f.Minimal
-			f.Partial = &p
-		}
-		f.Minimal, f.Lock, f.Ref, f.Cause, f.Sentence = s, v.Lock, v.Ref, v.Cause, v.Sentence
-		f.Seed = failSeeds[0]
+		f.asFound(s, v, failSeeds[0])
 	}
 	// The confirmation may name the cause otherwise: a schedule showing
-	// that cause is a duplicate too.
+	// that cause is a duplicate too (and, confirmed, not re-run: Known).
 	e.mu.Lock()
 	e.seen[f.Cause] = true
+	e.known[f.Cause] = e.known[f.Cause] || ok
 	key := f.Check + "|" + f.Cause + "|" + f.Minimal.Shape()
 	same := e.shapes[key]
 	if same == nil {
@@ -87,17 +80,24 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 		e.merge(same, f)
 		return
 	}
-	if ok {
-		e.mu.Lock()
-		e.known[f.Cause] = true
-		e.mu.Unlock()
-	}
 	if ok && f.Lock.Fails < f.Lock.N {
 		e.amplify(ctx, f)
 	}
 	if err := e.save(f); err != nil {
 		f.Sentence += " (not saved: " + err.Error() + ")"
 	}
+}
+
+// asFound is f when the budget ended before a confirmation: the schedule s
+// as found, with the rates and the sentence it was found with (v) on its
+// first failing seed; the shrinking so far is kept as Partial.
+func (f *Found) asFound(s Schedule, v Verdict, seed uint64) {
+	if f.Minimal.Size() != s.Size() {
+		p := f.Minimal
+		f.Partial = &p
+	}
+	f.Minimal, f.Lock, f.Ref, f.Cause, f.Sentence = s, v.Lock, v.Ref, v.Cause, v.Sentence
+	f.Seed = seed
 }
 
 // merge counts candidate f, shrunk and confirmed to the same check, cause
