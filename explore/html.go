@@ -99,25 +99,26 @@ type htmlKind struct {
 }
 
 type htmlData struct {
-	Title                  string
-	Lock, Ref              string
-	Topology               string
-	Seed                   uint64
-	TTL, Budget            string
-	R                      *Report
-	Elapsed                string
-	Passed, Untried        int
-	LimitsN, IdleN, KnownN int
-	Findings               []htmlFinding
-	Kinds                  []htmlKind
-	KindsTried             int
-	Whens                  string
-	Margins                []Margin
-	MarginTexts            []string
-	MarginPNG              template.URL
-	MarginSVG              string
-	Generated              string
-	MarginsUnfinished      bool
+	Title             string
+	Lock, Ref         string
+	Topology          string
+	Seed              uint64
+	TTL, Budget       string
+	R                 *Report
+	Elapsed           string
+	Passed, Untried   int
+	LimitsN, IdleN    int
+	KnownN            int
+	Findings          []htmlFinding
+	Kinds             []htmlKind
+	KindsTried        int
+	Whens             string
+	Margins           []Margin
+	MarginTexts       []string
+	MarginPNG         template.URL
+	MarginSVG         string
+	Generated         string
+	MarginsUnfinished bool
 }
 
 // writeHTML writes OUT/report.html: the findings with their rates,
