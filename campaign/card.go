@@ -598,15 +598,7 @@ func tallyCell(card *metrics.Card, col *metrics.CardLock, c metrics.Cell, fam st
 	fr := col.Safety[fam]
 	var f *metrics.CardFinding
 	for _, r := range c.Seeds {
-		fr.Runs++
-		switch r.Verdict {
-		case "valid":
-			fr.Valid++
-		case "invalid":
-			fr.Invalid++
-		default:
-			fr.Unknown++
-		}
+		fr.Count(r.Verdict)
 		if r.Outcome != "as-expected" {
 			fr.Unexpected++
 		}

@@ -307,7 +307,7 @@ func fit(s *Schedule, r *rand.Rand) {
 func FitDuration(s *Schedule, end time.Duration) {
 	d := min(max(end+300*time.Millisecond, time.Second), 3*time.Second).Round(100 * time.Millisecond)
 	s.Duration = d
-	s.Recovery = max(2*s.TTL, 400*time.Millisecond)
+	s.Recovery = recoveryFor(s.TTL)
 	for i := range s.Faults {
 		f := &s.Faults[i]
 		l := f.length(s.TTL)
@@ -326,6 +326,10 @@ func FitDuration(s *Schedule, end time.Duration) {
 		}
 	}
 }
+
+// recoveryFor is a schedule's recovery window: 2×TTL, at least 400ms
+// (enough for liveness to see the lock taken again).
+func recoveryFor(ttl time.Duration) time.Duration { return max(2*ttl, 400*time.Millisecond) }
 
 // End is when the schedule's last effect ends (for FitDuration).
 func (s Schedule) End() time.Duration {

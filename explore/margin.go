@@ -133,7 +133,7 @@ func MarginSchedule(t Template, m float64, ttl time.Duration, topology string, n
 		hold := magDuration(m, ttl)
 		return Schedule{Topology: topology, Nodes: nodes, TTL: ttl, Clients: 3, Keys: 1, Hold: hold,
 			Think: 2 * time.Millisecond, Resource: "counter", Duration: (hold + ttl + 300*time.Millisecond).Round(100 * time.Millisecond),
-			Recovery: max(2*ttl, 400*time.Millisecond)}
+			Recovery: recoveryFor(ttl)}
 	}
 	f := t.Fault
 	f.Spec.Params = cloneParams(f.Spec.Params)

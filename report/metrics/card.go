@@ -77,6 +77,19 @@ type FamilyRate struct {
 	Unexpected int `json:"unexpected"` // runs whose outcome was not the scenario's expectation
 }
 
+// Count adds one run of verdict (valid, invalid, anything else unknown).
+func (r *FamilyRate) Count(verdict string) {
+	r.Runs++
+	switch verdict {
+	case "valid":
+		r.Valid++
+	case "invalid":
+		r.Invalid++
+	default:
+		r.Unknown++
+	}
+}
+
 // CardMargin is one margin template's smallest failing magnitude for a
 // lock (in Unit: multiples of the TTL, or a clock's rate; Never (-1) when
 // it did not fail in [Lo, Hi]); Falling: the largest failing value.

@@ -39,12 +39,13 @@ func (c *Card) JudgeAgainstReferences(refOf func(lock string) string) {
 	for i := range c.Locks {
 		col[c.Locks[i].Name] = &c.Locks[i]
 	}
+	runs := c.runsByScenario()
 	for i := range c.Locks {
 		l := &c.Locks[i]
 		l.Reference = refOf(l.Name)
 		l.Versus = map[string]string{}
 		if ref := col[l.Reference]; ref != nil {
-			if vs, ok := c.sharedVersus(l.Name, ref.Name); ok {
+			if vs, ok := runs.versus(l.Name, ref.Name); ok {
 				l.Versus = vs
 			} else {
 				for _, f := range c.Families {
@@ -87,43 +88,54 @@ func (c *Card) JudgeAgainstReferences(refOf func(lock string) string) {
 	}
 }
 
-// sharedVersus compares lock with ref per family, scenario by scenario,
-// over the scenarios both ran: a scenario that applies to one of them only
-// (one meant for some locks, a topology the other cannot use) says nothing
-// of how the other would have done, and a family's totals would call a
-// lock better for what its reference never ran, or a limit where the lock
-// fails a scenario its reference holds beside one both fail. A family is
-// worse when the lock fails a scenario its reference holds, else a limit
-// when both fail one, else better when only the reference fails one, else
-// the same. ok is false when the card has no cells (the families' totals
-// are compared then).
-func (c *Card) sharedVersus(lock, ref string) (vs map[string]string, ok bool) {
-	family := map[string]string{}
+// cardRuns are a card's runs: each lock's seeds per scenario, and each
+// scenario's family.
+type cardRuns struct {
+	ran    map[string]map[string][]SeedRun // lock → scenario → seeds
+	family map[string]string
+}
+
+// runsByScenario indexes the card's cells that ran.
+func (c *Card) runsByScenario() cardRuns {
+	r := cardRuns{ran: map[string]map[string][]SeedRun{}, family: map[string]string{}}
 	for _, s := range c.Scenarios {
-		family[s.Name] = s.Family
+		r.family[s.Name] = s.Family
 	}
-	ran := map[string]map[string][]SeedRun{} // lock → scenario → seeds
 	for _, cell := range c.Cells {
 		if len(cell.Seeds) == 0 {
 			continue
 		}
-		if ran[cell.Lock] == nil {
-			ran[cell.Lock] = map[string][]SeedRun{}
+		if r.ran[cell.Lock] == nil {
+			r.ran[cell.Lock] = map[string][]SeedRun{}
 		}
-		ran[cell.Lock][cell.Scenario] = cell.Seeds
+		r.ran[cell.Lock][cell.Scenario] = cell.Seeds
 	}
-	if len(ran) == 0 {
+	return r
+}
+
+// versus compares lock with ref per family, scenario by scenario, over
+// the scenarios both ran: a scenario that applies to one of them only (one
+// meant for some locks, a topology the other cannot use) says nothing of
+// how the other would have done, and a family's totals would call a lock
+// better for what its reference never ran, or a limit where the lock fails
+// a scenario its reference holds beside one both fail. A family is worse
+// when the lock fails a scenario its reference holds, else a limit when
+// both fail one, else better when only the reference fails one, else the
+// same. ok is false when the card has no cells (the families' totals are
+// compared then).
+func (r cardRuns) versus(lock, ref string) (vs map[string]string, ok bool) {
+	if len(r.ran) == 0 {
 		return nil, false
 	}
 	rank := map[string]int{VersusSame: 0, VersusBetter: 1, VersusLimit: 2, VersusWorse: 3}
 	vs = map[string]string{}
-	for sc, seeds := range ran[lock] {
-		refSeeds, both := ran[ref][sc]
+	for sc, seeds := range r.ran[lock] {
+		refSeeds, both := r.ran[ref][sc]
 		if !both {
 			continue
 		}
-		f := family[sc]
-		v := versus(FamilyRate{}.add(seeds), FamilyRate{}.add(refSeeds))
+		f := r.family[sc]
+		v := versus(rateOf(seeds), rateOf(refSeeds))
 		if cur, seen := vs[f]; !seen || rank[v] > rank[cur] {
 			vs[f] = v
 		}
@@ -131,18 +143,10 @@ func (c *Card) sharedVersus(lock, ref string) (vs map[string]string, ok bool) {
 	return vs, true
 }
 
-// add counts seeds' verdicts into r.
-func (r FamilyRate) add(seeds []SeedRun) FamilyRate {
+// rateOf counts seeds' verdicts.
+func rateOf(seeds []SeedRun) (r FamilyRate) {
 	for _, s := range seeds {
-		r.Runs++
-		switch s.Verdict {
-		case "valid":
-			r.Valid++
-		case "invalid":
-			r.Invalid++
-		default:
-			r.Unknown++
-		}
+		r.Count(s.Verdict)
 	}
 	return r
 }
