@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -114,6 +115,7 @@ func (s *Stream) Add(e *history.Event) {
 	m := s.m
 	if e.Op == history.OpRun {
 		m.add(e)
+		s.awaitClients(e)
 		return
 	}
 	if !s.ready {
@@ -146,6 +148,21 @@ func (s *Stream) Add(e *history.Event) {
 	if s.since >= max(s.batch(), s.kept) || s.o.every > 0 && s.since >= 256 && s.maxSeen-s.lastWindow >= s.o.every {
 		s.lastWindow = s.maxSeen
 		s.window()
+	}
+}
+
+// awaitClients makes every client the run's meta names hold the window
+// back from the workload's start until it records its first step: a client
+// whose first acquire takes seconds (waiting behind a frozen holder, say)
+// records nothing until it ends, and a window closed meanwhile would judge
+// its span without it (slow-acquire on redlock: client 2's failed acquire
+// from 0.006 s was recorded at 2.006 s).
+func (s *Stream) awaitClients(e *history.Event) {
+	n, ok := metaInt(e.Meta[history.MetaClients])
+	for c := int32(0); ok && int64(c) < n; c++ {
+		if _, seen := s.lastEnd[c]; !seen {
+			s.lastEnd[c] = 0
+		}
 	}
 }
 
@@ -291,7 +308,7 @@ func (s *Stream) prune(cut int64) {
 	renum := s.dropHolds(keep)
 	m.renumberTables(renum)
 	for _, kd := range m.kd {
-		m.pruneKey(kd, cut, live, renum)
+		m.pruneKey(kd, cut, s.judged, live, renum)
 	}
 	m.pruneTokens(cut)
 }
@@ -315,7 +332,7 @@ func (s *Stream) pruneKeep(cut int64) (keep, live []bool) {
 				keep[o] = true
 			}
 		}
-		m.keepLatest(kd, keep)
+		m.keepLatest(kd, keep, s.judged)
 		m.keepRenewals(kd, cut, keep)
 		kd.keepWrites(cut, keep)
 	}
@@ -324,15 +341,31 @@ func (s *Stream) pruneKeep(cut int64) (keep, live []bool) {
 
 // keepLatest keeps, among the holds of kd about to go, the one with the
 // latest end (liveness measures the next gap from it) and the one with the
-// highest token granted (fencing).
-func (m *model) keepLatest(kd *keyData, keep []bool) {
+// highest token granted (fencing). Liveness takes holds in the order they
+// took the key, and a hold not judged yet may have taken it long before its
+// ack (its client frozen inside the acquire): every hold granted from the
+// earliest such grant on stays, so that the gap before each is measured
+// from the same hold as in the whole history (slow-acquire on redlock: a
+// hold granted at 0.354 s and acked at 1.98 s found the holds before it
+// pruned and measured a 348 ms gap from the key's first wait).
+func (m *model) keepLatest(kd *keyData, keep []bool, judged int64) {
 	lastEnd, topFence := int32(-1), int32(-1)
 	m.index(kd)
+	from := int64(math.MaxInt64) // the earliest grant of a hold not judged yet
+	for _, hi := range kd.holds {
+		if h := &m.holds[hi]; h.start >= judged {
+			from = min(from, m.granted(h))
+		}
+	}
 	for _, hi := range kd.holds {
 		if keep[hi] {
 			continue
 		}
 		h := &m.holds[hi]
+		if m.granted(h) >= from {
+			keep[hi] = true
+			continue
+		}
 		if lastEnd < 0 || m.aliveHolding(h) > m.aliveHolding(&m.holds[lastEnd]) {
 			lastEnd = hi
 		}
@@ -466,7 +499,7 @@ func (m *model) renumberTables(renum []int32) {
 
 // pruneKey renumbers one key's tables and drops what ended before cut
 // (server events and recorded commands from the first hold kept live on).
-func (m *model) pruneKey(kd *keyData, cut int64, live []bool, renum []int32) {
+func (m *model) pruneKey(kd *keyData, cut, judged int64, live []bool, renum []int32) {
 	// Server events are kept from the first hold kept live on: causes
 	// and expiries are looked up from a hold's ack.
 	srvCut := cut
@@ -514,12 +547,43 @@ func (m *model) pruneKey(kd *keyData, cut int64, live []bool, renum []int32) {
 	}
 	kd.cmdFrees = slices.DeleteFunc(kd.cmdFrees, func(f cmdFree) bool { return f.t < srvCut })
 	m.pruneOwn(kd, srvCut)
-	m.pruneTakes(kd, srvCut)
+	// Key-takes: also from where the next gap to judge starts, since
+	// liveness splits a gap at the takes of acquires that failed or were
+	// not answered (cancelled-in-flight on redsync: a 2.8 s gap from
+	// 0.112 s, judged at 2.9 s, lost the orphan take at 0.149 s that the
+	// whole check split it at).
+	floor := m.gapFloor(kd, judged)
+	m.pruneTakes(kd, min(srvCut, floor))
 	kd.releases = slices.DeleteFunc(kd.releases, func(r release) bool { return r.end < cut-m.lag })
 	// Failed attempts: from the latest end of a dropped hold on
-	// (liveness measures each wait from the end of the hold before);
-	// all while the key was never held.
-	kd.failed = slices.DeleteFunc(kd.failed, func(a attempt) bool { return a.end < kd.droppedHeldTo })
+	// (liveness measures each wait from the end of the hold before), less
+	// the slack within which an orphan take is matched to them; all while
+	// the key was never held.
+	slack := m.ownSlack()
+	kd.failed = slices.DeleteFunc(kd.failed, func(a attempt) bool { return a.end+slack < min(kd.droppedHeldTo, floor) })
+}
+
+// gapFloor is the earliest time a gap liveness has yet to judge on kd can
+// start: the end of the hold before each hold not judged yet (in the order
+// the holds took the key), or for none the latest end of a hold kept (the
+// gap after it).
+func (m *model) gapFloor(kd *keyData, judged int64) int64 {
+	m.index(kd)
+	type gh struct{ g, end, start int64 }
+	hs := make([]gh, 0, len(kd.holds))
+	for _, hi := range kd.holds {
+		h := &m.holds[hi]
+		hs = append(hs, gh{m.granted(h), m.aliveHolding(h), h.start})
+	}
+	slices.SortStableFunc(hs, func(a, b gh) int { return cmp.Compare(a.g, b.g) })
+	floor, prevEnd := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, h := range hs {
+		if h.start >= judged {
+			floor = min(floor, prevEnd)
+		}
+		prevEnd = max(prevEnd, h.end)
+	}
+	return min(floor, prevEnd)
 }
 
 // renumber gives kd's entries their holds' new numbers, dropping those of
