@@ -30,7 +30,7 @@ type MatrixOptions struct {
 	Scenarios []*scenarios.Scenario // default: the whole catalog
 	Out       string                // each cell in Out/<scenario>/<lock>
 	// Parallel is the most cells run at once: 1 runs one at a time; 0
-	// (the default) is 4 a core on the process backend and 1 on the others
+	// (the default) is 8 a core on the process backend and 1 on the others
 	// (a docker engine's container operations, a user's server, the
 	// embedded server in this process are not ours to share). Beyond one, cells are packed by their CPU
 	// appetite (schedule.go): cells that keep cores busy run alone, the

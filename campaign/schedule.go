@@ -35,7 +35,7 @@ import (
 func autoParallel(o runner.Setup) int {
 	b, err := cluster.ResolvedBackend(cluster.Spec{Backend: o.Backend, RedisServer: o.RedisServer, Topology: cluster.Single})
 	if err == nil && b == cluster.Process {
-		return 4 * runtime.NumCPU()
+		return 8 * runtime.NumCPU()
 	}
 	return 1
 }
