@@ -68,7 +68,7 @@ directories into one matrix with the same exit-code rules.`,
 	fl.StringArrayVar(&f.lockOpts, "lock-opt", nil, "a lock option key=value, repeatable: into every scenario's lock.extra (a driver lock's version=…; a built-in ignores it)")
 	fl.StringSliceVar(&f.scens, "scenarios", nil, "scenarios (names or files), comma-separated (default: the catalog)")
 	fl.StringVar(&f.out, "out", "", "directory for the matrix (default runs/matrix-<time>)")
-	fl.IntVar(&f.parallel, "parallel", 0, "cells run at once at most: 0 automatic (8 a core, packed by CPU appetite: busy cells beside busy cells only, one a core, while their clients run), 1 one at a time")
+	fl.IntVar(&f.parallel, "parallel", 0, "cells run at once at most: 0 automatic (8 a core, packed by CPU appetite: busy cells beside busy cells only, two a core, while their clients run), 1 one at a time")
 	fl.StringVar(&f.seedList, "seeds", "", "run every cell once per seed and judge it over them: 1-3, 1,5,9")
 	fl.BoolVar(&f.plots, "plots", false, "render every cell's plots (default: none; lockchaos report DIR renders a cell's)")
 	fl.IntVar(&f.retries, "retries", 0, "re-run a cell that did not come out as expected up to N times (marked in matrix.md, every attempt kept)")
