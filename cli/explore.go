@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -84,7 +85,7 @@ func (x *exploreCmd) flags(fl *pflag.FlagSet) {
 	fl.DurationVar(&x.cfg.TTL, "ttl", 200*time.Millisecond, "the lock's TTL in every schedule; magnitudes are multiples of it")
 	fl.IntVar(&x.cfg.Seeds, "seeds", 3, "seeds a schedule the lock fails is run on, lock and reference")
 	fl.IntVar(&x.cfg.ConfirmSeeds, "confirm-seeds", 5, "seeds a shrunk finding is confirmed on")
-	fl.IntVar(&x.cfg.Parallel, "parallel", 2, "runs at once (at most 2)")
+	fl.IntVar(&x.cfg.Parallel, "parallel", 0, "runs at once, at most 4 a core (0: automatic, two a core for a driver lock, 2 for a lock in lockchaos's process)")
 	fl.StringVar(&x.cfg.Out, "out", "", "output directory (default explore/<lock>-<time>)")
 	fl.StringVar(&x.kinds, "kinds", "", "only these fault kinds, comma-separated")
 	fl.IntVar(&x.cfg.MaxFaults, "max-faults", 3, "most faults in one schedule (1..3)")
@@ -112,8 +113,8 @@ func (x *exploreCmd) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 		// process registers the driver by it, not by its name.
 		x.cfg.LockArg = arg
 	}
-	if x.cfg.Parallel > 2 {
-		return exitWith(ExitBadInput, fmt.Errorf("--parallel: %d: at most 2 runs at once", x.cfg.Parallel))
+	if most := maxExploreParallel(); x.cfg.Parallel > most {
+		return exitWith(ExitBadInput, fmt.Errorf("--parallel: %d: at most %d runs at once (4 a core)", x.cfg.Parallel, most))
 	}
 	if x.kinds != "" {
 		x.cfg.Kinds = strings.Split(x.kinds, ",")
@@ -303,3 +304,6 @@ func exploreMarkdown(rep *explore.Report, out string) string {
 	}
 	return md
 }
+
+// maxExploreParallel bounds explore's --parallel: four runs a core.
+func maxExploreParallel() int { return 4 * runtime.NumCPU() }

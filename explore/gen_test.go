@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -248,5 +249,19 @@ func TestAPIModesDrawn(t *testing.T) {
 		if s, _ := (Generator{Seed: 5, Topology: "single", Info: simple}).Generate(i); s.API != "" {
 			t.Fatalf("a Go lock drew api %q", s.API)
 		}
+	}
+}
+
+// A driver lock explores two runs a core by default (its runs wait on its
+// processes), a lock in the harness's process two; shrinking takes two
+// seeds a step either way.
+func TestAutoParallelByWhereTheLockRuns(t *testing.T) {
+	factory := func(lockimpl.Env) (lockimpl.Locker, error) { return nil, nil }
+	lockimpl.RegisterProcess(lockimpl.Info{Name: "explore-test-driver-parallel"}, factory, fakeNeeds{})
+	if got, want := AutoParallel("explore-test-driver-parallel"), max(2, 2*runtime.NumCPU()); got != want {
+		t.Errorf("a driver lock: %d runs at once, want %d", got, want)
+	}
+	if got := AutoParallel("simple"); got != 2 {
+		t.Errorf("simple: %d runs at once, want 2", got)
 	}
 }
