@@ -379,6 +379,20 @@ func (m *monitorNode) emit(e *history.Event) {
 	m.record(e)
 }
 
+// scriptRunAt: a script's commands are recorded at the stamp of its first
+// command, the time its script began to run, not at its EVAL line's. The
+// server stamps the EVAL line when it takes the command, before it compiles
+// the script (EVAL) and takes the time the script's commands expire keys
+// by, so the two may be far apart: an EVAL whose body took 246 ms to
+// compile was stamped 52 ms before a key expired, and its EXISTS found the
+// key gone; a node frozen (SIGSTOP) between the two resumes 600 ms later.
+// Stamped by the EVAL line, a client's acquire that found an expired key
+// free read as a write into the key's last owner's live hash (CI: paused-
+// master/watchdog seed 1, unlock invalid, foreign-reentry on a correct lock).
+// Every command of a script keeps that one time: a script sees keys expire
+// as of the moment it began (the server's script time snapshot), whatever
+// its later commands' stamps.
+
 // line handles one MONITOR line: `+<sec.µs> [<db> <addr>] "CMD" "arg"...`.
 func (m *monitorNode) line(l string) {
 	l = strings.TrimRight(l, "\r\n")
@@ -398,6 +412,12 @@ func (m *monitorNode) line(l string) {
 	}
 	if addr == "lua" {
 		if m.pending != nil {
+			if len(m.pending.Cmd.Inner) == 0 {
+				// The script ran from here: stamped by its first
+				// command, not by its EVAL line (scriptRunAt).
+				m.placeClock(stamp)
+				m.pending.T = m.serverTime(stamp)
+			}
 			m.pending.Cmd.Inner = append(m.pending.Cmd.Inner, args)
 		}
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,5 +187,57 @@ func TestParseMonitorArgs(t *testing.T) {
 	}
 	if ClientOfConnName("r1", ConnName("r1", 12)) != 12 || ClientOfConnName("r1", ConnName("r2", 12)) != -1 || ClientOfConnName("r1", "lc-r1-cx") != -1 {
 		t.Error("ClientOfConnName does not invert ConnName")
+	}
+}
+
+// A script is recorded at the time it began to run, its first command's
+// stamp, not its EVAL line's: the server stamps the EVAL line when it takes
+// the command and compiles the script after, so a script whose key expired
+// in between found it gone. Here an EVAL whose body takes some 250 ms to
+// compile takes a key set with a 50 ms TTL: recorded at its EVAL line, its
+// SET would fall in the key's lifetime, a write over a live key (paused-
+// master/watchdog in CI: a node frozen between the two did the same).
+func TestRecordStampsAScriptWhenItRan(t *testing.T) {
+	ctx := context.Background()
+	c := startSingle(t)
+	start := time.Now()
+	toRun := func(x time.Time) int64 { return int64(x.Sub(start)) }
+	now := func() int64 { return int64(time.Since(start)) }
+	var sink eventSink
+	stop, _, err := Record(ctx, c, keyspace.Prefix("lc:run1:"), "run1", sink.record, now, toRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ep := c.Endpoints()[0]
+	holder := c.NewClient(ep, ClientOptions{PoolSize: 1, Name: ConnName("run1", 1)})
+	taker := c.NewClient(ep, ClientOptions{PoolSize: 1, Name: ConnName("run1", 0), Timeout: 10 * time.Second})
+	body := "local x = 0\n" + strings.Repeat("x = x + 1\n", 400_000) +
+		"if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], 'mine') return 1 end return 0"
+	const ttl = 50 * time.Millisecond
+	if err := holder.Set(ctx, "lc:run1:k0", "theirs", ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	took, err := taker.Eval(ctx, body, []string{"lc:run1:k0"}).Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := sink.waitFor(t, "the script", func(evs []history.Event) bool {
+		return slices.ContainsFunc(evs, func(e history.Event) bool { return e.Cmd != nil && len(e.Cmd.Inner) > 0 })
+	})
+	var set, script history.Event
+	for _, e := range commands(evs) {
+		if len(e.Cmd.Inner) > 0 {
+			script = e
+		} else {
+			set = e
+		}
+	}
+	if took != 1 {
+		t.Skipf("the script compiled within the key's %v TTL on this machine: nothing to show", ttl)
+	}
+	if script.T < set.T+int64(ttl) {
+		t.Fatalf("the script that found the key gone recorded %v after the SET with a %v TTL: stamped before the key expired",
+			time.Duration(script.T-set.T), ttl)
 	}
 }
