@@ -149,6 +149,11 @@ func (x *exploreCmd) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	}
 	printExplore(stdout, rep, c.Out)
 	if err != nil {
+		// Written as it stood (rep.Aborted says why it ended): a lock
+		// that does not run is bad input, anything else the machine's.
+		if rep.Aborted != "" {
+			return exitWith(max(ExitCodeOf(err), ExitBadInput), err)
+		}
 		return exitWith(ExitInfra, err)
 	}
 	if code := x.ci.write(stderr, "lockchaos explore", ExploreCases(rep), exploreMarkdown(rep, c.Out), exploreExit(rep)); code != ExitOK {
@@ -198,7 +203,16 @@ func printExplore(w io.Writer, r *explore.Report, out string) {
 	if r.Unconfirmed > 0 {
 		fmt.Fprintf(w, " (%d candidates refuted)", r.Unconfirmed)
 	}
+	if n := r.Classes[explore.Errored]; n > 0 {
+		fmt.Fprintf(w, ", %d whose run did not reach a verdict (nothing tested)", n)
+	}
 	fmt.Fprintln(w)
+	for _, re := range r.RunErrors {
+		fmt.Fprintf(w, "  run error (%s) ×%d: %s\n", re.Class, re.Count, re.Error)
+	}
+	if r.Aborted != "" {
+		fmt.Fprintf(w, "stopped early: %s\n", r.Aborted)
+	}
 	c := r.Coverage
 	fmt.Fprintf(w, "coverage: %d/%d kinds, %d kind×point, %d kind×direction, %d when-points, %d kind×point×direction tuples (on runs whose faults took effect)\n",
 		len(c.Kinds), len(c.KindsAll), len(c.Points), len(c.Directions), len(c.Whens), c.Tuples)

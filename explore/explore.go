@@ -123,7 +123,23 @@ type Report struct {
 	// into it (its Merged counts them).
 	Merged  int  `json:"merged"`
 	Stopped bool `json:"stopped,omitempty"`
+	// RunErrors: why screening runs did not run to a verdict (class
+	// Errored), the first maxRunErrors distinct reasons with their counts.
+	RunErrors []RunError `json:"run_errors,omitempty"`
+	// Aborted: why the exploration ended before its budget for a reason
+	// of its own (the lock does not run at all), empty otherwise.
+	Aborted string `json:"aborted,omitempty"`
 }
+
+// RunError is one reason screening runs failed to run, and how often.
+type RunError struct {
+	Error string `json:"error"`
+	Class string `json:"class"`
+	Count int    `json:"count"`
+}
+
+// maxRunErrors bounds Report.RunErrors (later reasons only count).
+const maxRunErrors = 10
 
 // Limited is a schedule under which the reference failed too (in
 // Report.Idle: could not acquire, Reason says under which fault).
@@ -289,6 +305,11 @@ type Explorer struct {
 	shapes   map[string]*Found // confirmed findings by check, cause and schedule shape
 	runN     int
 	prog     Progress
+	// ranOK: a screening run of the lock reached its verdict; badRuns:
+	// screening runs refused as bad input since the last one that did
+	// (Run: a lock that never ran is not explored).
+	ranOK   bool
+	badRuns int
 }
 
 // New checks cfg and prepares an exploration.
@@ -490,14 +511,12 @@ func (e *Explorer) Run(ctx context.Context) (*Report, error) {
 					e.drop(sr)
 					return
 				}
-				if sr.Err != nil && runner.ClassOf(sr.Err) == runner.BadInput {
+				if err := e.doesNotRun(sr); err != nil {
 					// The lock cannot run at all (an option it refuses, a
 					// driver that will not start as configured): every
 					// schedule would fail the same way, and an exploration
 					// of nothing must not end as one that found nothing.
-					once.Do(func() {
-						genErr = &runner.Error{Class: runner.BadInput, Err: fmt.Errorf("explore: lock %s does not run: %w", e.cfg.Lock, sr.Err)}
-					})
+					once.Do(func() { genErr = err })
 					e.drop(sr)
 					cancel()
 					return
@@ -508,10 +527,57 @@ func (e *Explorer) Run(ctx context.Context) (*Report, error) {
 	}
 	wg.Wait()
 	if genErr != nil {
-		return nil, genErr
+		// What was explored before is kept: the report is written
+		// whatever ended the exploration.
+		e.mu.Lock()
+		e.rep.Aborted = genErr.Error()
+		e.mu.Unlock()
+		rep, _ := e.finish()
+		return rep, genErr
 	}
 	e.rep.Stopped = ctx.Err() != nil && time.Now().Before(e.deadline)
 	return e.finish()
+}
+
+// doesNotRun says, from a screening run, whether the lock does not run at
+// all: bad input (an option the lock refuses, a driver that will not start
+// as configured) on two screening runs before any reached its verdict. One
+// such failure may be the machine's (a driver's first connection refused
+// under load); once a run of the lock reached its verdict, a later one is
+// that run's failure, counted as Errored (an exploration of redisson-redlock
+// lost 23 schedules and 5 findings to one driver that could not connect
+// after 445 s).
+func (e *Explorer) doesNotRun(sr RunResult) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case sr.Err == nil:
+		e.ranOK, e.badRuns = true, 0
+	case runner.ClassOf(sr.Err) == runner.BadInput && !e.ranOK:
+		if e.badRuns++; e.badRuns >= 2 {
+			return &runner.Error{Class: runner.BadInput, Err: fmt.Errorf("explore: lock %s does not run: %w", e.cfg.Lock, sr.Err)}
+		}
+	}
+	return nil
+}
+
+// runError notes why a screening run did not run to its verdict.
+func (e *Explorer) runError(err error) {
+	msg, class := err.Error(), "infra"
+	if runner.ClassOf(err) == runner.BadInput {
+		class = "bad-input"
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range e.rep.RunErrors {
+		if r := &e.rep.RunErrors[i]; r.Error == msg {
+			r.Count++
+			return
+		}
+	}
+	if len(e.rep.RunErrors) < maxRunErrors {
+		e.rep.RunErrors = append(e.rep.RunErrors, RunError{Error: msg, Class: class, Count: 1})
+	}
 }
 
 // enough: MaxFindings are saved.
@@ -526,6 +592,8 @@ func (e *Explorer) enough() bool {
 func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResult) {
 	if sr.Err != nil {
 		e.drop(sr)
+		e.runError(sr.Err)
+		e.count(Errored)
 		return
 	}
 	if sr.Tried {

@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,8 +109,9 @@ func (o *refusingOracle) Run(_ context.Context, _ Schedule, lock string, seed ui
 	return RunResult{Lock: lock, Seed: seed, Dir: dir, Err: &runner.Error{Class: runner.BadInput, Err: errors.New("lock option x=1: refused")}}
 }
 
-// An exploration whose lock does not run stops at once with that error (a
-// bad input), rather than running out its budget and reporting no finding.
+// An exploration whose lock does not run stops at its second screening run
+// with that error (a bad input), rather than running out its budget and
+// reporting no finding; its report is still written, saying why it stopped.
 func TestExploreOfALockThatDoesNotRun(t *testing.T) {
 	o := &refusingOracle{}
 	e, err := New(Config{Lock: "del-no-owner", Budget: 30 * time.Second, Seed: 1, Out: t.TempDir(), Oracle: o,
@@ -122,8 +124,59 @@ func TestExploreOfALockThatDoesNotRun(t *testing.T) {
 	if err == nil || runner.ClassOf(err) != runner.BadInput || !strings.Contains(err.Error(), "x=1: refused") {
 		t.Fatalf("report %+v, error %v: want the lock's bad-input error", rep, err)
 	}
-	if n := o.runs.Load(); n != 1 || time.Since(began) > 10*time.Second {
-		t.Errorf("%d runs in %v: want it to stop after the first", n, time.Since(began))
+	if n := o.runs.Load(); n != 2 || time.Since(began) > 10*time.Second {
+		t.Errorf("%d runs in %v: want it to stop after the second", n, time.Since(began))
+	}
+	if rep == nil || !strings.Contains(rep.Aborted, "does not run") {
+		t.Fatalf("report %+v: want one saying the lock does not run", rep)
+	}
+	if _, err := os.Stat(filepath.Join(e.Config().Out, "explore.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+// flakyOracle is fakeOracle whose runs after the fourth fail now and then
+// the way a driver that cannot connect does (bad input at workload start).
+type flakyOracle struct {
+	fakeOracle
+	n atomic.Int64
+}
+
+func (o *flakyOracle) Run(ctx context.Context, s Schedule, lock string, seed uint64, dir string) RunResult {
+	if n := o.n.Add(1); n > 4 && n%5 == 0 {
+		return RunResult{Lock: lock, Seed: seed, Dir: dir, Err: &runner.Error{Class: runner.BadInput, Err: errors.New("driver init: Unable to connect to Redis server")}}
+	}
+	return o.fakeOracle.Run(ctx, s, lock, seed, dir)
+}
+
+// Once the lock has run, a run that fails to start is that run's failure:
+// the exploration goes on to its budget, keeps its findings, and counts
+// the schedule as errored with the reason (an exploration of
+// redisson-redlock once ended at 445 s on one such run, its report unwritten).
+func TestExploreGoesOnPastARunThatFailsToStart(t *testing.T) {
+	out := t.TempDir()
+	e, err := New(Config{Lock: "del-no-owner", Budget: 3 * time.Second, Seed: 1, Out: out, Oracle: &flakyOracle{},
+		Kinds: []string{history.FaultPauseClient}, MaxFaults: 1, Parallel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatalf("error %v: want the exploration to go on", err)
+	}
+	if rep.Aborted != "" || rep.Classes[Errored] == 0 || rep.Confirmed() != 1 {
+		t.Fatalf("aborted %q, classes %v, %d confirmed: want errored schedules beside the finding", rep.Aborted, rep.Classes, rep.Confirmed())
+	}
+	if len(rep.RunErrors) != 1 || rep.RunErrors[0].Count != rep.Classes[Errored] || rep.RunErrors[0].Class != "bad-input" ||
+		!strings.Contains(rep.RunErrors[0].Error, "Unable to connect") {
+		t.Errorf("run errors %+v, %d errored", rep.RunErrors, rep.Classes[Errored])
+	}
+	if _, err := os.Stat(filepath.Join(out, "explore.json")); err != nil {
+		t.Error(err)
+	}
+	html, _ := os.ReadFile(filepath.Join(out, "report.html"))
+	if !strings.Contains(string(html), fmt.Sprintf(`id="count-errored">%d<`, rep.Classes[Errored])) || !strings.Contains(string(html), "Unable to connect") {
+		t.Errorf("report.html does not show the errored runs and why")
 	}
 }
 

@@ -109,6 +109,7 @@ type htmlData struct {
 	Passed, Untried   int
 	LimitsN, IdleN    int
 	KnownN            int
+	ErroredN          int
 	Findings          []htmlFinding
 	Kinds             []htmlKind
 	KindsTried        int
@@ -148,6 +149,7 @@ func (e *Explorer) writeHTML(rep *Report, margins []Margin, marginsDone bool) er
 	if rep != nil {
 		d.Elapsed = rep.Elapsed.Round(time.Second).String()
 		d.Passed, d.Untried, d.LimitsN, d.IdleN, d.KnownN = rep.Classes[Passed], rep.Classes[Untried], rep.Classes[Limit], rep.Classes[RefIdle], rep.Classes[Known]
+		d.ErroredN = rep.Classes[Errored]
 		for _, f := range rep.Findings {
 			d.Findings = append(d.Findings, e.htmlFinding(f, rel))
 		}
@@ -267,7 +269,7 @@ const htmlSource = `<!DOCTYPE html>
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<p>topology {{.Topology}} · TTL {{.TTL}} · exploration seed {{.Seed}} · budget {{.Budget}}{{with .R}} · elapsed {{$.Elapsed}}{{if .Stopped}} · <span class="bad">stopped early (Ctrl-C)</span>{{end}}{{end}} · written {{.Generated}}</p>
+<p>topology {{.Topology}} · TTL {{.TTL}} · exploration seed {{.Seed}} · budget {{.Budget}}{{with .R}} · elapsed {{$.Elapsed}}{{if .Stopped}} · <span class="bad">stopped early (Ctrl-C)</span>{{end}}{{if .Aborted}} · <span class="bad">stopped early: {{.Aborted}}</span>{{end}}{{end}} · written {{.Generated}}</p>
 {{with .R}}
 <h2 id="counts">Schedules</h2>
 <table>
@@ -281,8 +283,12 @@ const htmlSource = `<!DOCTYPE html>
 <tr><th>duplicates of a saved finding</th><td class="num">{{.Duplicates}}</td></tr>
 <tr><th>of those, failing only with a confirmed finding's cause (not re-run on the reference)</th><td class="num" id="count-known">{{$.KnownN}}</td></tr>
 <tr><th>candidates merged into a finding (same check, cause and schedule shape)</th><td class="num" id="count-merged">{{.Merged}}</td></tr>
+<tr><th>errored (the screening run reached no verdict: nothing tested)</th><td class="num" id="count-errored">{{$.ErroredN}}</td></tr>
 <tr><th>schedules per minute</th><td class="num" id="count-per-minute">{{printf "%.1f" .PerMinute}}</td></tr>
 </table>
+{{if .RunErrors}}<table id="run-errors"><tr><th>why runs reached no verdict</th><th>class</th><th>runs</th></tr>
+{{range .RunErrors}}<tr><td>{{.Error}}</td><td>{{.Class}}</td><td class="num">{{.Count}}</td></tr>
+{{end}}</table>{{end}}
 
 <h2 id="findings">{{len .Findings}} finding{{if ne (len .Findings) 1}}s{{end}}</h2>
 {{if not .Findings}}<p class="muted">None: the lock failed nothing its reference passed.</p>{{end}}

@@ -37,6 +37,10 @@ const (
 	// duplicate. A schedule the reference would fail too with the same
 	// cause (a limit) is counted here, not among the limits.
 	Known Class = "known"
+	// Errored: the lock's screening run did not run to its verdict (the
+	// machine, or a driver that failed to start or answer): nothing was
+	// tested. Report.RunErrors says why.
+	Errored Class = "errored"
 )
 
 // Rate is k failures in n runs with its 95% Wilson interval.
