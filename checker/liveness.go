@@ -133,11 +133,10 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 			a.lastAttempt = max(a.lastAttempt, f.end)
 		}
 	}
-	grants := m.grants[:0]
-	for _, hi := range kd.holds {
+	grants, order := m.grantOrder(kd)
+	for i, hi := range kd.holds {
 		h := &m.holds[hi]
-		g := m.granted(h)
-		grants = append(grants, g)
+		g := grants[i]
 		want = append(want, span{h.acqT, g})
 		act = b.own(act, h.client, span{h.acqT, g})
 		waiters[h.client] = true
@@ -145,7 +144,6 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 			a.attempts++
 		}
 	}
-	m.grants = grants
 	if len(want) == 0 {
 		return
 	}
@@ -158,18 +156,6 @@ func (m *model) judgeKeyLiveness(c *ctx, k int32, kd *keyData, faultSpans []span
 	}
 	var prevEnd int64 = -1
 	var prev int32 = -1
-	// In the order the holds took the key (granted), not of their acks: a
-	// client frozen inside its acquire after its SET took the key acks
-	// last, and taken in ack order the key it held (until its TTL) looks
-	// free between the previous release and a later client's grant (simple
-	// explored against reentrant: 411 ms "waiting" for a key client 1 held
-	// frozen from 0.942 s).
-	order := m.order[:0]
-	for i := range kd.holds {
-		order = append(order, int32(i))
-	}
-	sort.SliceStable(order, func(a, b int) bool { return grants[order[a]] < grants[order[b]] })
-	m.order = order
 	for _, i := range order {
 		hi := kd.holds[i]
 		h := &m.holds[hi]
@@ -315,6 +301,29 @@ func (m *model) crashOf(h *hold) *fault {
 		}
 	}
 	return first
+}
+
+// grantOrder is each of kd's holds' grant (granted; by index into
+// kd.holds) and those indexes in the order the holds took the key, equal
+// grants in kd.holds' order: the order liveness walks the holds in, and the
+// one the streamed check's pruning keeps them for. In the model's scratch
+// buffers, valid until the next call.
+//
+// The order of the grants, not of the acks: a client frozen inside its
+// acquire after its SET took the key acks last, and taken in ack order the
+// key it held (until its TTL) looks free between the previous release and a
+// later client's grant (simple explored against reentrant: 411 ms "waiting"
+// for a key client 1 held frozen from 0.942 s).
+func (m *model) grantOrder(kd *keyData) (grants []int64, order []int32) {
+	m.index(kd)
+	grants, order = m.grants[:0], m.order[:0]
+	for i, hi := range kd.holds {
+		grants = append(grants, m.granted(&m.holds[hi]))
+		order = append(order, int32(i))
+	}
+	sort.SliceStable(order, func(a, b int) bool { return grants[order[a]] < grants[order[b]] })
+	m.grants, m.order = grants, order
+	return grants, order
 }
 
 // granted is when hold h's acquire took the key, as near as the history

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -350,19 +349,19 @@ func (s *Stream) pruneKeep(cut int64) (keep, live []bool) {
 // pruned and measured a 348 ms gap from the key's first wait).
 func (m *model) keepLatest(kd *keyData, keep []bool, judged int64) {
 	lastEnd, topFence := int32(-1), int32(-1)
-	m.index(kd)
+	grants, _ := m.grantOrder(kd)
 	from := int64(math.MaxInt64) // the earliest grant of a hold not judged yet
-	for _, hi := range kd.holds {
-		if h := &m.holds[hi]; h.start >= judged {
-			from = min(from, m.granted(h))
+	for i, hi := range kd.holds {
+		if m.holds[hi].start >= judged {
+			from = min(from, grants[i])
 		}
 	}
-	for _, hi := range kd.holds {
+	for i, hi := range kd.holds {
 		if keep[hi] {
 			continue
 		}
 		h := &m.holds[hi]
-		if m.granted(h) >= from {
+		if grants[i] >= from {
 			keep[hi] = true
 			continue
 		}
@@ -568,20 +567,14 @@ func (m *model) pruneKey(kd *keyData, cut, judged int64, live []bool, renum []in
 // the holds took the key), or for none the latest end of a hold kept (the
 // gap after it).
 func (m *model) gapFloor(kd *keyData, judged int64) int64 {
-	m.index(kd)
-	type gh struct{ g, end, start int64 }
-	hs := make([]gh, 0, len(kd.holds))
-	for _, hi := range kd.holds {
-		h := &m.holds[hi]
-		hs = append(hs, gh{m.granted(h), m.aliveHolding(h), h.start})
-	}
-	slices.SortStableFunc(hs, func(a, b gh) int { return cmp.Compare(a.g, b.g) })
+	_, order := m.grantOrder(kd)
 	floor, prevEnd := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, h := range hs {
+	for _, i := range order {
+		h := &m.holds[kd.holds[i]]
 		if h.start >= judged {
 			floor = min(floor, prevEnd)
 		}
-		prevEnd = max(prevEnd, h.end)
+		prevEnd = max(prevEnd, m.aliveHolding(h))
 	}
 	return min(floor, prevEnd)
 }
