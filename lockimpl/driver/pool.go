@@ -43,6 +43,24 @@ type pooled struct {
 	timer *time.Timer
 	// fresh: a spare, never initialised (it served no run).
 	fresh bool
+	// kept, cpu: when it was kept and the CPU time it had used by then
+	// (busyIdle).
+	kept time.Time
+	cpu  time.Duration
+}
+
+// busyIdle says whether e, reset after a run, worked while it waited in
+// the pool (a spare's start-up work, a JVM loading its classes, is its
+// own): more CPU
+// than a quarter of the time kept, beyond 100 ms (a reset's own shutdown of
+// its clients). Such a process still runs something of an earlier run (a
+// RedissonRedLock interrupted in its lock script spins for the life of its
+// JVM: an exploration of redisson-redlock that reused such processes ran at
+// a load average of 40 on 2 cores), and would take the CPU of the runs it
+// served: it is stopped instead.
+func (e *pooled) busyIdle() bool {
+	cpu, ok := procCPU(e.p.pid)
+	return ok && cpu-e.cpu > time.Since(e.kept)/4+100*time.Millisecond
 }
 
 var pool struct {
@@ -143,6 +161,10 @@ func take(key string) *pooled {
 		if !e.timer.Stop() || e.p.brokenErr() != nil {
 			continue // its idle time is up (being stopped), or it died meanwhile
 		}
+		if !e.fresh && e.busyIdle() {
+			go func() { _ = e.p.stop() }()
+			continue
+		}
 		return e
 	}
 }
@@ -184,7 +206,8 @@ func keep(key string, p *proc, hello Reply, fresh bool) bool {
 	if pool.idle == nil {
 		pool.idle = map[string][]*pooled{}
 	}
-	e := &pooled{p: p, hello: hello, fresh: fresh}
+	e := &pooled{p: p, hello: hello, fresh: fresh, kept: time.Now()}
+	e.cpu, _ = procCPU(p.pid)
 	e.timer = time.AfterFunc(PoolIdle, func() {
 		pool.mu.Lock()
 		ps := pool.idle[key]

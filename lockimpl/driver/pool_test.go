@@ -2,8 +2,10 @@ package driver
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Warm drivers: with reuse on, a process whose driver declares reset serves
@@ -151,5 +153,34 @@ func TestSpareReplacesATouchedProcess(t *testing.T) {
 	}
 	if _, n := frozenClosed("good"); n != 0 {
 		t.Errorf("a driver without reset got %d spares", n)
+	}
+}
+
+// A process that works while it waits in the pool (a thread of an earlier
+// run still spinning) is told from one that idles: busyIdle by its CPU time
+// since it was kept, on two real processes.
+func TestBusyIdleByCPUTime(t *testing.T) {
+	start := func(script string) *pooled {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", script)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		e := &pooled{p: &proc{pid: cmd.Process.Pid}, kept: time.Now()}
+		e.cpu, _ = procCPU(e.p.pid)
+		return e
+	}
+	spin, idle := start("while :; do :; done"), start("sleep 30")
+	// Polled: on a loaded machine the spinner gets its share of a core late.
+	for end := time.Now().Add(5 * time.Second); !spin.busyIdle() && time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !spin.busyIdle() {
+		c, _ := procCPU(spin.p.pid)
+		t.Errorf("a spinning process counts as idle (%v of CPU in %v)", c-spin.cpu, time.Since(spin.kept))
+	}
+	if idle.busyIdle() {
+		t.Error("a sleeping process counts as busy")
 	}
 }
