@@ -108,6 +108,8 @@ public final class Main {
     // lockchaos sends them; the map keeps a test's concurrent ones apart), the ones submitted and
     // not started, and those cancelled and not answered yet.
     final Deque<Worker> idle = new ArrayDeque<>();
+    /** Every worker started (reset: one not idle is still in a call answered before). */
+    final List<Worker> workersStarted = new ArrayList<>();
     final Map<String, Frame> leases = new HashMap<>();
     final Map<String, Worker> holders = new HashMap<>();
     long leaseSeq;
@@ -298,6 +300,7 @@ public final class Main {
             w = idle.pollFirst();
             if (w == null) {
                 w = new Worker(++workerSeq);
+                workersStarted.add(w);
                 w.start();
             }
         }
@@ -367,6 +370,9 @@ public final class Main {
      */
     synchronized boolean answer(Request r, ObjectNode m, Throwable failure, boolean idleAfter) {
         if (r.answered) {
+            if (idleAfter) {
+                toIdle(); // its call ended after the answer (at its bound): the worker is free again
+            }
             return false;
         }
         r.answered = true;
@@ -510,6 +516,15 @@ public final class Main {
         if (!leases.isEmpty() || !inFlight.isEmpty() || !queued.isEmpty()) {
             return reply(id, "error").put("error", "reset: " + leases.size() + " leases held, "
                     + (inFlight.size() + queued.size()) + " requests in flight");
+        }
+        for (Worker w : workersStarted) {
+            if (!idle.contains(w)) {
+                // Answered (at its bound, or cancelled) while Redisson still runs it: a
+                // RedissonRedLock interrupted with its lock script on the wire spins for the life
+                // of the process, and kept warm it would take the CPU of every later run.
+                return reply(id, "error").put("error", "reset: a lock thread is still in a call answered before ("
+                        + workers() + "): this process serves no other run");
+            }
         }
         List<RedissonClient> old = new ArrayList<>(clients);
         clients.clear();
