@@ -188,8 +188,8 @@ func progressLine(w io.Writer) func(s string, done bool) {
 }
 
 func printExplore(w io.Writer, r *explore.Report, out string) {
-	fmt.Fprintf(w, "explore %s against %s (%s, seed %d): %d schedules in %v (%.1f/min): %d passed, %d untried, %d limits of the design, %d findings",
-		r.Lock, r.Reference, r.Topology, r.Seed, r.Schedules, r.Elapsed.Round(time.Second), r.PerMinute,
+	fmt.Fprintf(w, "explore %s against %s (%s, seed %d): %d schedules in %v (%.1f/min; %d runs, %.1f/min): %d passed, %d untried, %d limits of the design, %d findings",
+		r.Lock, r.Reference, r.Topology, r.Seed, r.Schedules, r.Elapsed.Round(time.Second), r.PerMinute, r.Runs, r.RunsPerMinute,
 		r.Classes[explore.Passed], r.Classes[explore.Untried], r.Classes[explore.Limit], r.Confirmed())
 	if n := r.Classes[explore.RefIdle]; n > 0 {
 		fmt.Fprintf(w, ", %d where the reference could not acquire under the faults (not findings)", n)

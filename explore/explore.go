@@ -105,6 +105,12 @@ type Report struct {
 	Schedules int           `json:"schedules"`
 	Classes   map[Class]int `json:"classes"`
 	PerMinute float64       `json:"schedules_per_min"`
+	// Runs: every run made (screening, the reference's, more seeds,
+	// shrinking, confirmation), and their pace: a lock with findings
+	// spends most of its budget shrinking them, so its schedules a minute
+	// fall while its runs a minute do not.
+	Runs          int     `json:"runs"`
+	RunsPerMinute float64 `json:"runs_per_min"`
 	Findings  []*Found      `json:"findings"`
 	// Limits are schedules the reference failed too (the design's limits).
 	Limits []Limited `json:"limits,omitempty"`
@@ -303,7 +309,7 @@ type Explorer struct {
 	seen     map[string]bool   // causes of saved findings
 	known    map[string]bool   // causes of confirmed findings
 	shapes   map[string]*Found // confirmed findings by check, cause and schedule shape
-	runN     int
+	runN     int // runs made: screening, reference, shrinking, confirmation
 	prog     Progress
 	// ranOK: a screening run of the lock reached its verdict; badRuns:
 	// screening runs refused as bad input since the last one that did
@@ -399,7 +405,11 @@ func (e *Explorer) run(ctx context.Context, s Schedule, lock string, seed uint64
 		return RunResult{Lock: lock, Seed: seed, Err: ctx.Err()}
 	}
 	defer func() { <-e.sem }()
-	return e.cfg.Oracle.Run(ctx, s, lock, seed, dir)
+	r := e.cfg.Oracle.Run(ctx, s, lock, seed, dir)
+	e.mu.Lock()
+	e.runN++
+	e.mu.Unlock()
+	return r
 }
 
 // job is one run to make.

@@ -95,6 +95,11 @@ func TestExploreWithAFakeOracle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "explore.json")); err != nil {
 		t.Error(err)
 	}
+	o.mu.Lock()
+	if rep.Runs != o.runs || rep.RunsPerMinute <= 0 {
+		t.Errorf("report counts %d runs (%.1f/min), the oracle made %d", rep.Runs, rep.RunsPerMinute, o.runs)
+	}
+	o.mu.Unlock()
 	if len(rep.Coverage.Kinds) != 2 {
 		t.Errorf("coverage %+v", rep.Coverage)
 	}

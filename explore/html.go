@@ -285,6 +285,7 @@ const htmlSource = `<!DOCTYPE html>
 <tr><th>candidates merged into a finding (same check, cause and schedule shape)</th><td class="num" id="count-merged">{{.Merged}}</td></tr>
 <tr><th>errored (the screening run reached no verdict: nothing tested)</th><td class="num" id="count-errored">{{$.ErroredN}}</td></tr>
 <tr><th>schedules per minute</th><td class="num" id="count-per-minute">{{printf "%.1f" .PerMinute}}</td></tr>
+<tr><th>runs (screening, reference, shrinking, confirmation) and per minute</th><td class="num" id="count-runs">{{.Runs}} ({{printf "%.1f" .RunsPerMinute}}/min)</td></tr>
 </table>
 {{if .RunErrors}}<table id="run-errors"><tr><th>why runs reached no verdict</th><th>class</th><th>runs</th></tr>
 {{range .RunErrors}}<tr><td>{{.Error}}</td><td>{{.Class}}</td><td class="num">{{.Count}}</td></tr>

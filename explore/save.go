@@ -371,8 +371,10 @@ func (e *Explorer) finish() (*Report, error) {
 	defer e.mu.Unlock()
 	r := e.rep
 	r.Elapsed = time.Since(e.start).Round(time.Millisecond)
+	r.Runs = e.runN
 	if m := r.Elapsed.Minutes(); m > 0 {
 		r.PerMinute = float64(r.Schedules) / m
+		r.RunsPerMinute = float64(r.Runs) / m
 	}
 	r.Coverage = Coverage{Kinds: sortedSet(e.cov.kinds), KindsAll: e.gen.kinds(), Points: sortedSet(e.cov.points),
 		Directions: sortedSet(e.cov.dirs), Whens: sortedSet(e.cov.whens), Tuples: len(e.cov.tuples)}
