@@ -109,9 +109,9 @@ type Report struct {
 	// shrinking, confirmation), and their pace: a lock with findings
 	// spends most of its budget shrinking them, so its schedules a minute
 	// fall while its runs a minute do not.
-	Runs          int     `json:"runs"`
-	RunsPerMinute float64 `json:"runs_per_min"`
-	Findings  []*Found      `json:"findings"`
+	Runs          int      `json:"runs"`
+	RunsPerMinute float64  `json:"runs_per_min"`
+	Findings      []*Found `json:"findings"`
 	// Limits are schedules the reference failed too (the design's limits).
 	Limits []Limited `json:"limits,omitempty"`
 	// Idle are schedules the lock failed and the reference passed only
@@ -309,7 +309,7 @@ type Explorer struct {
 	seen     map[string]bool   // causes of saved findings
 	known    map[string]bool   // causes of confirmed findings
 	shapes   map[string]*Found // confirmed findings by check, cause and schedule shape
-	runN     int // runs made: screening, reference, shrinking, confirmation
+	runN     int               // runs made: screening, reference, shrinking, confirmation
 	prog     Progress
 	// ranOK: a screening run of the lock reached its verdict; badRuns:
 	// screening runs refused as bad input since the last one that did
