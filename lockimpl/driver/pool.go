@@ -51,16 +51,16 @@ type pooled struct {
 
 // busyIdle says whether e, reset after a run, worked while it waited in
 // the pool (a spare's start-up work, a JVM loading its classes, is its
-// own): more CPU
-// than a quarter of the time kept, beyond 100 ms (a reset's own shutdown of
-// its clients). Such a process still runs something of an earlier run (a
-// RedissonRedLock interrupted in its lock script spins for the life of its
-// JVM: an exploration of redisson-redlock that reused such processes ran at
-// a load average of 40 on 2 cores), and would take the CPU of the runs it
-// served: it is stopped instead.
+// own): more CPU than a tenth of the time kept, beyond 100 ms (a Redisson
+// driver reset after 20 acquires used 20 ms in the 3 s after its reset).
+// Such a process still runs something of an earlier run (a RedissonRedLock
+// interrupted in its lock script spins for the life of its JVM, 16 threads
+// a third of a core each: an exploration of redisson-redlock that reused
+// such processes ran at a load average of 40 on 2 cores), and would take
+// the CPU of the runs it served: it is stopped instead.
 func (e *pooled) busyIdle() bool {
 	cpu, ok := procCPU(e.p.pid)
-	return ok && cpu-e.cpu > time.Since(e.kept)/4+100*time.Millisecond
+	return ok && cpu-e.cpu > time.Since(e.kept)/10+100*time.Millisecond
 }
 
 var pool struct {
