@@ -406,9 +406,11 @@ func (e *Explorer) run(ctx context.Context, s Schedule, lock string, seed uint64
 	}
 	defer func() { <-e.sem }()
 	r := e.cfg.Oracle.Run(ctx, s, lock, seed, dir)
-	e.mu.Lock()
-	e.runN++
-	e.mu.Unlock()
+	if ctx.Err() == nil { // one the exploration's end cut short is not counted
+		e.mu.Lock()
+		e.runN++
+		e.mu.Unlock()
+	}
 	return r
 }
 
