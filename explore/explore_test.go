@@ -96,7 +96,8 @@ func TestExploreWithAFakeOracle(t *testing.T) {
 		t.Error(err)
 	}
 	o.mu.Lock()
-	if rep.Runs != o.runs || rep.RunsPerMinute <= 0 {
+	// Those the budget's end cut short (at most one per slot) are not counted.
+	if rep.Runs > o.runs || rep.Runs < o.runs-e.Config().Parallel || rep.RunsPerMinute <= 0 {
 		t.Errorf("report counts %d runs (%.1f/min), the oracle made %d", rep.Runs, rep.RunsPerMinute, o.runs)
 	}
 	o.mu.Unlock()
