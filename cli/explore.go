@@ -3,9 +3,11 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -216,6 +218,13 @@ func printExplore(w io.Writer, r *explore.Report, out string) {
 	c := r.Coverage
 	fmt.Fprintf(w, "coverage: %d/%d kinds, %d kind×point, %d kind×direction, %d when-points, %d kind×point×direction tuples (on runs whose faults took effect)\n",
 		len(c.Kinds), len(c.KindsAll), len(c.Points), len(c.Directions), len(c.Whens), c.Tuples)
+	if len(c.APIs) > 0 {
+		var modes []string
+		for _, a := range slices.Sorted(maps.Keys(c.APIs)) {
+			modes = append(modes, fmt.Sprintf("%s %d", a, c.APIs[a]))
+		}
+		fmt.Fprintf(w, "  API modes (schedules whose faults took effect): %s\n", strings.Join(modes, ", "))
+	}
 	if missing := missingKinds(c); len(missing) > 0 {
 		fmt.Fprintf(w, "  kinds not yet tried: %s\n", strings.Join(missing, ", "))
 	}

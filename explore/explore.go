@@ -244,17 +244,27 @@ type Coverage struct {
 	Directions []string `json:"directions"`
 	Whens      []string `json:"whens"`
 	Tuples     int      `json:"tuples"`
+	// APIs: the schedules tried in each of a driver lock's API modes
+	// ("default": the idiom its library's README shows first), absent for
+	// a lock with one way in.
+	APIs map[string]int `json:"apis,omitempty"`
 }
 
 type coverage struct {
 	kinds, points, dirs, whens, tuples map[string]bool
+	apis                               map[string]int
 }
 
 func newCoverage() *coverage {
-	return &coverage{map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}}
+	return &coverage{map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]int{}}
 }
 
 func (c *coverage) add(s Schedule) {
+	if s.API != "" {
+		c.apis[s.API]++
+	} else {
+		c.apis["default"]++
+	}
 	for _, f := range s.Faults {
 		k := f.Spec.Kind
 		c.kinds[k] = true

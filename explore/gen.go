@@ -176,6 +176,12 @@ func (g Generator) draw(r *rand.Rand) Schedule {
 	return s
 }
 
+// hasAPIs: the lock is a driver lock with more than one API mode.
+func (g Generator) hasAPIs() bool {
+	p, driver := lockimpl.ProcessNeedsOf(g.Info.Name)
+	return driver && len(p.APIModes()) > 1
+}
+
 // drawAPI draws the library idiom a driver lock is called in: its default
 // (the README's first, "") half the time, else one of its other API modes
 // (its lock file's apis); "" for a lock with one way in.

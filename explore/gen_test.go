@@ -227,12 +227,14 @@ func TestAPIModesDrawn(t *testing.T) {
 	info, _, _ := lockimpl.Lookup("explore-test-driver-apis")
 	g := Generator{Seed: 5, Topology: "single", Info: info}
 	seen := map[string]int{}
+	cov := newCoverage()
 	for i := range 200 {
 		s, err := g.Generate(i)
 		if err != nil {
 			t.Fatal(err)
 		}
 		seen[s.API]++
+		cov.add(s)
 		sc, _ := s.Scenario("x")
 		if got := sc.Lock.Extra["api"]; got != s.API {
 			t.Fatalf("schedule api %q, scenario lock.extra api %q", s.API, got)
@@ -244,7 +246,14 @@ func TestAPIModesDrawn(t *testing.T) {
 	if seen[""] < 60 || seen["acquire"] < 30 || seen["try"] < 30 || seen["with"] != 0 {
 		t.Errorf("api modes drawn %v: want the default (\"\") about half the time, each other mode the rest", seen)
 	}
+	// The report's coverage counts them, the default by that name.
+	if cov.apis["default"] != seen[""] || cov.apis["acquire"] != seen["acquire"] || cov.apis["try"] != seen["try"] || !g.hasAPIs() {
+		t.Errorf("coverage of api modes %v, drawn %v", cov.apis, seen)
+	}
 	simple, _, _ := lockimpl.Lookup("simple")
+	if (Generator{Info: simple}).hasAPIs() {
+		t.Error("a Go lock has api modes")
+	}
 	for i := range 50 {
 		if s, _ := (Generator{Seed: 5, Topology: "single", Info: simple}).Generate(i); s.API != "" {
 			t.Fatalf("a Go lock drew api %q", s.API)

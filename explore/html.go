@@ -316,6 +316,7 @@ const htmlSource = `<!DOCTYPE html>
 
 <h2 id="coverage">Coverage</h2>
 <p>On runs whose faults took effect: {{$.KindsTried}}/{{len .Coverage.KindsAll}} kinds, {{len .Coverage.Points}} kind×point, {{len .Coverage.Directions}} kind×direction, {{len .Coverage.Whens}} when-points, {{.Coverage.Tuples}} kind×point×direction tuples.</p>
+{{with .Coverage.APIs}}<p id="coverage-apis">API modes (the library's idioms; schedules whose faults took effect): {{range $m, $n := .}}<span class="mode">{{$m}} {{$n}}</span> {{end}}</p>{{end}}
 <table id="coverage-kinds"><tr><th>kind</th><th>tried</th><th>points</th><th>directions</th></tr>
 {{range $.Kinds}}<tr><td>{{.Kind}}</td><td class="{{if .Tried}}ok{{else}}unk{{end}}">{{if .Tried}}yes{{else}}not yet{{end}}</td><td>{{.Points}}</td><td>{{.Directions}}</td></tr>
 {{end}}</table>

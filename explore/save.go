@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -378,6 +379,9 @@ func (e *Explorer) finish() (*Report, error) {
 	}
 	r.Coverage = Coverage{Kinds: sortedSet(e.cov.kinds), KindsAll: e.gen.kinds(), Points: sortedSet(e.cov.points),
 		Directions: sortedSet(e.cov.dirs), Whens: sortedSet(e.cov.whens), Tuples: len(e.cov.tuples)}
+	if e.gen.hasAPIs() {
+		r.Coverage.APIs = maps.Clone(e.cov.apis)
+	}
 	for _, f := range r.Findings {
 		if f.Replay == "" && f.Minimal.Faults != nil {
 			// Stopped before it was saved: saved as it stands.
