@@ -258,7 +258,9 @@ type keyData struct {
 	cmdDels   []badDel
 	cmdFrees  []cmdFree
 	// The lock's own commands the own-command causes read (ownercause.go).
-	ownGrants, ownForeign, ownIncrs []ownCmd
+	// ownMaybe: SET NXs on independent masters whose take the replay
+	// cannot tell (the key's TTL ran out within the record's margin).
+	ownGrants, ownMaybe, ownForeign, ownIncrs []ownCmd
 	// ownRefused: SET NXs of acquires that returned ok, which found the
 	// key held by another client (grant.go).
 	ownRefused []ownCmd

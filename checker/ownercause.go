@@ -67,6 +67,11 @@ func (m *model) noteOwn(kd *keyData, s *cmdStep, before keyState) {
 		// A SET NX that took the key on this node.
 		o.tok = c.tok
 		kd.ownGrants = append(kd.ownGrants, o)
+	case m.topo == "independent" && c.op == cmdSet && c.nx && c.tok != "" && st.unknown && (before.unknown || s.maybe):
+		// One that may have taken it: the key it found may have
+		// expired just before.
+		o.tok = c.tok
+		kd.ownMaybe = append(kd.ownMaybe, o)
 	}
 }
 
@@ -95,6 +100,7 @@ func (m *model) pruneOwn(kd *keyData, cut int64) {
 	cut -= 2*m.ttl + 1e9 + m.ownSlack()
 	old := func(o ownCmd) bool { return o.t < cut }
 	kd.ownGrants = slices.DeleteFunc(kd.ownGrants, old)
+	kd.ownMaybe = slices.DeleteFunc(kd.ownMaybe, old)
 	kd.ownForeign = slices.DeleteFunc(kd.ownForeign, old)
 	kd.ownIncrs = slices.DeleteFunc(kd.ownIncrs, old)
 	kd.ownRefused = slices.DeleteFunc(kd.ownRefused, old)
@@ -155,6 +161,16 @@ func (m *model) quorumCause(k int32, ai, bi int32, both string) (string, string)
 	if len(na) == 0 || len(nb) == 0 || len(na) >= maj && len(nb) >= maj {
 		return "", ""
 	}
+	// Short of a majority for certain only: with the takes the replay
+	// cannot tell (a SET NX at its key's expiry), and the nodes whose
+	// record broke, the short one may have had its majority (pottery's
+	// retry landing as the last holder's keys expired: "quorum of 1 of 5"
+	// for a take of all five at the edge of the replay's certainty).
+	for _, hi := range []int32{ai, bi} {
+		if n := m.grantNodes(kd, hi); len(n) < maj && m.mayHaveTaken(kd, hi, n) >= maj {
+			return "", ""
+		}
+	}
 	q := min(len(na), len(nb))
 	return CauseMinorityQuorum, fmt.Sprintf("quorum of %d of %d: client %d held %s while client %d held %s (the nodes each one's SET NX took, per the command record, where a majority is %d); %s.",
 		q, len(m.nodes), a.client, m.nodeList(na), b.client, m.nodeList(nb), maj, both)
@@ -178,6 +194,32 @@ func (m *model) grantNodes(kd *keyData, hi int32) []int16 {
 		}
 	}
 	return ns
+}
+
+// mayHaveTaken counts the nodes hold hi's acquire may have taken: those
+// its SET NX took (ns), those where its returned token's SET NX may have
+// (ownMaybe), and those whose record had a gap during its acquire.
+func (m *model) mayHaveTaken(kd *keyData, hi int32, ns []int16) int {
+	h := &m.holds[hi]
+	tok := ""
+	for _, g := range kd.ownGrants {
+		if g.client == h.client && slices.Contains(ns, g.node) && g.t >= h.acqT-m.ownSlack() && g.t <= h.start+grantClockSlack {
+			tok = g.tok
+		}
+	}
+	may := slices.Clone(ns)
+	for _, g := range kd.ownMaybe {
+		if g.client == h.client && (g.tok == tok || tok == "") && g.t >= h.acqT-m.ownSlack() && g.t <= h.start+grantClockSlack && !slices.Contains(may, g.node) {
+			may = append(may, g.node)
+		}
+	}
+	from, to := h.acqT-m.ownSlack(), h.start+grantClockSlack
+	for _, g := range m.cmdGaps {
+		if g.from <= to && g.to >= from && !slices.Contains(may, g.node) {
+			may = append(may, g.node)
+		}
+	}
+	return len(may)
 }
 
 // grantClockSlack: a SET that won ran before the acquire's ack; the
