@@ -148,9 +148,9 @@ class TaskScope:
             self.task.cancel()
             await asyncio.wait({self.entered, self.task}, return_when=asyncio.FIRST_COMPLETED)
             if self.entered.done() and not self.task.done():
-                # The cancel did not reach the scope's task (a cancel that meets
-                # the reply of the library's command can be lost in asyncio's
-                # timeouts): it is inside its `async with`, as an application's
+                # The cancel did not reach the scope's task (sent as the acquire
+                # is, it can be lost; where, in the library or in asyncio, is not
+                # pinned down): it is inside its `async with`, as an application's
                 # task would go on. Waiting for it to end hung the acquire
                 # forever (a CI rehearsal: an acquire cancelled as it was sent,
                 # unanswered for 5.6 s); it answers as entered.
