@@ -166,8 +166,8 @@ func (m *model) quorumCause(k int32, ai, bi int32, both string) (string, string)
 	// record broke, the short one may have had its majority (pottery's
 	// retry landing as the last holder's keys expired: "quorum of 1 of 5"
 	// for a take of all five at the edge of the replay's certainty).
-	for _, hi := range []int32{ai, bi} {
-		if n := m.grantNodes(kd, hi); len(n) < maj && m.mayHaveTaken(kd, hi, n) >= maj {
+	for i, hi := range []int32{ai, bi} {
+		if n := [][]int16{na, nb}[i]; len(n) < maj && m.mayHaveTaken(kd, hi, n) >= maj {
 			return "", ""
 		}
 	}
@@ -180,13 +180,7 @@ func (m *model) quorumCause(k int32, ai, bi int32, both string) (string, string)
 // SETs of the attempt that returned (each attempt has its token; the
 // hold's is the returned token whose SETs ran last before its ack).
 func (m *model) grantNodes(kd *keyData, hi int32) []int16 {
-	h := &m.holds[hi]
-	tok, last := "", int64(math.MinInt64)
-	for _, g := range kd.ownGrants {
-		if g.client == h.client && g.t >= h.acqT-m.ownSlack() && g.t <= h.start+grantClockSlack && g.t > last && m.tokAcq[g.tok].res == history.OK {
-			tok, last = g.tok, g.t
-		}
-	}
+	tok := m.grantTok(kd, hi)
 	var ns []int16
 	for _, g := range kd.ownGrants {
 		if tok != "" && g.tok == tok && !slices.Contains(ns, g.node) {
@@ -201,25 +195,33 @@ func (m *model) grantNodes(kd *keyData, hi int32) []int16 {
 // (ownMaybe), and those whose record had a gap during its acquire.
 func (m *model) mayHaveTaken(kd *keyData, hi int32, ns []int16) int {
 	h := &m.holds[hi]
-	tok := ""
-	for _, g := range kd.ownGrants {
-		if g.client == h.client && slices.Contains(ns, g.node) && g.t >= h.acqT-m.ownSlack() && g.t <= h.start+grantClockSlack {
-			tok = g.tok
-		}
-	}
+	tok := m.grantTok(kd, hi)
+	from, to := h.acqT-m.ownSlack(), h.start+grantClockSlack
 	may := slices.Clone(ns)
 	for _, g := range kd.ownMaybe {
-		if g.client == h.client && (g.tok == tok || tok == "") && g.t >= h.acqT-m.ownSlack() && g.t <= h.start+grantClockSlack && !slices.Contains(may, g.node) {
+		if g.client == h.client && (g.tok == tok || tok == "") && g.t >= from && g.t <= to && !slices.Contains(may, g.node) {
 			may = append(may, g.node)
 		}
 	}
-	from, to := h.acqT-m.ownSlack(), h.start+grantClockSlack
 	for _, g := range m.cmdGaps {
 		if g.from <= to && g.to >= from && !slices.Contains(may, g.node) {
 			may = append(may, g.node)
 		}
 	}
 	return len(may)
+}
+
+// grantTok is the token of hold hi's returned attempt: of its SET NXs that
+// won in its acquire window, the last one's ("" for none).
+func (m *model) grantTok(kd *keyData, hi int32) string {
+	h := &m.holds[hi]
+	tok, last := "", int64(math.MinInt64)
+	for _, g := range kd.ownGrants {
+		if g.client == h.client && g.t >= h.acqT-m.ownSlack() && g.t <= h.start+grantClockSlack && g.t > last && m.tokAcq[g.tok].res == history.OK {
+			tok, last = g.tok, g.t
+		}
+	}
+	return tok
 }
 
 // grantClockSlack: a SET that won ran before the acquire's ack; the
