@@ -610,32 +610,33 @@ func (p *proc) thaw() error {
 
 // procState is the state letter of /proc/<pid>/stat ("" when unreadable).
 func procState(pid int) string {
+	if f := procStat(pid); len(f) > 0 {
+		return f[0][:1]
+	}
+	return ""
+}
+
+// procStat is /proc/<pid>/stat's fields after comm, from the state (field
+// 3) on; nil when unreadable.
+func procStat(pid int) []string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return ""
+		return nil
 	}
 	// pid (comm) S ...: comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return ""
+	if i < 0 {
+		return nil
 	}
-	return string(b[i+2])
+	return strings.Fields(string(b[i+1:]))
 }
 
 // procCPU is the CPU time pid has used, user and system (/proc/<pid>/stat
 // utime and stime, in the kernel's USER_HZ of 100 a second), ok false
 // when unreadable.
 func procCPU(pid int) (time.Duration, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	// After comm: state (field 3) ... utime (14), stime (15).
-	f := strings.Fields(string(b[i+1:]))
+	// utime (field 14) and stime (15).
+	f := procStat(pid)
 	if len(f) < 13 {
 		return 0, false
 	}
