@@ -50,6 +50,8 @@ func TestDriverCheckCatchesEachBrokenDriver(t *testing.T) {
 		{"keys", "simple", "keys"},
 		{"refused", "simple", "refused"},
 		{"waits", "simple", "waits"},
+		{"waits-unsure", "simple", "waits"},
+		{"unsure-once", "simple", ""},
 		{"ping", "simple", "ping-while-waiting"},
 		{"release", "simple", "release"},
 		{"none", "del-no-owner", "not-owner"},

@@ -27,6 +27,8 @@ var kinds = map[string]string{
 	"keys":         "writes its keys outside key_prefix and reports none",
 	"refused":      "answers error where the lock refused (not_acquired)",
 	"waits":        "ignores wait_ms: a waiting acquire answers at once",
+	"waits-unsure": "answers indeterminate where a waiting acquire was refused",
+	"unsure-once":  "answers indeterminate where the first waiting acquire was refused (as a loaded machine may): breaks nothing",
 	"ping":         "answers every request in turn: a ping waits behind an acquire",
 	"release":      "answers released without releasing",
 	"stopped":      "answers a refusal (not_acquired, released) where the outcome is unknown",
@@ -64,6 +66,7 @@ type filter struct {
 	pending  map[int64]driver.Request
 	answered chan struct{} // kind ping: one request at a time
 	wmu      sync.Mutex
+	unsure   int // waiting acquires answered indeterminate
 }
 
 func (f *filter) requests(in io.Reader, to io.Writer) {
@@ -137,6 +140,9 @@ func (f *filter) replies(from io.Reader, to io.Writer) {
 			}
 		case f.kind == "bounded" && (m.Type == driver.TypeIndetermined || m.Type == driver.TypeError):
 			continue
+		case (f.kind == "waits-unsure" || f.kind == "unsure-once" && f.unsure == 0) && m.Type == driver.TypeNotAcquired && req.WaitMS != nil && *req.WaitMS > 0:
+			f.unsure++
+			m.Type, m.Error = driver.TypeIndetermined, "a command failed (on purpose)"
 		}
 		f.answer(m)
 	}
