@@ -51,6 +51,7 @@ func TestDriverCheckCatchesEachBrokenDriver(t *testing.T) {
 		{"refused", "simple", "refused"},
 		{"waits", "simple", "waits"},
 		{"waits-unsure", "simple", "waits"},
+		{"refused-unsure", "simple", "refused"},
 		{"unsure-once", "simple", ""},
 		{"ping", "simple", "ping-while-waiting"},
 		{"release", "simple", "release"},

@@ -19,22 +19,23 @@ import (
 
 // The kinds, each named by the check it breaks.
 var kinds = map[string]string{
-	"none":         "breaks nothing",
-	"hello-fields": "hello_ok without library, version and language",
-	"init":         "answers init with an error",
-	"acquire":      "acquired without a lease",
-	"conn-name":    "drops init's conn_name: the connections go unnamed",
-	"keys":         "writes its keys outside key_prefix and reports none",
-	"refused":      "answers error where the lock refused (not_acquired)",
-	"waits":        "ignores wait_ms: a waiting acquire answers at once",
-	"waits-unsure": "answers indeterminate where a waiting acquire was refused",
-	"unsure-once":  "answers indeterminate where the first waiting acquire was refused (as a loaded machine may): breaks nothing",
-	"ping":         "answers every request in turn: a ping waits behind an acquire",
-	"release":      "answers released without releasing",
-	"stopped":      "answers a refusal (not_acquired, released) where the outcome is unknown",
-	"reset":        "answers reset_ok to every reset, holding or not, and keeps its clients",
-	"bounded":      "never answers an indeterminate call",
-	"shutdown":     "ignores shutdown",
+	"none":           "breaks nothing",
+	"hello-fields":   "hello_ok without library, version and language",
+	"init":           "answers init with an error",
+	"acquire":        "acquired without a lease",
+	"conn-name":      "drops init's conn_name: the connections go unnamed",
+	"keys":           "writes its keys outside key_prefix and reports none",
+	"refused":        "answers error where the lock refused (not_acquired)",
+	"waits":          "ignores wait_ms: a waiting acquire answers at once",
+	"waits-unsure":   "answers indeterminate where a waiting acquire was refused",
+	"refused-unsure": "answers indeterminate where a single attempt (wait_ms 0) was refused",
+	"unsure-once":    "answers indeterminate where the first single attempt and the first waiting acquire were refused (as a loaded machine may): breaks nothing",
+	"ping":           "answers every request in turn: a ping waits behind an acquire",
+	"release":        "answers released without releasing",
+	"stopped":        "answers a refusal (not_acquired, released) where the outcome is unknown",
+	"reset":          "answers reset_ok to every reset, holding or not, and keeps its clients",
+	"bounded":        "never answers an indeterminate call",
+	"shutdown":       "ignores shutdown",
 }
 
 func main() {
@@ -66,7 +67,7 @@ type filter struct {
 	pending  map[int64]driver.Request
 	answered chan struct{} // kind ping: one request at a time
 	wmu      sync.Mutex
-	unsure   int // waiting acquires answered indeterminate
+	unsure   [2]int // refused acquires answered indeterminate: single attempts, waiting ones
 }
 
 func (f *filter) requests(in io.Reader, to io.Writer) {
@@ -140,12 +141,26 @@ func (f *filter) replies(from io.Reader, to io.Writer) {
 			}
 		case f.kind == "bounded" && (m.Type == driver.TypeIndetermined || m.Type == driver.TypeError):
 			continue
-		case (f.kind == "waits-unsure" || f.kind == "unsure-once" && f.unsure == 0) && m.Type == driver.TypeNotAcquired && req.WaitMS != nil && *req.WaitMS > 0:
-			f.unsure++
+		case m.Type == driver.TypeNotAcquired && f.unsureOf(req):
 			m.Type, m.Error = driver.TypeIndetermined, "a command failed (on purpose)"
 		}
 		f.answer(m)
 	}
+}
+
+// unsureOf says whether a refusal of req is answered indeterminate instead.
+func (f *filter) unsureOf(req driver.Request) bool {
+	waiting := 0
+	if req.WaitMS != nil && *req.WaitMS > 0 {
+		waiting = 1
+	}
+	switch {
+	case f.kind == "waits-unsure" && waiting == 1, f.kind == "refused-unsure" && waiting == 0,
+		f.kind == "unsure-once" && f.unsure[waiting] == 0:
+		f.unsure[waiting]++
+		return true
+	}
+	return false
 }
 
 func (f *filter) answer(m driver.Reply) {
