@@ -285,6 +285,15 @@ func (m *monitorNode) run(ctx context.Context) {
 		errc := make(chan error, 1)
 		go func() {
 			for {
+				if rd.Buffered() == 0 {
+					// About to wait on the socket: everything the
+					// server wrote so far is in the channel (consume).
+					select {
+					case lines <- readerIdle:
+					case <-ctx.Done():
+						return
+					}
+				}
 				line, err := rd.ReadString('\n')
 				if err != nil {
 					errc <- err
@@ -317,10 +326,20 @@ func (m *monitorNode) run(ctx context.Context) {
 	}
 }
 
+// readerIdle is what the reader sends before it waits on the socket with
+// nothing left in its buffer (not a line: lines end in a newline).
+const readerIdle = "\x00idle"
+
 // consume handles lines until the reader fails (its error) or ctx ends.
 // A pending script is flushed when the next top-level line comes, or when
-// the stream is quiet for 20 ms (its inner commands come in the same
-// write as it).
+// the stream is quiet: 20 ms after the reader said it had read everything
+// the server wrote (readerIdle) with no line since. Its inner commands come
+// in the same write as it, so they are read before the reader is idle.
+// Quiet by the consumer's clock alone was not enough: on a loaded machine
+// the consumer woke after 20 ms to a fired timer before the reader had
+// passed on the lines already read, flushed the script bare and dropped
+// its inner commands (CI: a release's GET and DEL lost, 2 of 1040 scripts,
+// and the next release read as deleting a key it did not own).
 func (m *monitorNode) consume(ctx context.Context, lines chan string, errc chan error) error {
 	quiet := time.NewTimer(time.Hour)
 	defer quiet.Stop()
@@ -333,18 +352,26 @@ func (m *monitorNode) consume(ctx context.Context, lines chan string, errc chan 
 			for {
 				select {
 				case l := <-lines:
-					m.line(l)
+					if l != readerIdle {
+						m.line(l)
+					}
 				default:
 					return err
 				}
 			}
 		case l := <-lines:
-			m.line(l)
-			if m.pending != nil {
-				quiet.Reset(20 * time.Millisecond)
+			if l == readerIdle {
+				if m.pending != nil {
+					quiet.Reset(20 * time.Millisecond)
+				}
+				continue
 			}
+			quiet.Stop()
+			m.line(l)
 		case <-quiet.C:
-			m.flush()
+			if len(lines) == 0 {
+				m.flush()
+			}
 		}
 	}
 }

@@ -241,3 +241,49 @@ func TestRecordStampsAScriptWhenItRan(t *testing.T) {
 			time.Duration(script.T-set.T), ttl)
 	}
 }
+
+// A script's inner commands that reach the consumer late (the reader not
+// yet scheduled on a loaded machine) stay the script's: only the reader's
+// word that it read everything (readerIdle) starts the quiet that flushes
+// a pending script. Before, 20 ms of the consumer's clock flushed it bare
+// and the inner commands were dropped (a CI matrix: a release's GET and
+// DEL lost, and the next release read as deleting a key it did not own).
+func TestRecordKeepsInnerCommandsThatComeLate(t *testing.T) {
+	var mu sync.Mutex
+	var got []*history.Event
+	m := &monitorNode{node: "n1", prefix: "p:", names: map[string]string{},
+		now: func() int64 { return 0 }, toRun: func(t time.Time) int64 { return t.UnixNano() },
+		record: func(e *history.Event) {
+			mu.Lock()
+			got = append(got, e)
+			mu.Unlock()
+		}}
+	lines, errc := make(chan string, 16), make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.consume(ctx, lines, errc) }()
+	lines <- `+1800000000.000100 [0 127.0.0.1:5] "EVALSHA" "abc" "1" "p:k" "t1"` + "\n"
+	time.Sleep(60 * time.Millisecond) // the reader late: no readerIdle yet
+	lines <- `+1800000000.000110 [0 lua] "GET" "p:k"` + "\n"
+	lines <- `+1800000000.000120 [0 lua] "DEL" "p:k"` + "\n"
+	lines <- readerIdle
+	time.Sleep(60 * time.Millisecond) // quiet: the script is flushed whole
+	mu.Lock()
+	n := len(got)
+	mu.Unlock()
+	lines <- `+1800000000.000200 [0 127.0.0.1:6] "SET" "p:k" "t2" "NX"` + "\n"
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d events recorded in the quiet after the reader's idle: want the script, flushed", n)
+	}
+	if len(got) != 2 || len(got[0].Cmd.Inner) != 2 || got[1].Cmd.Args[0] != "SET" {
+		for _, e := range got {
+			t.Logf("%v inner %v", e.Cmd.Args, e.Cmd.Inner)
+		}
+		t.Fatalf("%d events: want the EVALSHA with its GET and DEL, then the SET", len(got))
+	}
+}
