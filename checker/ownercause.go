@@ -156,7 +156,8 @@ func (m *model) ownCause(k int32, ai, bi int32, both string) (string, string) {
 func (m *model) quorumCause(k int32, ai, bi int32, both string) (string, string) {
 	kd := m.kd[k]
 	a, b := &m.holds[ai], &m.holds[bi]
-	na, nb := m.grantNodes(kd, ai), m.grantNodes(kd, bi)
+	ta, na := m.grantNodes(kd, ai)
+	tb, nb := m.grantNodes(kd, bi)
 	maj := len(m.nodes)/2 + 1
 	if len(na) == 0 || len(nb) == 0 || len(na) >= maj && len(nb) >= maj {
 		return "", ""
@@ -166,10 +167,8 @@ func (m *model) quorumCause(k int32, ai, bi int32, both string) (string, string)
 	// record broke, the short one may have had its majority (pottery's
 	// retry landing as the last holder's keys expired: "quorum of 1 of 5"
 	// for a take of all five at the edge of the replay's certainty).
-	for i, hi := range []int32{ai, bi} {
-		if n := [][]int16{na, nb}[i]; len(n) < maj && m.mayHaveTaken(kd, hi, n) >= maj {
-			return "", ""
-		}
+	if len(na) < maj && m.mayHaveTaken(kd, ai, ta, na) >= maj || len(nb) < maj && m.mayHaveTaken(kd, bi, tb, nb) >= maj {
+		return "", ""
 	}
 	q := min(len(na), len(nb))
 	return CauseMinorityQuorum, fmt.Sprintf("quorum of %d of %d: client %d held %s while client %d held %s (the nodes each one's SET NX took, per the command record, where a majority is %d); %s.",
@@ -177,25 +176,28 @@ func (m *model) quorumCause(k int32, ai, bi int32, both string) (string, string)
 }
 
 // grantNodes are the nodes on which hold hi's acquire won its SET NX: the
-// SETs of the attempt that returned (each attempt has its token; the
-// hold's is the returned token whose SETs ran last before its ack).
-func (m *model) grantNodes(kd *keyData, hi int32) []int16 {
-	tok := m.grantTok(kd, hi)
-	var ns []int16
+// SETs of the attempt that returned, whose token is tok (each attempt has
+// its token; the hold's is the returned token whose SETs ran last before
+// its ack; "" and none when no SET of it won).
+func (m *model) grantNodes(kd *keyData, hi int32) (tok string, ns []int16) {
+	tok = m.grantTok(kd, hi)
+	if tok == "" {
+		return "", nil
+	}
 	for _, g := range kd.ownGrants {
-		if tok != "" && g.tok == tok && !slices.Contains(ns, g.node) {
+		if g.tok == tok && !slices.Contains(ns, g.node) {
 			ns = append(ns, g.node)
 		}
 	}
-	return ns
+	return tok, ns
 }
 
 // mayHaveTaken counts the nodes hold hi's acquire may have taken: those
-// its SET NX took (ns), those where its returned token's SET NX may have
-// (ownMaybe), and those whose record had a gap during its acquire.
-func (m *model) mayHaveTaken(kd *keyData, hi int32, ns []int16) int {
+// its SET NX took (ns, of its returned token tok: grantNodes), those where
+// that token's SET NX may have (ownMaybe), and those whose record had a gap
+// during its acquire.
+func (m *model) mayHaveTaken(kd *keyData, hi int32, tok string, ns []int16) int {
 	h := &m.holds[hi]
-	tok := m.grantTok(kd, hi)
 	from, to := h.acqT-m.ownSlack(), h.start+grantClockSlack
 	may := slices.Clone(ns)
 	for _, g := range kd.ownMaybe {
