@@ -27,7 +27,7 @@ class Driver(lcdriver.BaseLock):
     def connect(self):
         self.clients = lcdriver.clients(self)[:1]
         lcdriver.ping_all(self.clients)
-    def new_lock(self, key, ttl_ms, lease):  # each acquire counts its own commands in flight
+    def new_lock(self, key, ttl_ms, lease):  # each acquire counts its own failed commands
         return ForeverLock(lcdriver.Counted(self.clients[0]), key)
     def do_acquire(self, lk, ttl_ms, wait_ms):  # the kit bounds the blocking call by wait_ms
         return lcdriver.bounded_acquire(lambda: lk.acquire(ttl_ms), lk.release, lk.r, wait_ms, self.command_timeout)

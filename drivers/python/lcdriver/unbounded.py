@@ -13,12 +13,12 @@ class Abandoned(BaseException):
 
 
 class Counted:
-    """A client that counts its commands in flight (busy) and those that failed (failed): at the
-    deadline, a SET still in flight decides the answer, and one lost leaves it unknown. Once
-    abandon(thread) was called, that thread's next command raises Abandoned unsent."""
+    """A client that counts its commands that failed (failed: one lost leaves the acquire's outcome
+    unknown). Once abandon(thread) was called, that thread's next command raises Abandoned
+    unsent."""
 
     def __init__(self, client):
-        self.client, self.busy, self.failed, self.abandoned = client, 0, 0, None
+        self.client, self.failed, self.abandoned = client, 0, None
 
     def abandon(self, thread):
         self.abandoned = thread
@@ -28,14 +28,11 @@ class Counted:
             if self.abandoned is threading.current_thread():
                 time.sleep(0.01)  # a loop that catches even this one cannot spin
                 raise Abandoned()
-            self.busy += 1
             try:
                 return getattr(self.client, name)(*a, **kw)
             except Exception:
-                self.failed += 1  # before busy drops: a reader of busy then sees it
+                self.failed += 1
                 raise
-            finally:
-                self.busy -= 1
         return call
 
 
