@@ -342,6 +342,8 @@ const readerIdle = "\x00idle"
 // and the next release read as deleting a key it did not own).
 func (m *monitorNode) consume(ctx context.Context, lines chan string, errc chan error) error {
 	quiet := time.NewTimer(time.Hour)
+	quiet.Stop()
+	armed := false // quiet runs: only between a readerIdle and the next line
 	defer quiet.Stop()
 	for {
 		select {
@@ -363,12 +365,17 @@ func (m *monitorNode) consume(ctx context.Context, lines chan string, errc chan 
 			if l == readerIdle {
 				if m.pending != nil {
 					quiet.Reset(20 * time.Millisecond)
+					armed = true
 				}
 				continue
 			}
-			quiet.Stop()
+			if armed {
+				quiet.Stop()
+				armed = false
+			}
 			m.line(l)
 		case <-quiet.C:
+			armed = false
 			if len(lines) == 0 {
 				m.flush()
 			}
