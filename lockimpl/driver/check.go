@@ -89,16 +89,14 @@ func CheckNames() []string {
 
 // checkRun is one check session.
 type checkRun struct {
-	o      CheckOptions
-	res    map[string]*CheckResult
-	a, b   *proc
-	hello  Reply
-	prefix string
-	late   []string // calls over their bound
-	leaseA string   // client 0's lease on k0
-	// waitsFirst is client 1's first answer in the waits check.
-	waitsFirst answer
-	started    time.Time
+	o       CheckOptions
+	res     map[string]*CheckResult
+	a, b    *proc
+	hello   Reply
+	prefix  string
+	late    []string // calls over their bound
+	leaseA  string   // client 0's lease on k0
+	started time.Time
 }
 
 // RunCheck runs every check and returns their results in order. It stops
@@ -189,9 +187,9 @@ func (c *checkRun) steps(ctx context.Context) {
 	if !c.acquireFirst(ctx) {
 		return
 	}
-	c.contend()
+	unsure := c.contend()
 	c.releaseFirst(ctx)
-	c.waitsAgain()
+	c.waitsAgain(unsure)
 	c.expiredRelease(ctx)
 	c.stoppedServer(ctx)
 	c.reset(ctx)
@@ -409,23 +407,32 @@ func (c *checkRun) checkKeys(ctx context.Context, before map[string]bool, m Repl
 	}
 }
 
+// unsure: the driver could not tell (one of its commands failed or was in
+// flight at wait_ms: a loaded machine, the check's short command timeout),
+// an honest answer, not a wrong one, so refused and waits ask once more.
+func unsure(r answer) bool { return r.err == nil && r.m.Type == TypeIndetermined }
+
+// askedAgain is the note on a check whose first try answered first.
+func askedAgain(first answer) string {
+	return fmt.Sprintf(" (the first try answered indeterminate: %q)", first.m.Error)
+}
+
 // contend: client 1 is refused k0 at once, waits wait_ms, and answers ping
-// and clock while it waits.
-func (c *checkRun) contend() {
-	try := func() (Reply, time.Duration, error) {
-		return c.call(c.b, Request{Type: "acquire", Key: c.key("k0"), TTLMS: ms(c.o.TTL), WaitMS: ms(0)}, c.bound(0))
+// and clock while it waits. A first wait answered indeterminate is left
+// open and returned, for waitsAgain.
+func (c *checkRun) contend() *answer {
+	try := func() answer {
+		m, took, err := c.call(c.b, Request{Type: "acquire", Key: c.key("k0"), TTLMS: ms(c.o.TTL), WaitMS: ms(0)}, c.bound(0))
+		return answer{m, took, err}
 	}
-	m, took, err := try()
-	retried := ""
-	if err == nil && m.Type == TypeIndetermined {
-		// As in waits: a command that failed on a loaded machine is an
-		// honest unknown; ask once more (k0's lease has most of its TTL).
-		retried = fmt.Sprintf(" (the first try answered indeterminate: %q)", m.Error)
-		m, took, err = try()
+	r, retried := try(), ""
+	if unsure(r) { // k0's lease has most of its TTL left
+		retried = askedAgain(r)
+		r = try()
 	}
-	c.res["refused"].Took = took
-	if c.answered("refused", "client 1's acquire of k0, held by client 0, wait_ms 0"+retried, m, err, TypeNotAcquired) {
-		c.pass("refused", fmt.Sprintf("in %v%s", took.Round(time.Millisecond), retried))
+	c.res["refused"].Took = r.took
+	if c.answered("refused", "client 1's acquire of k0, held by client 0, wait_ms 0"+retried, r.m, r.err, TypeNotAcquired) {
+		c.pass("refused", fmt.Sprintf("in %v%s", r.took.Round(time.Millisecond), retried))
 	}
 	wait := c.wait()
 	done := make(chan answer, 1)
@@ -437,23 +444,30 @@ func (c *checkRun) contend() {
 	}()
 	time.Sleep(wait / 4)
 	c.pingWhileWaiting(&answered)
-	c.waitsFirst = <-done
-	if r := c.waitsFirst; r.err != nil || r.m.Type != TypeIndetermined {
-		c.judgeWaits(r, "")
+	first := <-done
+	if unsure(first) {
+		return &first
 	}
+	c.judgeWaits(first, "")
+	return nil
 }
 
-// waitsAgain judges the waits check when contend left it open: the first
-// try answered indeterminate. The driver could not tell (one of its
-// commands failed or was in flight at wait_ms: a loaded machine, the
-// check's short command timeout), an honest answer, not a wrong one, so
-// client 1 is asked once more, after client 0 released k0.
-func (c *checkRun) waitsAgain() {
-	if c.res["waits"].Verdict != "" {
+// waitsAgain judges the waits check that contend left open (first, nil
+// when it did not): client 1 is asked once more to wait for a held key,
+// after client 0 released k0 (whose lease may run out meanwhile): k2, which
+// client 0 takes for the purpose and gives back after. When client 0
+// cannot take k2, first stands.
+func (c *checkRun) waitsAgain(first *answer) {
+	if first == nil {
 		return
 	}
-	first := c.waitsFirst
-	c.judgeWaits(c.waitAgain(c.wait(), first), fmt.Sprintf(" (the first try answered indeterminate: %q)", first.m.Error))
+	r, k := *first, c.key("k2")
+	if m, _, err := c.call(c.a, Request{Type: "acquire", Key: k, TTLMS: ms(c.o.TTL), WaitMS: ms(0)}, c.bound(0)); err == nil && m.Type == TypeAcquired {
+		defer c.call(c.a, Request{Type: "release", Key: k, Lease: m.Lease}, c.bound(0))
+		m, took, err := c.call(c.b, Request{Type: "acquire", Key: k, TTLMS: ms(c.o.TTL), WaitMS: ms(c.wait())}, c.bound(c.wait()))
+		r = answer{m, took, err}
+	}
+	c.judgeWaits(r, askedAgain(*first))
 }
 
 func (c *checkRun) judgeWaits(r answer, retried string) {
@@ -473,20 +487,6 @@ type answer struct {
 	m    Reply
 	took time.Duration
 	err  error
-}
-
-// waitAgain asks client 1 once more to wait for a held key: k2, which
-// client 0 takes for the purpose (k0's lease may run out meanwhile) and
-// gives back after. When client 0 cannot take k2, first stands.
-func (c *checkRun) waitAgain(wait time.Duration, first answer) answer {
-	k := c.key("k2")
-	m, _, err := c.call(c.a, Request{Type: "acquire", Key: k, TTLMS: ms(c.o.TTL), WaitMS: ms(0)}, c.bound(0))
-	if err != nil || m.Type != TypeAcquired {
-		return first
-	}
-	defer c.call(c.a, Request{Type: "release", Key: k, Lease: m.Lease}, c.bound(0))
-	m, took, err := c.call(c.b, Request{Type: "acquire", Key: k, TTLMS: ms(c.o.TTL), WaitMS: ms(wait)}, c.bound(wait))
-	return answer{m, took, err}
 }
 
 // pingWhileWaiting sends ping and clock to client 1 while its acquire
