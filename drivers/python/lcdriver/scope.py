@@ -147,14 +147,20 @@ class TaskScope:
         except asyncio.CancelledError:
             self.task.cancel()
             await asyncio.wait({self.entered, self.task}, return_when=asyncio.FIRST_COMPLETED)
-            if self.entered.done() and not self.task.done():
-                # The cancel did not reach the scope's task (sent as the acquire
-                # is, it can be lost; where, in the library or in asyncio, is not
-                # pinned down): it is inside its `async with`, as an application's
-                # task would go on. Waiting for it to end hung the acquire
-                # forever (a CI rehearsal: an acquire cancelled as it was sent,
-                # unanswered for 5.6 s); it answers as entered.
+            if self.entered.done() and not self.task.done() and not self.leave.cancelled():
+                # The library lost the cancel: on Python 3.11 asyncio.wait_for,
+                # which redis-py's send uses under a socket timeout, returns the
+                # result and drops a cancel that lands as its future completes
+                # (CPython gh-86296, fixed in 3.12). The task goes on inside its
+                # `async with`, as an application's would; waiting for its end
+                # hung the acquire (a CI rehearsal: unanswered for 5.6 s).
                 return True
+            # The cancel reached the scope's task, in its entry or parked inside
+            # (entered as this wait was cancelled: its wait for leave is
+            # cancelled, and its exit releases). Answering entered then was a
+            # hold that was not (a CI run: its release raised the exit's
+            # CancelledError): the entry ends with the scope.
+            await asyncio.wait({self.task})
             raise
         if not self.entered.done():
             self.task.result()  # raises the enter's error
