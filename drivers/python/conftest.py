@@ -171,10 +171,18 @@ class Forwarder:
                     pass
 
     def stop(self):
-        self.lsock.close()
+        # shutdown before close: a socket closed while a pump thread is blocked in its recv
+        # stays open in the kernel. The upstream of a client that went away as the proxy
+        # stopped then stayed connected to the server, named as the client, and the next
+        # test's check read it as a connection past the proxy (test_cluster, a CI rehearsal).
         with self.mu:
-            for x in self.socks:
-                x.close()
+            socks = [self.lsock] + self.socks
+        for x in socks:
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            x.close()
 
 
 @pytest.fixture(scope="session")

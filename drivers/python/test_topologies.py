@@ -3,6 +3,7 @@ every slot: the client's cluster mode, its slot checks included)."""
 
 import os
 import re
+import socket
 import subprocess
 import time
 
@@ -168,3 +169,21 @@ def test_cluster(driver_python, cluster_node, node_px, drivers, lock):
     assert resp(s.port, "GET", key) == r["token"]
     assert set(names(s.port)) == {"lc-t-c1", "lc-t-c2"}
     through(s.port, px)
+
+
+def test_the_proxy_stopped_leaves_no_upstream(server):
+    """The tests' proxy, stopped while it carries a connection, closes its upstream too: a
+    connection left open, named as its client, read as one past the proxy in the next test."""
+    px = Forwarder(server.addr)
+    host, port = px.addr.rsplit(":", 1)
+    c = socket.create_connection((host, int(port)))
+    try:
+        c.sendall(b"CLIENT SETNAME lc-t-leak\r\n")
+        assert c.recv(100) == b"+OK\r\n"
+        px.stop()
+    finally:
+        c.close()
+    deadline = time.monotonic() + 2
+    while "name=lc-t-leak" in resp(server.port, "CLIENT", "LIST"):
+        assert time.monotonic() < deadline, "the proxy's upstream outlived it"
+        time.sleep(0.02)
