@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -200,14 +201,7 @@ func TestParseMonitorArgs(t *testing.T) {
 func TestRecordStampsAScriptWhenItRan(t *testing.T) {
 	ctx := context.Background()
 	c := startSingle(t)
-	start := time.Now()
-	toRun := func(x time.Time) int64 { return int64(x.Sub(start)) }
-	now := func() int64 { return int64(time.Since(start)) }
-	var sink eventSink
-	stop, _, err := Record(ctx, c, keyspace.Prefix("lc:run1:"), "run1", sink.record, now, toRun)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sink, stop := recordRun1(t, c)
 	defer stop()
 	ep := c.Endpoints()[0]
 	holder := c.NewClient(ep, ClientOptions{PoolSize: 1, Name: ConnName("run1", 1)})
@@ -285,5 +279,50 @@ func TestRecordKeepsInnerCommandsThatComeLate(t *testing.T) {
 			t.Logf("%v inner %v", e.Cmd.Args, e.Cmd.Inner)
 		}
 		t.Fatalf("%d events: want the EVALSHA with its GET and DEL, then the SET", len(got))
+	}
+}
+
+// recordRun1 starts the command record of run "run1" (prefix lc:run1:) on c.
+func recordRun1(t *testing.T, c *Cluster) (*eventSink, func()) {
+	t.Helper()
+	start := time.Now()
+	toRun := func(x time.Time) int64 { return int64(x.Sub(start)) }
+	now := func() int64 { return int64(time.Since(start)) }
+	sink := &eventSink{}
+	stop, _, err := Record(context.Background(), c, keyspace.Prefix("lc:run1:"), "run1", sink.record, now, toRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sink, stop
+}
+
+// TestRecordStopKeepsTheTail: a record stopped as soon as the last command
+// was answered still has every command. The server writes a command's
+// MONITOR line before its reply, but the record reads it later: a stop that
+// cancelled at once dropped what was read and not yet handled (the last
+// releases of a run).
+func TestRecordStopKeepsTheTail(t *testing.T) {
+	ctx := context.Background()
+	c := startSingle(t)
+	sink, stop := recordRun1(t, c)
+	a := c.NewClient(c.Endpoints()[0], ClientOptions{PoolSize: 1, Name: ConnName("run1", 0)})
+	defer a.Close()
+	const n = 5000
+	pipe := a.Pipeline()
+	for i := range n {
+		pipe.Set(ctx, fmt.Sprintf("lc:run1:k%d", i), "v", 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	got := 0
+	for _, e := range commands(sink.snapshot()) {
+		if strings.EqualFold(e.Cmd.Args[0], "SET") {
+			got++
+		}
+	}
+	if got != n {
+		t.Fatalf("recorded %d of the %d SETs answered before the record stopped", got, n)
 	}
 }
