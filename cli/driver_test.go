@@ -74,6 +74,14 @@ func TestDriverLockEndToEnd(t *testing.T) {
 		t.Errorf("an undeclared option: %s", stderr)
 	}
 
+	// A driver whose init could not connect is the machine's failure
+	// (infra), not the run's input.
+	code, stdout, stderr = lockchaos(t, "run", "smoke", "--lock", "exec:"+brokenDriver(t)+" unreachable simple", "--backend", "process", "--duration", "1s", "--out", filepath.Join(dir, "unreachable"), "-q")
+	wantExit(t, code, ExitInfra, stdout, stderr)
+	if !strings.Contains(stderr, "connect: connection refused") {
+		t.Errorf("an init that could not connect: %s", stderr)
+	}
+
 	// matrix gives --lock-opt to every cell's lock: the driver refuses it
 	// there too, and the cell says why.
 	code, stdout, stderr = lockchaos(t, "matrix", "--locks", "exec:"+drv+" simple", "--scenarios", "smoke", "--seeds", "1", "--lock-opt", "colour=blue",

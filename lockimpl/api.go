@@ -127,6 +127,10 @@ var (
 	// that exited, broke the protocol or stopped answering). An error
 	// wrapping it ends the client's loop and fails the run with it.
 	ErrBroken = errors.New("lock implementation broken")
+	// ErrUnavailable: the lock could not reach the servers as it started
+	// (a driver's init that could not connect): the machine's or the
+	// servers' failure, not a refused option.
+	ErrUnavailable = errors.New("servers unreachable")
 )
 
 // Process is implemented by Lockers whose client runs in a process of its

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -314,7 +315,13 @@ func (r *run) startWorkload(ctx context.Context) error {
 	w, err := workloads.New(workloads.Options{Config: s.Workload, Lock: r.o.Lock, LockOptions: s.Lock, Cluster: r.cl,
 		Rec: r.rec, Seed: s.Seed, Conn: r.o.Conn, KeyPrefix: r.prefix, ClientIDs: r.clientIDs, RunID: r.runID, ClockFiles: clocks})
 	if err != nil {
-		return fail(BadInput, "workload: %w", err)
+		// A lock that could not reach the servers is the machine's failure;
+		// any other is what the run asked for (an option, a lock's name).
+		class := BadInput
+		if errors.Is(err, lockimpl.ErrUnavailable) {
+			class = Infra
+		}
+		return fail(class, "workload: %w", err)
 	}
 	r.w = w
 	r.atExit(func() { w.Close() })

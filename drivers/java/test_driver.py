@@ -1036,6 +1036,21 @@ def example_scoped(r):
           r.cmd("PTTL", key) > 0 and "onShutdown() returned" in a.stderr(), "rc %s %s" % (rc, a.stderr()[-200:]))
 
 
+def unreachable():
+    """An init whose server cannot be reached answers error with unavailable: the machine's
+    failure, which lockchaos tells from a refused option (an error without it)."""
+    port = free_port()
+    for label, make in (("redisson", lambda l: java_driver("redisson", l)), ("example", example_driver)):
+        d = make(label + "-unreachable")
+        r = d.hello_init(1, ["127.0.0.1:%d" % port])
+        check(label + ": an init of a closed port is an error with unavailable",
+              r.get("type") == "error" and r.get("unavailable") is True, r)
+    d = java_driver("redisson", "redisson-api")
+    r = d.hello_init(1, ["127.0.0.1:%d" % port], extra={"api": "no-such"})
+    check("redisson: a refused option is an error without unavailable",
+          r.get("type") == "error" and "unavailable" not in r, r)
+
+
 def main():
     r = Redis()
     rs = [Redis() for _ in range(3)]  # independent masters
@@ -1059,7 +1074,8 @@ def main():
                          ("sentinel and cluster", sentinel_and_cluster),
                          ("example", lambda: basic(example_driver, r, "example")),
                          ("example cancel", lambda: cancel(example_driver, "example", hold_set, stops_io=False)),
-                         ("example scoped", lambda: example_scoped(r))):
+                         ("example scoped", lambda: example_scoped(r)),
+                         ("unreachable", unreachable)):
             if time.monotonic() > DEADLINE:
                 check(name + ": run (out of time)", False)
                 continue

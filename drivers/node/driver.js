@@ -94,7 +94,14 @@ async function init(req) {
   // connection is down (a cut or reset link) instead of queueing it until commandTimeout.
   const ioOpts = { ...(spec.clientOptions ? spec.clientOptions(req) : {}) };
   if (opts.offline_queue !== undefined) ioOpts.enableOfflineQueue = boolOpt(opts.offline_queue, true);
-  clients = await clientsMod.connect(req, ioOpts, undefined, lib.dir);
+  try {
+    clients = await clientsMod.connect(req, ioOpts, undefined, lib.dir);
+  } catch (e) {
+    // Could not reach the servers: the machine's failure, which lockchaos
+    // tells from a refused option (init's error with unavailable).
+    if (req.endpoints && req.endpoints.length) e.unavailable = true;
+    throw e;
+  }
   try {
     lock = spec.create(lib.mod, clients, req, opts, line);
   } catch (e) {
@@ -275,7 +282,7 @@ function start(e) {
   }
   p.then(
     (rep) => settled(e, rep),
-    (err) => settled(e, { type: 'error', error: String(err && err.message || err) }),
+    (err) => settled(e, { type: 'error', error: String(err && err.message || err), ...(err && err.unavailable && { unavailable: true }) }),
   );
 }
 

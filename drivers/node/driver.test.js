@@ -69,6 +69,28 @@ test('hello names the lock, the library and its installed version', async () => 
   assert.deepEqual(plain.reports, ['deadline']);
 });
 
+// closedPort is a loopback port nothing listens on.
+async function closedPort() {
+  const net = require('node:net');
+  const srv = net.createServer();
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+test('an init whose server cannot be reached is an error with unavailable; a refused option is not', async () => {
+  const addr = `127.0.0.1:${await closedPort()}`;
+  const d = driver('node-redlock');
+  await d.hello();
+  const r = await d.init([{ addr }]);
+  assert.deepEqual([r.type, r.unavailable], ['error', true], JSON.stringify(r));
+  const e = driver('node-redlock');
+  await e.hello();
+  const o = await e.init([{ addr }], { extra: { colour: 'blue' } });
+  assert.deepEqual([o.type, o.unavailable], ['error', undefined], JSON.stringify(o));
+});
+
 test('two driver processes contend: one holds, the other is refused, then gets it', async () => {
   await Promise.all([...LOCKS, 'example'].map(async (lock) => {
     const a = driver(lock);

@@ -46,6 +46,25 @@ serve({
 });
 `;
 
+test('a kit driver whose init cannot reach its server answers error with unavailable', async () => {
+  const net = require('node:net');
+  const srv = net.createServer();
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lc-kit-unreachable-'));
+  fs.writeFileSync(path.join(dir, 'driver.js'), SWALLOWING);
+  const d = new Driver([], {}, path.join(dir, 'driver.js'));
+  try {
+    await d.hello();
+    const r = await d.init([{ addr: `127.0.0.1:${port}` }], { options: { command_timeout_ms: 100, ttl_ms: 1000 } });
+    assert.deepEqual([r.type, r.unavailable], ['error', true], JSON.stringify(r));
+  } finally {
+    d.kill();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('a scoped idiom on the kit: modes, throw (raised false when the idiom swallows it), a bound on its wait, sigterm', async () => {
   const srv = await startRedis();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lc-kit-scoped-'));

@@ -165,6 +165,24 @@ func TestOptionRefused(t *testing.T) {
 	}
 }
 
+// TestInitUnreachable: an init the driver says could not reach the servers
+// is ErrUnavailable (the machine's failure, run class infra); any other
+// init error is not (the run asked for something the lock refuses).
+func TestInitUnreachable(t *testing.T) {
+	for mode, want := range map[string]bool{"unreachable": true, "init-refused": false} {
+		_, err := New(fakeSpec(mode), testEnv(nil))
+		if err == nil {
+			t.Fatalf("%s: no error", mode)
+		}
+		if got := errors.Is(err, lockimpl.ErrUnavailable); got != want {
+			t.Errorf("%s: %v: ErrUnavailable %v, want %v", mode, err, got, want)
+		}
+		if !errors.Is(err, lockimpl.ErrBroken) {
+			t.Errorf("%s: %v: want ErrBroken too", mode, err)
+		}
+	}
+}
+
 // TestBadDrivers: each bad driver fails with an error naming the driver
 // and what it did (the line), in bounded time, and is not left running.
 func TestBadDrivers(t *testing.T) {

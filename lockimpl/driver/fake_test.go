@@ -24,6 +24,9 @@ import (
 //	never       answers hello and init, never an acquire
 //	break       answers an acquire with "released"
 //	event       answers hello, then pushes an unknown event
+//	init-refused    answers init with an error (an option it refuses)
+//	unreachable     answers init with an error and unavailable: true (it
+//	                could not connect)
 //	reset       good, with the reset extension (warm drivers): reset_ok
 //	            always; an acquire of "count-inits" answers indeterminate
 //	            with "inits N"
@@ -87,6 +90,10 @@ func fakeMain(mode string) {
 			t0 := mono()
 			time.Sleep(time.Duration(req["ms"].(float64)) * time.Millisecond)
 			reply("block_loop_ok", "t0", t0, "t1", mono())
+		case typ == "init" && mode == "init-refused":
+			reply("error", "error", "unsupported: topology single")
+		case typ == "init" && mode == "unreachable":
+			reply("error", "error", "connect: Connection refused: /127.0.0.1:1", "unavailable", true)
 		case typ == "init":
 			inits++
 			reply("init_ok", "inits", inits)

@@ -203,7 +203,7 @@ func (l *Locker) begin(p *proc, m Reply, extra map[string]string) error {
 	}
 	r, err := p.call(context.Background(), req, StartTimeout)
 	if err == nil && r.Type != TypeInitOK {
-		err = &Error{Driver: s.Name, Msg: "answered init with " + r.Type + ": " + r.Error}
+		err = &Error{Driver: s.Name, Msg: "answered init with " + r.Type + ": " + r.Error, Unavailable: r.Unavailable}
 	}
 	if err != nil {
 		return fail(err)

@@ -43,6 +43,10 @@ type Error struct {
 	Msg    string   // what went wrong
 	Line   string   // the offending line, when one
 	Stderr []string // the driver's last lines on stderr
+	// Unavailable: the driver said its init could not reach the servers
+	// (an init error with unavailable: true), not that it refused what
+	// it was asked.
+	Unavailable bool
 }
 
 func (e *Error) Error() string {
@@ -56,7 +60,12 @@ func (e *Error) Error() string {
 	return s
 }
 
-func (e *Error) Unwrap() error { return lockimpl.ErrBroken }
+func (e *Error) Unwrap() []error {
+	if e.Unavailable {
+		return []error{lockimpl.ErrBroken, lockimpl.ErrUnavailable}
+	}
+	return []error{lockimpl.ErrBroken}
+}
 
 func strconvQuote(s string) string {
 	if len(s) > 300 {

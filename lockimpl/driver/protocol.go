@@ -98,6 +98,9 @@ type Reply struct {
 	T1 int64 `json:"t1,omitempty"`
 	// error, indeterminate
 	Error string `json:"error,omitempty"`
+	// error of init: the driver could not reach the servers (connecting
+	// failed or timed out), as against an option or topology it refuses.
+	Unavailable bool `json:"unavailable,omitempty"`
 	// clock_ok
 	MonoNS int64 `json:"mono_ns,omitempty"`
 	WallNS int64 `json:"wall_ns,omitempty"`

@@ -75,6 +75,14 @@ function unknownOutcome(err) {
   return !(err && err.name === 'ReplyError');
 }
 
+// unreachable: err says a connection could not be made or timed out (init's
+// error then says unavailable: the machine's failure, not a refused option).
+function unreachable(err) {
+  if (!err) return false;
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE'].includes(err.code)) return true;
+  return /connect|timed? ?out|connection is closed/i.test(String(err.message));
+}
+
 // openScope runs a scoped idiom, run(enter), held open across requests
 // (drivers/node/lib/scope.js has the same): entered resolves with the
 // lease once the idiom calls enter, null when it returned without; end(err)
@@ -194,7 +202,14 @@ function serve(lock, input = process.stdin, output = process.stdout) {
         if (!modes[api]) throw new Error(`init: api=${api}: ${h0.name || 'this lock'} offers ${names.join(', ')}`);
         mode = modes[api];
       }
-      await lock.init(r);
+      try {
+        await lock.init(r);
+      } catch (e) {
+        // A connection refused or timed out: the servers could not be
+        // reached (init's error with unavailable), not a refused option.
+        if (unreachable(e)) e.unavailable = true;
+        throw e;
+      }
       return { type: 'init_ok' };
     },
     async acquire(r, signal) {
@@ -338,7 +353,7 @@ function serve(lock, input = process.stdin, output = process.stdout) {
     try {
       rep = await h(req, ac.signal);
     } catch (e) {
-      rep = { type: cancellable.has(req.type) && unknownOutcome(e) ? 'indeterminate' : 'error', error: String(e && e.message) };
+      rep = { type: cancellable.has(req.type) && unknownOutcome(e) ? 'indeterminate' : 'error', error: String(e && e.message), ...(e && e.unavailable && { unavailable: true }) };
     }
     // Won after its caller left (a cancel), or while the process shuts
     // down (not answered then): released at once, as a careful application

@@ -63,10 +63,14 @@ def is_indeterminate(exc):
     A refusal the library raises (LockNotOwnedError, ...) is mapped by each
     lock before this; a ResponseError (the server refused the command, e.g.
     READONLY or MOVED) is an error, which lockchaos also counts as unknown."""
-    import redis.exceptions as rx
+    kinds = (Indeterminate, socket.timeout, ConnectionError, TimeoutError)
+    try:  # the kit depends on nothing: redis-py's own, where it is installed
+        import redis.exceptions as rx
 
-    if isinstance(exc, (Indeterminate, rx.TimeoutError, rx.ConnectionError, socket.timeout, ConnectionError,
-                        TimeoutError)):
+        kinds += (rx.TimeoutError, rx.ConnectionError)
+    except ImportError:
+        pass
+    if isinstance(exc, kinds):
         return True
     try:
         import asyncio
@@ -167,7 +171,15 @@ class BaseLock:
         self.command_timeout = (opts.get("command_timeout_ms") or 1000) / 1000.0
         self.retries = int(extra.get("retries", 0))
         t0 = now()
-        self.connect()
+        try:
+            self.connect()
+        except Exception as e:
+            # Could not reach the servers (a refused or timed-out connection):
+            # the machine's failure, which lockchaos tells from a refused option.
+            r = {"type": "error", "error": f"connect: {type(e).__name__}: {e}", "t0": t0, "t1": now()}
+            if is_indeterminate(e):
+                r["unavailable"] = True
+            return r
         t1 = now()
         return {"type": "init_ok", "t0": t0, "t1": t1}
 

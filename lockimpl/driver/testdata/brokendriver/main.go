@@ -22,6 +22,7 @@ var kinds = map[string]string{
 	"none":           "breaks nothing",
 	"hello-fields":   "hello_ok without library, version and language",
 	"init":           "answers init with an error",
+	"unreachable":    "answers init with an error saying it could not connect (unavailable)",
 	"acquire":        "acquired without a lease",
 	"conn-name":      "drops init's conn_name: the connections go unnamed",
 	"keys":           "writes its keys outside key_prefix and reports none",
@@ -130,6 +131,10 @@ func (f *filter) replies(from io.Reader, to io.Writer) {
 			m.Library, m.Version, m.Language = "", "", ""
 		case f.kind == "init" && m.Type == driver.TypeInitOK:
 			m = driver.Reply{InReplyTo: m.InReplyTo, Type: driver.TypeError, Error: "broken on purpose"}
+		case f.kind == "unreachable" && m.Type == driver.TypeHelloOK:
+			m.Name = "broken-unreachable" // not the served lock's name: a lock of its own
+		case f.kind == "unreachable" && m.Type == driver.TypeInitOK:
+			m = driver.Reply{InReplyTo: m.InReplyTo, Type: driver.TypeError, Error: "connect: connection refused", Unavailable: true}
 		case f.kind == "acquire" && m.Type == driver.TypeAcquired:
 			m.Lease = ""
 		case f.kind == "refused" && m.Type == driver.TypeNotAcquired:

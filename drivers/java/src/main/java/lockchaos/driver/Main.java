@@ -621,7 +621,10 @@ public final class Main {
                     }
                     continue;
                 }
-                return reply(id, "error").put("error", "connect: " + describe(e)).put("t0", t0).put("t1", System.nanoTime());
+                ObjectNode m = reply(id, "error").put("error", "connect: " + describe(e)).put("t0", t0).put("t1", System.nanoTime());
+                // Could not reach the servers (a connection refused or timed out): the machine's
+                // failure, which lockchaos tells from a refused option.
+                return classify(e).equals("indeterminate") ? m.put("unavailable", true) : m;
             }
         }
         addShutdownHook();

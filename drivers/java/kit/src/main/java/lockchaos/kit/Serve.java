@@ -199,6 +199,17 @@ public final class Serve {
         Thread.interrupted(); // a late interrupt never reaches the next request
     }
 
+    /** Whether e (or a cause) is a connection refused, broken or timed out: Java's own, or a client library's (RedisConnectionException, JedisConnectionException, ...). */
+    static boolean unreachable(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            String n = c.getClass().getSimpleName();
+            if (c instanceof java.io.IOException || n.contains("Connect") || n.contains("Timeout")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** One request on the worker; the answer, the end of its in-flight state and the clearing of the interrupt flag under one monitor. */
     private void run(long id, JSONObject req, boolean cancellable) {
         begin(id, cancellable);
@@ -243,7 +254,14 @@ public final class Serve {
                     }
                     api = mode;
                 }
-                lock.init(req);
+                try {
+                    lock.init(req);
+                } catch (Exception e) {
+                    JSONObject m = reply(id, "error").put("error", "init: " + e);
+                    // A connection refused or timed out: the servers could not be reached (the
+                    // machine's failure, which lockchaos tells from a refused option).
+                    return unreachable(e) ? m.put("unavailable", true) : m;
+                }
                 if (scoped != null) {
                     addShutdownHook();
                 }
