@@ -277,6 +277,7 @@ func (m *monitorNode) markEnd(ctx context.Context, deadline time.Time) {
 	if err != nil {
 		return
 	}
+	_ = cn.SetDeadline(deadline) // a node that does not answer (stopped) holds the stop no longer
 	_, err = do("ECHO", m.endMark())
 	_ = cn.Close()
 	if err != nil {

@@ -326,3 +326,20 @@ func TestRecordStopKeepsTheTail(t *testing.T) {
 		t.Fatalf("recorded %d of the %d SETs answered before the record stopped", got, n)
 	}
 }
+
+// TestRecordStopIsBoundedOnAFrozenNode: a node that does not answer (frozen
+// by SIGSTOP as the run stops) holds the record's stop at most endWait.
+func TestRecordStopIsBoundedOnAFrozenNode(t *testing.T) {
+	c := startSingle(t)
+	_, stop := recordRun1(t, c)
+	n := c.Nodes[0]
+	if err := n.Ctl.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = n.Ctl.Resume() }()
+	began := time.Now()
+	stop()
+	if d := time.Since(began); d > endWait+500*time.Millisecond {
+		t.Fatalf("the stop took %v on a frozen node: want at most %v", d, endWait)
+	}
+}
