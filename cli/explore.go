@@ -152,7 +152,8 @@ func (x *exploreCmd) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	printExplore(stdout, rep, c.Out)
 	if err != nil {
 		// Written as it stood (rep.Aborted says why it ended): a lock
-		// that does not run is bad input, anything else the machine's.
+		// that does not run is bad input (or, a driver that could not
+		// reach the servers, the machine's), anything else the machine's.
 		if rep.Aborted != "" {
 			return exitWith(max(ExitCodeOf(err), ExitBadInput), err)
 		}
@@ -283,13 +284,15 @@ func runMargins(cmd *cobra.Command, stdout, stderr io.Writer, cfg explore.Config
 
 // exploreExit is an exploration's exit code: 1 with confirmed findings, 2
 // when the only ones saved are candidates whose confirmation the budget
-// cut short (inconclusive), else 0.
+// cut short (inconclusive) or when no screening run reached its verdict
+// (nothing was tested: not "no finding"), else 0.
 func exploreExit(rep *explore.Report) int {
 	confirmed, cut := rep.FindingsByConfirmation()
+	errored := rep.Classes[explore.Errored]
 	switch {
 	case confirmed > 0:
 		return ExitViolated
-	case cut > 0:
+	case cut > 0, errored > 0 && errored == rep.Schedules:
 		return ExitUnknown
 	}
 	return ExitOK
@@ -301,7 +304,11 @@ func exploreExit(rep *explore.Report) int {
 func ExploreCases(rep *explore.Report) []report.TestCase {
 	suite := "explore " + rep.Lock
 	if len(rep.Findings) == 0 {
-		return []report.TestCase{{Scenario: suite, Lock: "against " + rep.Reference, Status: report.CasePassed, TimeS: rep.Elapsed.Seconds()}}
+		c := report.TestCase{Scenario: suite, Lock: "against " + rep.Reference, Status: report.CasePassed, TimeS: rep.Elapsed.Seconds()}
+		if exploreExit(rep) == ExitUnknown {
+			c.Status, c.Message = report.CaseUnknown, fmt.Sprintf("none of its %d screening runs reached a verdict: nothing was tested", rep.Schedules)
+		}
+		return []report.TestCase{c}
 	}
 	var cs []report.TestCase
 	for _, f := range rep.Findings {

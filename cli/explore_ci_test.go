@@ -44,4 +44,13 @@ func TestExploreJUnit(t *testing.T) {
 	if f := readJUnitFile(t, path); f.Tests != 1 || f.Failures != 0 || f.Errors != 0 || exploreExit(rep) != ExitOK {
 		t.Errorf("no findings: %+v, exit %d", f, exploreExit(rep))
 	}
+	// No screening run reached its verdict (a driver that could not
+	// connect, after one that did): nothing was tested, not "no finding".
+	rep.Schedules, rep.Classes = 3, map[explore.Class]int{explore.Errored: 3}
+	if err := report.WriteJUnitFile(path, "lockchaos explore", nil, ExploreCases(rep)); err != nil {
+		t.Fatal(err)
+	}
+	if f := readJUnitFile(t, path); f.Tests != 1 || f.Errors != 1 || exploreExit(rep) != ExitUnknown {
+		t.Errorf("every schedule errored: %+v, exit %d: want unknown", f, exploreExit(rep))
+	}
 }

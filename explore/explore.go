@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -563,7 +564,8 @@ func (e *Explorer) Run(ctx context.Context) (*Report, error) {
 
 // doesNotRun says, from a screening run, whether the lock does not run at
 // all: bad input (an option the lock refuses, a driver that will not start
-// as configured) on two screening runs before any reached its verdict. One
+// as configured), or a driver that cannot reach the servers (infra), on two
+// screening runs before any reached its verdict. One
 // such failure may be the machine's (a driver's first connection refused
 // under load); once a run of the lock reached its verdict, a later one is
 // that run's failure, counted as Errored (an exploration of redisson-redlock
@@ -575,9 +577,11 @@ func (e *Explorer) doesNotRun(sr RunResult) error {
 	switch {
 	case sr.Err == nil:
 		e.ranOK, e.badRuns = true, 0
-	case runner.ClassOf(sr.Err) == runner.BadInput && !e.ranOK:
+	case !e.ranOK && (runner.ClassOf(sr.Err) == runner.BadInput || errors.Is(sr.Err, lockimpl.ErrUnavailable)):
+		// A driver that cannot reach the servers (its init said
+		// unavailable) on both: the machine's failure, with its class.
 		if e.badRuns++; e.badRuns >= 2 {
-			return &runner.Error{Class: runner.BadInput, Err: fmt.Errorf("explore: lock %s does not run: %w", e.cfg.Lock, sr.Err)}
+			return &runner.Error{Class: runner.ClassOf(sr.Err), Err: fmt.Errorf("explore: lock %s does not run: %w", e.cfg.Lock, sr.Err)}
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/lockimpl"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -106,38 +107,65 @@ func TestExploreWithAFakeOracle(t *testing.T) {
 	}
 }
 
-// refusingOracle: the lock does not run at all (an option its driver
-// refuses): every run ends with a bad-input error and no results.
-type refusingOracle struct{ runs atomic.Int64 }
-
-func (o *refusingOracle) Run(_ context.Context, _ Schedule, lock string, seed uint64, dir string) RunResult {
-	o.runs.Add(1)
-	return RunResult{Lock: lock, Seed: seed, Dir: dir, Err: &runner.Error{Class: runner.BadInput, Err: errors.New("lock option x=1: refused")}}
+// failingOracle: the lock does not run at all: every run ends with err and
+// no results.
+type failingOracle struct {
+	runs atomic.Int64
+	err  error
 }
 
-// An exploration whose lock does not run stops at its second screening run
-// with that error (a bad input), rather than running out its budget and
-// reporting no finding; its report is still written, saying why it stopped.
-func TestExploreOfALockThatDoesNotRun(t *testing.T) {
-	o := &refusingOracle{}
-	e, err := New(Config{Lock: "del-no-owner", Budget: 30 * time.Second, Seed: 1, Out: t.TempDir(), Oracle: o,
+func (o *failingOracle) Run(_ context.Context, _ Schedule, lock string, seed uint64, dir string) RunResult {
+	o.runs.Add(1)
+	return RunResult{Lock: lock, Seed: seed, Dir: dir, Err: o.err}
+}
+
+// exploreFailing explores del-no-owner with every run ending with err: the
+// report, the runs made, its out directory and the exploration's error.
+func exploreFailing(t *testing.T, err error) (*Report, int64, string, error) {
+	t.Helper()
+	o := &failingOracle{err: err}
+	e, nerr := New(Config{Lock: "del-no-owner", Budget: 30 * time.Second, Seed: 1, Out: t.TempDir(), Oracle: o,
 		Kinds: []string{history.FaultPauseClient}, Parallel: 1})
-	if err != nil {
-		t.Fatal(err)
+	if nerr != nil {
+		t.Fatal(nerr)
 	}
+	rep, rerr := e.Run(context.Background())
+	return rep, o.runs.Load(), e.Config().Out, rerr
+}
+
+// An exploration whose lock does not run (an option its driver refuses)
+// stops at its second screening run with that error (a bad input), rather
+// than running out its budget and reporting no finding; its report is
+// still written, saying why it stopped.
+func TestExploreOfALockThatDoesNotRun(t *testing.T) {
 	began := time.Now()
-	rep, err := e.Run(context.Background())
+	rep, n, out, err := exploreFailing(t, &runner.Error{Class: runner.BadInput, Err: errors.New("lock option x=1: refused")})
 	if err == nil || runner.ClassOf(err) != runner.BadInput || !strings.Contains(err.Error(), "x=1: refused") {
 		t.Fatalf("report %+v, error %v: want the lock's bad-input error", rep, err)
 	}
-	if n := o.runs.Load(); n != 2 || time.Since(began) > 10*time.Second {
+	if n != 2 || time.Since(began) > 10*time.Second {
 		t.Errorf("%d runs in %v: want it to stop after the second", n, time.Since(began))
 	}
 	if rep == nil || !strings.Contains(rep.Aborted, "does not run") {
 		t.Fatalf("report %+v: want one saying the lock does not run", rep)
 	}
-	if _, err := os.Stat(filepath.Join(e.Config().Out, "explore.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(out, "explore.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// A driver that cannot reach the servers (its init said unavailable) before
+// any run reached its verdict stops the exploration at its second screening
+// run too, as the machine's failure: errored schedule after errored
+// schedule would end as "no finding".
+func TestExploreOfALockThatCannotConnect(t *testing.T) {
+	cause := fmt.Errorf("workload: driver init: connect: refused: %w", lockimpl.ErrUnavailable)
+	rep, n, _, err := exploreFailing(t, &runner.Error{Class: runner.Infra, Err: cause})
+	if err == nil || runner.ClassOf(err) != runner.Infra || !errors.Is(err, lockimpl.ErrUnavailable) {
+		t.Fatalf("report %+v, error %v: want the driver's infra error", rep, err)
+	}
+	if n != 2 || rep == nil || !strings.Contains(rep.Aborted, "does not run") {
+		t.Errorf("%d runs, report %+v: want it to stop after the second, saying why", n, rep)
 	}
 }
 
