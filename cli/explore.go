@@ -241,6 +241,9 @@ func printExplore(w io.Writer, r *explore.Report, out string) {
 			fmt.Fprintf(w, "  replay: %s\n", f.Replay)
 		}
 	}
+	if len(r.Findings) == 0 && exploreExit(r) == ExitUnknown {
+		fmt.Fprintln(w, "verdict: unknown: nothing was tested (no schedule's faults took effect on a run that reached its verdict), not \"no finding\"")
+	}
 	fmt.Fprintf(w, "report: %s/report.html, %s/explore.json, %s/findings.md\n", out, out, out)
 }
 
@@ -284,15 +287,16 @@ func runMargins(cmd *cobra.Command, stdout, stderr io.Writer, cfg explore.Config
 
 // exploreExit is an exploration's exit code: 1 with confirmed findings, 2
 // when the only ones saved are candidates whose confirmation the budget
-// cut short (inconclusive) or when no screening run reached its verdict
-// (nothing was tested: not "no finding"), else 0.
+// cut short (inconclusive) or when nothing was tested (every schedule's
+// screening run reached no verdict, or its faults took no effect: not "no
+// finding"), else 0.
 func exploreExit(rep *explore.Report) int {
 	confirmed, cut := rep.FindingsByConfirmation()
-	errored := rep.Classes[explore.Errored]
+	untested := rep.Classes[explore.Errored] + rep.Classes[explore.Untried]
 	switch {
 	case confirmed > 0:
 		return ExitViolated
-	case cut > 0, errored > 0 && errored == rep.Schedules:
+	case cut > 0, rep.Schedules > 0 && untested == rep.Schedules:
 		return ExitUnknown
 	}
 	return ExitOK
@@ -306,7 +310,8 @@ func ExploreCases(rep *explore.Report) []report.TestCase {
 	if len(rep.Findings) == 0 {
 		c := report.TestCase{Scenario: suite, Lock: "against " + rep.Reference, Status: report.CasePassed, TimeS: rep.Elapsed.Seconds()}
 		if exploreExit(rep) == ExitUnknown {
-			c.Status, c.Message = report.CaseUnknown, fmt.Sprintf("none of its %d screening runs reached a verdict: nothing was tested", rep.Schedules)
+			c.Status, c.Message = report.CaseUnknown, fmt.Sprintf("nothing was tested: of its %d schedules, %d ran to no verdict and %d had faults that took no effect",
+				rep.Schedules, rep.Classes[explore.Errored], rep.Classes[explore.Untried])
 		}
 		return []report.TestCase{c}
 	}

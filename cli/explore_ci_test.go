@@ -53,4 +53,14 @@ func TestExploreJUnit(t *testing.T) {
 	if f := readJUnitFile(t, path); f.Tests != 1 || f.Errors != 1 || exploreExit(rep) != ExitUnknown {
 		t.Errorf("every schedule errored: %+v, exit %d: want unknown", f, exploreExit(rep))
 	}
+	// Or whose faults never took effect: nothing tested either; one passed
+	// schedule among them is a tested one.
+	rep.Classes = map[explore.Class]int{explore.Errored: 1, explore.Untried: 2}
+	if exploreExit(rep) != ExitUnknown {
+		t.Errorf("every schedule errored or untried: exit %d, want unknown", exploreExit(rep))
+	}
+	rep.Schedules, rep.Classes[explore.Passed] = 4, 1
+	if exploreExit(rep) != ExitOK {
+		t.Errorf("one schedule passed: exit %d, want 0", exploreExit(rep))
+	}
 }
