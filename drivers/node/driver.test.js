@@ -5,7 +5,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const fs = require('node:fs');
-const { startRedis, Driver, sleep } = require('./testing/harness');
+const { startRedis, Driver, sleep, freePort } = require('./testing/harness');
 
 const LOCKS = ['node-redlock', 'sesamecare-redlock', 'redis-semaphore-mutex', 'redis-semaphore-redlock'];
 const EXAMPLE = path.resolve(__dirname, '..', '..', 'examples', 'node-driver', 'driver.js');
@@ -69,18 +69,8 @@ test('hello names the lock, the library and its installed version', async () => 
   assert.deepEqual(plain.reports, ['deadline']);
 });
 
-// closedPort is a loopback port nothing listens on.
-async function closedPort() {
-  const net = require('node:net');
-  const srv = net.createServer();
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
 test('an init whose server cannot be reached is an error with unavailable; a refused option is not', async () => {
-  const addr = `127.0.0.1:${await closedPort()}`;
+  const addr = `127.0.0.1:${await freePort()}`; // nothing listens there
   const d = driver('node-redlock');
   await d.hello();
   const r = await d.init([{ addr }]);

@@ -21,7 +21,7 @@ test('npm installs the kit from its folder', () => {
 });
 
 // --- the scoped-idiom hook: a team's withLock(key, fn) as a driver ---
-const { startRedis, Driver, sleep } = require('./testing/harness');
+const { startRedis, Driver, sleep, freePort } = require('./testing/harness');
 
 // A driver on the kit whose idiom swallows the critical section's error
 // (a helper that logs and carries on), with no API modes, and whose idiom
@@ -47,11 +47,7 @@ serve({
 `;
 
 test('a kit driver whose init cannot reach its server answers error with unavailable', async () => {
-  const net = require('node:net');
-  const srv = net.createServer();
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
+  const port = await freePort(); // nothing listens there
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lc-kit-unreachable-'));
   fs.writeFileSync(path.join(dir, 'driver.js'), SWALLOWING);
   const d = new Driver([], {}, path.join(dir, 'driver.js'));
