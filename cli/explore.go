@@ -241,7 +241,7 @@ func printExplore(w io.Writer, r *explore.Report, out string) {
 			fmt.Fprintf(w, "  replay: %s\n", f.Replay)
 		}
 	}
-	if len(r.Findings) == 0 && exploreExit(r) == ExitUnknown {
+	if nothingTested(r) {
 		fmt.Fprintln(w, "verdict: unknown: nothing was tested (no schedule's faults took effect on a run that reached its verdict), not \"no finding\"")
 	}
 	fmt.Fprintf(w, "report: %s/report.html, %s/explore.json, %s/findings.md\n", out, out, out)
@@ -292,14 +292,19 @@ func runMargins(cmd *cobra.Command, stdout, stderr io.Writer, cfg explore.Config
 // finding"), else 0.
 func exploreExit(rep *explore.Report) int {
 	confirmed, cut := rep.FindingsByConfirmation()
-	untested := rep.Classes[explore.Errored] + rep.Classes[explore.Untried]
 	switch {
 	case confirmed > 0:
 		return ExitViolated
-	case cut > 0, rep.Schedules > 0 && untested == rep.Schedules:
+	case cut > 0, nothingTested(rep):
 		return ExitUnknown
 	}
 	return ExitOK
+}
+
+// nothingTested: the exploration made schedules, and every one errored or
+// had faults that took no effect (so it saved no finding either).
+func nothingTested(rep *explore.Report) bool {
+	return rep.Schedules > 0 && rep.Classes[explore.Errored]+rep.Classes[explore.Untried] == rep.Schedules
 }
 
 // ExploreCases are an exploration's JUnit test cases: one per finding
@@ -309,7 +314,7 @@ func ExploreCases(rep *explore.Report) []report.TestCase {
 	suite := "explore " + rep.Lock
 	if len(rep.Findings) == 0 {
 		c := report.TestCase{Scenario: suite, Lock: "against " + rep.Reference, Status: report.CasePassed, TimeS: rep.Elapsed.Seconds()}
-		if exploreExit(rep) == ExitUnknown {
+		if nothingTested(rep) {
 			c.Status, c.Message = report.CaseUnknown, fmt.Sprintf("nothing was tested: of its %d schedules, %d ran to no verdict and %d had faults that took no effect",
 				rep.Schedules, rep.Classes[explore.Errored], rep.Classes[explore.Untried])
 		}
