@@ -13,6 +13,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -482,7 +483,25 @@ func (c *Cluster) AdminClient(n *Node) *redis.Client {
 }
 
 // waitReady pings addr until it answers or the timeout passes.
-func waitReady(ctx context.Context, addr string, timeout time.Duration, alive func() error) error {
+//
+// pid, when above 0, is the server's process: a PING answered by another
+// server (one another run started on the port between freePort and this
+// server's bind, while this one is about to exit on EADDRINUSE) is not
+// this server's, and the wait goes on until alive reports the exit.
+// ownServer reports whether the server cl reaches is process pid (INFO
+// server's process_id).
+func ownServer(ctx context.Context, cl *redis.Client, pid int) error {
+	info, err := cl.Info(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
+	if got := ParseInfo(info)["process_id"]; got != strconv.Itoa(pid) {
+		return fmt.Errorf("the port is answered by another server (process_id %s, not %d)", got, pid)
+	}
+	return nil
+}
+
+func waitReady(ctx context.Context, addr string, timeout time.Duration, alive func() error, pid int) error {
 	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond,
 		ReadTimeout: 200 * time.Millisecond, DisableIdentity: true})
 	defer cl.Close()
@@ -500,7 +519,12 @@ func waitReady(ctx context.Context, addr string, timeout time.Duration, alive fu
 		if err == nil {
 			_ = nc.Close()
 			if last = cl.Ping(ctx).Err(); last == nil {
-				return nil
+				if pid <= 0 {
+					return nil
+				}
+				if last = ownServer(ctx, cl, pid); last == nil {
+					return nil
+				}
 			}
 		} else {
 			last = err

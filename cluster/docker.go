@@ -290,7 +290,7 @@ func (d *dockerNode) run(ctx context.Context) error {
 	d.mu.Lock()
 	d.ctr = ctr
 	d.mu.Unlock()
-	return waitReady(ctx, d.addr(), 10*time.Second, nil)
+	return waitReady(ctx, d.addr(), 10*time.Second, nil, 0)
 }
 
 func (d *dockerNode) container() (*testcontainers.DockerContainer, error) {
@@ -371,7 +371,7 @@ func (d *dockerNode) Restart(ctx context.Context, empty bool) error {
 	if err := ctr.Start(ctx); err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
-	return waitReady(ctx, d.addr(), 10*time.Second, nil)
+	return waitReady(ctx, d.addr(), 10*time.Second, nil, 0)
 }
 
 func (d *dockerNode) inspect() (*container.State, error) {

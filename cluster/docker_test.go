@@ -63,7 +63,7 @@ func TestDockerSingle(t *testing.T) {
 	if err := n.Ctl.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitReady(ctx, n.Addr, 5*time.Second, nil); err != nil {
+	if err := waitReady(ctx, n.Addr, 5*time.Second, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	if v, err := cl.Get(ctx, "k").Result(); err != nil || v != "v" {

@@ -177,7 +177,7 @@ func (p *procNode) start(ctx context.Context) error {
 			return nil
 		}
 	}
-	if err := waitReady(ctx, p.addr(), 10*time.Second, alive); err != nil {
+	if err := waitReady(ctx, p.addr(), 10*time.Second, alive, cmd.Process.Pid); err != nil {
 		p.kill()
 		return err
 	}
