@@ -83,7 +83,13 @@ func Record(ctx context.Context, c *Cluster, p keyspace.Prefix, runID string, re
 	if c.Backend == Embedded {
 		return func() {}, RecordStatus{Mode: RecordUnavailable, Note: "backend embedded has no MONITOR: ownership checks use the keyspace observer"}, nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	// The record outlives its run's context: an interrupted run (Ctrl-C)
+	// still stops it through the stop function on its way out, which
+	// drains what the nodes ran before (endAll). A record that ended with
+	// the context dropped that tail (416 of 5000 commands,
+	// TestRecordStopKeepsTheTail). Starting it still heeds ctx.
+	startCtx := ctx
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	var started []*monitorNode
 	stopAll := func() {
@@ -100,7 +106,7 @@ func Record(ctx context.Context, c *Cluster, p keyspace.Prefix, runID string, re
 		m := &monitorNode{node: n.Name, addr: n.ServerAddr, tls: n.tls, password: c.password, prefix: string(p), runID: runID,
 			record: record, now: now, toRun: toRun, names: map[string]string{}, clock: n.Clock, ended: make(chan struct{})}
 		m.startClock()
-		if err := m.connect(ctx); err != nil {
+		if err := m.connect(startCtx); err != nil {
 			stopAll()
 			if c.Backend == External {
 				return func() {}, RecordStatus{Mode: RecordUnavailable, Note: fmt.Sprintf("MONITOR refused by node %s (%v): ownership checks use the keyspace observer", n.Name, err)}, nil

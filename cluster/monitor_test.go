@@ -285,11 +285,17 @@ func TestRecordKeepsInnerCommandsThatComeLate(t *testing.T) {
 // recordRun1 starts the command record of run "run1" (prefix lc:run1:) on c.
 func recordRun1(t *testing.T, c *Cluster) (*eventSink, func()) {
 	t.Helper()
+	return recordRun1Ctx(t, context.Background(), c)
+}
+
+// recordRun1Ctx is recordRun1 under ctx (the run's: Ctrl-C cancels it).
+func recordRun1Ctx(t *testing.T, ctx context.Context, c *Cluster) (*eventSink, func()) {
+	t.Helper()
 	start := time.Now()
 	toRun := func(x time.Time) int64 { return int64(x.Sub(start)) }
 	now := func() int64 { return int64(time.Since(start)) }
 	sink := &eventSink{}
-	stop, _, err := Record(context.Background(), c, keyspace.Prefix("lc:run1:"), "run1", sink.record, now, toRun)
+	stop, _, err := Record(ctx, c, keyspace.Prefix("lc:run1:"), "run1", sink.record, now, toRun)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,30 +306,41 @@ func recordRun1(t *testing.T, c *Cluster) (*eventSink, func()) {
 // was answered still has every command. The server writes a command's
 // MONITOR line before its reply, but the record reads it later: a stop that
 // cancelled at once dropped what was read and not yet handled (the last
-// releases of a run).
+// releases of a run). A run interrupted (Ctrl-C cancels its context before
+// its clean-up stops the record) keeps them too: the record ended with the
+// context, before its stop could drain it.
 func TestRecordStopKeepsTheTail(t *testing.T) {
-	ctx := context.Background()
-	c := startSingle(t)
-	sink, stop := recordRun1(t, c)
-	a := c.NewClient(c.Endpoints()[0], ClientOptions{PoolSize: 1, Name: ConnName("run1", 0)})
-	defer a.Close()
-	const n = 5000
-	pipe := a.Pipeline()
-	for i := range n {
-		pipe.Set(ctx, fmt.Sprintf("lc:run1:k%d", i), "v", 0)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	got := 0
-	for _, e := range commands(sink.snapshot()) {
-		if strings.EqualFold(e.Cmd.Args[0], "SET") {
-			got++
-		}
-	}
-	if got != n {
-		t.Fatalf("recorded %d of the %d SETs answered before the record stopped", got, n)
+	for _, interrupted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("interrupted=%v", interrupted), func(t *testing.T) {
+			ctx := context.Background()
+			c := startSingle(t)
+			runCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			sink, stop := recordRun1Ctx(t, runCtx, c)
+			a := c.NewClient(c.Endpoints()[0], ClientOptions{PoolSize: 1, Name: ConnName("run1", 0)})
+			defer a.Close()
+			const n = 5000
+			pipe := a.Pipeline()
+			for i := range n {
+				pipe.Set(ctx, fmt.Sprintf("lc:run1:k%d", i), "v", 0)
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if interrupted {
+				cancel()
+			}
+			stop()
+			got := 0
+			for _, e := range commands(sink.snapshot()) {
+				if strings.EqualFold(e.Cmd.Args[0], "SET") {
+					got++
+				}
+			}
+			if got != n {
+				t.Fatalf("recorded %d of the %d SETs answered before the record stopped", got, n)
+			}
+		})
 	}
 }
 
