@@ -12,7 +12,8 @@ import (
 
 func init() {
 	Register(Kind{
-		Name: history.FaultCancel,
+		Name:    history.FaultCancel,
+		Instant: true,
 		Description: "the application cancels its request at a point of one client's cycle (a timeout, a client gone): " +
 			"in-acquire, after the reply that took the lock, the acquire's context; in the critical section " +
 			"(after-acquire, before-write, in-write, before-release) the context the application's deferred release " +

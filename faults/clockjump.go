@@ -13,7 +13,8 @@ import (
 
 func init() {
 	Register(Kind{
-		Name: history.FaultClockJump,
+		Name:    history.FaultClockJump,
+		Instant: true,
 		Description: "the target nodes' clocks jump by params.delta (positive: forward): the server's own clock (TIME, expiry, " +
 			"PXAT) where it has one (process backend), else every key's TTL is shifted by it (at least 1ms is left), as a wall-clock " +
 			"jump does to relative TTLs; effect.mechanism says which (real-clock, ttl-rewrite); default target master",

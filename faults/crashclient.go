@@ -10,6 +10,7 @@ import (
 func init() {
 	Register(Kind{
 		Name:        history.FaultCrashClient,
+		Instant:     true,
 		Description: "a client dies at a point of its cycle without releasing what it holds",
 		Validate: func(s Spec) error {
 			if err := validPointTarget(s.Target); err != nil {

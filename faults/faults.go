@@ -216,6 +216,12 @@ type Kind struct {
 	// Needs is what the kind needs from the cluster; the runner starts the
 	// cluster with the union of its scenario's faults' needs.
 	Needs Needs
+	// Instant: its Start is its whole effect (a call cancelled, a client
+	// killed, a node restarted, a pause that Start sits through) and its
+	// Heal undoes nothing, so it has settled once its firing ended: the
+	// recovery window counts from then (Runner.Settled), not from the
+	// formal heal at the workload's end.
+	Instant bool
 	// Serial: firings of one spec never overlap. A firing due while the
 	// previous one is still under way (its Start, and its heal when it has
 	// a duration: a container restart outlasting the period) waits for it
@@ -345,6 +351,9 @@ type Runner struct {
 	wg      sync.WaitGroup
 	applied int
 	failed  int
+	// settled is when the latest firing or heal ended (run ns): once
+	// HealAll returned, every fault had healed by then.
+	settled int64
 }
 
 type activeFault struct {
@@ -553,8 +562,10 @@ func (r *Runner) record(s Scheduled, inj Injector, t int64, out Outcome, err err
 			f.Effect[history.EffectError] = err.Error()
 		}
 	}
-	r.env.Record(&history.Event{T: t, End: r.env.Now(), Client: -1, Op: history.OpFault, Fault: f, Node: nodeOf(out.Target)})
+	end := r.env.Now()
+	r.env.Record(&history.Event{T: t, End: end, Client: -1, Op: history.OpFault, Fault: f, Node: nodeOf(out.Target)})
 	r.mu.Lock()
+	r.settled = max(r.settled, end)
 	if f.Applied {
 		r.applied++
 	} else {
@@ -609,8 +620,23 @@ func (r *Runner) heal(ctx context.Context, id int) {
 		}
 		eff[history.EffectError] = err.Error()
 	}
-	r.env.Record(&history.Event{T: t, End: r.env.Now(), Client: -1, Op: history.OpHeal,
+	end := r.env.Now()
+	r.env.Record(&history.Event{T: t, End: end, Client: -1, Op: history.OpHeal,
 		Fault: &history.Fault{ID: id, Kind: a.s.Spec.Kind, Effect: eff, Applied: err == nil}})
+	if !kinds[a.s.Spec.Kind].Instant {
+		r.mu.Lock()
+		r.settled = max(r.settled, end)
+		r.mu.Unlock()
+	}
+}
+
+// Settled is when the last of the faults' firings and heals ended (run
+// ns; 0 when none fired). After HealAll every fault had healed by then:
+// the recovery window (scenarios.Scenario.Recovery) counts from it.
+func (r *Runner) Settled() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.settled
 }
 
 // HealAll waits for firing goroutines (their ctx must be done) and heals every

@@ -14,7 +14,8 @@ import (
 
 func init() {
 	Register(Kind{
-		Name: history.FaultMigrateSlot,
+		Name:    history.FaultMigrateSlot,
+		Instant: true,
 		Description: "cluster topology: move the slot of the run's first key to another master (SETSLOT IMPORTING/MIGRATING, " +
 			"MIGRATE of its keys, SETSLOT NODE), as a resharding does; records the slot, both owners, the keys moved and " +
 			"whether the lock key is on the new owner",

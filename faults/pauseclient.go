@@ -11,6 +11,7 @@ import (
 func init() {
 	Register(Kind{
 		Name:        history.FaultPauseClient,
+		Instant:     true,
 		Description: "freeze one client and its lock's background work for duration (a stop-the-world GC pause), at a point of its cycle; params.mode block-loop: a driver lock's event loop blocked instead of its process stopped (Node)",
 		Validate: func(s Spec) error {
 			if s.Duration <= 0 {

@@ -12,7 +12,8 @@ import (
 
 func init() {
 	Register(Kind{
-		Name: history.FaultRestartNode,
+		Name:    history.FaultRestartNode,
+		Instant: true,
 		Description: "kill the target nodes and start them again: params.mode empty (no data), aof (same dir, needs aof: true) " +
 			"or delayed (down for params.delay, default 2×TTL, then empty: the delayed-restart mitigation); default target master",
 		Validate: validNodeSpec,

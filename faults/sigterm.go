@@ -10,7 +10,8 @@ import (
 
 func init() {
 	Register(Kind{
-		Name: history.FaultSigterm,
+		Name:    history.FaultSigterm,
+		Instant: true,
 		Description: "a client's process is stopped gracefully, as a pod being deleted is: SIGTERM at a point of its cycle " +
 			"(while it acquires, holds or releases), its runtime's shutdown hooks run (a driver with the sigterm extension " +
 			"runs the application's: a with block's exit, JVM shutdown hooks, process.on('SIGTERM')), and it is killed if " +

@@ -12,7 +12,8 @@ import (
 
 func init() {
 	Register(Kind{
-		Name: history.FaultThrow,
+		Name:    history.FaultThrow,
+		Instant: true,
 		Description: "the application's code in one client's critical section raises (after-acquire, before-write, in-write, " +
 			"before-release): the rest of the critical section is skipped and the lock is released on the exception path, " +
 			"as the application's idiom does (a Go deferred release recovering the panic; for a lock in a driver process, " +

@@ -21,6 +21,15 @@ func (r *run) drive(ctx context.Context) {
 	r.w.Close() // no lock goroutine (renewals) writes a key after the clean-up
 }
 
+// recoveryLeft is how much of the recovery window is still to run at now:
+// the window is the workload's time after every fault healed (settled; the
+// workload's start when none fired), so a fault healed well before the
+// workload phase ended has had its recovery already, and one healed at its
+// end (HealAll) gets the whole window.
+func recoveryLeft(window time.Duration, start, settled, now int64) time.Duration {
+	return window - time.Duration(now-max(start, settled))
+}
+
 // phases runs the phases; it reports whether ctx ended them early.
 func (r *run) phases(ctx context.Context) bool {
 	s, rec, w := r.s, r.rec, r.w
@@ -48,10 +57,10 @@ func (r *run) phases(ctx context.Context) bool {
 	cur.Store("heal")
 	r.fr.HealAll(context.WithoutCancel(ctx))
 	r.pt.Mark("heal")
-	if !interrupted && s.Recovery > 0 {
+	if rest := recoveryLeft(s.Recovery, start, r.fr.Settled(), rec.Now()); !interrupted && rest > 0 {
 		phase("recovery")
 		cur.Store("recovery")
-		interrupted = !wait(ctx, s.Recovery)
+		interrupted = !wait(ctx, rest)
 	}
 	r.pt.Mark("recovery")
 	close(stop)

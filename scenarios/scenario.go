@@ -50,8 +50,10 @@ type Scenario struct {
 	// Duration of the workload phase. Default 5s.
 	Duration time.Duration `yaml:"duration"`
 	// Recovery is the window after every fault healed in which the workload
-	// keeps running, so liveness can see acquisitions succeed again.
-	// Default 1s (0 with no faults).
+	// keeps running, so liveness can see acquisitions succeed again. It
+	// counts from the last heal (faults.Runner.Settled), so the run goes on
+	// past Duration only for what is left of it then. Default 1s (0 with no
+	// faults).
 	Recovery time.Duration `yaml:"recovery"`
 	// Seed for key choice, hold/think times and fault times. Default 1.
 	Seed uint64 `yaml:"seed"`
