@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -241,5 +242,106 @@ func TestKnownCauseIsNotRerun(t *testing.T) {
 	e.screened(ctx, 3, s, sr)
 	if e.rep.Classes[Known] != 1 || o.refRuns == before {
 		t.Errorf("a new cause beside a known one: classes %v, %d reference runs (want some)", e.rep.Classes, o.refRuns-before)
+	}
+}
+
+// countingOracle is seedOracle counting the runs of each lock.
+type countingOracle struct {
+	seedOracle
+	runs map[string]int
+}
+
+func (o *countingOracle) Run(ctx context.Context, s Schedule, lock string, seed uint64, dir string) RunResult {
+	o.mu.Lock()
+	o.runs[lock]++
+	o.mu.Unlock()
+	return o.seedOracle.Run(ctx, s, lock, seed, dir)
+}
+
+// A shrinking step tries the lock's seeds one after the other and stops at
+// the first that fails, the reference running on that seed alone: a step
+// of a finding that fails on every seed costs one run of each, not two.
+func TestShrinkStepStopsAtTheFirstFailingSeed(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		fails       func(uint64) bool
+		kept        bool
+		lockN, refN int
+	}{
+		{"fails on the first seed", func(uint64) bool { return true }, true, 1, 1},
+		{"fails on the second", func(seed uint64) bool { return seed == 2 }, true, 2, 1},
+		{"fails on neither", func(uint64) bool { return false }, false, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &countingOracle{seedOracle: seedOracle{fails: tc.fails}, runs: map[string]int{}}
+			e, err := New(Config{Lock: "del-no-owner", Budget: time.Minute, Seed: 1, Out: t.TempDir(), Oracle: o})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept, err := e.still(1, "mutex", []uint64{1, 2})(context.Background(), bigSchedule())
+			if err != nil || kept != tc.kept {
+				t.Fatalf("kept %v (%v), want %v", kept, err, tc.kept)
+			}
+			if o.runs["del-no-owner"] != tc.lockN || o.runs[e.cfg.Reference] != tc.refN {
+				t.Errorf("runs %v: want %d of the lock, %d of the reference (%s)", o.runs, tc.lockN, tc.refN, e.cfg.Reference)
+			}
+		})
+	}
+}
+
+// busyOracle fails the lock on every run (one cause), takes a few
+// milliseconds a run, and counts how many runs of a finding's processing
+// (shrinking, confirmation) run at once and how many screening runs start
+// while one does.
+type busyOracle struct {
+	mu                         sync.Mutex
+	finding, maxFinding, total int
+	screenedBeside             int
+}
+
+func (o *busyOracle) Run(_ context.Context, s Schedule, lock string, seed uint64, dir string) RunResult {
+	isFinding := strings.Contains(dir, "shrink-") || strings.Contains(dir, string(filepath.Separator)+"findings"+string(filepath.Separator))
+	o.mu.Lock()
+	if isFinding {
+		o.finding++
+		o.maxFinding = max(o.maxFinding, o.finding)
+	} else if o.finding > 0 && strings.HasSuffix(dir, lock+"-seed1") {
+		o.screenedBeside++
+	}
+	o.mu.Unlock()
+	time.Sleep(3 * time.Millisecond)
+	o.mu.Lock()
+	if isFinding {
+		o.finding--
+	}
+	o.mu.Unlock()
+	r := RunResult{Lock: lock, Seed: seed, Dir: dir, Tried: true, Checks: map[string]string{"mutex": "valid"},
+		Causes: map[string]string{}, Sentences: map[string]string{}}
+	if lock != "simple" {
+		r.Checks["mutex"], r.Causes["mutex"] = "invalid", "expired-during-pause"
+	}
+	return r
+}
+
+// A finding is shrunk and confirmed beside the screening, on at most half
+// the slots: the worker that found it goes on screening.
+func TestFindingsTakeHalfTheSlots(t *testing.T) {
+	o := &busyOracle{}
+	e, err := New(Config{Lock: "del-no-owner", Reference: "simple", Budget: 3 * time.Second, Seed: 1, Out: t.TempDir(), Oracle: o, Parallel: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Confirmed() == 0 {
+		t.Fatalf("no confirmed finding: %+v", rep.Classes)
+	}
+	if o.maxFinding > 2 {
+		t.Errorf("%d runs of a finding at once, want at most 2 of the 4 slots", o.maxFinding)
+	}
+	if o.screenedBeside == 0 {
+		t.Error("no schedule was screened while a finding was processed")
 	}
 }

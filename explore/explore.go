@@ -313,15 +313,20 @@ type Explorer struct {
 	start    time.Time
 	deadline time.Time
 	sem      chan struct{}
-	mu       sync.Mutex
-	saveMu   sync.Mutex // one finding saved at a time (findings.md lists them all)
-	rep      *Report
-	cov      *coverage
-	seen     map[string]bool   // causes of saved findings
-	known    map[string]bool   // causes of confirmed findings
-	shapes   map[string]*Found // confirmed findings by check, cause and schedule shape
-	runN     int               // runs made: screening, reference, shrinking, confirmation
-	prog     Progress
+	// fsem bounds the runs of findings being shrunk, confirmed and
+	// amplified to half the slots (at least one): the screening keeps the
+	// rest (forFinding).
+	fsem   chan struct{}
+	fwg    sync.WaitGroup // findings being processed beside the screening
+	mu     sync.Mutex
+	saveMu sync.Mutex // one finding saved at a time (findings.md lists them all)
+	rep    *Report
+	cov    *coverage
+	seen   map[string]bool   // causes of saved findings
+	known  map[string]bool   // causes of confirmed findings
+	shapes map[string]*Found // confirmed findings by check, cause and schedule shape
+	runN   int               // runs made: screening, reference, shrinking, confirmation
+	prog   Progress
 	// ranOK: a screening run of the lock reached its verdict; badRuns:
 	// screening runs refused as bad input since the last one that did
 	// (Run: a lock that never ran is not explored).
@@ -385,7 +390,7 @@ func New(cfg Config) (*Explorer, error) {
 			return nil, fmt.Errorf("kinds: %q is not a fault kind of topology %s (%s)", k, cfg.Topology, strings.Join(Applicable(cfg.Topology), ", "))
 		}
 	}
-	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), cov: newCoverage(), seen: map[string]bool{}, known: map[string]bool{}, shapes: map[string]*Found{}}
+	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), fsem: make(chan struct{}, max(1, cfg.Parallel/2)), cov: newCoverage(), seen: map[string]bool{}, known: map[string]bool{}, shapes: map[string]*Found{}}
 	e.gen = Generator{Seed: cfg.Seed, Topology: cfg.Topology, Nodes: cfg.Nodes, TTL: cfg.TTL, Info: info, MaxFaults: cfg.MaxFaults, Kinds: cfg.Kinds}
 	e.rep = &Report{Lock: cfg.Lock, Reference: cfg.Reference, Topology: cfg.Topology, Seed: cfg.Seed, Budget: cfg.Budget,
 		Classes: map[Class]int{}}
@@ -408,8 +413,29 @@ func AutoParallel(lock string) int {
 // Config is the exploration's configuration with its defaults filled.
 func (e *Explorer) Config() Config { return e.cfg }
 
+// findingKey marks the context of a finding's processing (forFinding).
+type findingKey struct{}
+
+// forFinding is ctx for the runs of a finding's shrinking, confirmation
+// and amplification: they take one of fsem's slots before one of sem's,
+// so at most half the slots go to findings and the screening goes on
+// beside them. An exploration of redisson-lease whose workers each shrank
+// the finding they had found spent half its runs shrinking and screened
+// 11 schedules a minute.
+func forFinding(ctx context.Context) context.Context {
+	return context.WithValue(ctx, findingKey{}, true)
+}
+
 // run runs s once, bounded by the parallelism.
 func (e *Explorer) run(ctx context.Context, s Schedule, lock string, seed uint64, dir string) RunResult {
+	if ctx.Value(findingKey{}) != nil {
+		select {
+		case e.fsem <- struct{}{}:
+		case <-ctx.Done():
+			return RunResult{Lock: lock, Seed: seed, Err: ctx.Err()}
+		}
+		defer func() { <-e.fsem }()
+	}
 	select {
 	case e.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -549,6 +575,7 @@ func (e *Explorer) Run(ctx context.Context) (*Report, error) {
 		}()
 	}
 	wg.Wait()
+	e.fwg.Wait()
 	if genErr != nil {
 		// What was explored before is kept: the report is written
 		// whatever ended the exploration.
@@ -657,12 +684,24 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 	case Limit, RefIdle:
 		e.limit(s, class, vs)
 	case Finding:
-		e.findings(ctx, s, vs, lockRuns, time.Since(e.start))
+		// Shrunk and confirmed beside the screening, which this worker
+		// goes on with (findings reads the runs' checks and seeds only).
+		at := time.Since(e.start)
+		e.fwg.Add(1)
+		go func() {
+			defer e.fwg.Done()
+			e.findings(forFinding(ctx), s, vs, lockRuns, at)
+		}()
 	}
 }
 
 // knownOnly: every check the screening run sr failed failed with the
-// cause of a confirmed finding.
+// cause of a confirmed finding, or of one being shrunk and confirmed
+// beside the screening (seen): re-running it on the reference and more
+// seeds could only make it that finding's duplicate (an exploration of
+// redisson-lease re-ran 32 such schedules in 5 minutes). Should that
+// finding be refuted, its cause is forgotten and the next schedule that
+// shows it is a candidate again.
 func (e *Explorer) knownOnly(sr RunResult) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -671,7 +710,7 @@ func (e *Explorer) knownOnly(sr RunResult) bool {
 		if v != "invalid" {
 			continue
 		}
-		if cause := sr.Causes[c]; cause == "" || !e.known[cause] {
+		if cause := sr.Causes[c]; cause == "" || !e.known[cause] && !e.seen[cause] {
 			return false
 		}
 		n++
@@ -822,49 +861,45 @@ func limitAlready(screen, ref RunResult) bool {
 }
 
 // still is the shrinking predicate for check: the lock fails it on one of
-// seeds (run side by side), and the reference passes it on the seeds the
-// lock failed. The reference runs only when the lock failed, so a rejected
-// reduction costs the lock's runs alone. Without the reference's runs a
-// reduction that turns the finding into a limit of the design (the
-// reference failing too, e.g. fewer clients under the same pause) is
-// kept, and the confirmation refutes the whole shrunk schedule.
+// seeds, and the reference passes it on the seed the lock failed. The
+// lock's seeds run one after the other and the step stops at the first
+// that fails: most findings fail on most seeds, and such a step costs one
+// run of the lock and one of the reference, not two of each side by side
+// (an exploration of redisson-lease spent half its runs shrinking), the
+// slots left free screening schedules meanwhile. The reference runs only
+// when the lock failed, so a rejected reduction costs the lock's runs
+// alone. Without the reference's runs a reduction that turns the finding
+// into a limit of the design (the reference failing too, e.g. fewer
+// clients under the same pause) is kept, and the confirmation refutes the
+// whole shrunk schedule.
 func (e *Explorer) still(n int, check string, seeds []uint64) Pred {
 	step := 0
 	return func(ctx context.Context, s Schedule) (bool, error) {
 		step++
-		var jobs []job
 		for _, seed := range seeds {
-			jobs = append(jobs, job{e.cfg.Lock, seed, e.dir(fmt.Sprintf("shrink-%d-%d-seed%d", n, step, seed)), false})
-		}
-		rs := e.runAll(ctx, s, jobs)
-		e.drop(rs...)
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		var refJobs []job
-		for _, r := range rs {
-			if r.Err == nil && r.Checks[check] == "invalid" {
-				refJobs = append(refJobs, job{e.cfg.Reference, r.Seed, e.dir(fmt.Sprintf("shrink-%d-%d-ref-seed%d", n, step, r.Seed)), true})
+			r := e.run(ctx, s, e.cfg.Lock, seed, e.dir(fmt.Sprintf("shrink-%d-%d-seed%d", n, step, seed)))
+			e.drop(r)
+			if ctx.Err() != nil {
+				return false, ctx.Err()
 			}
-		}
-		if len(refJobs) == 0 {
-			return false, nil
-		}
-		if e.cfg.Reference == e.cfg.Lock {
-			return true, nil
-		}
-		refs := e.runAll(ctx, s, refJobs)
-		e.drop(refs...)
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		for _, r := range refs {
-			if r.Err != nil || !r.Tried || r.Checks[check] != "valid" {
+			if r.Err != nil || r.Checks[check] != "invalid" {
+				continue
+			}
+			if e.cfg.Reference == e.cfg.Lock {
+				return true, nil
+			}
+			ref := e.run(ctx, s, e.cfg.Reference, seed, e.dir(fmt.Sprintf("shrink-%d-%d-ref-seed%d", n, step, seed)))
+			e.drop(ref)
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			if ref.Err != nil || !ref.Tried || ref.Checks[check] != "valid" {
 				return false, nil
 			}
+			// A reduction under which the reference passes only because it
+			// cannot acquire under a fault is no finding (RefIdle).
+			return Idle([]RunResult{r}, []RunResult{ref}, check) == "", nil
 		}
-		// A reduction under which the reference passes only because it
-		// cannot acquire under a fault is no finding (RefIdle).
-		return Idle(rs, refs, check) == "", nil
+		return false, nil
 	}
 }

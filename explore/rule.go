@@ -32,7 +32,8 @@ const (
 	// Its pass is vacuous, not a finding.
 	RefIdle Class = "reference-idle"
 	// Known: the lock's screening run failed only checks whose causes are
-	// those of findings already confirmed; it is not run on the reference
+	// those of findings already confirmed or being shrunk and confirmed;
+	// it is not run on the reference
 	// and more seeds (it could only show them again) and counts as a
 	// duplicate. A schedule the reference would fail too with the same
 	// cause (a limit) is counted here, not among the limits.

@@ -28,8 +28,9 @@ func (e *Explorer) finding(ctx context.Context, s Schedule, v Verdict, checks []
 	f.Dir = filepath.Join(e.cfg.Out, "findings", fmt.Sprint(n))
 	var trail []Schedule
 	if !e.cfg.NoShrink {
-		// Two seeds side by side: those it failed on, else one more
-		// (two whatever the parallelism, so that a step means the same).
+		// Two seeds, tried one after the other (still): those it failed
+		// on, else one more (two whatever the parallelism, so that a step
+		// means the same).
 		two := min(2, e.cfg.Parallel)
 		seeds := failSeeds[:min(len(failSeeds), two)]
 		for extra := uint64(e.cfg.Seeds) + 1; len(seeds) < two; extra++ {
