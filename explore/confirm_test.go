@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -324,24 +325,37 @@ func (o *busyOracle) Run(_ context.Context, s Schedule, lock string, seed uint64
 }
 
 // A finding is shrunk and confirmed beside the screening, on at most half
-// the slots: the worker that found it goes on screening.
+// the slots: the worker that found it goes on screening. Once the
+// screening ended (here: enough findings), the finding takes every slot.
 func TestFindingsTakeHalfTheSlots(t *testing.T) {
-	o := &busyOracle{}
-	e, err := New(Config{Lock: "del-no-owner", Reference: "simple", Budget: 3 * time.Second, Seed: 1, Out: t.TempDir(), Oracle: o, Parallel: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Confirmed() == 0 {
-		t.Fatalf("no confirmed finding: %+v", rep.Classes)
-	}
-	if o.maxFinding > 2 {
-		t.Errorf("%d runs of a finding at once, want at most 2 of the 4 slots", o.maxFinding)
-	}
-	if o.screenedBeside == 0 {
-		t.Error("no schedule was screened while a finding was processed")
+	for _, tc := range []struct {
+		maxFindings int
+		want        func(maxFinding int) bool
+		what        string
+	}{
+		{0, func(n int) bool { return n >= 1 && n <= 2 }, "at most 2 of the 4 slots"},
+		{1, func(n int) bool { return n == 4 }, "all 4 slots once the screening stopped"},
+	} {
+		t.Run(fmt.Sprintf("max-findings=%d", tc.maxFindings), func(t *testing.T) {
+			o := &busyOracle{}
+			e, err := New(Config{Lock: "del-no-owner", Reference: "simple", Budget: 3 * time.Second, Seed: 1, Out: t.TempDir(), Oracle: o,
+				Parallel: 4, MaxFindings: tc.maxFindings})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := e.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Confirmed() == 0 {
+				t.Fatalf("no confirmed finding: %+v", rep.Classes)
+			}
+			if !tc.want(o.maxFinding) {
+				t.Errorf("%d runs of a finding at once, want %s", o.maxFinding, tc.what)
+			}
+			if tc.maxFindings == 0 && o.screenedBeside == 0 {
+				t.Error("no schedule was screened while a finding was processed")
+			}
+		})
 	}
 }

@@ -316,17 +316,21 @@ type Explorer struct {
 	// fsem bounds the runs of findings being shrunk, confirmed and
 	// amplified to half the slots (at least one): the screening keeps the
 	// rest (forFinding).
-	fsem   chan struct{}
-	fwg    sync.WaitGroup // findings being processed beside the screening
-	mu     sync.Mutex
-	saveMu sync.Mutex // one finding saved at a time (findings.md lists them all)
-	rep    *Report
-	cov    *coverage
-	seen   map[string]bool   // causes of saved findings
-	known  map[string]bool   // causes of confirmed findings
-	shapes map[string]*Found // confirmed findings by check, cause and schedule shape
-	runN   int               // runs made: screening, reference, shrinking, confirmation
-	prog   Progress
+	fsem chan struct{}
+	fwg  sync.WaitGroup // findings being processed beside the screening
+	// screenDone is closed when the screening ended (the budget, enough
+	// findings, an error): the findings still being processed then take
+	// every slot.
+	screenDone chan struct{}
+	mu         sync.Mutex
+	saveMu     sync.Mutex // one finding saved at a time (findings.md lists them all)
+	rep        *Report
+	cov        *coverage
+	seen       map[string]bool   // causes of saved findings
+	known      map[string]bool   // causes of confirmed findings
+	shapes     map[string]*Found // confirmed findings by check, cause and schedule shape
+	runN       int               // runs made: screening, reference, shrinking, confirmation
+	prog       Progress
 	// ranOK: a screening run of the lock reached its verdict; badRuns:
 	// screening runs refused as bad input since the last one that did
 	// (Run: a lock that never ran is not explored).
@@ -390,7 +394,7 @@ func New(cfg Config) (*Explorer, error) {
 			return nil, fmt.Errorf("kinds: %q is not a fault kind of topology %s (%s)", k, cfg.Topology, strings.Join(Applicable(cfg.Topology), ", "))
 		}
 	}
-	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), fsem: make(chan struct{}, max(1, cfg.Parallel/2)), cov: newCoverage(), seen: map[string]bool{}, known: map[string]bool{}, shapes: map[string]*Found{}}
+	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), fsem: make(chan struct{}, max(1, cfg.Parallel/2)), screenDone: make(chan struct{}), cov: newCoverage(), seen: map[string]bool{}, known: map[string]bool{}, shapes: map[string]*Found{}}
 	e.gen = Generator{Seed: cfg.Seed, Topology: cfg.Topology, Nodes: cfg.Nodes, TTL: cfg.TTL, Info: info, MaxFaults: cfg.MaxFaults, Kinds: cfg.Kinds}
 	e.rep = &Report{Lock: cfg.Lock, Reference: cfg.Reference, Topology: cfg.Topology, Seed: cfg.Seed, Budget: cfg.Budget,
 		Classes: map[Class]int{}}
@@ -417,9 +421,9 @@ func (e *Explorer) Config() Config { return e.cfg }
 type findingKey struct{}
 
 // forFinding is ctx for the runs of a finding's shrinking, confirmation
-// and amplification: they take one of fsem's slots before one of sem's,
-// so at most half the slots go to findings and the screening goes on
-// beside them. An exploration of redisson-lease whose workers each shrank
+// and amplification: while the screening runs they take one of fsem's
+// slots before one of sem's, so at most half the slots go to findings and
+// the screening goes on beside them; once it ended, every slot. An exploration of redisson-lease whose workers each shrank
 // the finding they had found spent half its runs shrinking and screened
 // 11 schedules a minute.
 func forFinding(ctx context.Context) context.Context {
@@ -431,10 +435,11 @@ func (e *Explorer) run(ctx context.Context, s Schedule, lock string, seed uint64
 	if ctx.Value(findingKey{}) != nil {
 		select {
 		case e.fsem <- struct{}{}:
+			defer func() { <-e.fsem }()
+		case <-e.screenDone:
 		case <-ctx.Done():
 			return RunResult{Lock: lock, Seed: seed, Err: ctx.Err()}
 		}
-		defer func() { <-e.fsem }()
 	}
 	select {
 	case e.sem <- struct{}{}:
@@ -575,6 +580,7 @@ func (e *Explorer) Run(ctx context.Context) (*Report, error) {
 		}()
 	}
 	wg.Wait()
+	close(e.screenDone)
 	e.fwg.Wait()
 	if genErr != nil {
 		// What was explored before is kept: the report is written
