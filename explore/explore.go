@@ -314,10 +314,13 @@ type Explorer struct {
 	deadline time.Time
 	sem      chan struct{}
 	// fsem bounds the runs of findings being shrunk, confirmed and
-	// amplified to half the slots (at least one): the screening keeps the
-	// rest (forFinding).
+	// amplified to all the slots but one (at least one): the screening
+	// keeps one at least (forFinding).
 	fsem chan struct{}
 	fwg  sync.WaitGroup // findings being processed beside the screening
+	// finders bounds the schedules whose findings are processed at once
+	// (findings).
+	finders chan struct{}
 	// screenDone is closed when the screening ended (the budget, enough
 	// findings, an error): the findings still being processed then take
 	// every slot.
@@ -394,7 +397,7 @@ func New(cfg Config) (*Explorer, error) {
 			return nil, fmt.Errorf("kinds: %q is not a fault kind of topology %s (%s)", k, cfg.Topology, strings.Join(Applicable(cfg.Topology), ", "))
 		}
 	}
-	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), fsem: make(chan struct{}, max(1, cfg.Parallel/2)), screenDone: make(chan struct{}), cov: newCoverage(), seen: map[string]bool{}, known: map[string]bool{}, shapes: map[string]*Found{}}
+	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), fsem: make(chan struct{}, max(1, cfg.Parallel-1)), screenDone: make(chan struct{}), finders: make(chan struct{}, max(1, cfg.Parallel/2)), cov: newCoverage(), seen: map[string]bool{}, known: map[string]bool{}, shapes: map[string]*Found{}}
 	e.gen = Generator{Seed: cfg.Seed, Topology: cfg.Topology, Nodes: cfg.Nodes, TTL: cfg.TTL, Info: info, MaxFaults: cfg.MaxFaults, Kinds: cfg.Kinds}
 	e.rep = &Report{Lock: cfg.Lock, Reference: cfg.Reference, Topology: cfg.Topology, Seed: cfg.Seed, Budget: cfg.Budget,
 		Classes: map[Class]int{}}
@@ -422,10 +425,12 @@ type findingKey struct{}
 
 // forFinding is ctx for the runs of a finding's shrinking, confirmation
 // and amplification: while the screening runs they take one of fsem's
-// slots before one of sem's, so at most half the slots go to findings and
-// the screening goes on beside them; once it ended, every slot. An exploration of redisson-lease whose workers each shrank
-// the finding they had found spent half its runs shrinking and screened
-// 11 schedules a minute.
+// slots before one of sem's, so every slot but one at most goes to
+// findings and the screening goes on beside them; once it ended, every
+// slot. An exploration of redisson-lease whose workers each shrank the
+// finding they had found spent half its runs shrinking and screened 11
+// schedules a minute; with half the slots for findings it screened 50 a
+// minute for 10 minutes but confirmed 2 of its 9 findings.
 func forFinding(ctx context.Context) context.Context {
 	return context.WithValue(ctx, findingKey{}, true)
 }
@@ -690,14 +695,7 @@ func (e *Explorer) screened(ctx context.Context, id int, s Schedule, sr RunResul
 	case Limit, RefIdle:
 		e.limit(s, class, vs)
 	case Finding:
-		// Shrunk and confirmed beside the screening, which this worker
-		// goes on with (findings reads the runs' checks and seeds only).
-		at := time.Since(e.start)
-		e.fwg.Add(1)
-		go func() {
-			defer e.fwg.Done()
-			e.findings(forFinding(ctx), s, vs, lockRuns, at)
-		}()
+		e.findings(ctx, s, e.newCauses(vs, lockRuns), time.Since(e.start))
 	}
 }
 
@@ -807,36 +805,69 @@ func (e *Explorer) limit(s Schedule, class Class, vs []Verdict) {
 	e.mu.Unlock()
 }
 
-// findings shrinks and saves one finding per cause not seen before: the
-// checks that fail for it go together, the first in the checker's order
-// leads.
-func (e *Explorer) findings(ctx context.Context, s Schedule, vs []Verdict, lockRuns []RunResult, at time.Duration) {
-	var causes []string
-	also := map[string][]string{}
-	lead := map[string]Verdict{}
+// candidate is one new cause of a schedule the lock failed: its lead
+// verdict (the first check in the checker's order), every check that
+// failed with it, and the lock's seeds that failed the lead check.
+type candidate struct {
+	v         Verdict
+	checks    []string
+	failSeeds []uint64
+}
+
+// newCauses returns the schedule's findings whose causes were not seen
+// before, marking them seen (a duplicate is counted): a later schedule
+// failing only with them is known from then on, not re-run.
+func (e *Explorer) newCauses(vs []Verdict, lockRuns []RunResult) []candidate {
+	var out []candidate
+	at := map[string]int{}
 	for _, v := range FindingsOf(vs) {
-		if _, ok := lead[v.Cause]; !ok {
-			causes = append(causes, v.Cause)
-			lead[v.Cause] = v
-		}
-		also[v.Cause] = append(also[v.Cause], v.Check)
-	}
-	for _, cause := range causes {
-		if !e.firstOf(cause) {
+		if i, ok := at[v.Cause]; ok {
+			if i >= 0 {
+				out[i].checks = append(out[i].checks, v.Check)
+			}
 			continue
 		}
-		v := lead[cause]
-		var failSeeds []uint64
+		if !e.firstOf(v.Cause) {
+			at[v.Cause] = -1
+			continue
+		}
+		c := candidate{v: v, checks: []string{v.Check}}
 		for _, r := range lockRuns {
 			if r.Checks[v.Check] == "invalid" {
-				failSeeds = append(failSeeds, r.Seed)
+				c.failSeeds = append(c.failSeeds, r.Seed)
 			}
 		}
-		e.finding(ctx, s, v, also[cause], failSeeds, at)
-		if ctx.Err() != nil {
-			return
-		}
+		at[v.Cause] = len(out)
+		out = append(out, c)
 	}
+	return out
+}
+
+// findings shrinks, confirms and saves the candidates of schedule s beside
+// the screening, which the worker that found them goes on with: at most
+// finders schedules' candidates at once, the others waiting their turn in
+// the order they were found (each one's runs take fsem's slots: a finding
+// done is worth more than several half done when the budget ends, and an
+// exploration of redisson-lease that processed every finding at once
+// confirmed 3 of 10 in 10 minutes). Candidates still waiting when the
+// exploration ends are saved as found, their confirmation cut short.
+func (e *Explorer) findings(ctx context.Context, s Schedule, cs []candidate, at time.Duration) {
+	if len(cs) == 0 {
+		return
+	}
+	e.fwg.Add(1)
+	go func() {
+		defer e.fwg.Done()
+		select {
+		case e.finders <- struct{}{}:
+			defer func() { <-e.finders }()
+		case <-ctx.Done():
+		}
+		fctx := forFinding(ctx)
+		for _, c := range cs {
+			e.finding(fctx, s, c.v, c.checks, c.failSeeds, at)
+		}
+	}()
 }
 
 // firstOf marks cause seen and reports whether it was new (a duplicate is
