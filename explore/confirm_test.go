@@ -359,3 +359,14 @@ func TestFindingsLeaveTheScreeningASlot(t *testing.T) {
 		})
 	}
 }
+
+// Findings leave the screening a slot of four or more, and may take every
+// slot of fewer (one of two confirmed none of rueidislock's findings in 4
+// minutes).
+func TestFindingSlots(t *testing.T) {
+	for p, want := range map[int]int{1: 1, 2: 2, 3: 3, 4: 3, 8: 7} {
+		if got := findingSlots(p); got != want {
+			t.Errorf("findingSlots(%d) = %d, want %d", p, got, want)
+		}
+	}
+}

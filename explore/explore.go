@@ -314,8 +314,8 @@ type Explorer struct {
 	deadline time.Time
 	sem      chan struct{}
 	// fsem bounds the runs of findings being shrunk, confirmed and
-	// amplified to all the slots but one (at least one): the screening
-	// keeps one at least (forFinding).
+	// amplified (findingSlots): of four slots or more the screening keeps
+	// one at least (forFinding).
 	fsem chan struct{}
 	fwg  sync.WaitGroup // findings being processed beside the screening
 	// finders bounds the schedules whose findings are processed at once
@@ -397,7 +397,7 @@ func New(cfg Config) (*Explorer, error) {
 			return nil, fmt.Errorf("kinds: %q is not a fault kind of topology %s (%s)", k, cfg.Topology, strings.Join(Applicable(cfg.Topology), ", "))
 		}
 	}
-	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), fsem: make(chan struct{}, max(1, cfg.Parallel-1)), screenDone: make(chan struct{}), finders: make(chan struct{}, max(1, cfg.Parallel/2)), cov: newCoverage(), seen: map[string]bool{}, known: map[string]bool{}, shapes: map[string]*Found{}}
+	e := &Explorer{cfg: cfg, info: info, sem: make(chan struct{}, cfg.Parallel), fsem: make(chan struct{}, findingSlots(cfg.Parallel)), screenDone: make(chan struct{}), finders: make(chan struct{}, max(1, cfg.Parallel/2)), cov: newCoverage(), seen: map[string]bool{}, known: map[string]bool{}, shapes: map[string]*Found{}}
 	e.gen = Generator{Seed: cfg.Seed, Topology: cfg.Topology, Nodes: cfg.Nodes, TTL: cfg.TTL, Info: info, MaxFaults: cfg.MaxFaults, Kinds: cfg.Kinds}
 	e.rep = &Report{Lock: cfg.Lock, Reference: cfg.Reference, Topology: cfg.Topology, Seed: cfg.Seed, Budget: cfg.Budget,
 		Classes: map[Class]int{}}
@@ -425,8 +425,8 @@ type findingKey struct{}
 
 // forFinding is ctx for the runs of a finding's shrinking, confirmation
 // and amplification: while the screening runs they take one of fsem's
-// slots before one of sem's, so every slot but one at most goes to
-// findings and the screening goes on beside them; once it ended, every
+// slots before one of sem's (findingSlots: every slot but one of four or
+// more), and the screening goes on beside them; once it ended, every
 // slot. An exploration of redisson-lease whose workers each shrank the
 // finding they had found spent half its runs shrinking and screened 11
 // schedules a minute; with half the slots for findings it screened 50 a
@@ -939,4 +939,17 @@ func (e *Explorer) still(n int, check string, seeds []uint64) Pred {
 		}
 		return false, nil
 	}
+}
+
+// findingSlots is how many runs at once findings may take while the
+// screening runs: every slot but one of four or more; of fewer, every slot
+// (the finder still beside the screening, which takes the slots findings
+// leave). One slot of two for findings confirmed none of rueidislock's 3
+// findings in 4 minutes, where the worker that found them had confirmed 2
+// of 2.
+func findingSlots(parallel int) int {
+	if parallel >= 4 {
+		return parallel - 1
+	}
+	return max(1, parallel)
 }
