@@ -482,12 +482,6 @@ func (c *Cluster) AdminClient(n *Node) *redis.Client {
 	return cl
 }
 
-// waitReady pings addr until it answers or the timeout passes.
-//
-// pid, when above 0, is the server's process: a PING answered by another
-// server (one another run started on the port between freePort and this
-// server's bind, while this one is about to exit on EADDRINUSE) is not
-// this server's, and the wait goes on until alive reports the exit.
 // ownServer reports whether the server cl reaches is process pid (INFO
 // server's process_id).
 func ownServer(ctx context.Context, cl *redis.Client, pid int) error {
@@ -501,6 +495,12 @@ func ownServer(ctx context.Context, cl *redis.Client, pid int) error {
 	return nil
 }
 
+// waitReady pings addr until it answers or the timeout passes.
+//
+// pid, when above 0, is the server's process: a PING answered by another
+// server (one another run started on the port between freePort and this
+// server's bind, while this one is about to exit on EADDRINUSE) is not
+// this server's, and the wait goes on until alive reports the exit.
 func waitReady(ctx context.Context, addr string, timeout time.Duration, alive func() error, pid int) error {
 	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond,
 		ReadTimeout: 200 * time.Millisecond, DisableIdentity: true})
