@@ -452,6 +452,12 @@ func (e *Explorer) run(ctx context.Context, s Schedule, lock string, seed uint64
 		return RunResult{Lock: lock, Seed: seed, Err: ctx.Err()}
 	}
 	defer func() { <-e.sem }()
+	if ctx.Err() != nil {
+		// A select takes any ready case: a slot free as the exploration
+		// ends does not start a run (the findings still being processed
+		// then would each start theirs).
+		return RunResult{Lock: lock, Seed: seed, Err: ctx.Err()}
+	}
 	r := e.cfg.Oracle.Run(ctx, s, lock, seed, dir)
 	if ctx.Err() == nil { // one the exploration's end cut short is not counted
 		e.mu.Lock()
