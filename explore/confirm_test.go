@@ -291,13 +291,13 @@ func TestShrinkStepStopsAtTheFirstFailingSeed(t *testing.T) {
 }
 
 // busyOracle fails the lock on every run (one cause), takes a few
-// milliseconds a run, and counts how many runs of a finding's processing
+// milliseconds a run (a finding's longer), and counts how many runs of a finding's processing
 // (shrinking, confirmation) run at once and how many screening runs start
 // while one does.
 type busyOracle struct {
-	mu                         sync.Mutex
-	finding, maxFinding, total int
-	screenedBeside             int
+	mu                  sync.Mutex
+	finding, maxFinding int
+	screenedBeside      int
 }
 
 func (o *busyOracle) Run(_ context.Context, s Schedule, lock string, seed uint64, dir string) RunResult {
@@ -310,7 +310,14 @@ func (o *busyOracle) Run(_ context.Context, s Schedule, lock string, seed uint64
 		o.screenedBeside++
 	}
 	o.mu.Unlock()
-	time.Sleep(3 * time.Millisecond)
+	// A finding's runs outlast the screening's, so the slots a screening
+	// run frees go to the finding's runs waiting for them as far as their
+	// bound lets them.
+	if isFinding {
+		time.Sleep(10 * time.Millisecond)
+	} else {
+		time.Sleep(time.Millisecond)
+	}
 	o.mu.Lock()
 	if isFinding {
 		o.finding--

@@ -33,9 +33,8 @@ const (
 	RefIdle Class = "reference-idle"
 	// Known: the lock's screening run failed only checks whose causes are
 	// those of findings already confirmed or being shrunk and confirmed;
-	// it is not run on the reference
-	// and more seeds (it could only show them again) and counts as a
-	// duplicate. A schedule the reference would fail too with the same
+	// it is not run on the reference and more seeds (it could only show
+	// them again) and counts as a duplicate. A schedule the reference would fail too with the same
 	// cause (a limit) is counted here, not among the limits.
 	Known Class = "known"
 	// Errored: the lock's screening run did not run to its verdict (the
