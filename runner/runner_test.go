@@ -362,14 +362,20 @@ func TestLiveCheckIsTheFileCheck(t *testing.T) {
 // the last heal.
 func TestRecoveryCountsFromTheLastHeal(t *testing.T) {
 	testenv.Need(t, "redis-server")
+	pause := func(at, length string) string {
+		return fmt.Sprintf(`{kind: pause-client, at: %s, target: "client:0", duration: %s}`, at, length)
+	}
 	for _, c := range []struct {
-		name       string
-		at, length time.Duration
-		want       time.Duration // the recovery phase
+		name  string
+		fault string
+		want  time.Duration // the recovery phase
 	}{
-		{"healed long before the end", 100 * time.Millisecond, 100 * time.Millisecond, 0},
-		{"healed 100ms before the end", 700 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond},
-		{"healed after the end", 900 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond},
+		{"healed long before the end", pause("100ms", "100ms"), 0},
+		{"healed 100ms before the end", pause("700ms", "200ms"), 500 * time.Millisecond},
+		{"healed after the end", pause("900ms", "300ms"), 600 * time.Millisecond},
+		// An Instant kind's formal heal comes at the phase's end; it had
+		// settled when its firing (the restart) ended.
+		{"instant, fired long before the end", `{kind: restart-node, at: 100ms, target: master, params: {mode: empty}}`, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := scenarios.Parse([]byte(fmt.Sprintf(`name: recovery-window
@@ -379,10 +385,10 @@ recovery: 600ms
 lock: {ttl: 200ms}
 workload: {clients: 2, keys: 1, hold: 5ms, think: 1ms}
 faults:
-  - {kind: pause-client, at: %v, target: "client:0", duration: %v}
+  - %s
 expect:
   default: {"*": any}
-`, c.at, c.length)), "test")
+`, c.fault)), "test")
 			if err != nil {
 				t.Fatal(err)
 			}
