@@ -131,7 +131,7 @@ type Cluster struct {
 	// cluster is the minority's).
 	isolated map[*Node]bool
 	clients  []redis.UniversalClient
-	stops    []func() error
+	stops    []stopStep
 	stopped  bool
 
 	// password is the external servers' password (never logged or written).
@@ -309,12 +309,34 @@ func (c *Cluster) Image() string { return c.image }
 
 func (c *Cluster) onStop(f func() error) {
 	c.mu.Lock()
-	c.stops = append(c.stops, f)
+	c.stops = append(c.stops, stopStep{now: f})
 	c.mu.Unlock()
 }
 
-// Stop closes every client and stops everything started, in reverse order.
-// It is idempotent and safe to call from a signal handler's goroutine.
+// onStopBegin registers a stop in two halves: begin, run in Stop's
+// reverse order, starts it (a server's SIGTERM) and returns the wait for
+// its end, which Stop runs once every step began, beside the other
+// waits. A redis-server takes 0.1-0.3 s to act on SIGTERM (its cron runs
+// 10 times a second, and a master first waits for its replicas' acks):
+// one after the other, a Redis Cluster's six took 1.3 s of every cell's
+// stop and a Sentinel topology's nine 2.1 s.
+func (c *Cluster) onStopBegin(begin func() (wait func() error)) {
+	c.mu.Lock()
+	c.stops = append(c.stops, stopStep{begin: begin})
+	c.mu.Unlock()
+}
+
+// stopStep is one registered clean-up: now runs whole in its turn; begin
+// starts it in its turn and returns its wait.
+type stopStep struct {
+	now   func() error
+	begin func() (wait func() error)
+}
+
+// Stop closes every client and stops everything started, in reverse order
+// (the servers' stops begun in their turn and waited for together at the
+// end). It is idempotent and safe to call from a signal handler's
+// goroutine.
 func (c *Cluster) Stop() error {
 	c.mu.Lock()
 	if c.stopped {
@@ -325,15 +347,30 @@ func (c *Cluster) Stop() error {
 	clients, stops := c.clients, c.stops
 	c.clients, c.stops = nil, nil
 	c.mu.Unlock()
-	var errs []error
 	for _, cl := range clients {
 		_ = cl.Close()
 	}
-	for i := len(stops) - 1; i >= 0; i-- {
-		if err := stops[i](); err != nil {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	add := func(err error) {
+		if err != nil {
+			mu.Lock()
 			errs = append(errs, err)
+			mu.Unlock()
 		}
 	}
+	for i := len(stops) - 1; i >= 0; i-- {
+		if st := stops[i]; st.begin == nil {
+			add(st.now())
+		} else if wait := st.begin(); wait != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); add(wait()) }()
+		}
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

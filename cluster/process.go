@@ -115,7 +115,7 @@ func (c *Cluster) startServer(ctx context.Context, bin, name string, extra []str
 	if err := p.startFresh(ctx); err != nil {
 		return nil, fmt.Errorf("%w: start redis-server %s: %v", ErrInfra, name, err)
 	}
-	c.onStop(p.stop)
+	c.onStopBegin(p.beginStop)
 	addr := p.addr()
 	n := &Node{Name: name, Addr: addr, ServerAddr: addr, Ctl: p, Clock: clock}
 	c.Nodes = append(c.Nodes, n)
@@ -315,20 +315,26 @@ func ProcState(pid int) string {
 
 // stop ends the process: SIGCONT (a paused node cannot act on SIGTERM),
 // SIGTERM, then SIGKILL after a grace period.
-func (p *procNode) stop() error {
+func (p *procNode) stop() error { return p.beginStop()() }
+
+// beginStop sends the SIGCONT and the SIGTERM of stop and returns the rest
+// of it: the wait for the exit, SIGKILL after the grace period.
+func (p *procNode) beginStop() (wait func() error) {
 	if !p.running() {
-		return nil
+		return func() error { return nil }
 	}
 	_ = p.signal(syscall.SIGCONT)
 	_ = p.signal(syscall.SIGTERM)
-	if p.wait(2 * time.Second) {
+	return func() error {
+		if p.wait(2 * time.Second) {
+			return nil
+		}
+		_ = p.signal(syscall.SIGKILL)
+		if !p.wait(5 * time.Second) {
+			return fmt.Errorf("redis pid %d did not exit after SIGKILL", p.Pid())
+		}
 		return nil
 	}
-	_ = p.signal(syscall.SIGKILL)
-	if !p.wait(5 * time.Second) {
-		return fmt.Errorf("redis pid %d did not exit after SIGKILL", p.Pid())
-	}
-	return nil
 }
 
 // pids returns every pid this node has had.

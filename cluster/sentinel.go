@@ -140,7 +140,7 @@ func (c *Cluster) startSentinelProc(ctx context.Context, bin, name, text string)
 	if err := p.startFresh(ctx); err != nil {
 		return nil, fmt.Errorf("%w: start redis-sentinel %s: %v", ErrInfra, name, err)
 	}
-	c.onStop(p.stop)
+	c.onStopBegin(p.beginStop)
 	return &Node{Name: name, Addr: p.addr(), ServerAddr: p.addr(), Role: "sentinel", Ctl: p}, nil
 }
 
