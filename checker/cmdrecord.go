@@ -80,6 +80,11 @@ type cmdEvent struct {
 	name   string
 }
 
+// sharedProcess is the client of a command sent on the connection of a
+// driver process several clients share, when the harness could not tie it
+// to one (workloads.Workload.CallerOf): like -1, no client's.
+const sharedProcess = -2
+
 // keyState is a key on one node as the replay has it.
 type keyState struct {
 	present, unknown bool
@@ -136,6 +141,9 @@ func (m *model) addCommand(e *history.Event) {
 	}
 	node := m.node(e.Node)
 	client := int32(e.Client)
+	if client < 0 && history.SharedProcessConn(e.Cmd.Name) {
+		client = sharedProcess
+	}
 	m.cmdSeen = true
 	h := m.clockOf(node).harness(e.T)
 	if h < m.cmdJudged {
@@ -566,6 +574,14 @@ func (m *model) cmdStep(kd *keyData, c cmdEvent) cmdStep {
 	alive := st.present && !st.unknown && !s.maybe
 	s.foreign = alive && s.owner >= 0 && c.client >= 0 && s.owner != c.client && m.masterAt(c.node, c.h)
 	s.writer = c.client
+	if s.writer == sharedProcess && c.tok != "" && isWrite(c.op) {
+		// A write of a driver process that several clients share, which
+		// the harness could not tie to one of them: the client whose
+		// acquire reported its token wrote it.
+		if ta, ok := m.tokAcq[c.tok]; ok && ta.res == history.OK && ta.client >= 0 {
+			s.writer = ta.client
+		}
+	}
 	if s.writer < 0 && c.tok != "" {
 		// A replica's copy of a master's write: its token names the
 		// writer.

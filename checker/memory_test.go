@@ -164,7 +164,7 @@ func TestPruneTokens(t *testing.T) {
 	} {
 		m := newModel()
 		m.topo = c.topo
-		m.tokAcq = map[string]tokResult{"early": {history.OK, 1e9}, "mid": {history.OK, 15e9}, "late": {history.Fail, 21e9}}
+		m.tokAcq = map[string]tokResult{"early": {history.OK, 1e9, 0}, "mid": {history.OK, 15e9, 0}, "late": {history.Fail, 21e9, 0}}
 		m.tokOwner = map[string]tokWriter{"early": {1, 1e9}, "mid": {2, 15e9}, "late": {3, 21e9}}
 		m.pruneTokens(20e9)
 		for _, tok := range []string{"early", "mid", "late"} {

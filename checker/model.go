@@ -600,7 +600,7 @@ func (m *model) addAcquire(e *history.Event) {
 		if m.tokAcq == nil {
 			m.tokAcq = map[string]tokResult{}
 		}
-		m.tokAcq[e.Token] = tokResult{res: e.Result, t: max(e.T, e.End)}
+		m.tokAcq[e.Token] = tokResult{res: e.Result, t: max(e.T, e.End), client: int32(e.Client)}
 		if e.Result == history.OK {
 			if m.acqTok == nil {
 				m.acqTok = map[acqKey]string{}

@@ -12,8 +12,9 @@ import "github.com/lockchaos/lockchaos/history"
 
 // tokResult is an acquire's result for its token, and when it returned.
 type tokResult struct {
-	res history.Result
-	t   int64
+	res    history.Result
+	t      int64
+	client int32 // whose acquire reported the token
 }
 
 // tokWriter is the client whose recorded write carried a token, and the

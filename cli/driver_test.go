@@ -291,3 +291,47 @@ func TestAPIModeCatchesAScopedControl(t *testing.T) {
 		}
 	}
 }
+
+// Several clients in one driver process (the lock option tasks) catch a
+// control that one client a process cannot: shared-lease
+// (drivers/node/controls) keeps the lock it holds in its module, so with
+// four clients sharing a process one client's release deletes another's
+// lock. On the handlers scenario (8 clients over 2 keys, holds of 30 ms,
+// no fault) it is valid a process a client and its unlock invalid with
+// tasks 4 on every seed, the culprit named (the delete tied to the one
+// client whose release was in flight); a correct lock on the same kit, the
+// worked example, stays valid with tasks 4.
+func TestTasksCatchALeaseKeptInTheProcess(t *testing.T) {
+	testenv.Long(t)
+	testenv.Need(t, "redis-server")
+	if _, err := exec.LookPath("node"); err != nil {
+		testenv.Missing(t, "LOCKCHAOS_REQUIRE_DRIVERS", "node not on PATH")
+	}
+	runSlot(t)
+	dir := t.TempDir()
+	ctl := filepath.Join("..", "drivers", "node", "controls")
+	scen := filepath.Join(ctl, "handlers.yaml")
+	code, stdout, stderr := lockchaos(t, "matrix", "--locks", filepath.Join(ctl, "shared-lease.yaml")+","+filepath.Join(ctl, "shared-lease-tasks.yaml"),
+		"--scenarios", scen, "--seeds", "1-3", "--backend", "process", "--out", filepath.Join(dir, "control"))
+	wantExit(t, code, ExitViolated, stdout, stderr)
+	for _, lock := range []string{"shared-lease", "shared-lease-tasks"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "control", "handlers", lock, "seed-*", "results.json"))
+		if len(files) != 3 {
+			t.Fatalf("%s: %d runs, want 3 seeds", lock, len(files))
+		}
+		for _, f := range files {
+			r := readResults(t, filepath.Dir(f))
+			switch {
+			case lock == "shared-lease" && r.Verdict != "valid":
+				t.Errorf("%s: a process a client: %s, want valid: %+v", f, r.Verdict, r.Checks)
+			case lock == "shared-lease-tasks" && r.Checks["unlock"].Verdict != "invalid":
+				t.Errorf("%s: tasks 4: unlock %s, want invalid (one client's release deleted another's lock)", f, r.Checks["unlock"].Verdict)
+			case lock == "shared-lease-tasks" && !strings.Contains(readFile(t, filepath.Join(filepath.Dir(f), "summary.md")), "'s release deleted client "):
+				t.Errorf("%s: the summary does not name the client whose release deleted the lock", f)
+			}
+		}
+	}
+	code, stdout, stderr = lockchaos(t, "matrix", "--locks", filepath.Join("..", "examples", "node-driver", "my-lock.yaml"), "--lock-opt", "tasks=4",
+		"--scenarios", scen+",smoke,cancelled-request", "--seeds", "1-3", "--backend", "process", "--out", filepath.Join(dir, "correct"))
+	wantExit(t, code, ExitOK, stdout, stderr)
+}

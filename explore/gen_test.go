@@ -189,7 +189,8 @@ func (n fakeNeeds) Extension(x string) error {
 	}
 	return fmt.Errorf("no extension %s", x)
 }
-func (n fakeNeeds) APIModes() []string { return n.apis }
+func (n fakeNeeds) APIModes() []string                           { return n.apis }
+func (fakeNeeds) TasksPerProcess(map[string]string) (int, error) { return 1, nil }
 
 // sigterm is drawn for a lock with a process of its own and never for a Go
 // lock; throw and cancel for a Go lock, and for a driver only when its

@@ -1,5 +1,7 @@
 package history
 
+import "strings"
+
 // Points of a client's lock cycle where a client fault (pause, crash) can
 // fire and a fault's `when` trigger can wait: defined once here, where the
 // history that records them is defined; the workload's checkpoints, fault
@@ -233,3 +235,24 @@ func (f *Fault) View() FaultView {
 // MS converts run time (ns, as every history time is) to milliseconds, the
 // unit results and reports show.
 func MS(ns int64) float64 { return float64(ns) / 1e6 }
+
+// SharedProcessConn says whether a connection name is a driver process's
+// that several clients share (lc-<run>-p<g>, cluster.ProcConnName): its
+// commands belong to one of those clients, which the record alone does
+// not say.
+func SharedProcessConn(name string) bool {
+	rest, ok := strings.CutPrefix(name, "lc-")
+	if !ok {
+		return false
+	}
+	i := strings.LastIndex(rest, "-p")
+	if i < 0 || i+2 == len(rest) {
+		return false
+	}
+	for _, r := range rest[i+2:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}

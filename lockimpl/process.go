@@ -29,4 +29,8 @@ type ProcessNeeds interface {
 	// APIModes are the library idioms the process can call (the lock
 	// option api), the default first; none for a lock with one way in.
 	APIModes() []string
+	// TasksPerProcess is how many clients share one process with the
+	// scenario's lock options extra over the lock's own (1: a process
+	// each), or the option's error.
+	TasksPerProcess(extra map[string]string) (int, error)
 }

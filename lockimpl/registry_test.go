@@ -63,12 +63,13 @@ func TestReentrancyDeclaredInInfo(t *testing.T) {
 
 type testNeeds struct{}
 
-func (testNeeds) OwnTraffic() bool              { return true }
-func (testNeeds) ClockPreload() (string, error) { return "", errors.New("no libfaketime here") }
-func (testNeeds) BlockLoop() error              { return nil }
-func (testNeeds) Cancel() error                 { return nil }
-func (testNeeds) Extension(string) error        { return nil }
-func (testNeeds) APIModes() []string            { return nil }
+func (testNeeds) OwnTraffic() bool                               { return true }
+func (testNeeds) ClockPreload() (string, error)                  { return "", errors.New("no libfaketime here") }
+func (testNeeds) BlockLoop() error                               { return nil }
+func (testNeeds) Cancel() error                                  { return nil }
+func (testNeeds) Extension(string) error                         { return nil }
+func (testNeeds) APIModes() []string                             { return nil }
+func (testNeeds) TasksPerProcess(map[string]string) (int, error) { return 1, nil }
 
 // A lock in a process of its own says what that process needs of a run;
 // one in the harness's process has no such needs.

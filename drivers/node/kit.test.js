@@ -72,7 +72,7 @@ test('a scoped idiom on the kit: modes, throw (raised false when the idiom swall
     const h = await d.hello();
     assert.equal(h.apis, undefined, 'no modes without apis');
     assert.ok(!h.options.includes('api'));
-    assert.deepEqual([...h.extensions].sort(), ['cancel', 'reset', 'sigterm', 'throw']);
+    assert.deepEqual([...h.extensions].sort(), ['cancel', 'reset', 'sigterm', 'tasks', 'throw']);
     assert.equal((await d.init([srv], { options: { command_timeout_ms: 100, ttl_ms: 1000 } })).type, 'init_ok');
     const r = await d.request({ type: 'acquire', key: 'lc:t:s1', ttl_ms: 5000, wait_ms: 0 });
     assert.equal(r.type, 'acquired', JSON.stringify(r));
@@ -110,10 +110,55 @@ test('a scoped idiom on the kit: modes, throw (raised false when the idiom swall
     assert.ok(hx.options.includes('api'));
     const yaml = fs.readFileSync(path.join(__dirname, '..', '..', 'examples', 'node-driver', 'my-lock.yaml'), 'utf8');
     assert.match(yaml, /^apis: \[with-lock, try-unlock\]/m, 'its lock file lists the same');
-    assert.match(yaml, /^extensions: \[cancel, throw, sigterm, reset\]/m);
+    assert.match(yaml, /^extensions: \[cancel, throw, sigterm, reset, tasks\]/m);
   } finally {
     ds.forEach((x) => x.kill());
     srv.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// tasks: several lockchaos clients in one process share the lock's
+// library client: the lock's init runs once, for the first client; the
+// others' inits are answered at once; their requests run side by side.
+const COUNTING = `
+const { serve, sleep } = require(${JSON.stringify(path.join(__dirname, 'kit'))});
+let inits = 0;
+const held = new Set();
+serve({
+  hello: { name: 'counting', library: 'test', version: '0' },
+  async init() { inits++; },
+  async acquire(r) {
+    if (r.key === 'lc:t:inits') throw Object.assign(new Error('inits ' + inits), { name: 'ReplyError' });
+    if (held.has(r.key)) return null;
+    held.add(r.key);
+    await sleep(100); // a slow call: another client's goes on meanwhile
+    return { token: r.key };
+  },
+  async release(r, l) { return held.delete(l.token); },
+});
+`;
+
+test('tasks: the clients of one process share the lock, one init, calls side by side', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lc-kit-tasks-'));
+  fs.writeFileSync(path.join(dir, 'driver.js'), COUNTING);
+  const d = new Driver([], {}, path.join(dir, 'driver.js'));
+  try {
+    assert.ok((await d.hello()).extensions.includes('tasks'));
+    for (const client of [4, 5, 6]) assert.equal((await d.init([{ addr: '127.0.0.1:1' }], { client })).type, 'init_ok');
+    const t = Date.now();
+    const [a, b] = await Promise.all([
+      d.request({ type: 'acquire', client: 4, key: 'lc:t:a', ttl_ms: 1000, wait_ms: 0 }),
+      d.request({ type: 'acquire', client: 5, key: 'lc:t:b', ttl_ms: 1000, wait_ms: 0 }),
+    ]);
+    assert.deepEqual([a.type, b.type], ['acquired', 'acquired']);
+    assert.notEqual(a.lease, b.lease, 'leases are named uniquely in the process');
+    assert.ok(Date.now() - t < 190, `two 100 ms calls of two clients took ${Date.now() - t} ms: one after the other`);
+    const n = await d.request({ type: 'acquire', client: 6, key: 'lc:t:inits', ttl_ms: 1000, wait_ms: 0 });
+    assert.match(n.error || '', /inits 1$/, JSON.stringify(n));
+    assert.equal((await d.request({ type: 'release', client: 5, lease: b.lease })).type, 'released');
+  } finally {
+    d.kill();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -30,6 +30,9 @@ import (
 //	reset       good, with the reset extension (warm drivers): reset_ok
 //	            always; an acquire of "count-inits" answers indeterminate
 //	            with "inits N"
+//	tasks       good, with the tasks extension (several clients a process):
+//	            an acquire of "whoami" answers indeterminate with "client C
+//	            inits N pid P", C the request's client
 //	faketime    its clock request reads libfaketime's timestamp file as
 //	            libfaketime would (a Go program's clocks do not pass libc);
 //	            it declares block_loop and sleeps through one
@@ -75,7 +78,7 @@ func fakeMain(mode string) {
 		case typ == "hello":
 			reply("hello_ok", "protocol", 1, "name", "fake-"+mode, "library", "fakelib", "version", "0.0.1", "language", "go",
 				"capabilities", []string{"renews"}, "reports", []string{"deadline", "lost", "fence", "renewals"}, "options", []string{"flavour"},
-				"extensions", map[string][]string{"faketime": {"block_loop"}, "reset": {"reset"}}[mode])
+				"extensions", map[string][]string{"faketime": {"block_loop"}, "reset": {"reset"}, "tasks": {"tasks"}}[mode])
 			switch mode {
 			case "malformed":
 				fmt.Fprintln(os.Stdout, "not json")
@@ -117,6 +120,12 @@ func fakeMain(mode string) {
 				reply("indeterminate", "error", fmt.Sprintf("releases %d", releases))
 			case "count-inits":
 				reply("indeterminate", "error", fmt.Sprintf("inits %d", inits))
+			case "whoami":
+				c := -1
+				if v, ok := req["client"].(float64); ok {
+					c = int(v)
+				}
+				reply("indeterminate", "error", fmt.Sprintf("client %d inits %d pid %d", c, inits, os.Getpid()))
 			case "own.k1":
 				// A library that names its own key: it says so.
 				reply("acquired", "lease", "own", "token", "tok-own", "depth", 1, "keys", []string{"lib:" + key})

@@ -238,6 +238,9 @@ var ClockTakesEffect = time.Second
 // change the clock read it (took_effect_ms); an error says it did not.
 func (l *Locker) SetProcessClock(off time.Duration, rate float64) (map[string]string, error) {
 	eff := map[string]string{"mechanism": "libfaketime", "driver_pid": strconv.Itoa(l.p.pid)}
+	if l.sh != nil {
+		return eff, l.errShared("setting its clock")
+	}
 	l.p.touched.Store(true)
 	fc := l.fc
 	if fc == nil {
@@ -333,6 +336,9 @@ func (l *Locker) real(ns int64) time.Time {
 // SIGSTOP. The effect has loop_blocked_ms, measured by the driver.
 func (l *Locker) BlockLoop(d time.Duration) (map[string]string, error) {
 	eff := map[string]string{"mode": "block-loop", "driver_pid": strconv.Itoa(l.p.pid)}
+	if l.sh != nil {
+		return eff, l.errShared("blocking its event loop")
+	}
 	l.p.touched.Store(true)
 	if !l.hasExtension("block_loop") {
 		return eff, fmt.Errorf("driver %s (%s) does not block its event loop: its hello declares no block_loop extension", l.spec.Name, l.hello.Language)

@@ -50,6 +50,9 @@ type Locker struct {
 	extra      map[string]string
 	warm       bool
 	prestarted bool
+	// sh: the process this client shares with others of its run (lock
+	// option tasks, tasks.go); nil when the process is its own.
+	sh *shared
 }
 
 var (
@@ -143,6 +146,17 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 	for k, v := range env.Options.Extra {
 		extra[k] = v
 	}
+	tasks, err := Tasks(extra)
+	if err != nil {
+		return nil, err
+	}
+	delete(extra, TasksOption)
+	if tasks > 1 {
+		if err := l.newShared(s, extra, tasks); err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
 	var fenv []string
 	if env.ClockFile != "" {
 		if l.fc, l.fcWhy = newFakeClock(s, env.ClockFile); l.fc != nil {
@@ -175,43 +189,55 @@ func New(s *Spec, env lockimpl.Env) (lockimpl.Locker, error) {
 // begin makes p (hello answered m) this Locker's driver: the options
 // checked against hello's, init, calibration. On an error p is stopped.
 func (l *Locker) begin(p *proc, m Reply, extra map[string]string) error {
-	s, env := l.spec, l.env
 	l.p, l.hello = p, m
 	p.cancels.Store(slices.Contains(m.Extensions, "cancel"))
 	p.mu.Lock()
 	p.onReply = l.onReply
 	p.mu.Unlock()
-	fail := func(err error) error {
-		_ = p.stop()
-		return err
+	err := l.checkOptions(extra)
+	if err == nil {
+		err = l.init(extra, l.env.ConnName)
 	}
+	if err == nil {
+		err = l.calibrate()
+	}
+	if err != nil {
+		_ = p.stop()
+	}
+	return err
+}
+
+// checkOptions refuses a lock option the driver's hello does not declare,
+// and an API mode it does not offer.
+func (l *Locker) checkOptions(extra map[string]string) error {
+	s, m := l.spec, l.hello
 	for _, k := range sortedKeys(extra) {
 		if !slices.Contains(m.Options, k) {
-			return fail(fmt.Errorf("lock option %s=%s: driver %s (%s %s) understands %s", k, extra[k], s.Name, m.Library, m.Version, optList(m.Options)))
+			return fmt.Errorf("lock option %s=%s: driver %s (%s %s) understands %s", k, extra[k], s.Name, m.Library, m.Version, optList(m.Options))
 		}
 	}
 	if v, ok := extra["api"]; ok && len(m.APIs) > 0 && !slices.Contains(m.APIs, v) {
-		return fail(fmt.Errorf("lock option api=%s: driver %s (%s %s) calls its library in modes %s (the default first)", v, s.Name, m.Library, m.Version, strings.Join(m.APIs, ", ")))
+		return fmt.Errorf("lock option api=%s: driver %s (%s %s) calls its library in modes %s (the default first)", v, s.Name, m.Library, m.Version, strings.Join(m.APIs, ", "))
 	}
-	o := l.opts
+	return nil
+}
+
+// init sends the client's init: its id, connection name, key prefix,
+// endpoints (its link proxies) and the lock's options.
+func (l *Locker) init(extra map[string]string, connName string) error {
+	s, env, o := l.spec, l.env, l.opts
 	client := env.ClientID
-	req := &Request{Type: "init", Client: &client, ConnName: env.ConnName, KeyPrefix: env.KeyPrefix, Topology: topology(env.Endpoints),
+	req := &Request{Type: "init", Client: &client, ConnName: connName, KeyPrefix: env.KeyPrefix, Topology: topology(env.Endpoints),
 		Options: &InitOptions{TTLMS: o.TTL.Milliseconds(), AcquireTimeoutMS: o.AcquireTimeout.Milliseconds(), CommandTimeoutMS: o.CommandTimeout.Milliseconds(),
 			RetryDelayMS: o.RetryDelay.Milliseconds(), RenewIntervalMS: o.RenewInterval.Milliseconds(), Extra: extra}}
 	for _, ep := range env.Endpoints {
 		req.Endpoints = append(req.Endpoints, EndpointMsg{Addr: ep.Addr, MasterName: ep.MasterName, Sentinels: ep.SentinelAddrs, Cluster: ep.ClusterAddrs, Password: ep.Password})
 	}
-	r, err := p.call(context.Background(), req, StartTimeout)
+	r, err := l.p.call(context.Background(), req, StartTimeout)
 	if err == nil && r.Type != TypeInitOK {
 		err = &Error{Driver: s.Name, Msg: "answered init with " + r.Type + ": " + r.Error, Unavailable: r.Unavailable}
 	}
-	if err != nil {
-		return fail(err)
-	}
-	if err := l.calibrate(); err != nil {
-		return fail(err)
-	}
-	return nil
+	return err
 }
 
 func optList(o []string) string {
@@ -317,6 +343,10 @@ func (l *Locker) Config() map[string]any {
 	if len(h.Extensions) > 0 {
 		c["extensions"] = h.Extensions
 	}
+	if l.sh != nil {
+		c["tasks_per_process"] = l.sh.tasks
+		c["command_attribution"] = "per process: the clients of a process share its library's connections, named lc-<run>-p<process>; a command is tied to the one client of the process with a call in flight (a delete: a release), a write to the client whose acquire reported its token, and stays the process's otherwise"
+	}
 	switch {
 	case l.fc != nil:
 		c["clock"] = map[string]any{"libfaketime": l.fc.lib, "timestamp_file": l.fc.file, "monotonic_faked": l.fc.mono}
@@ -404,7 +434,7 @@ func (l *Locker) onReply(req *Request, m Reply) {
 func (l *Locker) gated(ctx context.Context, req *Request, bound time.Duration, ok, refused string) (Reply, error) {
 	g := l.env.Gate
 	if g == nil {
-		return l.p.call(ctx, req, bound)
+		return l.call(ctx, req, bound)
 	}
 	node := 0
 	if len(l.env.Endpoints) > 1 {
@@ -419,13 +449,23 @@ func (l *Locker) gated(ctx context.Context, req *Request, bound time.Duration, o
 			// the library would renew that lease for ever (redis-semaphore's
 			// Mutex: no acquire succeeded again, docs/findings.md). The
 			// outcome stays the gate's: the command could not be sent.
-			_, _ = l.p.call(ctx, req, bound) // the gate's error is the outcome
+			_, _ = l.call(ctx, req, bound) // the gate's error is the outcome
 		}
 		return Reply{}, err
 	}
-	m, err := l.p.call(ctx, req, bound)
+	m, err := l.call(ctx, req, bound)
 	g.After(node, err == nil && (m.Type == ok || m.Type == refused), err == nil && m.Type == ok)
 	return m, err
+}
+
+// call sends one of the client's requests: in a shared process it names
+// the client.
+func (l *Locker) call(ctx context.Context, req *Request, bound time.Duration) (Reply, error) {
+	if l.sh != nil {
+		c := l.env.ClientID
+		req.Client = &c
+	}
+	return l.p.call(ctx, req, bound)
 }
 
 func (l *Locker) protocolBreak(req string, m Reply) error {
@@ -478,7 +518,7 @@ func (l *Locker) Extend(ctx context.Context, ls lockimpl.Lease, ttl time.Duratio
 	if !ok || dl.l != l {
 		return fmt.Errorf("driver %s: Extend of a lease it did not give", l.spec.Name)
 	}
-	m, err := l.p.call(ctx, &Request{Type: "extend", Lease: dl.name, TTLMS: ms(ttl)}, l.bound(0))
+	m, err := l.call(ctx, &Request{Type: "extend", Lease: dl.name, TTLMS: ms(ttl)}, l.bound(0))
 	if err != nil {
 		return err
 	}
@@ -515,6 +555,9 @@ func (l *Locker) indeterminate(m Reply) error {
 // Freeze stops the driver's process group (SIGSTOP); the effect is its
 // process state read from /proc once stopped ('T').
 func (l *Locker) Freeze() (map[string]string, error) {
+	if l.sh != nil {
+		return nil, l.errShared("stopping it")
+	}
 	st, err := l.p.freeze()
 	return map[string]string{"driver_pid": fmt.Sprint(l.p.pid), "driver_state": st}, err
 }
@@ -524,6 +567,9 @@ func (l *Locker) Thaw() error { return l.p.thaw() }
 
 // Kill ends it at once (SIGKILL of its group): a crashed client.
 func (l *Locker) Kill() error {
+	if l.sh != nil {
+		return l.errShared("killing it")
+	}
 	l.p.killed.Store(true)
 	return l.p.signal(syscall.SIGKILL)
 }
@@ -533,6 +579,9 @@ func (l *Locker) Kill() error {
 // extension runs the application's), and it is killed if it has not ended
 // after grace (lockimpl.Terminator).
 func (l *Locker) Terminate(grace time.Duration) (exit string, graceful bool, err error) {
+	if l.sh != nil {
+		return "", false, l.errShared("a SIGTERM")
+	}
 	return l.p.terminate(grace)
 }
 
@@ -554,6 +603,9 @@ func (l *Locker) Err() error { return l.p.brokenErr() }
 // reuse is on and nothing but the workload touched the process, resets it
 // and keeps it warm for the next run of the same lock (pool.go).
 func (l *Locker) Close() error {
+	if l.sh != nil {
+		return l.sh.detach(l)
+	}
 	if l.reusable() && l.p.reset() == nil && keep(l.poolKey, l.p, l.hello, false) {
 		return nil
 	}

@@ -229,6 +229,15 @@ func (s *Spec) BlockLoop() error {
 	return nil
 }
 
+// TasksPerProcess is the tasks option of the scenario's extra, else of the
+// lock file's options (lockimpl.ProcessNeeds).
+func (s *Spec) TasksPerProcess(extra map[string]string) (int, error) {
+	if _, ok := extra[TasksOption]; ok {
+		return Tasks(extra)
+	}
+	return Tasks(s.Options)
+}
+
 // Extension is nil for a lock file that declares extension x and for a
 // driver known by its hello only (exec:, left to the fault, which records
 // it as not taken effect), an error otherwise (lockimpl.ProcessNeeds).

@@ -62,6 +62,13 @@
 //   explicit lease is released as a request handler's finally does), an
 //   acquire still under way releases at once what it wins, the kit waits for
 //   them at most the TTL, calls close and exits 0.
+// - tasks: several lockchaos clients in this one process (the lock option
+//   tasks=N), as a web server's request handlers share one client: each
+//   sends its own init and names itself (client) in every request; the
+//   kit calls init once, for the first (its endpoints and conn_name, which
+//   is the process's), and answers the others' at once. Requests of
+//   different clients run side by side (Node's one thread interleaves
+//   them at each await); leases are the process's, named uniquely in it.
 const readline = require('node:readline');
 
 const ORIGIN = process.hrtime.bigint();
@@ -146,6 +153,7 @@ function serve(lock, input = process.stdin, output = process.stdout) {
   let ttl = 0;
   let cmdTimeout = 1000;
   let terminating = false;
+  const clients = new Set(); // the clients init answered (tasks: several)
   const isRefusal = (e) => {
     const f = mode.isRefusal || lock.isRefusal;
     return !!(f && f(e));
@@ -182,13 +190,14 @@ function serve(lock, input = process.stdin, output = process.stdout) {
     hello: async () => ({
       type: 'hello_ok', protocol: 1, language: 'node', capabilities: [], reports: [], ...h0,
       options: modes ? union(h0.options, ['api']) : (h0.options || []),
-      extensions: union(h0.extensions, ['cancel', 'throw', 'sigterm', ...(lock.close ? ['reset'] : [])]),
+      extensions: union(h0.extensions, ['cancel', 'throw', 'sigterm', 'tasks', ...(lock.close ? ['reset'] : [])]),
       ...(modes && { apis: names }),
     }),
     // reset (a lock with close): the run is over; close, then the next init
     // connects anew. Refused while a lease is held or an idiom is open.
     async reset() {
       if (leases.size > 0 || scopes.size > 0) throw new Error(`reset: ${leases.size} leases held, ${scopes.size} idioms open`);
+      clients.clear();
       await lock.close();
       return { type: 'reset_ok' };
     },
@@ -202,6 +211,12 @@ function serve(lock, input = process.stdin, output = process.stdout) {
         if (!modes[api]) throw new Error(`init: api=${api}: ${h0.name || 'this lock'} offers ${names.join(', ')}`);
         mode = modes[api];
       }
+      // Another client of this process (tasks): the library's client is
+      // connected already and shared, as the process's handlers share it.
+      if (clients.size > 0) {
+        clients.add(r.client);
+        return { type: 'init_ok' };
+      }
       try {
         await lock.init(r);
       } catch (e) {
@@ -210,6 +225,7 @@ function serve(lock, input = process.stdin, output = process.stdout) {
         if (unreachable(e)) e.unavailable = true;
         throw e;
       }
+      clients.add(r.client);
       return { type: 'init_ok' };
     },
     async acquire(r, signal) {
