@@ -610,6 +610,12 @@ func (m *model) replay(k int32, kd *keyData, s *cmdStep) {
 		if s.foreign {
 			m.cmdFound(k, kd, c, st)
 		}
+		switch {
+		case c.client == sharedProcess && st.present:
+			m.sharedDels++
+		case c.client >= 0 && st.present:
+			m.clientDels++
+		}
 		if st.present && c.client >= 0 && m.masterAt(c.node, c.h) {
 			kd.cmdFrees = append(kd.cmdFrees, cmdFree{t: c.h, node: c.node, client: c.client, name: c.name, script: c.script})
 		}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -355,5 +356,43 @@ func TestCommandRecordWinInAGapIsUnknown(t *testing.T) {
 	r := Check(b.ev, Options{})
 	if n := r.Checks[CheckUnlock].Violations; n != 0 {
 		t.Errorf("client 2's own PEXPIRE was blamed on a win the record did not see: %+v", r.Violations)
+	}
+}
+
+// Clients that share a driver process (the lock option tasks) send their
+// commands on its one connection (lc-<run>-p<g>), which ties them to no
+// client. getDel's history so: its SETs carry the tokens the acquires
+// reported, so each key's owner is still known; its stale DEL is no
+// client's, so no culprit can be named, and with no delete of a client's
+// own judged the unlock check answers unknown and says why. With the DELs
+// on the clients' own connections and only the SETs shared, the owner
+// known by its token makes client 0's DEL of client 1's key found again.
+func TestSharedProcessCommands(t *testing.T) {
+	shared := func(b *hb, dels bool) {
+		for i := range b.ev {
+			e := &b.ev[i]
+			if e.Op == history.OpAcquire && e.Result == history.OK {
+				e.Token = map[int]string{0: "tokA", 1: "tokB"}[e.Client]
+			}
+			if e.Op == history.OpCommand && (dels || strings.EqualFold(e.Cmd.Args[0], "SET")) {
+				e.Client, e.Cmd.Name = -1, "lc-r1-p0"
+			}
+		}
+	}
+	b := getDel()
+	shared(b, true)
+	r := Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckUnlock: Unknown})
+	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "connections that several clients share") }) {
+		t.Errorf("notes %q: want one saying the shared connections' deletes are no client's", r.Notes)
+	}
+	b = getDel()
+	shared(b, false)
+	r = Check(b.ev, Options{})
+	wantVerdicts(t, r, map[string]Verdict{CheckUnlock: Invalid})
+	for _, v := range r.Violations {
+		if v.Check == CheckUnlock && (v.Clients[0] != 0 || v.Clients[1] != 1) {
+			t.Errorf("unlock violation %+v: want client 0's DEL of client 1's key", v)
+		}
 	}
 }

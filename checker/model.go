@@ -331,6 +331,10 @@ type model struct {
 	// NX the replay cannot judge took the key when its acquire returned ok
 	// with its token. Streaming drops the old ones (pruneTokens).
 	tokAcq map[string]tokResult
+	// sharedDels, clientDels: recorded deletes of a present key by a
+	// connection that several clients share (a driver process, lock
+	// option tasks: no client's) and by a client's own.
+	sharedDels, clientDels int
 	// acqTok: the token each acquire that returned ok carried, by client
 	// and ack; tokWritten: the record showed a client writing an ok
 	// acquire's token; tokCut: acqTok was pruned up to here (grant.go).

@@ -397,9 +397,18 @@ func resultUnlock(m *model, c *ctx) (CheckResult, bool) {
 	res := CheckResult{Stats: map[string]any{"server_dels": m.dels, "source": m.ownershipSource()}}
 	res.Violations = c.unlockCount
 	seen := m.lockKeysSeen()
-	res.Verdict = verdictOf(c.unlockCount, m.nHolds > 0 && seen)
+	// Deletes sent on a connection that several clients share (a driver
+	// process, lock option tasks) have no client: whose lock a client's
+	// delete took cannot be said of them. Only those: nothing judged.
+	judged := m.nHolds > 0 && seen && !(m.sharedDels > 0 && m.clientDels == 0)
+	res.Verdict = verdictOf(c.unlockCount, judged)
 	if m.nHolds > 0 && !seen && c.unlockCount == 0 {
 		c.notes = append(c.notes, noLockKeyNote("unlock"))
+	}
+	if m.sharedDels > 0 {
+		res.Stats["shared_process_dels"] = m.sharedDels
+		c.notes = append(c.notes, fmt.Sprintf("unlock: %d deletes were sent on connections that several clients share (a driver process, lock option tasks), which the servers' record ties to no client: a client's delete of another's lock there is not named (its effect on the holder is still judged by mutex and resource)%s",
+			m.sharedDels, ifs(m.clientDels == 0 && c.unlockCount == 0, "; with no other delete judged, unlock is unknown")))
 	}
 	return res, true
 }

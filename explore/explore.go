@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -249,15 +250,19 @@ type Coverage struct {
 	// ("default": the idiom its library's README shows first), absent for
 	// a lock with one way in.
 	APIs map[string]int `json:"apis,omitempty"`
+	// Tasks: the schedules tried with each number of clients a driver
+	// process ("1": a process a client), absent for a lock without the
+	// tasks extension.
+	Tasks map[string]int `json:"tasks,omitempty"`
 }
 
 type coverage struct {
 	kinds, points, dirs, whens, tuples map[string]bool
-	apis                               map[string]int
+	apis, tasks                        map[string]int
 }
 
 func newCoverage() *coverage {
-	return &coverage{map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]int{}}
+	return &coverage{map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]int{}, map[string]int{}}
 }
 
 func (c *coverage) add(s Schedule) {
@@ -266,6 +271,7 @@ func (c *coverage) add(s Schedule) {
 	} else {
 		c.apis["default"]++
 	}
+	c.tasks[strconv.Itoa(max(s.Tasks, 1))]++
 	for _, f := range s.Faults {
 		k := f.Spec.Kind
 		c.kinds[k] = true

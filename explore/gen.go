@@ -163,12 +163,18 @@ func (g Generator) draw(r *rand.Rand) Schedule {
 		s.Resource = "register"
 	}
 	s.API = g.drawAPI(r)
+	s.Tasks = g.drawTasks(r)
 	maxF := g.MaxFaults
 	if maxF <= 0 || maxF > 3 {
 		maxF = 3
 	}
 	n := 1 + weighted(r, []int{6, 3, 1}[:maxF])
 	ks := g.kinds()
+	if s.Tasks > 1 {
+		// A fault on a client's process would hit every client in it:
+		// refused for clients that share processes (runner).
+		ks = slices.DeleteFunc(slices.Clone(ks), func(k string) bool { return slices.Contains(history.ClientProcessKinds, k) })
+	}
 	for range n {
 		s.Faults = append(s.Faults, g.fault(r, pickWeighted(r, kindPrior, ks), s))
 	}
@@ -180,6 +186,12 @@ func (g Generator) draw(r *rand.Rand) Schedule {
 func (g Generator) hasAPIs() bool {
 	p, driver := lockimpl.ProcessNeedsOf(g.Info.Name)
 	return driver && len(p.APIModes()) > 1
+}
+
+// hasTasks: the lock is a driver lock whose clients can share a process.
+func (g Generator) hasTasks() bool {
+	p, driver := lockimpl.ProcessNeedsOf(g.Info.Name)
+	return driver && p.Extension("tasks") == nil
 }
 
 // drawAPI draws the library idiom a driver lock is called in: its default
@@ -195,6 +207,17 @@ func (g Generator) drawAPI(r *rand.Rand) string {
 		return ""
 	}
 	return pick(r, apis[1:])
+}
+
+// drawTasks draws how many clients share a driver process: a quarter of
+// the schedules of a driver with the tasks extension, 2 or 4 (0 otherwise:
+// a process a client).
+func (g Generator) drawTasks(r *rand.Rand) int {
+	p, driver := lockimpl.ProcessNeedsOf(g.Info.Name)
+	if !driver || p.Extension("tasks") != nil || r.IntN(4) != 0 {
+		return 0
+	}
+	return pick(r, []int{2, 4})
 }
 
 // drawRenewal times a fault by a renewing lock's renewals: just after the

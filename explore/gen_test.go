@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -273,5 +274,57 @@ func TestAutoParallelByWhereTheLockRuns(t *testing.T) {
 	}
 	if got := AutoParallel("simple"); got != 2 {
 		t.Errorf("simple: %d runs at once, want 2", got)
+	}
+}
+
+// A driver lock with the tasks extension is explored with several clients
+// a process in some schedules (2 or 4, never with a fault on a client's
+// process, which the runner refuses for them); the number reaches the run
+// as lock.extra tasks, and shrinking tries a process a client. A lock
+// without the extension is never drawn so.
+func TestTasksDrawn(t *testing.T) {
+	factory := func(lockimpl.Env) (lockimpl.Locker, error) { return nil, errors.New("not started") }
+	lockimpl.RegisterProcess(lockimpl.Info{Name: "explore-test-driver-tasks"}, factory, fakeNeeds{ext: []string{"cancel", "throw", "sigterm", "tasks"}})
+	lockimpl.RegisterProcess(lockimpl.Info{Name: "explore-test-driver-one"}, factory, fakeNeeds{ext: []string{"cancel", "throw", "sigterm"}})
+	tasks, _, _ := lockimpl.Lookup("explore-test-driver-tasks")
+	one, _, _ := lockimpl.Lookup("explore-test-driver-one")
+	seen := map[int]int{}
+	cov := newCoverage()
+	g := Generator{Seed: 5, Topology: "single", Info: tasks}
+	for i := range 200 {
+		s, err := g.Generate(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[s.Tasks]++
+		cov.add(s)
+		sc, _ := s.Scenario("x")
+		want := ""
+		if s.Tasks > 1 {
+			want = strconv.Itoa(s.Tasks)
+			for _, f := range s.Faults {
+				if slices.Contains(history.ClientProcessKinds, f.Spec.Kind) {
+					t.Errorf("schedule %d: %d clients a process with %s, a fault on a client's process", i, s.Tasks, f.Spec.Kind)
+				}
+			}
+			if !slices.ContainsFunc(reductions(s), func(r reduction) bool { return r.s.Tasks == 0 }) {
+				t.Errorf("schedule %d: shrinking never tries a process a client", i)
+			}
+		}
+		if got := sc.Lock.Extra["tasks"]; got != want {
+			t.Errorf("schedule %d: lock.extra tasks %q, want %q", i, got, want)
+		}
+	}
+	if seen[2] < 10 || seen[4] < 10 || seen[0] < 100 {
+		t.Errorf("tasks drawn %v in 200 schedules: want 2 and 4 in some, a process a client in most", seen)
+	}
+	if cov.tasks["1"] != seen[0] || cov.tasks["4"] != seen[4] {
+		t.Errorf("coverage %v, drawn %v", cov.tasks, seen)
+	}
+	g.Info = one
+	for i := range 100 {
+		if s, _ := g.Generate(i); s.Tasks != 0 {
+			t.Fatalf("a lock without the tasks extension drawn with %d clients a process", s.Tasks)
+		}
 	}
 }

@@ -383,6 +383,9 @@ func (e *Explorer) finish() (*Report, error) {
 	if e.gen.hasAPIs() {
 		r.Coverage.APIs = maps.Clone(e.cov.apis)
 	}
+	if e.gen.hasTasks() {
+		r.Coverage.Tasks = maps.Clone(e.cov.tasks)
+	}
 	for _, f := range r.Findings {
 		if f.Replay == "" && f.Minimal.Faults != nil {
 			// Stopped before it was saved: saved as it stands.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/lockimpl"
+	"github.com/lockchaos/lockchaos/lockimpl/driver"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/workloads"
 )
@@ -70,7 +71,11 @@ type Schedule struct {
 	Resource string        `json:"resource"`
 	// API is the library idiom a driver lock is called in (its lock
 	// option api; "" its default), drawn among its lock file's apis.
-	API    string  `json:"api,omitempty"`
+	API string `json:"api,omitempty"`
+	// Tasks is how many clients share a driver process (the lock option
+	// tasks; 0: a process a client), drawn for a driver with the tasks
+	// extension.
+	Tasks  int     `json:"tasks,omitempty"`
 	Faults []Fault `json:"faults"`
 }
 
@@ -155,16 +160,21 @@ func (s Schedule) Scenario(name string) (*scenarios.Scenario, error) {
 }
 
 // LockExtra is base (the explored lock's options) with the schedule's API
-// mode, a new map; nil when both are empty.
+// mode and tasks, a new map; nil when all are empty.
 func (s Schedule) LockExtra(base map[string]string) map[string]string {
-	if s.API == "" {
+	if s.API == "" && s.Tasks < 2 {
 		return maps.Clone(base)
 	}
 	out := maps.Clone(base)
 	if out == nil {
 		out = map[string]string{}
 	}
-	out["api"] = s.API
+	if s.API != "" {
+		out["api"] = s.API
+	}
+	if s.Tasks > 1 {
+		out[driver.TasksOption] = strconv.Itoa(s.Tasks)
+	}
 	return out
 }
 
@@ -182,6 +192,9 @@ func (s Schedule) Describe() string {
 	api := ""
 	if s.API != "" {
 		api = ", api " + s.API
+	}
+	if s.Tasks > 1 {
+		api += fmt.Sprintf(", %d clients a process", s.Tasks)
 	}
 	return fmt.Sprintf("%s, TTL %v, %d clients, %d key(s), hold %v, think %v%s%s, %v run: %s",
 		s.Topology, s.TTL, s.Clients, s.Keys, s.Hold, s.Think, reentryWords(s.Reentry), api, s.Duration, fs)

@@ -126,6 +126,9 @@ func reductions(s Schedule) []reduction {
 	if s.API != "" {
 		add("api "+s.API+" → the lock's default", func(c *Schedule) { c.API = "" })
 	}
+	if s.Tasks > 1 {
+		add(fmt.Sprintf("%d clients a process → a process a client", s.Tasks), func(c *Schedule) { c.Tasks = 0 })
+	}
 	if h := s.Hold / 4; h >= time.Millisecond && s.Hold > 2*time.Millisecond {
 		add(fmt.Sprintf("hold %v → %v", s.Hold, h.Round(time.Millisecond)), func(c *Schedule) { c.Hold = h.Round(time.Millisecond) })
 	}

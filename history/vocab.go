@@ -256,3 +256,10 @@ func SharedProcessConn(name string) bool {
 	}
 	return true
 }
+
+// ClientProcessKinds are the fault kinds that act on a client's process or
+// its links (its library's own connections): clients that share a driver
+// process (the lock option tasks) cannot take them, since they would hit
+// every client in it.
+var ClientProcessKinds = []string{FaultPauseClient, FaultCrashClient, FaultSigterm, FaultClockSkew,
+	FaultCutClient, FaultStallCommands, FaultLink}

@@ -29,12 +29,8 @@ func observe(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, p 
 // recordCommands starts the per-node command record (cluster.Record). A
 // record that cannot start is recorded as such (history.CmdUnavailable), so
 // the checker falls back to the keyspace observer and says why.
-func recordCommands(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, p keyspace.Prefix, runID string, attribute func(*history.Event)) (func(), cluster.RecordStatus) {
-	record := func(e *history.Event) {
-		attribute(e)
-		rec.Record(e)
-	}
-	stop, st, err := cluster.Record(ctx, cl, p, runID, record, rec.Now, rec.ToRun)
+func recordCommands(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, p keyspace.Prefix, runID string) (func(), cluster.RecordStatus) {
+	stop, st, err := cluster.Record(ctx, cl, p, runID, rec.Record, rec.Now, rec.ToRun)
 	if err == nil && st.Mode == cluster.RecordMonitor {
 		return stop, st
 	}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -59,11 +58,8 @@ type run struct {
 	admin       *redis.Client // a worker's barrier connection
 	wi          WorkerInfo
 
-	// caller: the workload, once it runs, for attribute.
-	caller       atomic.Pointer[workloads.Workload]
-	shared, tied atomic.Int64 // commands of shared processes, and those tied to a client
-	interrupted  bool         // ctx ended the run early
-	stoppedBy    string       // a limit stopped it
+	interrupted bool   // ctx ended the run early
+	stoppedBy   string // a limit stopped it
 }
 
 // resolve checks the options and fills in their defaults, before anything
@@ -261,7 +257,7 @@ func (r *run) startRecording(ctx context.Context) error {
 	r.atExit(func() { _ = r.stopObs() })
 	r.recStatus = cluster.RecordStatus{Mode: cluster.RecordOff}
 	if r.recordCmds {
-		r.stopRecord, r.recStatus = recordCommands(ctx, r.cl, r.rec, r.prefix, r.runID, r.attribute)
+		r.stopRecord, r.recStatus = recordCommands(ctx, r.cl, r.rec, r.prefix, r.runID)
 		r.note(r.recStatus.Note, "")
 	}
 	r.atExit(func() { r.stopRecord() })
@@ -332,7 +328,6 @@ func (r *run) startWorkload(ctx context.Context) error {
 		return fail(class, "workload: %w", err)
 	}
 	r.w = w
-	r.caller.Store(w)
 	r.atExit(func() { w.Close() })
 	_ = metrics.WriteJSON(filepath.Join(r.o.Out, "schedule.json"), map[string]any{"seed": s.Seed, "faults": r.sched})
 	r.fr = faults.NewRunner(&faults.Env{Cluster: r.cl, Clients: w, Rand: faults.NewRand(s.Seed), TTL: r.lockOpts.TTL, Now: r.rec.Now,
@@ -348,33 +343,6 @@ func (r *run) startWorkload(ctx context.Context) error {
 	return err
 }
 
-// attribute ties a recorded command of a driver process that several
-// clients share to the client that sent it, where one can have
-// (workloads.Workload.CallerOf).
-func (r *run) attribute(e *history.Event) {
-	if e.Client >= 0 || e.Cmd == nil {
-		return
-	}
-	if w := r.caller.Load(); w != nil && history.SharedProcessConn(e.Cmd.Name) {
-		e.Client = w.CallerOf(e.Cmd.Name, e.T, e.Cmd)
-		r.shared.Add(1)
-		if e.Client >= 0 {
-			r.tied.Add(1)
-		}
-	}
-}
-
-// sharedNote says how many commands of shared driver processes were tied
-// to a client ("" when none was recorded).
-func (r *run) sharedNote() string {
-	n := r.shared.Load()
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("clients shared driver processes (lock option %s): the command record tied %d of their %d commands to the one client with a call in flight; the other %d stay the process's (a library's own commands, or calls of several clients at once), and the checks that name a command's client do not for them (a write is still tied to the client whose acquire reported its token)",
-		driver.TasksOption, r.tied.Load(), n, n-r.tied.Load())
-}
-
 // stop ends what the run started, the servers last, and closes the
 // history: nothing is left running before the (possibly slow) analysis.
 func (r *run) stop(ctx context.Context) error {
@@ -385,9 +353,6 @@ func (r *run) stop(ctx context.Context) error {
 		r.notes = append(r.notes, err.Error())
 	}
 	r.stopRecord()
-	if n := r.sharedNote(); n != "" {
-		r.notes = append(r.notes, n)
-	}
 	if d := r.rec.WallDrift(); d > time.Millisecond {
 		r.notes = append(r.notes, fmt.Sprintf("the host's wall clock moved up to %v from its monotonic clock during the run (NTP, or a resumed virtual machine): the servers' stamps were mapped to the run clock as each was read", d.Round(10*time.Microsecond)))
 	}
@@ -501,11 +466,6 @@ func driverClocks(lock string, s *scenarios.Scenario, out string) map[int]string
 	return m
 }
 
-// onClientProcess are the fault kinds that act on a client's process or
-// its links (its library's own connections).
-var onClientProcess = []string{history.FaultPauseClient, history.FaultCrashClient, history.FaultSigterm, history.FaultClockSkew,
-	history.FaultCutClient, history.FaultStallCommands, history.FaultLink}
-
 // sharedProcessFaults refuses a fault on a client's process when a driver
 // lock's clients share processes (lock option tasks above 1): it would hit
 // every client in the process, which a fault's record (one client) cannot
@@ -529,7 +489,7 @@ func sharedProcessFaults(lock string, s *scenarios.Scenario) error {
 		return badField("lock", "option %s=%d: %s runs one client a process: %v", driver.TasksOption, tasks, lock, err)
 	}
 	for i, f := range s.Faults {
-		if slices.Contains(onClientProcess, f.Kind) {
+		if slices.Contains(history.ClientProcessKinds, f.Kind) {
 			return badField("lock", "option %s=%d: clients share driver processes, and %s (scenario %s, faults[%d]) acts on a client's process or its links, which would hit every client in it: not supported yet",
 				driver.TasksOption, tasks, f.Kind, s.Name, i)
 		}

@@ -18,7 +18,7 @@ func TestSharedProcessFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redlock, err := driver.Resolve(filepath.Join("..", "drivers", "node", "node-redlock.yaml"))
+	redispy, err := driver.Resolve(filepath.Join("..", "drivers", "python", "redis-py.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestSharedProcessFaults(t *testing.T) {
 		{kit, "thrown-in-critical-section", "4", ""},
 		{kit, "cancelled-request", "4", ""},
 		{kit, "gc-pause", "1", ""},
-		{redlock, "smoke", "4", "runs one client a process"},
+		{redispy, "smoke", "4", "runs one client a process"},
 		{"simple", "smoke", "4", "simple runs in lockchaos's process"},
 		{kit, "smoke", "many", "tasks=many"},
 	} {

@@ -18,10 +18,8 @@ import (
 // gate and per-client histograms (hdrhistogram is not goroutine-safe, so
 // each client has its own and they are merged at the end).
 type Client struct {
-	ID int
-	lk lockimpl.Locker
-	// calls: its recent calls when its process is shared (shared.go).
-	calls *callLog
+	ID    int
+	lk    lockimpl.Locker
 	clock *lockimpl.SkewClock
 	gate  gate
 	rec   *history.Recorder
@@ -268,7 +266,6 @@ func (c *Client) acquire(ctx context.Context, k int, depth int, ev *history.Even
 	rec, key, srvKey := c.rec, c.w.keyNames[k], c.w.srvKeys[k]
 	c.gate.setPhase("acquiring")
 	t0 := rec.Now()
-	c.calls.begin(false, t0)
 	var l lockimpl.Lease
 	var err error
 	if c.w.cfg.Try {
@@ -277,7 +274,6 @@ func (c *Client) acquire(ctx context.Context, k int, depth int, ev *history.Even
 		l, err = c.lk.Acquire(ctx, srvKey)
 	}
 	t1 := rec.Now()
-	c.calls.end(t1)
 	c.gate.setPhase("")
 	*ev = history.Event{T: t0, End: t1, Client: c.ID, Key: key, Op: history.OpAcquire}
 	if c.hAcquire != nil {
@@ -335,10 +331,8 @@ func (c *Client) release(ctx context.Context, l lockimpl.Lease, remaining int) i
 	rec := c.rec
 	c.gate.setPhase("releasing")
 	t0 := rec.Now()
-	c.calls.begin(true, t0)
 	err := l.Release(ctx)
 	t1 := rec.Now()
-	c.calls.end(t1)
 	c.gate.setPhase("")
 	ev := &c.ev
 	*ev = history.Event{T: t0, End: t1, Client: c.ID, Key: c.w.shortKey(l.Key()), Op: history.OpRelease, Token: l.Token(), Depth: remaining, Result: history.OK}

@@ -68,17 +68,13 @@ type Workload struct {
 	prefix    keyspace.Prefix
 	reentrant bool
 	honour    bool
-	// tasks: the clients per driver process (shared.go), runID the run's
-	// id (the connections' names carry it).
-	tasks    int
-	runID    string
-	lockInfo lockimpl.Info
-	config   map[string]any
-	rec      *history.Recorder
-	conns    []redis.UniversalClient
-	holders  []holderCount // per key: clients that believe they hold it
-	overlaps atomic.Int64
-	lockOpts lockimpl.Options // with defaults
+	lockInfo  lockimpl.Info
+	config    map[string]any
+	rec       *history.Recorder
+	conns     []redis.UniversalClient
+	holders   []holderCount // per key: clients that believe they hold it
+	overlaps  atomic.Int64
+	lockOpts  lockimpl.Options // with defaults
 	// lockNotes counts Env.Note calls, renewNotes those reporting a
 	// renewal; longestHold is the longest hold (acquire reply to the call
 	// of its release, less the time the client was frozen in between, ns):
@@ -128,7 +124,6 @@ func New(o Options) (*Workload, error) {
 		w.cfg.Rate *= float64(len(ids)) / float64(o.Config.Clients)
 	}
 	w.byID = map[int]*Client{}
-	w.tasks, w.runID = sharing(o.Lock, o.LockOptions), o.RunID
 	for _, id := range ids {
 		if err := w.addClient(o, id); err != nil {
 			w.Close()
@@ -168,9 +163,6 @@ func (w *Workload) addClient(o Options, id int) error {
 	c := &Client{ID: id, clock: lockimpl.NewSkewClock(), rec: o.Rec, w: w,
 		rng: rand.New(rand.NewPCG(o.Seed, uint64(id)+1))}
 	c.gate.c = c
-	if w.tasks > 1 {
-		c.calls = &callLog{}
-	}
 	c.gate.dropWait = cmp.Or(o.Conn.Timeout, cluster.DefaultTimeout)
 	c.key.Store(-1)
 	if o.Histograms {

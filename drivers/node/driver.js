@@ -73,6 +73,7 @@ let startLib;
 let lib; // {mod, version}
 let lock = null;
 let clients = [];
+const inited = new Set(); // the lockchaos clients init answered (tasks: several share the lock)
 
 // What hello says about the lock under these options and this version.
 function identity() {
@@ -81,6 +82,13 @@ function identity() {
 }
 
 async function init(req) {
+  if (lock && inited.size > 0 && req.client !== undefined && !inited.has(req.client)) {
+    // Another client of this process (the tasks extension): the library's
+    // clients are connected and shared, as an application's handlers
+    // share them.
+    inited.add(req.client);
+    return { type: 'init_ok' };
+  }
   if (lock) throw new Error('init: already initialised');
   const before = identity();
   const extra = (req.options && req.options.extra) || {};
@@ -110,6 +118,7 @@ async function init(req) {
     throw new Error(`init: ${e.message}`);
   }
   defaultTtl = (req.options && req.options.ttl_ms) || 0;
+  inited.add(req.client);
   const t1 = mono();
   const after = identity();
   const changed = {};
@@ -135,6 +144,7 @@ async function reset() {
   await clientsMod.close(clients);
   clients = [];
   lock = null;
+  inited.clear();
   opts = { ...startOpts };
   lib = startLib;
   return { type: 'reset_ok' };
@@ -154,7 +164,7 @@ const needLock = (f) => async (req) => {
   return f(req);
 };
 
-const EXTENSIONS = ['block_loop', 'cancel', 'throw', 'sigterm', 'reset'];
+const EXTENSIONS = ['block_loop', 'cancel', 'throw', 'sigterm', 'reset', 'tasks'];
 const HANDLERS = {
   hello: async () => ({ type: 'hello_ok', protocol: 1, ...identity(), options: spec.options, extensions: EXTENSIONS }),
   init,
@@ -211,22 +221,35 @@ function onLine(text) {
   enqueue(req, h);
 }
 
-// The request queue: one request runs at a time (running), the others wait
-// their turn (waiting), in order. open holds the cancellable requests not
-// answered yet (queued or running), by id; answer() writes a request's one
-// answer and takes it out.
+// The request queues, one a client (lanes): a client's requests run one at
+// a time (running), the others wait their turn (waiting), in order; the
+// clients that share this process (the tasks extension: requests name
+// their client) run side by side, as an application's handlers share one
+// library client. Requests without a client (hello, init, reset) have a
+// lane of their own. open holds the cancellable requests not answered yet
+// (queued or running), by id; answer() writes a request's one answer and
+// takes it out.
 const CANCELLABLE = new Set(['acquire', 'release', 'extend']);
 const CANCELLED = 'aborted: the caller stopped waiting';
-const waiting = [];
+const lanes = new Map();
 const open = new Map();
-let running = null;
 let idleWaiters = [];
 
+function laneOf(req) {
+  const k = CANCELLABLE.has(req.type) && req.client !== undefined ? req.client : '-';
+  let l = lanes.get(k);
+  if (!l) {
+    l = { running: null, waiting: [] };
+    lanes.set(k, l);
+  }
+  return l;
+}
+
 function enqueue(req, h) {
-  const e = { req, h, state: 'queued', answered: false, t0: 0, abort: null };
+  const e = { req, h, state: 'queued', answered: false, t0: 0, abort: null, lane: laneOf(req) };
   if (CANCELLABLE.has(req.type) && Number.isInteger(req.id)) open.set(req.id, e);
-  waiting.push(e);
-  pump();
+  e.lane.waiting.push(e);
+  pump(e.lane);
 }
 
 // answer writes e's answer unless it has one already (false then).
@@ -238,20 +261,26 @@ function answer(e, rep) {
   return true;
 }
 
+// busy: a request runs or waits in some lane.
+function busy() {
+  for (const l of lanes.values()) if (l.running || l.waiting.length > 0) return true;
+  return false;
+}
+
 // idle resolves when no request runs or waits (shutdown, stdin closed); an
 // abandoned call (cancelled, still running in the library) does not count.
 function idle() {
-  if (!running && waiting.length === 0) return Promise.resolve();
+  if (!busy()) return Promise.resolve();
   return new Promise((r) => idleWaiters.push(r));
 }
 
-function pump() {
-  while (!running && waiting.length > 0) {
-    const e = waiting.shift();
+function pump(lane) {
+  while (!lane.running && lane.waiting.length > 0) {
+    const e = lane.waiting.shift();
     if (e.answered) continue; // cancelled while it waited: not started
     start(e);
   }
-  if (!running && waiting.length === 0 && idleWaiters.length > 0) {
+  if (!busy() && idleWaiters.length > 0) {
     const ws = idleWaiters;
     idleWaiters = [];
     ws.forEach((r) => r());
@@ -262,7 +291,7 @@ function pump() {
 // abort (a cancel), as an application that may give up the call does:
 // whichever comes first answers; the loser is dropped.
 function start(e) {
-  running = e;
+  e.lane.running = e;
   e.state = 'running';
   e.t0 = mono();
   const ac = new AbortController();
@@ -286,11 +315,11 @@ function start(e) {
   );
 }
 
-// done frees the queue for the next request when e held it.
+// done frees e's lane for its next request when e held it.
 function done(e) {
-  if (running === e) {
-    running = null;
-    pump();
+  if (e.lane.running === e) {
+    e.lane.running = null;
+    pump(e.lane);
   }
 }
 
@@ -343,7 +372,7 @@ function cancel(req) {
   const t = mono();
   answer(e, { type: 'cancelled', error: `${CANCELLED} (before the call started)`, t0: t, t1: t });
   if (e.req.type === 'release' && lock && lock.forget) lock.forget(e.req.lease);
-  pump();
+  pump(e.lane);
 }
 
 // SIGTERM: the service's graceful shutdown (see the top of the file).

@@ -107,6 +107,32 @@ test('two driver processes contend: one holds, the other is refused, then gets i
   }));
 });
 
+test('tasks: two clients share one process and its library client; a waiting acquire of one does not hold up the other', async () => {
+  await Promise.all(LOCKS.map(async (lock) => {
+    const d = await ready(lock, [shared], { client: 1 });
+    const first = d.connName;
+    assert.equal((await d.init([shared], { client: 2 })).type, 'init_ok', `${lock}: the second client's init`);
+    const list = await shared.admin.client('LIST');
+    assert.equal(list.split('\n').filter((l) => l.includes(` name=${first} `)).length, 1, `${lock}: one library connection for both clients`);
+    assert.ok(!list.includes(` name=${d.connName} `), `${lock}: the second client's init connected again`);
+    const [k1, k2] = [newKey(), newKey()];
+    const a = await d.request({ type: 'acquire', client: 1, key: k1, ttl_ms: 5000, wait_ms: 0 });
+    assert.equal(a.type, 'acquired', `${lock}: ${JSON.stringify(a)}`);
+    // Client 2 waits for k1 (held by client 1) while client 1 takes k2.
+    const waiting = d.request({ type: 'acquire', client: 2, key: k1, ttl_ms: 5000, wait_ms: 1500 });
+    const t = Date.now();
+    const b = await d.request({ type: 'acquire', client: 1, key: k2, ttl_ms: 5000, wait_ms: 0 });
+    assert.equal(b.type, 'acquired', `${lock}: ${JSON.stringify(b)}`);
+    assert.ok(Date.now() - t < 1000, `${lock}: client 1's acquire waited ${Date.now() - t} ms behind client 2's`);
+    assert.notEqual(a.lease, b.lease);
+    assert.equal((await d.request({ type: 'release', client: 1, lease: a.lease })).type, 'released', lock);
+    const w = await waiting;
+    assert.equal(w.type, 'acquired', `${lock}: client 2 gets k1 after client 1's release: ${JSON.stringify(w)}`);
+    for (const [c, l] of [[1, b.lease], [2, w.lease]]) assert.equal((await d.request({ type: 'release', client: c, lease: l })).type, 'released', lock);
+    await d.request({ type: 'shutdown' });
+  }));
+});
+
 test('the driver\'s connection carries conn_name (CLIENT LIST)', async () => {
   await Promise.all(LOCKS.map(async (lock) => {
     const d = await ready(lock, [shared]);
@@ -364,12 +390,12 @@ async function until(cond, ms) {
   return cond();
 }
 
-test('hello lists the cancel, throw, sigterm and reset extensions, as the lock files do', async () => {
+test('hello lists the cancel, throw, sigterm, reset and tasks extensions, as the lock files do', async () => {
   await Promise.all([...LOCKS, 'example'].map(async (lock) => {
     const h = await driver(lock).hello();
     assert.ok(Array.isArray(h.extensions) && h.extensions.includes('cancel'), `${lock}: extensions ${JSON.stringify(h.extensions)}`);
     if (lock === 'example') return;
-    assert.deepEqual([...h.extensions].sort(), ['block_loop', 'cancel', 'reset', 'sigterm', 'throw']);
+    assert.deepEqual([...h.extensions].sort(), ['block_loop', 'cancel', 'reset', 'sigterm', 'tasks', 'throw']);
     // The lock file must say the same (lockimpl/driver/locker.go checks it).
     const yaml = fs.readFileSync(path.join(__dirname, `${lock}.yaml`), 'utf8');
     const m = yaml.match(/^extensions:\s*\[([^\]]*)\]/m);

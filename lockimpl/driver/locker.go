@@ -345,7 +345,7 @@ func (l *Locker) Config() map[string]any {
 	}
 	if l.sh != nil {
 		c["tasks_per_process"] = l.sh.tasks
-		c["command_attribution"] = "per process: the clients of a process share its library's connections, named lc-<run>-p<process>; a command is tied to the one client of the process with a call in flight (a delete: a release), a write to the client whose acquire reported its token, and stays the process's otherwise"
+		c["command_attribution"] = "per process: the clients of a process share its library's connections, named lc-<run>-p<process>; the checks tie a write there to the client whose acquire reported its token, and a delete to no client"
 	}
 	switch {
 	case l.fc != nil:
