@@ -636,6 +636,10 @@ func (h gateHook) before(ctx context.Context, name string) error {
 	return nil
 }
 
+// phaseTook marks, in the phase word, an acquire whose reply took the lock
+// was seen (after); the word's low bits below it count the phase's replies.
+const phaseTook = 1 << 31
+
 // after fires "in-acquire"/"in-release" faults after a successful reply
 // arrived during that phase: the client is frozen (or dies) between a reply
 // and its next step — e.g. between redlock's replies and its validity check,
@@ -655,15 +659,25 @@ func (h gateHook) after(answered, ok bool, tok string) {
 	}
 	g := h.g
 	st := g.phase.Add(1)
+	phase, replied, took := st>>32, st&(phaseTook-1), st&phaseTook != 0
+	if phase == phaseAcquiring && ok && !took && g.quorum <= 1 {
+		// The reply that took the lock, armed or not: later replies of
+		// this acquire (setnx-expire's EXPIRE after its SETNX) are past
+		// the point, and a fault armed after it waits for the next
+		// acquire.
+		g.phase.Or(phaseTook)
+	}
 	if !g.busy.Load() {
 		return // nothing armed
 	}
-	phase, replied := st>>32, st&(1<<32-1)
 	point := ""
 	g.mu.Lock()
 	switch {
 	case len(g.armed) == 0:
-	case phase == phaseAcquiring && ok && g.tookQuorum(h.idx, tok):
+	case phase == phaseAcquiring && ok && !took && g.tookQuorum(h.idx, tok):
+		if g.quorum > 1 {
+			g.phase.Or(phaseTook)
+		}
 		point = history.PointInAcquire
 	case phase == phaseReleasing && replied == 1:
 		point = history.PointInRelease

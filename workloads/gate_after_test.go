@@ -91,6 +91,40 @@ func TestInReleaseFiresAfterFirstReplyOnly(t *testing.T) {
 	}
 }
 
+// in-acquire fires after the reply that took the lock only: a crash armed
+// between setnx-expire's SETNX and EXPIRE replies (it came late to a loaded
+// machine) does not kill the client after its EXPIRE, where the lock is
+// whole (a control went uncaught in a CI rehearsal), but waits for the next
+// acquire, which it ends after its SETNX.
+func TestInAcquireFiresAfterTheTakingReplyOnly(t *testing.T) {
+	c := &Client{ID: 0, rec: history.NewRecorder(nil)}
+	g := &c.gate
+	g.c = c
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	g.setPhase("acquiring")
+	g.After(0, true, false) // a refused SET NX
+	g.After(0, true, true)  // the SETNX that took it, before the fault was armed
+	hit := arm(ctx, []*gate{g}, "in-acquire", armWatch, 0)
+	g.After(0, true, true) // EXPIRE: a later reply of this acquire
+	g.setPhase("")
+	select {
+	case h, ok := <-hit:
+		if ok {
+			t.Fatalf("in-acquire fired after the acquire's EXPIRE: %+v", h)
+		}
+		t.Fatal("the armed fault ended before the next acquire")
+	case <-time.After(20 * time.Millisecond):
+	}
+	g.setPhase("acquiring")
+	g.After(0, true, false) // refused: not the point
+	g.After(0, true, true)  // the next acquire's SETNX
+	g.setPhase("")
+	if _, fired := <-hit; !fired {
+		t.Fatal("in-acquire did not fire after the next acquire's taking reply")
+	}
+}
+
 // A command over a dropping cut waits for its context or, when the context
 // never ends (go-redis dials a pub/sub connection and sends HELLO with
 // context.Background()), for the client's timeout, as a read deadline
