@@ -81,8 +81,9 @@ type cmdEvent struct {
 }
 
 // sharedProcess is the client of a command sent on the connection of a
-// driver process several clients share, when the harness could not tie it
-// to one (workloads.Workload.CallerOf): like -1, no client's.
+// driver process several clients share (history.SharedProcessConn): like
+// -1, no client's, but a write there is tied to its token's acquirer
+// (cmdStep) and the unlock check counts its deletes apart.
 const sharedProcess = -2
 
 // keyState is a key on one node as the replay has it.

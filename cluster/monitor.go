@@ -43,13 +43,6 @@ func ConnName(runID string, client int) string {
 	return "lc-" + runID + "-c" + strconv.Itoa(client)
 }
 
-// ProcConnName is the name of the connections of driver process g when
-// several clients share it (the lock option tasks): the command record
-// ties them to the process, not to a client (history.SharedProcessConn).
-func ProcConnName(runID string, g int) string {
-	return "lc-" + runID + "-p" + strconv.Itoa(g)
-}
-
 // ClientOfConnName is the client id a connection name of run runID
 // carries, or -1 (another run's, the harness's, unnamed).
 func ClientOfConnName(runID, name string) int {

@@ -237,7 +237,7 @@ func (f *Fault) View() FaultView {
 func MS(ns int64) float64 { return float64(ns) / 1e6 }
 
 // SharedProcessConn says whether a connection name is a driver process's
-// that several clients share (lc-<run>-p<g>, cluster.ProcConnName): its
+// that several clients share (lc-<run>-p<g>, lockimpl/driver's procConnName): its
 // commands belong to one of those clients, which the record alone does
 // not say.
 func SharedProcessConn(name string) bool {

@@ -20,15 +20,16 @@ import (
 // connections after the process (lc-<run>-p<g>): the servers' command
 // record then ties a command to the process, not to a client, and the
 // checks that name a command's client (a foreign DEL's culprit, a key
-// learned from its writer's connection) do not for them (results.json's
+// learned from its writer's connection) do not for them, but for a write
+// carrying the token a client's acquire reported (results.json's
 // lock_config says attribution per process). Leases stay a client's own:
 // the harness's history of acquires and releases, which the mutual
 // exclusion, resource and liveness checks read, is per client as before.
 //
-// A fault on a client's process (pause-client, crash-client, sigterm,
-// clock-skew on a client, cut-client, stall-commands) would hit every
-// client in it, which a fault's record (one client) cannot say yet: the
-// runner refuses such a scenario before it starts (SharedProcessFaults).
+// A fault on a client's process or its links (history.ClientProcessKinds)
+// would hit every client in it, which a fault's record (one client) cannot
+// say yet: the runner refuses such a scenario before it starts
+// (sharedProcessFaults), and the Locker's fault methods refuse too.
 // Shared processes are not kept warm for another run.
 
 // TasksOption is the lock option that puts several clients in one driver
