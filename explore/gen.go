@@ -173,7 +173,7 @@ func (g Generator) draw(r *rand.Rand) Schedule {
 	if s.Tasks > 1 {
 		// A fault on a client's process would hit every client in it:
 		// refused for clients that share processes (runner).
-		ks = slices.DeleteFunc(slices.Clone(ks), func(k string) bool { return slices.Contains(history.ClientProcessKinds, k) })
+		ks = slices.DeleteFunc(ks, func(k string) bool { return slices.Contains(history.ClientProcessKinds, k) })
 	}
 	for range n {
 		s.Faults = append(s.Faults, g.fault(r, pickWeighted(r, kindPrior, ks), s))
@@ -213,8 +213,7 @@ func (g Generator) drawAPI(r *rand.Rand) string {
 // the schedules of a driver with the tasks extension, 2 or 4 (0 otherwise:
 // a process a client).
 func (g Generator) drawTasks(r *rand.Rand) int {
-	p, driver := lockimpl.ProcessNeedsOf(g.Info.Name)
-	if !driver || p.Extension("tasks") != nil || r.IntN(4) != 0 {
+	if !g.hasTasks() || r.IntN(4) != 0 {
 		return 0
 	}
 	return pick(r, []int{2, 4})

@@ -34,8 +34,9 @@ const (
 	// Known: the lock's screening run failed only checks whose causes are
 	// those of findings already confirmed or being shrunk and confirmed;
 	// it is not run on the reference and more seeds (it could only show
-	// them again) and counts as a duplicate. A schedule the reference would fail too with the same
-	// cause (a limit) is counted here, not among the limits.
+	// them again) and counts as a duplicate. A schedule the reference
+	// would fail too with the same cause (a limit) is counted here, not
+	// among the limits.
 	Known Class = "known"
 	// Errored: the lock's screening run did not run to its verdict (the
 	// machine, or a driver that failed to start or answer): nothing was
