@@ -64,64 +64,58 @@ func (e redisErr) RedisError()   {}
 // between get-del's GET and DEL replies does not freeze the client after
 // its DEL (where the freeze changes nothing) but waits for the next
 // release, which it freezes after its GET.
-func TestInReleaseFiresAfterFirstReplyOnly(t *testing.T) {
-	c := &Client{ID: 0, rec: history.NewRecorder(nil)}
-	g := &c.gate
-	g.c = c
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	g.setPhase("releasing")
-	g.After(0, true, true) // GET answered before the fault was armed
-	hit := arm(ctx, []*gate{g}, "in-release", armWatch, 0)
-	g.After(0, true, true) // DEL: the second reply of this release
-	g.setPhase("")
-	select {
-	case h, ok := <-hit:
-		if ok {
-			t.Fatalf("in-release fired after the release's second reply: %+v", h)
-		}
-		t.Fatal("the armed fault ended before the next release")
-	case <-time.After(20 * time.Millisecond):
-	}
-	g.setPhase("releasing")
-	g.After(0, true, true) // the next release's GET
-	g.setPhase("")
-	if _, fired := <-hit; !fired {
-		t.Fatal("in-release did not fire after the next release's first reply")
-	}
-}
-
+//
 // in-acquire fires after the reply that took the lock only: a crash armed
 // between setnx-expire's SETNX and EXPIRE replies (it came late to a loaded
 // machine) does not kill the client after its EXPIRE, where the lock is
 // whole (a control went uncaught in a CI rehearsal), but waits for the next
 // acquire, which it ends after its SETNX.
-func TestInAcquireFiresAfterTheTakingReplyOnly(t *testing.T) {
-	c := &Client{ID: 0, rec: history.NewRecorder(nil)}
-	g := &c.gate
-	g.c = c
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	g.setPhase("acquiring")
-	g.After(0, true, false) // a refused SET NX
-	g.After(0, true, true)  // the SETNX that took it, before the fault was armed
-	hit := arm(ctx, []*gate{g}, "in-acquire", armWatch, 0)
-	g.After(0, true, true) // EXPIRE: a later reply of this acquire
-	g.setPhase("")
-	select {
-	case h, ok := <-hit:
-		if ok {
-			t.Fatalf("in-acquire fired after the acquire's EXPIRE: %+v", h)
+func TestPointFiresAfterItsReplyOnly(t *testing.T) {
+	type reply struct{ answered, ok bool }
+	for _, tc := range []struct {
+		phase, point, later, next string
+		before, after, again      []reply // replies before arming, after arming, in the next call
+	}{
+		{"releasing", "in-release", "the release's second reply", "the next release's first reply",
+			[]reply{{true, true}},  // GET answered before the fault was armed
+			[]reply{{true, true}},  // DEL: the second reply of this release
+			[]reply{{true, true}}}, // the next release's GET
+		{"acquiring", "in-acquire", "the acquire's EXPIRE", "the next acquire's taking reply",
+			[]reply{{true, false}, {true, true}},  // a refused SET NX; the SETNX that took it, before the fault was armed
+			[]reply{{true, true}},                 // EXPIRE: a later reply of this acquire
+			[]reply{{true, false}, {true, true}}}, // refused: not the point; the next acquire's SETNX
+	} {
+		c := &Client{ID: 0, rec: history.NewRecorder(nil)}
+		g := &c.gate
+		g.c = c
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		call := func(rs []reply) {
+			for _, r := range rs {
+				g.After(0, r.answered, r.ok)
+			}
 		}
-		t.Fatal("the armed fault ended before the next acquire")
-	case <-time.After(20 * time.Millisecond):
-	}
-	g.setPhase("acquiring")
-	g.After(0, true, false) // refused: not the point
-	g.After(0, true, true)  // the next acquire's SETNX
-	g.setPhase("")
-	if _, fired := <-hit; !fired {
-		t.Fatal("in-acquire did not fire after the next acquire's taking reply")
+		g.setPhase(tc.phase)
+		call(tc.before)
+		hit := arm(ctx, []*gate{g}, tc.point, armWatch, 0)
+		call(tc.after)
+		g.setPhase("")
+		select {
+		case h, ok := <-hit:
+			cancel()
+			if ok {
+				t.Fatalf("%s fired after %s: %+v", tc.point, tc.later, h)
+			}
+			t.Fatalf("%s: the armed fault ended before the next call", tc.point)
+		case <-time.After(20 * time.Millisecond):
+		}
+		g.setPhase(tc.phase)
+		call(tc.again)
+		g.setPhase("")
+		_, fired := <-hit
+		cancel()
+		if !fired {
+			t.Fatalf("%s did not fire after %s", tc.point, tc.next)
+		}
 	}
 }
 
