@@ -101,7 +101,7 @@ func (l *Locker) newShared(s *Spec, extra map[string]string, tasks int) error {
 	if !found {
 		sh.p, sh.hello, sh.err = hello(s, fmt.Sprintf("%s (process %d)", s.Name, g), sh.event, extra)
 		if sh.err == nil && !slices.Contains(sh.hello.Extensions, "tasks") {
-			_ = sh.p.stop()
+			// Stopped by the last detach, as any shared process.
 			sh.err = fmt.Errorf("lock option %s=%d: driver %s (%s %s) runs one client a process (its hello does not list the tasks extension)", TasksOption, tasks, s.Name, sh.hello.Library, sh.hello.Version)
 		}
 		if sh.err == nil {
